@@ -1,0 +1,35 @@
+"""Parsers: one module per capture format, each with `parse`, `sniff` and `SCHEMA` (design.md).
+
+Modules are found by scanning this package (no hand-kept list); a module's name is its kind.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from functools import cache
+from types import ModuleType
+
+
+@cache
+def registry() -> dict[str, ModuleType]:
+    """kind -> parser module, for every public module in this package."""
+    found: dict[str, ModuleType] = {}
+    for info in pkgutil.iter_modules(__path__):
+        if not info.name.startswith("_"):
+            found[info.name] = importlib.import_module(f"{__name__}.{info.name}")
+    return found
+
+
+def get(kind: str) -> ModuleType:
+    """The parser module for `kind`; KeyError names the known kinds."""
+    try:
+        return registry()[kind]
+    except KeyError:
+        raise KeyError(f"unknown kind {kind!r}; known: {', '.join(sorted(registry()))}") from None
+
+
+def sniff_kind(text: str) -> str | None:
+    """The kind whose `sniff` claims this text (the first lines of a file), or None."""
+    claims = [kind for kind, mod in registry().items() if mod.sniff(text)]
+    return claims[0] if len(claims) == 1 else (sorted(claims)[0] if claims else None)

@@ -1,0 +1,165 @@
+"""Plumbing every parser shares: reading lines from a path/stream/str, dates and clocks, typed frames.
+
+Parsers are pure functions of their input: nothing here reads the clock, the process locale or globals.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+from collections.abc import Iterator
+from datetime import date, datetime
+from pathlib import Path
+from typing import IO
+from zoneinfo import ZoneInfo
+
+import numpy as np
+import pandas as pd
+
+from perfkit.errors import ParseError
+
+Source = str | Path | IO[str] | IO[bytes]
+
+SNIFF_BYTES = 8192
+
+
+class Lines:
+    """Iterate `(line_no, text)` over a path, a text/binary stream or a string, one line at a time.
+
+    Lines come without their line terminator (CRLF included). Undecodable bytes are replaced, never
+    fatal: the parser then sees garbage and says where. After iteration `last_complete` tells
+    whether the final line ended with a newline; a capture cut off mid-write does not.
+    """
+
+    def __init__(self, source: Source, kind: str):
+        self.kind = kind
+        self.path: str | None = None
+        self.last_complete = True
+        self._source = source
+        if isinstance(source, Path) or (isinstance(source, str) and _looks_like_path(source)):
+            self.path = str(source)
+        elif hasattr(source, "name") and isinstance(getattr(source, "name", None), str):
+            self.path = source.name
+
+    def __iter__(self) -> Iterator[tuple[int, str]]:
+        src = self._source
+        if self.path is not None and isinstance(src, str | Path):
+            try:
+                fh: IO[str] = open(src, encoding="utf-8", errors="replace", newline="")
+            except OSError as exc:
+                raise ParseError(self.kind, self.path, 0, "", f"cannot read: {exc.strerror}") from None
+            with fh:
+                yield from self._walk(fh)
+        elif isinstance(src, str):
+            yield from self._walk(io.StringIO(src, newline=""))
+        elif isinstance(src, io.TextIOBase) or hasattr(src, "encoding"):
+            yield from self._walk(src)  # type: ignore[arg-type]
+        else:
+            yield from self._walk(io.TextIOWrapper(src, encoding="utf-8", errors="replace", newline=""))
+
+    def _walk(self, fh: IO[str]) -> Iterator[tuple[int, str]]:
+        line_no = 0
+        line = ""
+        for line_no, line in enumerate(fh, 1):  # noqa: B007 - line is read after the loop
+            yield line_no, line.rstrip("\r\n")
+        self.last_complete = line_no == 0 or line.endswith("\n")
+
+    def error(self, line_no: int, line: str, reason: str) -> ParseError:
+        return ParseError(self.kind, self.path, line_no, line, reason)
+
+
+def _looks_like_path(text: str) -> bool:
+    return "\n" not in text and len(text) < 4096 and Path(text).is_file()
+
+
+def head(source: Source, size: int = SNIFF_BYTES) -> str:
+    """The first `size` characters of a source, for sniffing; does not consume a stream's position."""
+    if isinstance(source, Path) or (isinstance(source, str) and _looks_like_path(source)):
+        with open(source, "rb") as fh:
+            return fh.read(size).decode("utf-8", errors="replace")
+    if isinstance(source, str):
+        return source[:size]
+    pos = source.tell()
+    data = source.read(size)
+    source.seek(pos)
+    return data.decode("utf-8", errors="replace") if isinstance(data, bytes) else data
+
+
+# ---------------------------------------------------------------- dates and clocks
+
+_CLOCK = re.compile(r"^(\d{1,2}):(\d{2}):(\d{2})(?:\s*([AaPp])\.?[Mm]\.?)?$")
+_DATE_FORMS = (
+    (re.compile(r"^(\d{4})-(\d{2})-(\d{2})$"), ("y", "m", "d")),       # ISO 2026-11-22
+    (re.compile(r"^(\d{2})/(\d{2})/(\d{4})$"), ("m", "d", "y")),       # en_US 11/22/2026
+    (re.compile(r"^(\d{2})/(\d{2})/(\d{2})$"), ("m", "d", "yy")),      # C 11/22/26
+    (re.compile(r"^(\d{2})\.(\d{2})\.(\d{4})$"), ("d", "m", "y")),     # de_DE 22.11.2026
+    (re.compile(r"^(\d{4})年(\d{1,2})月(\d{1,2})日$"), ("y", "m", "d")),  # zh_CN 2026年11月22日
+)
+
+
+def parse_clock(text: str) -> tuple[int, int, int] | None:
+    """`08:09:59`, `08:09:59 AM`, `12:05:00 AM` (= 00:05) -> (h, m, s); None if not a clock.
+
+    AM/PM is read by hand: strptime's %p follows the process locale.
+    """
+    m = _CLOCK.match(text.strip())
+    if not m:
+        return None
+    h, mi, s = int(m[1]), int(m[2]), int(m[3])
+    if m[4]:
+        if not 1 <= h <= 12:
+            return None
+        h = h % 12 + (12 if m[4] in "Pp" else 0)
+    if h > 23 or mi > 59 or s > 60:
+        return None
+    return h, mi, min(s, 59)
+
+
+def parse_date(text: str) -> date | None:
+    """A date in any of the forms sysstat/procps print under C, en_US, de_DE, zh_CN or ISO; else None."""
+    text = text.strip()
+    for rx, order in _DATE_FORMS:
+        m = rx.match(text)
+        if m:
+            parts = dict(zip(order, (int(g) for g in m.groups()), strict=True))
+            year = parts.get("y", 2000 + parts.get("yy", 0))
+            try:
+                return date(year, parts["m"], parts["d"])
+            except ValueError:
+                return None
+    return None
+
+
+def to_utc(naive: datetime, tz: str) -> pd.Timestamp:
+    """A wall-clock time on a host whose zone is `tz`, as a UTC timestamp."""
+    return pd.Timestamp(naive.replace(tzinfo=ZoneInfo(tz))).tz_convert("UTC")
+
+
+# ---------------------------------------------------------------- frames
+
+def empty_frame(schema: dict[str, str]) -> pd.DataFrame:
+    """A frame with exactly the schema's columns and dtypes, and no rows."""
+    return pd.DataFrame({col: pd.Series(dtype=dtype) for col, dtype in schema.items()})
+
+
+def coerce(df: pd.DataFrame, schema: dict[str, str]) -> pd.DataFrame:
+    """Exactly the schema's columns, in order, typed; a column the input lacks is all-NaN."""
+    out = {}
+    n = len(df)
+    for col, dtype in schema.items():
+        if col in df.columns:
+            out[col] = df[col].astype(dtype) if str(df[col].dtype) != dtype else df[col]
+        elif dtype.startswith("float"):
+            out[col] = pd.Series(np.full(n, np.nan), index=df.index, dtype=dtype)
+        else:
+            out[col] = pd.Series(pd.array([pd.NA] * n, dtype=dtype), index=df.index)
+    frame = pd.DataFrame(out, index=df.index).reset_index(drop=True)
+    frame.attrs.update(df.attrs)
+    return frame
+
+
+def number(text: str) -> float:
+    """A float from a capture's token; NaN for the tokens tools print for 'no value'. Raises ValueError."""
+    if text in ("", "-", "N/A", "n/a", "?unavailable?"):
+        return float("nan")
+    return float(text)

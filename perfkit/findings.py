@@ -1,0 +1,93 @@
+"""Findings: what a rule concluded, with the numbers that made it conclude so.
+
+The field names are the JSON contract of `findings.json` (design.md); add fields, never rename.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+SEVERITIES = ("critical", "warning", "info")
+
+# design.md's stable rule ids: the JSON contract. Add new ones, never rename.
+RULE_IDS = (
+    "sweep.not-saturated",
+    "sweep.knee",
+    "sweep.retrograde",
+    "sweep.unstable",
+    "load.underdriven",
+    "client.saturated",
+    "rt.localized",
+    "disk.serial-small-io",
+    "disk.saturated",
+    "numa.remote-memory",
+    "net.port-exhaustion",
+    "cpu.saturated",
+    "cpu.hot-thread",
+    "io.top-writer",
+    "cpu.context-switches",
+    "mem.swapping",
+    "disk.full",
+    "profile.hotspots",
+    "collector.overhead",
+)
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One conclusion of one rule. `summary` is one sentence with the numbers; `evidence` holds them."""
+
+    rule: str
+    severity: str
+    title: str
+    summary: str
+    evidence: dict[str, Any]
+    explanation: str
+    next_steps: list[str]
+    hosts: list[str] = field(default_factory=list)
+    window: tuple[str, str] | None = None
+
+    def __post_init__(self) -> None:
+        if self.rule not in RULE_IDS:
+            raise ValueError(f"unknown rule id {self.rule!r}")
+        if self.severity not in SEVERITIES:
+            raise ValueError(f"unknown severity {self.severity!r}")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "rule": self.rule,
+            "severity": self.severity,
+            "title": self.title,
+            "summary": self.summary,
+            "evidence": {k: jsonable(v) for k, v in self.evidence.items()},
+            "hosts": list(self.hosts),
+            "window": list(self.window) if self.window else None,
+            "explanation": self.explanation,
+            "next_steps": list(self.next_steps),
+        }
+
+
+@dataclass(frozen=True)
+class Skipped:
+    """A rule that could not run, and why (usually a missing capture)."""
+
+    rule: str
+    reason: str
+
+    def to_dict(self) -> dict[str, str]:
+        return {"rule": self.rule, "reason": self.reason}
+
+
+def jsonable(value: Any) -> Any:
+    """Plain JSON values: numpy scalars become Python numbers, NaN/inf become None, floats are rounded."""
+    if isinstance(value, dict):
+        return {str(k): jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [jsonable(v) for v in value]
+    if hasattr(value, "item") and not isinstance(value, str | bytes):
+        value = value.item()
+    if isinstance(value, float):
+        return None if not math.isfinite(value) else round(value, 6)
+    return value

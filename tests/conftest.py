@@ -1,0 +1,36 @@
+"""Shared test helpers: fixture paths and the local lab (scripts/lab.sh)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = ROOT / "tests" / "fixtures"
+SEEDS_EXAMPLE = ROOT / "examples"
+LAB_DIR = Path(os.environ.get("PERFKIT_LAB", "/var/lib/perfkit-lab"))
+
+
+def need_tool(name: str) -> str:
+    """The tool's path, or skip the test saying which tool is missing (never a silent pass)."""
+    path = shutil.which(name)
+    if not path:
+        pytest.skip(f"{name} not installed (scripts/lab.sh installs it)")
+    return path
+
+
+@pytest.fixture(scope="session")
+def lab_mariadb() -> Path:
+    """The lab's sysbench config file (0600, holds the password), after checking MariaDB answers."""
+    cfg = LAB_DIR / "sb.cfg"
+    if not cfg.exists():
+        pytest.skip(f"lab not provisioned: {cfg} missing (run scripts/lab.sh)")
+    need_tool("sysbench")
+    ping = subprocess.run(["mariadb-admin", "ping"], capture_output=True, text=True, timeout=10)
+    if ping.returncode != 0:
+        pytest.skip("MariaDB is not running (run scripts/lab.sh)")
+    return cfg

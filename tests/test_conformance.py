@@ -1,0 +1,51 @@
+"""Every parser module keeps the design.md contract."""
+
+from __future__ import annotations
+
+import inspect
+
+import pytest
+
+from perfkit import parsers
+from perfkit.errors import ParseError
+
+from .conftest import FIXTURES
+
+KINDS = sorted(parsers.registry())
+
+
+def test_there_are_parsers() -> None:
+    assert {"iostat", "sysbench", "vmstat", "sweep"} <= set(KINDS)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_parser_contract(kind: str) -> None:
+    mod = parsers.get(kind)
+    assert mod.__doc__ and len(mod.__doc__.strip()) > 40, "docstring with command lines and schema"
+    assert isinstance(mod.SCHEMA, dict) and mod.SCHEMA
+    params = inspect.signature(mod.parse).parameters
+    assert "host" in params and params["host"].kind is inspect.Parameter.KEYWORD_ONLY
+    assert "tz" in params and params["tz"].kind is inspect.Parameter.KEYWORD_ONLY
+    assert callable(mod.sniff)
+    assert (FIXTURES / kind).is_dir(), f"tests/fixtures/{kind}/ holds its fixtures"
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_empty_input_gives_empty_frame_with_schema(kind: str) -> None:
+    df = parsers.get(kind).parse("")
+    assert list(df.columns) == list(parsers.get(kind).SCHEMA)
+    assert len(df) == 0
+    assert {c: str(t) for c, t in df.dtypes.items()} == parsers.get(kind).SCHEMA
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_binary_garbage_is_a_parse_error(kind: str) -> None:
+    garbage = "\x00\x01\x02\ufffd\ufffd binary \x7f\n" * 20
+    with pytest.raises(ParseError) as info:
+        parsers.get(kind).parse(garbage)
+    assert info.value.line_no >= 1
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_sniff_rejects_unrelated_text(kind: str) -> None:
+    assert not parsers.get(kind).sniff("hello world\nthis is a readme\n")
