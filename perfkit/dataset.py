@@ -1,0 +1,113 @@
+"""Dataset: every capture of an archive parsed into a frame, and every file that was not, with why.
+
+Analysis trusts the manifest's `kind` first; files the manifest does not list (and every file of a
+foreign archive, e.g. a tarball made by a shell script) are offered to the parsers' `sniff()`.
+Nothing is dropped silently: a file no parser claims, or one whose parse failed, is listed in
+`unparsed` with the reason.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+
+from perfkit import parsers
+from perfkit.archive import Archive
+from perfkit.errors import ParseError
+from perfkit.parsers._common import head
+
+
+@dataclass
+class Capture:
+    """One parsed file."""
+
+    path: str                  # relative to the archive root, POSIX
+    kind: str
+    host: str | None
+    step: str | None
+    frame: pd.DataFrame
+
+    @property
+    def dropped_lines(self) -> int:
+        return int(self.frame.attrs.get("dropped_lines", 0))
+
+
+@dataclass
+class Dataset:
+    """What `perfkit analyze` works on: frames by kind and host, plus the inputs it could not use."""
+
+    source: str
+    manifest: dict | None
+    captures: list[Capture] = field(default_factory=list)
+    unparsed: list[dict[str, str]] = field(default_factory=list)
+    problems: list[dict[str, str]] = field(default_factory=list)
+
+    def of(self, kind: str) -> list[Capture]:
+        """Every capture of one kind, in archive order."""
+        return [c for c in self.captures if c.kind == kind]
+
+    def inputs(self) -> dict[str, list[dict]]:
+        """The `inputs` block of findings.json."""
+        parsed = [{"path": c.path, "kind": c.kind, "host": c.host, "rows": len(c.frame),
+                   "dropped_lines": c.dropped_lines} for c in self.captures]
+        return {"parsed": parsed, "unparsed": list(self.unparsed), "problems": list(self.problems)}
+
+
+def load_dataset(archive: Archive, *, tz: str = "UTC") -> Dataset:
+    """Parse every file of an opened archive.
+
+    Args:
+        archive: from `perfkit.archive.open_archive`.
+        tz: the captured hosts' time zone, for captures whose timestamps carry none (a manifest
+            record's own `tz` wins).
+    """
+    ds = Dataset(source=archive.name, manifest=archive.manifest, problems=list(archive.problems))
+    records = archive.records
+    for rel in archive.files:
+        rec = records.get(rel)
+        path = archive.root / rel
+        if rec is not None:
+            kind = rec.get("kind")
+            if kind not in parsers.registry():
+                ds.unparsed.append({"path": rel, "reason": f"no parser for kind {kind!r}"})
+                continue
+            host, step, file_tz = rec.get("host"), rec.get("step"), rec.get("tz", tz)
+        else:
+            kind, reason = _sniff(path)
+            if kind is None:
+                ds.unparsed.append({"path": rel, "reason": reason})
+                continue
+            host, step, file_tz = None, None, tz
+        try:
+            frame = parsers.get(kind).parse(path, host=host, tz=file_tz)
+        except ParseError as exc:
+            exc.path = rel
+            ds.unparsed.append({"path": rel, "reason": _relative_message(exc, rel)})
+            continue
+        ds.captures.append(Capture(path=rel, kind=kind, host=host, step=step, frame=frame))
+    return ds
+
+
+def _sniff(path: Path) -> tuple[str | None, str]:
+    """The kind whose parser claims the file, or None and the reason nobody did."""
+    try:
+        with open(path, "rb") as fh:
+            start = fh.read(4096)
+    except OSError as exc:
+        return None, f"cannot read: {exc.strerror}"
+    if not start:
+        return None, "empty file"
+    if start[:2] == b"\x1f\x8b" or start[:4] == b"PK\x03\x04" or b"\x00" in start:
+        return None, "binary file (no parser reads it)"
+    kind = parsers.sniff_kind(head(path))
+    if kind is None:
+        return None, "no parser recognises this format"
+    return kind, ""
+
+
+def _relative_message(exc: ParseError, rel: str) -> str:
+    where = f"{rel}:{exc.line_no}" if exc.line_no else rel
+    shown = f": {exc.line[:120]!r}" if exc.line else ""
+    return f"{exc.kind}: {where}: {exc.reason}{shown}"

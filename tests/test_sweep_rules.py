@@ -1,0 +1,111 @@
+"""Sweep model and sweep.* / load.underdriven rules on the seeds' data and on counter-examples."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from perfkit.analyzers import analyze
+from perfkit.config import default_thresholds
+from perfkit.dataset import Capture, Dataset
+from perfkit.parsers import sweep as sweep_parser
+
+from .conftest import FIXTURES
+
+
+def table(text: str) -> Dataset:
+    return Dataset(source="t.csv", manifest=None,
+                   captures=[Capture("t.csv", "sweep", None, None, sweep_parser.parse(text))])
+
+
+def rules_fired(text: str) -> dict[str, list]:
+    out: dict[str, list] = {}
+    for f in analyze(table(text), default_thresholds()).findings:
+        out.setdefault(f.rule, []).append(f)
+    return out
+
+
+def test_seed002_peak_32_and_retrograde() -> None:
+    ds = Dataset("seed002", None, [Capture("s.csv", "sweep", None, None,
+                                           sweep_parser.parse(FIXTURES / "sweep" / "seed002-qps-p95.txt"))])
+    result = analyze(ds, default_thresholds())
+    assert result.sweep.metric == "qps"
+    assert result.sweep.peak.threads == 32 and result.sweep.peak.tps == 3844
+    retro = [f for f in result.findings if f.rule == "sweep.retrograde"]
+    assert len(retro) == 1
+    ev = retro[0].evidence
+    assert ev["peak_threads"] == 32 and ev["highest_threads"] == 256
+    assert ev["drop_pct"] == pytest.approx((3844 - 1456) / 3844 * 100)
+    assert ev["dominant"] == "coherency"  # κ·N(N−1) beats σ(N−1) at 256 threads
+    # QPS × p95 is an upper bound of in-flight requests: 1456 × 14.73 ms ≈ 21 of 256 threads.
+    under = [f for f in result.findings if f.rule == "load.underdriven"][0]
+    assert under.evidence["threads"] == 256
+    assert under.evidence["in_flight"] == pytest.approx(1456 * 14.73 / 1000)
+
+
+def test_linear_sweep_is_not_saturated_and_has_no_knee() -> None:
+    fired = rules_fired("threads,tps\n1,100\n2,199\n4,395\n8,780\n")
+    assert set(fired) == {"sweep.not-saturated"}
+    assert fired["sweep.not-saturated"][0].evidence["elasticity"] == pytest.approx(0.981, abs=0.01)
+
+
+def test_plateau_has_knee_but_no_retrograde() -> None:
+    fired = rules_fired("threads,tps\n1,100\n2,195\n4,380\n8,420\n16,425\n")
+    assert fired["sweep.knee"][0].evidence["knee_threads"] == 4
+    assert "sweep.retrograde" not in fired and "sweep.not-saturated" not in fired
+
+
+def test_consistent_little_concurrency_is_not_underdriven() -> None:
+    # 8 threads × (1000 / 8 ms) ... TPS × RT = 8 exactly: every thread is in a request.
+    fired = rules_fired("threads,tps,lat_ms\n8,1000,8\n16,1900,8.4\n32,2000,16\n")
+    assert "load.underdriven" not in fired
+
+
+def test_low_little_concurrency_is_underdriven() -> None:
+    fired = rules_fired("threads,tps,lat_ms\n8,1000,8\n64,1100,10\n")
+    f = fired["load.underdriven"][0]
+    assert f.evidence["threads"] == 64 and f.evidence["in_flight"] == pytest.approx(11.0)
+
+
+def _sysbench_capture(rows: list[tuple[float, int, float, float]], threads: int) -> Capture:
+    frame = pd.DataFrame({"run": 0, "time_s": [r[0] for r in rows], "threads": [r[1] for r in rows],
+                          "tps": [r[2] for r in rows], "qps": float("nan"), "lat_ms": [r[3] for r in rows],
+                          "lat_pct": 95.0, "errors_s": 0.0})
+    frame.attrs["runs"] = [{"run": 0, "threads": threads, "percentile": 95, "summary": {}}]
+    return Capture(f"t{threads}.log", "sysbench", None, None, frame)
+
+
+def test_tps_and_rt_falling_together_inside_a_step_is_underdriven() -> None:
+    # seed 003's pattern: both TPS and RT fall: the pressure stops arriving.
+    rows = [(t, 100, tps, lat) for t, tps, lat in
+            [(1, 900, 50), (2, 1000, 100), (3, 1000, 100), (4, 1000, 100), (5, 950, 95), (6, 800, 80),
+             (7, 700, 70), (8, 600, 60), (9, 500, 50), (10, 450, 45)]]
+    ds = Dataset("x", None, [_sysbench_capture(rows, 100)])
+    found = [f for f in analyze(ds, default_thresholds()).findings if f.rule == "load.underdriven"]
+    assert any("fall together" in f.title for f in found)
+
+
+def test_tps_falling_with_rt_rising_is_unstable_not_underdriven() -> None:
+    rows = [(t, 100, tps, lat) for t, tps, lat in
+            [(1, 900, 50), (2, 1000, 100), (3, 950, 105), (4, 900, 110), (5, 800, 125), (6, 700, 140),
+             (7, 600, 170), (8, 500, 200), (9, 450, 220), (10, 400, 250)]]
+    ds = Dataset("x", None, [_sysbench_capture(rows, 100)])
+    fired = {f.rule for f in analyze(ds, default_thresholds()).findings}
+    assert "sweep.unstable" in fired and "load.underdriven" not in fired
+
+
+def test_steady_step_is_stable() -> None:
+    rows = [(t, 8, 100 + (t % 3), 10.0) for t in range(1, 11)] + [(11, 5, 30.0, 10.0)]
+    ds = Dataset("x", None, [_sysbench_capture(rows, 8)])
+    result = analyze(ds, default_thresholds())
+    assert result.sweep.steps[0].stable is True
+    assert "sweep.unstable" not in {f.rule for f in result.findings}
+    # warm-up: the first of 10 intervals is dropped, the shutdown tail (thds below 8) too
+    assert len(result.sweep.steps[0].intervals) == 9
+
+
+def test_rules_skip_without_load_data() -> None:
+    result = analyze(Dataset("x", None, []), default_thresholds())
+    skipped = {s.rule: s.reason for s in result.skipped}
+    assert "sweep.knee" in skipped and "no load-generator output" in skipped["sweep.knee"]
+    assert skipped["disk.serial-small-io"] == "no iostat capture"

@@ -1,0 +1,45 @@
+"""The USL fit against published data."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from perfkit.analyzers import usl
+
+# SPEC SDM91 (Gunther, Guerrilla Capacity Planning; the R `usl` package's test data).
+SDM91_N = [1, 18, 36, 72, 108, 144, 216]
+SDM91_X = [64.9, 995.9, 1652.4, 1853.2, 1828.9, 1775.0, 1702.2]
+
+
+def test_spec_sdm91_golden() -> None:
+    fit = usl.fit(SDM91_N, SDM91_X)
+    assert fit.peak_concurrency == pytest.approx(96.5, abs=0.05)
+    assert fit.limit_throughput == pytest.approx(3245.6, rel=1e-3)
+    assert fit.lam == pytest.approx(89.995, rel=1e-3)
+    assert fit.sigma == pytest.approx(0.02773, rel=2e-3)
+    assert fit.kappa == pytest.approx(1.0437e-4, rel=2e-3)
+    assert fit.peak_throughput == pytest.approx(float(usl.usl(fit.peak_concurrency, fit.sigma, fit.kappa, fit.lam)))
+    assert 0.98 < fit.r2 <= 1
+
+
+def test_recovers_known_coefficients_from_exact_points() -> None:
+    n = np.array([1, 2, 4, 8, 16, 32, 64, 128])
+    fit = usl.fit(n, usl.usl(n, 0.05, 0.0002, 1000.0))
+    assert (fit.sigma, fit.kappa, fit.lam) == pytest.approx((0.05, 0.0002, 1000.0), rel=1e-4)
+    assert fit.peak_concurrency == pytest.approx(math.sqrt(0.95 / 0.0002), rel=1e-4)
+
+
+def test_linear_scaling_has_no_peak() -> None:
+    fit = usl.fit([1, 2, 4, 8], [100, 200, 400, 800])
+    assert fit.sigma == 0 and fit.kappa == 0
+    assert fit.peak_concurrency is None and fit.limit_throughput is None
+
+
+@pytest.mark.parametrize("n,x", [([1, 2], [1, 2]), ([1, 2, 3], [1, float("nan"), 3]), ([1, 2, 3], [1, 0, 3]),
+                                 ([4, 4, 4], [1, 2, 3])])
+def test_refuses_bad_input(n: list[float], x: list[float]) -> None:
+    with pytest.raises(ValueError):
+        usl.fit(n, x)
