@@ -30,10 +30,10 @@ class Step:
     tps: float
     qps: float | None = None
     lat_avg_ms: float | None = None
-    lat_pct: float | None = None          # which percentile `lat_pct_ms` is (95 by default)
+    lat_pct: float | None = None  # which percentile `lat_pct_ms` is (95 by default)
     lat_pct_ms: float | None = None
     errors_per_s: float | None = None
-    stable: bool | None = None            # None: no intervals to judge by
+    stable: bool | None = None  # None: no intervals to judge by
     drift_pct: float | None = None
     cv_pct: float | None = None
     source: str = ""
@@ -52,10 +52,16 @@ class Step:
 
     def to_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {
-            "threads": self.threads, "tps": self.tps, "qps": self.qps, "lat_avg_ms": self.lat_avg_ms,
+            "threads": self.threads,
+            "tps": self.tps,
+            "qps": self.qps,
+            "lat_avg_ms": self.lat_avg_ms,
             "lat_p95_ms": self.lat_pct_ms if self.lat_pct == 95 else None,
-            "errors_per_s": self.errors_per_s, "little_concurrency": self.little_concurrency,
-            "stable": self.stable, "server_qps": self.server_qps, "server_lat_ms": self.server_lat_ms,
+            "errors_per_s": self.errors_per_s,
+            "little_concurrency": self.little_concurrency,
+            "stable": self.stable,
+            "server_qps": self.server_qps,
+            "server_lat_ms": self.server_lat_ms,
         }
         if self.lat_pct is not None and self.lat_pct != 95:
             d[f"lat_p{self.lat_pct:g}_ms"] = self.lat_pct_ms
@@ -68,7 +74,7 @@ class Sweep:
     """Steps ordered by threads, and what the curve says."""
 
     tool: str
-    metric: str                      # "tps" or "qps": what throughput means in this sweep
+    metric: str  # "tps" or "qps": what throughput means in this sweep
     steps: list[Step]
     peak: Step
     knee_threads: int | None
@@ -89,6 +95,7 @@ class Sweep:
 
 # ---------------------------------------------------------------- building the model
 
+
 def build(ds: Dataset, th: Thresholds) -> Sweep | None:
     """The sweep from the dataset's load-generator captures, or None when it has none."""
     steps: list[Step] = []
@@ -96,7 +103,7 @@ def build(ds: Dataset, th: Thresholds) -> Sweep | None:
     for cap in ds.of("sysbench"):
         tool = "sysbench"
         for run in cap.frame.attrs.get("runs", []):
-            step = _sysbench_step(cap.path, cap.frame, run, th["sweep"]["warmup_fraction"], th)
+            step = _sysbench_step(cap.path, cap.frame, run, th)
             if step is not None:
                 steps.append(step)
     if not steps:
@@ -122,15 +129,14 @@ def build(ds: Dataset, th: Thresholds) -> Sweep | None:
     return sweep
 
 
-def _sysbench_step(path: str, frame: pd.DataFrame, run: dict, warmup_fraction: float,
-                   th: Thresholds) -> Step | None:
+def _sysbench_step(path: str, frame: pd.DataFrame, run: dict, th: Thresholds) -> Step | None:
     rows = frame[frame["run"] == run["run"]] if len(frame) else frame
     threads = run.get("threads")
     summary = run.get("summary") or {}
     if threads is None or (rows.empty and not summary):
         return None
     pct = run.get("percentile")
-    steady = _steady(rows, int(threads), warmup_fraction)
+    steady = _steady(rows, int(threads), th["sweep"]["warmup_fraction"])
     if not steady.empty:
         tps = float(steady["tps"].mean())
         qps = _mean(steady["qps"])
@@ -145,12 +151,22 @@ def _sysbench_step(path: str, frame: pd.DataFrame, run: dict, warmup_fraction: f
         lat_pct_ms = summary[f"lat_p{pct:g}_ms"]  # the whole run's percentile beats a median of intervals
     if not math.isfinite(tps):
         return None
-    step = Step(threads=int(threads), tps=tps, qps=qps, lat_avg_ms=summary.get("lat_avg_ms"),
-                lat_pct=pct, lat_pct_ms=lat_pct_ms, errors_per_s=errors, source=path, run=run["run"],
-                intervals=steady if not steady.empty else None, all_intervals=rows if not rows.empty else None)
-    if len(steady) >= 3:
+    step = Step(
+        threads=int(threads),
+        tps=tps,
+        qps=qps,
+        lat_avg_ms=summary.get("lat_avg_ms"),
+        lat_pct=pct,
+        lat_pct_ms=lat_pct_ms,
+        errors_per_s=errors,
+        source=path,
+        run=run["run"],
+        intervals=steady if not steady.empty else None,
+        all_intervals=rows if not rows.empty else None,
+    )
+    lim = th["sweep.unstable"]
+    if len(steady) >= max(3, lim["min_intervals"]):
         step.drift_pct, step.cv_pct = _drift(steady), _cv(steady["tps"])
-        lim = th["sweep.unstable"]
         step.stable = abs(step.drift_pct) <= lim["max_drift_pct"] and step.cv_pct <= lim["max_cv_pct"]
     return step
 
@@ -168,11 +184,22 @@ def _steady(rows: pd.DataFrame, threads: int, warmup_fraction: float) -> pd.Data
 def _table_steps(path: str, frame: pd.DataFrame) -> list[Step]:
     out = []
     for row in frame.itertuples(index=False):
-        lat_pct, lat_pct_ms = (95, row.lat_p95_ms) if pd.notna(row.lat_p95_ms) else \
-            ((99, row.lat_p99_ms) if pd.notna(row.lat_p99_ms) else (None, None))
-        out.append(Step(threads=int(row.threads), tps=float(row.tps), qps=_num(row.qps),
-                        lat_avg_ms=_num(row.lat_avg_ms), lat_pct=lat_pct, lat_pct_ms=_num(lat_pct_ms),
-                        source=path))
+        lat_pct, lat_pct_ms = (
+            (95, row.lat_p95_ms)
+            if pd.notna(row.lat_p95_ms)
+            else ((99, row.lat_p99_ms) if pd.notna(row.lat_p99_ms) else (None, None))
+        )
+        out.append(
+            Step(
+                threads=int(row.threads),
+                tps=float(row.tps),
+                qps=_num(row.qps),
+                lat_avg_ms=_num(row.lat_avg_ms),
+                lat_pct=lat_pct,
+                lat_pct_ms=_num(lat_pct_ms),
+                source=path,
+            )
+        )
     return out
 
 
@@ -231,6 +258,7 @@ def _fmt(x: float | None, nd: int = 1) -> str:
 
 # ---------------------------------------------------------------- rules
 
+
 def knee(ds: Dataset, sweep: Sweep | None, th: Thresholds) -> list[Finding] | Skipped:
     """Where adding threads stops adding throughput: the knee, and the peak beyond it."""
     if sweep is None:
@@ -244,25 +272,41 @@ def knee(ds: Dataset, sweep: Sweep | None, th: Thresholds) -> list[Finding] | Sk
     k_tps = next(x for n, x in _levels(sweep.steps) if n == k)
     m = sweep.metric.upper()
     per_thread_low = sweep.steps[0].tps / sweep.steps[0].threads
-    return [Finding(
-        rule="sweep.knee", severity="info",
-        title=f"Scaling stops at {k} threads; peak {_fmt(sweep.peak.tps)} {m} at {sweep.peak.threads}",
-        summary=(f"From {seg[0]} to {seg[1]} threads {m} grows only {_fmt((seg[2]) * 100, 0)}% as fast as "
-                 f"the thread count (elasticity {seg[2]:.2f}, {_fmt(k_tps)} → "
-                 f"{_fmt(next(x for n, x in _levels(sweep.steps) if n == seg[1]))} {m}); the peak is "
-                 f"{_fmt(sweep.peak.tps)} {m} at {sweep.peak.threads} threads."),
-        evidence={"knee_threads": k, "next_threads": seg[1], "elasticity": seg[2], "knee_throughput": k_tps,
-                  "peak_threads": sweep.peak.threads, "peak_throughput": sweep.peak.tps,
-                  "throughput_per_thread_at_first_step": per_thread_low,
-                  "elasticities": [[a, b, round(e, 3)] for a, b, e in sweep.elasticities], "metric": sweep.metric},
-        explanation=("Below the knee each added thread brings its share of throughput; past it the extra "
-                     "threads only wait, so latency grows instead (Little's law: N = X × R). Something "
-                     "shared — a lock, a log, a disk, a CPU, a connection pool — is fully used at the knee."),
-        next_steps=[f"Look for the resource that saturates between {seg[0]} and {seg[1]} threads: compare "
-                    "host captures (CPU, disk, network) of those two steps.",
-                    "Run extra steps between the knee and the peak to place it precisely.",
-                    "Size connection pools and client concurrency near the knee, not beyond the peak."],
-    )]
+    return [
+        Finding(
+            rule="sweep.knee",
+            severity="info",
+            title=f"Scaling stops at {k} threads; peak {_fmt(sweep.peak.tps)} {m} at {sweep.peak.threads}",
+            summary=(
+                f"From {seg[0]} to {seg[1]} threads {m} grows only {_fmt((seg[2]) * 100, 0)}% as fast as "
+                f"the thread count (elasticity {seg[2]:.2f}, {_fmt(k_tps)} → "
+                f"{_fmt(next(x for n, x in _levels(sweep.steps) if n == seg[1]))} {m}); the peak is "
+                f"{_fmt(sweep.peak.tps)} {m} at {sweep.peak.threads} threads."
+            ),
+            evidence={
+                "knee_threads": k,
+                "next_threads": seg[1],
+                "elasticity": seg[2],
+                "knee_throughput": k_tps,
+                "peak_threads": sweep.peak.threads,
+                "peak_throughput": sweep.peak.tps,
+                "throughput_per_thread_at_first_step": per_thread_low,
+                "elasticities": [[a, b, round(e, 3)] for a, b, e in sweep.elasticities],
+                "metric": sweep.metric,
+            },
+            explanation=(
+                "Below the knee each added thread brings its share of throughput; past it the extra "
+                "threads only wait, so latency grows instead (Little's law: N = X × R). Something "
+                "shared — a lock, a log, a disk, a CPU, a connection pool — is fully used at the knee."
+            ),
+            next_steps=[
+                f"Look for the resource that saturates between {seg[0]} and {seg[1]} threads: compare "
+                "host captures (CPU, disk, network) of those two steps.",
+                "Run extra steps between the knee and the peak to place it precisely.",
+                "Size connection pools and client concurrency near the knee, not beyond the peak.",
+            ],
+        )
+    ]
 
 
 def retrograde(ds: Dataset, sweep: Sweep | None, th: Thresholds) -> list[Finding] | Skipped:
@@ -276,39 +320,64 @@ def retrograde(ds: Dataset, sweep: Sweep | None, th: Thresholds) -> list[Finding
     if top_n == peak_n or drop < th["sweep.retrograde"]["min_drop_pct"]:
         return []
     m = sweep.metric.upper()
-    ev: dict[str, Any] = {"peak_threads": peak_n, "peak_throughput": peak_x, "highest_threads": top_n,
-                          "throughput_at_highest": top_x, "drop_pct": drop, "metric": sweep.metric}
+    ev: dict[str, Any] = {
+        "peak_threads": peak_n,
+        "peak_throughput": peak_x,
+        "highest_threads": top_n,
+        "throughput_at_highest": top_x,
+        "drop_pct": drop,
+        "metric": sweep.metric,
+    }
     cause = ""
     fit = sweep.usl
     if fit is not None:
         contention = fit.sigma * (top_n - 1)
         coherency = fit.kappa * top_n * (top_n - 1)
         dominant = "coherency (κ)" if coherency > contention else "contention (σ)"
-        ev.update(usl_sigma=fit.sigma, usl_kappa=fit.kappa, usl_r2=fit.r2, usl_peak_concurrency=fit.peak_concurrency,
-                  contention_term=contention, coherency_term=coherency, dominant=dominant.split()[0])
-        cause = (f" The USL fit (R² {fit.r2:.3f}) gives σ={fit.sigma:.4f}, κ={fit.kappa:.2e}: at {top_n} threads "
-                 f"the {dominant} term dominates ({contention:.2f} vs {coherency:.2f}).")
+        ev.update(
+            usl_sigma=fit.sigma,
+            usl_kappa=fit.kappa,
+            usl_r2=fit.r2,
+            usl_peak_concurrency=fit.peak_concurrency,
+            contention_term=contention,
+            coherency_term=coherency,
+            dominant=dominant.split()[0],
+        )
+        cause = (
+            f" The USL fit (R² {fit.r2:.3f}) gives σ={fit.sigma:.4f}, κ={fit.kappa:.2e}: at {top_n} threads "
+            f"the {dominant} term dominates ({contention:.2f} vs {coherency:.2f})."
+        )
     unsteady = [s.threads for s in sweep.steps if s.threads > peak_n and s.stable is False]
     if unsteady:
         ev["unstable_steps_past_peak"] = unsteady
-        cause += f" Past the peak, the {', '.join(map(str, unsteady))}-thread step(s) were not steady (sweep.unstable)."
-    return [Finding(
-        rule="sweep.retrograde", severity="warning",
-        title=f"Throughput falls {drop:.0f}% past the peak at {peak_n} threads",
-        summary=(f"{m} peaks at {_fmt(peak_x)} with {peak_n} threads and falls to {_fmt(top_x)} at {top_n} "
-                 f"threads ({drop:.0f}% lower).{cause}"),
-        evidence=ev,
-        explanation=("More concurrency giving less throughput is not a full resource (that gives a plateau) "
-                     "but work that grows with concurrency itself: workers invalidating each other's caches, "
-                     "lock hand-offs and convoys, retries after deadlocks or conflicts, distributed "
-                     "consistency traffic. The USL calls this coherency (κ); contention (σ) alone only "
-                     "flattens the curve."),
-        next_steps=[f"Cap client concurrency (connection pools) near {peak_n}.",
-                    "Look for lock waits, deadlocks and retries: SHOW ENGINE INNODB STATUS, "
-                    "Innodb_row_lock_waits, TiDB/TiKV lock and conflict metrics, sysbench ignored errors.",
-                    "Profile the server at the peak and at the highest level (perf/pprof) and compare where "
-                    "the extra time goes (spin locks, mutexes, cache misses)."],
-    )]
+        steps = ", ".join(map(str, unsteady))
+        cause += f" Past the peak, the {steps}-thread step(s) were not steady (sweep.unstable)."
+    return [
+        Finding(
+            rule="sweep.retrograde",
+            severity="warning",
+            title=f"Throughput falls {drop:.0f}% past the peak at {peak_n} threads",
+            summary=(
+                f"{m} peaks at {_fmt(peak_x)} with {peak_n} threads and falls to {_fmt(top_x)} at {top_n} "
+                f"threads ({drop:.0f}% lower).{cause}"
+            ),
+            evidence=ev,
+            explanation=(
+                "More concurrency giving less throughput is not a full resource (that gives a plateau) "
+                "but work that grows with concurrency itself: workers invalidating each other's caches, "
+                "lock hand-offs and convoys, retries after deadlocks or conflicts, distributed "
+                "consistency traffic. The USL calls this coherency (κ); contention (σ) alone only "
+                "flattens the curve."
+            ),
+            next_steps=[
+                f"Cap client concurrency (connection pools) near {peak_n}.",
+                "Look for lock waits, deadlocks and retries: SHOW ENGINE INNODB STATUS, "
+                "Innodb_row_lock_waits, TiDB/TiKV lock and conflict metrics, sysbench ignored errors.",
+                "Profile the server at the peak and at the highest level (perf/pprof) and compare where "
+                "the extra time goes (spin locks, mutexes, cache misses).",
+            ],
+        )
+    ]
 
 
 def not_saturated(ds: Dataset, sweep: Sweep | None, th: Thresholds) -> list[Finding] | Skipped:
@@ -322,18 +391,27 @@ def not_saturated(ds: Dataset, sweep: Sweep | None, th: Thresholds) -> list[Find
     if not e >= th["sweep.not-saturated"]["min_elasticity"]:
         return []
     m = sweep.metric.upper()
-    return [Finding(
-        rule="sweep.not-saturated", severity="warning",
-        title=f"Still scaling at {b} threads: the limit was not reached",
-        summary=(f"From {a} to {b} threads {m} still grew with elasticity {e:.2f} (1.0 = linear): "
-                 f"the sweep stopped before the system saturated."),
-        evidence={"from_threads": a, "to_threads": b, "elasticity": e, "metric": sweep.metric},
-        explanation=("While throughput grows in proportion to concurrency nothing is saturated yet; the "
-                     "bottleneck lies beyond the highest level tried, or the load generator is the limit."),
-        next_steps=["Extend the sweep to higher thread counts (perfkit run --adaptive finds the peak).",
-                    "Check the load-generator host's CPU: one client machine may not push hard enough — "
-                    "add clients."],
-    )]
+    return [
+        Finding(
+            rule="sweep.not-saturated",
+            severity="warning",
+            title=f"Still scaling at {b} threads: the limit was not reached",
+            summary=(
+                f"From {a} to {b} threads {m} still grew with elasticity {e:.2f} (1.0 = linear): "
+                f"the sweep stopped before the system saturated."
+            ),
+            evidence={"from_threads": a, "to_threads": b, "elasticity": e, "metric": sweep.metric},
+            explanation=(
+                "While throughput grows in proportion to concurrency nothing is saturated yet; the "
+                "bottleneck lies beyond the highest level tried, or the load generator is the limit."
+            ),
+            next_steps=[
+                "Extend the sweep to higher thread counts (perfkit run --adaptive finds the peak).",
+                "Check the load-generator host's CPU: one client machine may not push hard enough — "
+                "add clients.",
+            ],
+        )
+    ]
 
 
 def unstable(ds: Dataset, sweep: Sweep | None, th: Thresholds) -> list[Finding] | Skipped:
@@ -342,7 +420,12 @@ def unstable(ds: Dataset, sweep: Sweep | None, th: Thresholds) -> list[Finding] 
         return Skipped("sweep.unstable", "no load-generator output (sysbench log or sweep table)")
     judged = [s for s in sweep.steps if s.stable is not None]
     if not judged:
-        return Skipped("sweep.unstable", "no per-interval reports (run sysbench with --report-interval)")
+        need = th["sweep.unstable"]["min_intervals"]
+        return Skipped(
+            "sweep.unstable",
+            f"no step has {need} steady per-interval reports "
+            "(run longer, or sysbench with a shorter --report-interval)",
+        )
     out = []
     for s in judged:
         if s.stable:
@@ -351,27 +434,49 @@ def unstable(ds: Dataset, sweep: Sweep | None, th: Thresholds) -> list[Finding] 
         first, last = float(s.intervals["tps"].iloc[0]), float(s.intervals["tps"].iloc[-1])
         collapse = s.drift_pct is not None and s.drift_pct <= -th["sweep.unstable"]["max_drift_pct"]
         lat = s.intervals["lat_ms"].dropna()
-        lat_note = (f"; p{s.lat_pct:g} latency {_fmt(float(lat.iloc[0]))} → {_fmt(float(lat.iloc[-1]))} ms"
-                    if len(lat) >= 2 and s.lat_pct else "")
-        out.append(Finding(
-            rule="sweep.unstable", severity="warning",
-            title=(f"Throughput collapses inside the {s.threads}-thread step" if collapse
-                   else f"Throughput is unstable inside the {s.threads}-thread step"),
-            summary=(f"At {s.threads} threads TPS went from {_fmt(first)} to {_fmt(last)} within the step "
-                     f"(trend {s.drift_pct:+.0f}% of its mean, variation {s.cv_pct:.0f}%){lat_note}."),
-            evidence={"threads": s.threads, "drift_pct": s.drift_pct, "cv_pct": s.cv_pct,
-                      "tps_first": first, "tps_last": last,
-                      "intervals": [[float(t), round(float(x), 2)] for t, x in zip(iv["time_s"], iv["tps"], strict=True)],
-                      "source": s.source},
-            explanation=("A step's mean means little when throughput moves inside it. A steady fall with "
-                         "latency rising is the system degrading under that load (queues growing without "
-                         "bound, memory or cache exhaustion, compaction or flush debt, throttling); a fall with "
-                         "latency falling too means the load itself stopped arriving."),
-            next_steps=[f"Look at host captures over the {s.threads}-thread step's window: what grows "
-                        "while TPS falls (run queue, await, swap, memory)?",
-                        "Run the step longer to see whether it settles or keeps falling.",
-                        "Keep the load below this level in production; its mean TPS is not sustainable."],
-        ))
+        lat_note = (
+            f"; p{s.lat_pct:g} latency {_fmt(float(lat.iloc[0]))} → {_fmt(float(lat.iloc[-1]))} ms"
+            if len(lat) >= 2 and s.lat_pct
+            else ""
+        )
+        out.append(
+            Finding(
+                rule="sweep.unstable",
+                severity="warning",
+                title=(
+                    f"Throughput collapses inside the {s.threads}-thread step"
+                    if collapse
+                    else f"Throughput is unstable inside the {s.threads}-thread step"
+                ),
+                summary=(
+                    f"At {s.threads} threads TPS went from {_fmt(first)} to {_fmt(last)} within the step "
+                    f"(trend {s.drift_pct:+.0f}% of its mean, variation {s.cv_pct:.0f}%){lat_note}."
+                ),
+                evidence={
+                    "threads": s.threads,
+                    "drift_pct": s.drift_pct,
+                    "cv_pct": s.cv_pct,
+                    "tps_first": first,
+                    "tps_last": last,
+                    "intervals": [
+                        [float(t), round(float(x), 2)] for t, x in zip(iv["time_s"], iv["tps"], strict=True)
+                    ],
+                    "source": s.source,
+                },
+                explanation=(
+                    "A step's mean means little when throughput moves inside it. A steady fall with "
+                    "latency rising is the system degrading under that load (queues growing without "
+                    "bound, memory or cache exhaustion, compaction or flush debt, throttling); a fall with "
+                    "latency falling too means the load itself stopped arriving."
+                ),
+                next_steps=[
+                    f"Look at host captures over the {s.threads}-thread step's window: what grows "
+                    "while TPS falls (run queue, await, swap, memory)?",
+                    "Run the step longer to see whether it settles or keeps falling.",
+                    "Keep the load below this level in production; its mean TPS is not sustainable.",
+                ],
+            )
+        )
     return out
 
 
@@ -393,24 +498,38 @@ def underdriven(ds: Dataset, sweep: Sweep | None, th: Thresholds) -> list[Findin
     if low:
         worst = min(low, key=lambda t: t[1] / t[0].threads)
         s, inflight, how = worst
-        out.append(Finding(
-            rule="load.underdriven", severity="warning",
-            title=f"Only {inflight:.0f} of {s.threads} threads' requests are in flight",
-            summary=(f"At {s.threads} threads, {how.replace('TPS', sweep.metric.upper())} = {_fmt(s.tps)} × "
-                     f"{_fmt((inflight / s.tps) * 1000)} ms "
-                     f"= {inflight:.1f} requests in the system, {inflight / s.threads * 100:.0f}% of the "
-                     f"configured concurrency ({len(low)} of {len(sweep.steps)} steps below "
-                     f"{lim['min_concurrency_ratio'] * 100:.0f}%)."),
-            evidence={"threads": s.threads, "tps": s.tps, "in_flight": inflight, "method": how,
-                      "steps": [[x.threads, c] for x, c, _ in low]},
-            explanation=("By Little's law the concurrency inside the system equals throughput × response "
-                         "time. When it is far below the threads configured, the threads spend their time "
-                         "somewhere the response time does not measure: in the client (think time, CPU "
-                         "starvation, connection setup), or waiting for a pool or a rate limit."),
-            next_steps=["Check the load generator host: CPU, run queue, and its own thread states.",
-                        "Check connection pools and rate limits between client and server.",
-                        "Compare client RT with server-side RT (DB sampler) to locate the gap."],
-        ))
+        out.append(
+            Finding(
+                rule="load.underdriven",
+                severity="warning",
+                title=f"Only {inflight:.0f} of {s.threads} threads' requests are in flight",
+                summary=(
+                    f"At {s.threads} threads, {how.replace('TPS', sweep.metric.upper())} = {_fmt(s.tps)} × "
+                    f"{_fmt((inflight / s.tps) * 1000)} ms "
+                    f"= {inflight:.1f} requests in the system, {inflight / s.threads * 100:.0f}% of the "
+                    f"configured concurrency ({len(low)} of {len(sweep.steps)} steps below "
+                    f"{lim['min_concurrency_ratio'] * 100:.0f}%)."
+                ),
+                evidence={
+                    "threads": s.threads,
+                    "tps": s.tps,
+                    "in_flight": inflight,
+                    "method": how,
+                    "steps": [[x.threads, c] for x, c, _ in low],
+                },
+                explanation=(
+                    "By Little's law the concurrency inside the system equals throughput × response "
+                    "time. When it is far below the threads configured, the threads spend their time "
+                    "somewhere the response time does not measure: in the client (think time, CPU "
+                    "starvation, connection setup), or waiting for a pool or a rate limit."
+                ),
+                next_steps=[
+                    "Check the load generator host: CPU, run queue, and its own thread states.",
+                    "Check connection pools and rate limits between client and server.",
+                    "Compare client RT with server-side RT (DB sampler) to locate the gap.",
+                ],
+            )
+        )
     for s in sweep.steps:
         iv = s.intervals
         if iv is None or len(iv) < 6 or iv["lat_ms"].isna().all():
@@ -420,21 +539,35 @@ def underdriven(ds: Dataset, sweep: Sweep | None, th: Thresholds) -> list[Findin
         tps_drop = (1 - tail["tps"].mean() / head["tps"].mean()) * 100
         lat_drop = (1 - tail["lat_ms"].mean() / head["lat_ms"].mean()) * 100
         if tps_drop >= lim["together_drop_pct"] and lat_drop >= lim["together_drop_pct"]:
-            out.append(Finding(
-                rule="load.underdriven", severity="warning",
-                title=f"TPS and RT fall together inside the {s.threads}-thread step",
-                summary=(f"At {s.threads} threads TPS fell {tps_drop:.0f}% and latency fell {lat_drop:.0f}% "
-                         f"between the first and last third of the step: the pressure stopped arriving."),
-                evidence={"threads": s.threads, "tps_drop_pct": tps_drop, "lat_drop_pct": lat_drop,
-                          "tps_first_third": float(head["tps"].mean()), "tps_last_third": float(tail["tps"].mean()),
-                          "lat_first_third_ms": float(head["lat_ms"].mean()),
-                          "lat_last_third_ms": float(tail["lat_ms"].mean())},
-                explanation=("At a bottleneck TPS × RT is constant: one rises as the other falls. Both "
-                             "falling together means fewer requests reach the system — the load is lost "
-                             "before it (client, network, a pool, a load balancer)."),
-                next_steps=["Look upstream of the measured tier: the client host, its connection pool, "
-                            "load balancers and ingress on the way."],
-            ))
+            out.append(
+                Finding(
+                    rule="load.underdriven",
+                    severity="warning",
+                    title=f"TPS and RT fall together inside the {s.threads}-thread step",
+                    summary=(
+                        f"At {s.threads} threads TPS fell {tps_drop:.0f}% and latency fell {lat_drop:.0f}% "
+                        f"between the first and last third of the step: the pressure stopped arriving."
+                    ),
+                    evidence={
+                        "threads": s.threads,
+                        "tps_drop_pct": tps_drop,
+                        "lat_drop_pct": lat_drop,
+                        "tps_first_third": float(head["tps"].mean()),
+                        "tps_last_third": float(tail["tps"].mean()),
+                        "lat_first_third_ms": float(head["lat_ms"].mean()),
+                        "lat_last_third_ms": float(tail["lat_ms"].mean()),
+                    },
+                    explanation=(
+                        "At a bottleneck TPS × RT is constant: one rises as the other falls. Both "
+                        "falling together means fewer requests reach the system — the load is lost "
+                        "before it (client, network, a pool, a load balancer)."
+                    ),
+                    next_steps=[
+                        "Look upstream of the measured tier: the client host, its connection pool, "
+                        "load balancers and ingress on the way."
+                    ],
+                )
+            )
     return out
 
 

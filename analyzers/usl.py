@@ -26,9 +26,9 @@ class UslFit:
     sigma: float
     kappa: float
     lam: float
-    peak_concurrency: float | None   # N* = √((1−σ)/κ); None when κ = 0 (no retrograde region)
-    peak_throughput: float | None    # X(N*)
-    limit_throughput: float | None   # λ/σ, the ceiling contention alone allows; None when σ = 0
+    peak_concurrency: float | None  # N* = √((1−σ)/κ); None when κ = 0 (no retrograde region)
+    peak_throughput: float | None  # X(N*)
+    limit_throughput: float | None  # λ/σ, the ceiling contention alone allows; None when σ = 0
     r2: float
     n_points: int
 
@@ -66,8 +66,9 @@ def fit(n: np.ndarray | list[float], x: np.ndarray | list[float]) -> UslFit:
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", OptimizeWarning)
-                popt, _ = curve_fit(usl, n_arr, x_arr, p0=p0, bounds=([0, 0, 0], [1, np.inf, np.inf]),
-                                    maxfev=20000)
+                popt, _ = curve_fit(
+                    usl, n_arr, x_arr, p0=p0, bounds=([0, 0, 0], [1, np.inf, np.inf]), maxfev=20000
+                )
         except (RuntimeError, ValueError):
             continue
         sse = float(np.sum((x_arr - usl(n_arr, *popt)) ** 2))

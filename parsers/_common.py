@@ -45,7 +45,7 @@ class Lines:
         src = self._source
         if self.path is not None and isinstance(src, str | Path):
             try:
-                fh: IO[str] = open(src, encoding="utf-8", errors="replace", newline="")
+                fh: IO[str] = open(src, encoding="utf-8", errors="replace", newline="")  # noqa: SIM115 - closed below
             except OSError as exc:
                 raise ParseError(self.kind, self.path, 0, "", f"cannot read: {exc.strerror}") from None
             with fh:
@@ -89,10 +89,10 @@ def head(source: Source, size: int = SNIFF_BYTES) -> str:
 
 _CLOCK = re.compile(r"^(\d{1,2}):(\d{2}):(\d{2})(?:\s*([AaPp])\.?[Mm]\.?)?$")
 _DATE_FORMS = (
-    (re.compile(r"^(\d{4})-(\d{2})-(\d{2})$"), ("y", "m", "d")),       # ISO 2026-11-22
-    (re.compile(r"^(\d{2})/(\d{2})/(\d{4})$"), ("m", "d", "y")),       # en_US 11/22/2026
-    (re.compile(r"^(\d{2})/(\d{2})/(\d{2})$"), ("m", "d", "yy")),      # C 11/22/26
-    (re.compile(r"^(\d{2})\.(\d{2})\.(\d{4})$"), ("d", "m", "y")),     # de_DE 22.11.2026
+    (re.compile(r"^(\d{4})-(\d{2})-(\d{2})$"), ("y", "m", "d")),  # ISO 2026-11-22
+    (re.compile(r"^(\d{2})/(\d{2})/(\d{4})$"), ("m", "d", "y")),  # en_US 11/22/2026
+    (re.compile(r"^(\d{2})/(\d{2})/(\d{2})$"), ("m", "d", "yy")),  # C 11/22/26
+    (re.compile(r"^(\d{2})\.(\d{2})\.(\d{4})$"), ("d", "m", "y")),  # de_DE 22.11.2026
     (re.compile(r"^(\d{4})年(\d{1,2})月(\d{1,2})日$"), ("y", "m", "d")),  # zh_CN 2026年11月22日
 )
 
@@ -136,6 +136,7 @@ def to_utc(naive: datetime, tz: str) -> pd.Timestamp:
 
 
 # ---------------------------------------------------------------- frames
+
 
 def empty_frame(schema: dict[str, str]) -> pd.DataFrame:
     """A frame with exactly the schema's columns and dtypes, and no rows."""

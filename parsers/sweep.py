@@ -31,10 +31,24 @@ SCHEMA: dict[str, str] = {
     "lat_p99_ms": "float64",
 }
 ALIASES = {
-    "threads": "threads", "concurrency": "threads", "thds": "threads", "clients": "threads", "users": "threads",
-    "tps": "tps", "throughput": "tps", "ops": "tps", "ops_s": "tps", "qps": "qps",
-    "lat_ms": "lat_avg_ms", "lat_avg_ms": "lat_avg_ms", "avg_ms": "lat_avg_ms", "latency_ms": "lat_avg_ms",
-    "lat_p95_ms": "lat_p95_ms", "p95_ms": "lat_p95_ms", "lat_p99_ms": "lat_p99_ms", "p99_ms": "lat_p99_ms",
+    "threads": "threads",
+    "concurrency": "threads",
+    "thds": "threads",
+    "clients": "threads",
+    "users": "threads",
+    "tps": "tps",
+    "throughput": "tps",
+    "ops": "tps",
+    "ops_s": "tps",
+    "qps": "qps",
+    "lat_ms": "lat_avg_ms",
+    "lat_avg_ms": "lat_avg_ms",
+    "avg_ms": "lat_avg_ms",
+    "latency_ms": "lat_avg_ms",
+    "lat_p95_ms": "lat_p95_ms",
+    "p95_ms": "lat_p95_ms",
+    "lat_p99_ms": "lat_p99_ms",
+    "p99_ms": "lat_p99_ms",
 }
 _SPLIT = re.compile(r"[,;\t ]+")
 
@@ -73,8 +87,12 @@ def parse(source: Source, *, host: str | None = None, tz: str = "UTC") -> pd.Dat
     names = _header_names(header[1])
     mapped = [ALIASES.get(n) for n in names]
     if "threads" not in mapped or not {"tps", "qps"} & set(mapped):
-        raise lines.error(header[0], header[1], "not a sweep table: the header needs a threads/concurrency "
-                                                "column and a tps/throughput/qps column")
+        raise lines.error(
+            header[0],
+            header[1],
+            "not a sweep table: the header needs a threads/concurrency "
+            "column and a tps/throughput/qps column",
+        )
     dropped = 0
     if body and not lines.last_complete:
         body.pop()
@@ -85,15 +103,26 @@ def parse(source: Source, *, host: str | None = None, tz: str = "UTC") -> pd.Dat
     sep = next((s for s in (",", "\t", ";") if s in header[1]), r"\s+")
     decimal = "," if sep == ";" else "."
     try:
-        raw = pd.read_csv(io.StringIO("\n".join(body)), sep=sep, header=None, names=names, dtype=str,
-                          skipinitialspace=True, decimal=decimal)
+        raw = pd.read_csv(
+            io.StringIO("\n".join(body)),
+            sep=sep,
+            header=None,
+            names=names,
+            dtype=str,
+            skipinitialspace=True,
+            decimal=decimal,
+        )
     except (ValueError, pd.errors.ParserError) as exc:
         raise lines.error(header[0], header[1], f"unreadable table: {exc}") from None
     data = {}
     for name, target in zip(names, mapped, strict=True):
         if target is None or target in data:
             continue
-        col = raw[name].str.strip().str.replace(",", ".", regex=False) if decimal == "," else raw[name].str.strip()
+        col = (
+            raw[name].str.strip().str.replace(",", ".", regex=False)
+            if decimal == ","
+            else raw[name].str.strip()
+        )
         values = pd.to_numeric(col, errors="coerce")
         bad = values.isna() & col.notna() & ~col.isin(["", "-", "NaN", "nan", "NA"])
         if bad.any():
@@ -106,7 +135,9 @@ def parse(source: Source, *, host: str | None = None, tz: str = "UTC") -> pd.Dat
         raise lines.error(line_nos[i], body[i], "threads must be a whole number")
     frame["host"] = pd.array([host] * len(frame), dtype="string")
     df = coerce(frame, SCHEMA)
-    df.attrs.update(dropped_lines=dropped, unknown_columns=[n for n, t in zip(names, mapped, strict=True) if t is None])
+    df.attrs.update(
+        dropped_lines=dropped, unknown_columns=[n for n, t in zip(names, mapped, strict=True) if t is None]
+    )
     return df
 
 

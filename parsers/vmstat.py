@@ -20,8 +20,26 @@ import pandas as pd
 from ._common import Lines, Source, coerce, empty_frame
 
 KIND = "vmstat"
-COUNTS = ("r", "b", "swpd", "free", "buff", "cache", "si", "so", "bi", "bo", "in", "cs",
-          "us", "sy", "id", "wa", "st", "gu")
+COUNTS = (
+    "r",
+    "b",
+    "swpd",
+    "free",
+    "buff",
+    "cache",
+    "si",
+    "so",
+    "bi",
+    "bo",
+    "in",
+    "cs",
+    "us",
+    "sy",
+    "id",
+    "wa",
+    "st",
+    "gu",
+)
 SCHEMA: dict[str, str] = {
     "timestamp": "datetime64[ns, UTC]",
     "host": "string",
@@ -36,8 +54,12 @@ _KNOWN_EXTRA = {"inact", "active"}
 def sniff(text: str) -> bool:
     """vmstat output starts with its two header lines."""
     lines = text.lstrip("\n").splitlines()[:2]
-    return (len(lines) == 2 and lines[0].lstrip().startswith("procs")
-            and "-memory-" in lines[0] and set(lines[1].split()) >= _REQUIRED)
+    return (
+        len(lines) == 2
+        and lines[0].lstrip().startswith("procs")
+        and "-memory-" in lines[0]
+        and set(lines[1].split()) >= _REQUIRED
+    )
 
 
 def parse(source: Source, *, host: str | None = None, tz: str = "UTC") -> pd.DataFrame:
@@ -74,20 +96,26 @@ def parse(source: Source, *, host: str | None = None, tz: str = "UTC") -> pd.Dat
             missing = sorted(_REQUIRED - set(names))
             if missing:
                 foreign = [n for n in names if n not in COUNTS and n not in _KNOWN_EXTRA]
-                raise lines.error(line_no, line, f"vmstat header lacks {', '.join(missing)} (has "
-                                  f"{', '.join(foreign) or 'nothing else'}): capture not taken under LC_ALL=C")
+                raise lines.error(
+                    line_no,
+                    line,
+                    f"vmstat header lacks {', '.join(missing)} (has "
+                    f"{', '.join(foreign) or 'nothing else'}): capture not taken under LC_ALL=C",
+                )
             if columns is None:
                 unknown = [n for n in names if n not in COUNTS and n not in _KNOWN_EXTRA]
             columns = names
             continue
         if columns is None:
-            raise lines.error(line_no, line, "not a vmstat capture (no C-locale vmstat header before the data)")
+            raise lines.error(
+                line_no, line, "not a vmstat capture (no C-locale vmstat header before the data)"
+            )
         width = len(columns) + (2 if has_time else 0)
         if len(tokens) != width or not _all_ints(tokens[: len(columns)]):
             pending = (line_no, line)
             continue
         values.append(tokens[: len(columns)])
-        stamps.append(" ".join(tokens[len(columns):]))
+        stamps.append(" ".join(tokens[len(columns) :]))
     dropped = 0
     if pending is not None:
         dropped = 1
@@ -105,8 +133,11 @@ def parse(source: Source, *, host: str | None = None, tz: str = "UTC") -> pd.Dat
     data["host"] = pd.array([host] * n, dtype="string")
     data["since_boot"] = np.arange(n) == 0
     if has_time:
-        data["timestamp"] = (pd.to_datetime(pd.Series(stamps), format="%Y-%m-%d %H:%M:%S", errors="coerce")
-                             .dt.tz_localize(tz, ambiguous="NaT", nonexistent="NaT").dt.tz_convert("UTC"))
+        data["timestamp"] = (
+            pd.to_datetime(pd.Series(stamps), format="%Y-%m-%d %H:%M:%S", errors="coerce")
+            .dt.tz_localize(tz, ambiguous="NaT", nonexistent="NaT")
+            .dt.tz_convert("UTC")
+        )
     df = coerce(pd.DataFrame(data), SCHEMA)
     df.attrs.update(dropped_lines=dropped, unknown_columns=unknown)
     return df

@@ -46,17 +46,33 @@ def main() -> None:
 
 @main.command()
 @click.argument("source", type=click.Path(exists=True, path_type=Path))
-@click.option("-o", "--output", "outdir", type=click.Path(file_okay=False, path_type=Path),
-              help="Write report.html, report.md and findings.json into this directory.")
+@click.option(
+    "-o",
+    "--output",
+    "outdir",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Write report.html, report.md and findings.json into this directory.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print findings.json on stdout instead of a summary.")
-@click.option("--thresholds", type=click.Path(exists=True, dir_okay=False, path_type=Path),
-              help="YAML file overriding rule thresholds (see configs/thresholds.yaml).")
-@click.option("--tz", default="UTC", show_default=True,
-              help="Time zone of the captured hosts, for timestamps that carry none.")
-@click.option("--fail-on", type=click.Choice(["critical", "warning"]),
-              help=f"Exit {EXIT_FINDINGS} when a finding of this severity or worse exists (CI gates).")
-def analyze(source: Path, outdir: Path | None, as_json: bool, thresholds: Path | None, tz: str,
-            fail_on: str | None) -> None:
+@click.option(
+    "--thresholds",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="YAML file overriding rule thresholds (see configs/thresholds.yaml).",
+)
+@click.option(
+    "--tz",
+    default="UTC",
+    show_default=True,
+    help="Time zone of the captured hosts, for timestamps that carry none.",
+)
+@click.option(
+    "--fail-on",
+    type=click.Choice(["critical", "warning"]),
+    help=f"Exit {EXIT_FINDINGS} when a finding of this severity or worse exists (CI gates).",
+)
+def analyze(
+    source: Path, outdir: Path | None, as_json: bool, thresholds: Path | None, tz: str, fail_on: str | None
+) -> None:
     """Analyze an archive directory, a .tar.gz, or a single capture or sweep table (CSV)."""
     from perfkit.pipeline import analyze_path, summary_lines, write_reports
     from perfkit.reports import findings_json
@@ -79,12 +95,21 @@ def analyze(source: Path, outdir: Path | None, as_json: bool, thresholds: Path |
 @click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path), required=False)
 @click.option("--kind", help="Parser to use (default: sniffed from the content). See --list.")
 @click.option("--format", "fmt", type=click.Choice(["csv", "json"]), default="csv", show_default=True)
-@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), help="Write here, not stdout.")
+@click.option(
+    "-o", "--output", type=click.Path(dir_okay=False, path_type=Path), help="Write here, not stdout."
+)
 @click.option("--host", help="Host name to put in the host column.")
 @click.option("--tz", default="UTC", show_default=True, help="Time zone of the host that made the capture.")
 @click.option("--list", "list_kinds", is_flag=True, help="List the parser kinds and what they read.")
-def parse(file: Path | None, kind: str | None, fmt: str, output: Path | None, host: str | None, tz: str,
-          list_kinds: bool) -> None:
+def parse(
+    file: Path | None,
+    kind: str | None,
+    fmt: str,
+    output: Path | None,
+    host: str | None,
+    tz: str,
+    list_kinds: bool,
+) -> None:
     """Parse one capture FILE into a table (CSV or JSON records)."""
     from perfkit import parsers
     from perfkit.parsers._common import head
@@ -98,11 +123,14 @@ def parse(file: Path | None, kind: str | None, fmt: str, output: Path | None, ho
     if kind is None:
         kind = parsers.sniff_kind(head(file))
         if kind is None:
-            raise _Fail(f"{file}: no parser recognises this format; name one with --kind "
-                        f"({', '.join(sorted(parsers.registry()))})")
+            raise _Fail(
+                f"{file}: no parser recognises this format; name one with --kind "
+                f"({', '.join(sorted(parsers.registry()))})"
+            )
     elif kind not in parsers.registry():
-        raise click.BadParameter(f"unknown kind {kind!r}; known: {', '.join(sorted(parsers.registry()))}",
-                                 param_hint="--kind")
+        raise click.BadParameter(
+            f"unknown kind {kind!r}; known: {', '.join(sorted(parsers.registry()))}", param_hint="--kind"
+        )
     df = parsers.get(kind).parse(file, host=host, tz=tz)
     if fmt == "csv":
         text = df.to_csv(index=False, date_format="%Y-%m-%dT%H:%M:%S%z")

@@ -23,7 +23,7 @@ from perfkit.parsers._common import head
 class Capture:
     """One parsed file."""
 
-    path: str                  # relative to the archive root, POSIX
+    path: str  # relative to the archive root, POSIX
     kind: str
     host: str | None
     step: str | None
@@ -50,8 +50,16 @@ class Dataset:
 
     def inputs(self) -> dict[str, list[dict]]:
         """The `inputs` block of findings.json."""
-        parsed = [{"path": c.path, "kind": c.kind, "host": c.host, "rows": len(c.frame),
-                   "dropped_lines": c.dropped_lines} for c in self.captures]
+        parsed = [
+            {
+                "path": c.path,
+                "kind": c.kind,
+                "host": c.host,
+                "rows": len(c.frame),
+                "dropped_lines": c.dropped_lines,
+            }
+            for c in self.captures
+        ]
         return {"parsed": parsed, "unparsed": list(self.unparsed), "problems": list(self.problems)}
 
 

@@ -55,8 +55,10 @@ def summary_lines(analysis: Analysis) -> list[str]:
     sweep = analysis.sweep
     if sweep is not None:
         knee = sweep.knee_threads if sweep.knee_threads else "none"
-        lines.append(f"sweep ({sweep.tool}): {len(sweep.steps)} steps, peak {sweep.peak.tps:,.1f} "
-                     f"{sweep.metric.upper()} at {sweep.peak.threads} threads, knee {knee}")
+        lines.append(
+            f"sweep ({sweep.tool}): {len(sweep.steps)} steps, peak {sweep.peak.tps:,.1f} "
+            f"{sweep.metric.upper()} at {sweep.peak.threads} threads, knee {knee}"
+        )
     for f in analysis.findings:
         lines.append(f"[{f.severity}] {f.rule}: {f.summary}")
     if not analysis.findings:

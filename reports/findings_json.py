@@ -13,16 +13,18 @@ from perfkit.findings import jsonable
 def build(analysis: Analysis) -> dict[str, Any]:
     """The findings.json document. Keys may be added over time, never renamed."""
     ds = analysis.dataset
-    return jsonable({
-        "format_version": 1,
-        "perfkit_version": __version__,
-        "source": ds.source,
-        "sweep": analysis.sweep.to_dict() if analysis.sweep is not None else None,
-        "verdict": analysis.verdict.rule if analysis.verdict else None,
-        "findings": [f.to_dict() for f in analysis.findings],
-        "skipped": [s.to_dict() for s in analysis.skipped],
-        "inputs": ds.inputs(),
-    })
+    return jsonable(
+        {
+            "format_version": 1,
+            "perfkit_version": __version__,
+            "source": ds.source,
+            "sweep": analysis.sweep.to_dict() if analysis.sweep is not None else None,
+            "verdict": analysis.verdict.rule if analysis.verdict else None,
+            "findings": [f.to_dict() for f in analysis.findings],
+            "skipped": [s.to_dict() for s in analysis.skipped],
+            "inputs": ds.inputs(),
+        }
+    )
 
 
 def render(analysis: Analysis) -> str:

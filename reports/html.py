@@ -19,8 +19,13 @@ from .plots import Plot
 
 
 def _env() -> Environment:
-    env = Environment(loader=PackageLoader("perfkit.reports", "templates"), autoescape=True,
-                      undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+    env = Environment(
+        loader=PackageLoader("perfkit.reports", "templates"),
+        autoescape=True,
+        undefined=StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
     env.filters["num"] = _num
     env.filters["compact"] = lambda v: json.dumps(v, ensure_ascii=False, default=str)[:400]
     return env
@@ -35,8 +40,24 @@ def _num(value: Any) -> str:
 
 
 def render(analysis: Analysis, plots: list[Plot]) -> str:
-    images = [{"title": p.title, "note": p.note, "name": p.name,
-               "src": "data:image/png;base64," + base64.b64encode(p.png).decode("ascii")} for p in plots]
-    return _env().get_template("report.html.j2").render(
-        a=analysis, ds=analysis.dataset, sweep=analysis.sweep, verdict=analysis.verdict,
-        plots=images, version=__version__)
+    images = [
+        {
+            "title": p.title,
+            "note": p.note,
+            "name": p.name,
+            "src": "data:image/png;base64," + base64.b64encode(p.png).decode("ascii"),
+        }
+        for p in plots
+    ]
+    return (
+        _env()
+        .get_template("report.html.j2")
+        .render(
+            a=analysis,
+            ds=analysis.dataset,
+            sweep=analysis.sweep,
+            verdict=analysis.verdict,
+            plots=images,
+            version=__version__,
+        )
+    )

@@ -37,30 +37,48 @@ def render(analysis: Analysis, plots: list[Plot], plot_dir: str = "plots") -> st
     sweep = analysis.sweep
     if sweep is not None:
         metric = sweep.metric.upper()
-        out += ["## Sweep", "", f"Tool: {esc(sweep.tool)}. Peak {sweep.peak.tps:,.1f} {metric} at "
-                f"{sweep.peak.threads} threads; knee: {sweep.knee_threads if sweep.knee_threads else 'none'}.", ""]
+        out += [
+            "## Sweep",
+            "",
+            f"Tool: {esc(sweep.tool)}. Peak {sweep.peak.tps:,.1f} {metric} at "
+            f"{sweep.peak.threads} threads; knee: {sweep.knee_threads if sweep.knee_threads else 'none'}.",
+            "",
+        ]
         if sweep.usl is not None:
             u = sweep.usl
-            out += [f"USL fit: σ = {u.sigma:.4g}, κ = {u.kappa:.4g}, λ = {u.lam:.4g}, R² = {u.r2:.3f}; "
-                    f"peak concurrency {fmt(u.peak_concurrency)}, peak throughput {fmt(u.peak_throughput)}, "
-                    f"limit λ/σ {fmt(u.limit_throughput)}.", ""]
+            out += [
+                f"USL fit: σ = {u.sigma:.4g}, κ = {u.kappa:.4g}, λ = {u.lam:.4g}, R² = {u.r2:.3f}; "
+                f"peak concurrency {fmt(u.peak_concurrency)}, peak throughput {fmt(u.peak_throughput)}, "
+                f"limit λ/σ {fmt(u.limit_throughput)}.",
+                "",
+            ]
         elif sweep.usl_error:
             out += [f"USL fit: not done ({esc(sweep.usl_error)}).", ""]
-        out += [f"| threads | {metric} | QPS | avg ms | pctl ms | err/s | TPS×RT | stable |",
-                "|---:|---:|---:|---:|---:|---:|---:|:---|"]
+        out += [
+            f"| threads | {metric} | QPS | avg ms | pctl ms | err/s | TPS×RT | stable |",
+            "|---:|---:|---:|---:|---:|---:|---:|:---|",
+        ]
         for s in sweep.steps:
             stable = "n/a" if s.stable is None else ("yes" if s.stable else "**no**")
-            out.append(f"| {s.threads} | {fmt(s.tps)} | {fmt(s.qps)} | {fmt(s.lat_avg_ms)} | "
-                       f"{fmt(s.lat_pct_ms)}{f' (p{s.lat_pct:g})' if s.lat_pct else ''} | {fmt(s.errors_per_s)} | "
-                       f"{fmt(s.little_concurrency)} | {stable} |")
+            out.append(
+                f"| {s.threads} | {fmt(s.tps)} | {fmt(s.qps)} | {fmt(s.lat_avg_ms)} | "
+                f"{fmt(s.lat_pct_ms)}{f' (p{s.lat_pct:g})' if s.lat_pct else ''} | {fmt(s.errors_per_s)} | "
+                f"{fmt(s.little_concurrency)} | {stable} |"
+            )
         out.append("")
     out += ["## Findings", ""]
     if not analysis.findings:
         out += ["None.", ""]
     for f in analysis.findings:
         hosts = f" — {esc(', '.join(f.hosts))}" if f.hosts else ""
-        out += [f"### [{f.severity}] {esc(f.title)}{hosts}", "", f"`{f.rule}` — {esc(f.summary)}", "",
-                "| evidence | value |", "|---|---|"]
+        out += [
+            f"### [{f.severity}] {esc(f.title)}{hosts}",
+            "",
+            f"`{f.rule}` — {esc(f.summary)}",
+            "",
+            "| evidence | value |",
+            "|---|---|",
+        ]
         out += [f"| {esc(k)} | {fmt(val)} |" for k, val in f.evidence.items()]
         out += ["", f"*Why:* {esc(f.explanation)}", "", "*Next steps:*", ""]
         out += [f"- {esc(step)}" for step in f.next_steps]
@@ -76,8 +94,10 @@ def render(analysis: Analysis, plots: list[Plot], plot_dir: str = "plots") -> st
         out += [f"| `{s.rule}` | {esc(s.reason)} |" for s in analysis.skipped]
         out.append("")
     out += ["## Inputs", "", "| file | kind | host | rows | dropped lines |", "|---|---|---|---:|---:|"]
-    out += [f"| {esc(c.path)} | {c.kind} | {esc(c.host or '-')} | {len(c.frame)} | {c.dropped_lines} |"
-            for c in ds.captures]
+    out += [
+        f"| {esc(c.path)} | {c.kind} | {esc(c.host or '-')} | {len(c.frame)} | {c.dropped_lines} |"
+        for c in ds.captures
+    ]
     out.append("")
     if ds.unparsed:
         out += ["Not read:", "", "| file | reason |", "|---|---|"]

@@ -25,7 +25,7 @@ MAX_POINTS = 2000
 
 @dataclass(frozen=True)
 class Plot:
-    name: str      # file-name-safe id, e.g. "sweep"
+    name: str  # file-name-safe id, e.g. "sweep"
     title: str
     png: bytes
     note: str = ""  # e.g. what was thinned or why an axis is a sample index
@@ -71,8 +71,13 @@ def _sweep_plot(sweep) -> Plot:
     ax.plot(n, x, "o-", color="#1f77b4", label=f"measured {metric}")
     if sweep.usl is not None:
         grid = np.linspace(max(n.min() * 0.5, 0.5), n.max() * 1.1, 200)
-        ax.plot(grid, usl_model.usl(grid, sweep.usl.sigma, sweep.usl.kappa, sweep.usl.lam), "--",
-                color="#888", label=f"USL fit (σ={sweep.usl.sigma:.3g}, κ={sweep.usl.kappa:.2g}, R²={sweep.usl.r2:.3f})")
+        ax.plot(
+            grid,
+            usl_model.usl(grid, sweep.usl.sigma, sweep.usl.kappa, sweep.usl.lam),
+            "--",
+            color="#888",
+            label=f"USL fit (σ={sweep.usl.sigma:.3g}, κ={sweep.usl.kappa:.2g}, R²={sweep.usl.r2:.3f})",
+        )
     ax.plot([sweep.peak.threads], [sweep.peak.tps], "*", ms=14, color="#d62728", label="peak")
     if sweep.knee_threads is not None:
         ax.axvline(sweep.knee_threads, color="#ff7f0e", ls=":", label=f"knee ({sweep.knee_threads})")
@@ -124,7 +129,9 @@ def _timeline_plot(sweep) -> Plot:
 def _time_axis(df: pd.DataFrame) -> tuple[pd.Series | np.ndarray, str]:
     if df["timestamp"].notna().all() and len(df):
         return df["timestamp"].dt.tz_convert("UTC").dt.tz_localize(None), "time (UTC)"
-    return df["sample"].to_numpy() if "sample" in df else np.arange(len(df)), "sample (no timestamps in capture)"
+    return df["sample"].to_numpy() if "sample" in df else np.arange(
+        len(df)
+    ), "sample (no timestamps in capture)"
 
 
 def _iostat_plot(cap, index: int) -> Plot | None:
@@ -154,13 +161,18 @@ def _iostat_plot(cap, index: int) -> Plot | None:
         notes.append(f"{len(busy) - 8} more busy devices not drawn")
     host = f" on {cap.host}" if cap.host else ""
     fig.suptitle(f"iostat{host}: {cap.path}", fontsize=9)
-    return Plot(f"iostat-{index}", f"Disk utilisation, await and request size{host}", _png(fig), "; ".join(notes))
+    return Plot(
+        f"iostat-{index}", f"Disk utilisation, await and request size{host}", _png(fig), "; ".join(notes)
+    )
 
 
 def _vmstat_plot(cap, index: int) -> Plot:
     df, note = _thin(cap.frame[~cap.frame["since_boot"]].reset_index(drop=True))
-    t, label = (_time_axis(df) if df["timestamp"].notna().all() and len(df)
-                else (np.arange(len(df)), "sample (no timestamps in capture)"))
+    t, label = (
+        _time_axis(df)
+        if df["timestamp"].notna().all() and len(df)
+        else (np.arange(len(df)), "sample (no timestamps in capture)")
+    )
     fig, (ax, ax2) = plt.subplots(2, 1, figsize=(11, 5), sharex=True)
     cols = [c for c in ("us", "sy", "wa", "st") if df[c].notna().any()]
     ax.stackplot(t, *[df[c].astype(float).fillna(0) for c in cols], labels=cols, alpha=0.8)

@@ -246,8 +246,13 @@ def test_special_mode_bits_are_refused(box: Sandbox, mode: int, rule: str) -> No
 
 def test_setgid_and_sticky_directories_are_accepted(box: Sandbox) -> None:
     # GNU tar records g+s on directories created inside shared group folders; modes are never kept.
-    path = box.tarball([entry("run/", type=tarfile.DIRTYPE, mode=0o2775),
-                        entry("run/tmp/", type=tarfile.DIRTYPE, mode=0o1777), entry("run/a.txt", b"x")])
+    path = box.tarball(
+        [
+            entry("run/", type=tarfile.DIRTYPE, mode=0o2775),
+            entry("run/tmp/", type=tarfile.DIRTYPE, mode=0o1777),
+            entry("run/a.txt", b"x"),
+        ]
+    )
     with open_archive(path) as archive:
         assert archive.files == ["a.txt"]
 

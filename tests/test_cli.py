@@ -82,13 +82,24 @@ def test_sweep_table_and_fail_on() -> None:
 
 def test_parse_to_csv_and_json(tmp_path: Path) -> None:
     out = tmp_path / "out.csv"
-    code, _, _ = run("parse", str(FIXTURES / "vmstat" / "procps-4.0.2-t.txt"), "--format", "csv", "-o", str(out))
+    code, _, _ = run(
+        "parse", str(FIXTURES / "vmstat" / "procps-4.0.2-t.txt"), "--format", "csv", "-o", str(out)
+    )
     assert code == 0
     lines = out.read_text().splitlines()
     assert lines[0].startswith("timestamp,host,since_boot,r,b,swpd,free") and len(lines) == 5
-    code, text, _ = run("parse", str(FIXTURES / "sweep" / "spec-sdm91.txt"), "--kind", "sweep", "--format", "json")
-    assert code == 0 and json.loads(text)[-1] == {"host": None, "threads": 216, "tps": 1702.2, "qps": None,
-                                                  "lat_avg_ms": None, "lat_p95_ms": None, "lat_p99_ms": None}
+    code, text, _ = run(
+        "parse", str(FIXTURES / "sweep" / "spec-sdm91.txt"), "--kind", "sweep", "--format", "json"
+    )
+    assert code == 0 and json.loads(text)[-1] == {
+        "host": None,
+        "threads": 216,
+        "tps": 1702.2,
+        "qps": None,
+        "lat_avg_ms": None,
+        "lat_p95_ms": None,
+        "lat_p99_ms": None,
+    }
     code, text, _ = run("parse", "--list")
     assert code == 0 and "iostat" in text and "vmstat" in text
 
@@ -129,8 +140,9 @@ def test_unknown_manifest_version_is_one_line(tmp_path: Path) -> None:
 def test_bad_thresholds_file_is_one_line(tmp_path: Path) -> None:
     th = tmp_path / "th.yaml"
     th.write_text("sweep.knee:\n  min_elastcity: 0.2\n")
-    one_line_error(*run("analyze", str(FIXTURES / "sweep" / "spec-sdm91.txt"), "--thresholds", str(th)),
-                   "min_elastcity")
+    one_line_error(
+        *run("analyze", str(FIXTURES / "sweep" / "spec-sdm91.txt"), "--thresholds", str(th)), "min_elastcity"
+    )
 
 
 def test_thresholds_override_changes_the_knee(tmp_path: Path) -> None:

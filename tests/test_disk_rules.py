@@ -31,8 +31,14 @@ TH = default_thresholds()
 
 
 def test_serial_small_writes_fire_with_the_ceiling() -> None:
-    ds = iostat_ds([row(255, 2312, 1.01, 3.96, 91.3), row(318, 2088, 0.89, 2.78, 88.5),
-                    row(299, 1992, 0.92, 3.04, 91.6), row(280, 2100, 0.95, 3.2, 93.0)])
+    ds = iostat_ds(
+        [
+            row(255, 2312, 1.01, 3.96, 91.3),
+            row(318, 2088, 0.89, 2.78, 88.5),
+            row(299, 1992, 0.92, 3.04, 91.6),
+            row(280, 2100, 0.95, 3.2, 93.0),
+        ]
+    )
     [f] = disk.serial_small_io(ds, None, TH)
     assert f.evidence["await_ms_median"] == pytest.approx(3.12)
     assert f.evidence["serial_iops_ceiling"] == pytest.approx(1000 / 3.12)

@@ -26,8 +26,13 @@ def hostile_archive(tmp_path: Path) -> Path:
     shutil.copy(FIXTURES / "vmstat" / "procps-4.0.2-t.txt", root / "hosts" / "h" / "vmstat.out")
     (root / "hosts" / "h" / f"{PAYLOADS[1]}.out").write_text(f"{PAYLOADS[2]}\nnot a capture\n")
     shutil.copy(FIXTURES / "sweep" / "seed002-qps-p95.txt", root / "sweep.csv")
-    manifest = {"format_version": 1, "perfkit_version": "0.1.0", "run_id": "x", "status": "complete",
-                "captures": [{"id": "vmstat", "host": host, "kind": "vmstat", "path": "hosts/h/vmstat.out"}]}
+    manifest = {
+        "format_version": 1,
+        "perfkit_version": "0.1.0",
+        "run_id": "x",
+        "status": "complete",
+        "captures": [{"id": "vmstat", "host": host, "kind": "vmstat", "path": "hosts/h/vmstat.out"}],
+    }
     (root / "manifest.json").write_text(json.dumps(manifest))
     return root
 

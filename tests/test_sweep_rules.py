@@ -14,8 +14,11 @@ from .conftest import FIXTURES
 
 
 def table(text: str) -> Dataset:
-    return Dataset(source="t.csv", manifest=None,
-                   captures=[Capture("t.csv", "sweep", None, None, sweep_parser.parse(text))])
+    return Dataset(
+        source="t.csv",
+        manifest=None,
+        captures=[Capture("t.csv", "sweep", None, None, sweep_parser.parse(text))],
+    )
 
 
 def rules_fired(text: str) -> dict[str, list]:
@@ -26,8 +29,15 @@ def rules_fired(text: str) -> dict[str, list]:
 
 
 def test_seed002_peak_32_and_retrograde() -> None:
-    ds = Dataset("seed002", None, [Capture("s.csv", "sweep", None, None,
-                                           sweep_parser.parse(FIXTURES / "sweep" / "seed002-qps-p95.txt"))])
+    ds = Dataset(
+        "seed002",
+        None,
+        [
+            Capture(
+                "s.csv", "sweep", None, None, sweep_parser.parse(FIXTURES / "sweep" / "seed002-qps-p95.txt")
+            )
+        ],
+    )
     result = analyze(ds, default_thresholds())
     assert result.sweep.metric == "qps"
     assert result.sweep.peak.threads == 32 and result.sweep.peak.tps == 3844
@@ -68,27 +78,60 @@ def test_low_little_concurrency_is_underdriven() -> None:
 
 
 def _sysbench_capture(rows: list[tuple[float, int, float, float]], threads: int) -> Capture:
-    frame = pd.DataFrame({"run": 0, "time_s": [r[0] for r in rows], "threads": [r[1] for r in rows],
-                          "tps": [r[2] for r in rows], "qps": float("nan"), "lat_ms": [r[3] for r in rows],
-                          "lat_pct": 95.0, "errors_s": 0.0})
+    frame = pd.DataFrame(
+        {
+            "run": 0,
+            "time_s": [r[0] for r in rows],
+            "threads": [r[1] for r in rows],
+            "tps": [r[2] for r in rows],
+            "qps": float("nan"),
+            "lat_ms": [r[3] for r in rows],
+            "lat_pct": 95.0,
+            "errors_s": 0.0,
+        }
+    )
     frame.attrs["runs"] = [{"run": 0, "threads": threads, "percentile": 95, "summary": {}}]
     return Capture(f"t{threads}.log", "sysbench", None, None, frame)
 
 
 def test_tps_and_rt_falling_together_inside_a_step_is_underdriven() -> None:
     # seed 003's pattern: both TPS and RT fall: the pressure stops arriving.
-    rows = [(t, 100, tps, lat) for t, tps, lat in
-            [(1, 900, 50), (2, 1000, 100), (3, 1000, 100), (4, 1000, 100), (5, 950, 95), (6, 800, 80),
-             (7, 700, 70), (8, 600, 60), (9, 500, 50), (10, 450, 45)]]
+    rows = [
+        (t, 100, tps, lat)
+        for t, tps, lat in [
+            (1, 900, 50),
+            (2, 1000, 100),
+            (3, 1000, 100),
+            (4, 1000, 100),
+            (5, 950, 95),
+            (6, 800, 80),
+            (7, 700, 70),
+            (8, 600, 60),
+            (9, 500, 50),
+            (10, 450, 45),
+        ]
+    ]
     ds = Dataset("x", None, [_sysbench_capture(rows, 100)])
     found = [f for f in analyze(ds, default_thresholds()).findings if f.rule == "load.underdriven"]
     assert any("fall together" in f.title for f in found)
 
 
 def test_tps_falling_with_rt_rising_is_unstable_not_underdriven() -> None:
-    rows = [(t, 100, tps, lat) for t, tps, lat in
-            [(1, 900, 50), (2, 1000, 100), (3, 950, 105), (4, 900, 110), (5, 800, 125), (6, 700, 140),
-             (7, 600, 170), (8, 500, 200), (9, 450, 220), (10, 400, 250)]]
+    rows = [
+        (t, 100, tps, lat)
+        for t, tps, lat in [
+            (1, 900, 50),
+            (2, 1000, 100),
+            (3, 950, 105),
+            (4, 900, 110),
+            (5, 800, 125),
+            (6, 700, 140),
+            (7, 600, 170),
+            (8, 500, 200),
+            (9, 450, 220),
+            (10, 400, 250),
+        ]
+    ]
     ds = Dataset("x", None, [_sysbench_capture(rows, 100)])
     fired = {f.rule for f in analyze(ds, default_thresholds()).findings}
     assert "sweep.unstable" in fired and "load.underdriven" not in fired

@@ -28,8 +28,9 @@ def test_aliases_and_whitespace() -> None:
     assert df["lat_p99_ms"].tolist() == [5, 6]
 
 
-@pytest.mark.parametrize("text,line_no", [("threads,tps\n8,1\n16,x\n", 3), ("threads,tps\n8.5,1\n", 2),
-                                          ("hello,world\n1,2\n", 1)])
+@pytest.mark.parametrize(
+    "text,line_no", [("threads,tps\n8,1\n16,x\n", 3), ("threads,tps\n8.5,1\n", 2), ("hello,world\n1,2\n", 1)]
+)
 def test_bad_tables(text: str, line_no: int) -> None:
     with pytest.raises(ParseError) as info:
         sweep.parse(text)

@@ -21,7 +21,9 @@ def test_spec_sdm91_golden() -> None:
     assert fit.lam == pytest.approx(89.995, rel=1e-3)
     assert fit.sigma == pytest.approx(0.02773, rel=2e-3)
     assert fit.kappa == pytest.approx(1.0437e-4, rel=2e-3)
-    assert fit.peak_throughput == pytest.approx(float(usl.usl(fit.peak_concurrency, fit.sigma, fit.kappa, fit.lam)))
+    assert fit.peak_throughput == pytest.approx(
+        float(usl.usl(fit.peak_concurrency, fit.sigma, fit.kappa, fit.lam))
+    )
     assert 0.98 < fit.r2 <= 1
 
 
@@ -38,8 +40,10 @@ def test_linear_scaling_has_no_peak() -> None:
     assert fit.peak_concurrency is None and fit.limit_throughput is None
 
 
-@pytest.mark.parametrize("n,x", [([1, 2], [1, 2]), ([1, 2, 3], [1, float("nan"), 3]), ([1, 2, 3], [1, 0, 3]),
-                                 ([4, 4, 4], [1, 2, 3])])
+@pytest.mark.parametrize(
+    "n,x",
+    [([1, 2], [1, 2]), ([1, 2, 3], [1, float("nan"), 3]), ([1, 2, 3], [1, 0, 3]), ([4, 4, 4], [1, 2, 3])],
+)
 def test_refuses_bad_input(n: list[float], x: list[float]) -> None:
     with pytest.raises(ValueError):
         usl.fit(n, x)

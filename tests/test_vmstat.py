@@ -65,8 +65,14 @@ def test_sniff() -> None:
 @pytest.mark.lab
 def test_real_vmstat_here() -> None:
     need_tool("vmstat")
-    out = subprocess.run(["vmstat", "-w", "-t", "1", "2"], capture_output=True, text=True, timeout=10,
-                         env={"LC_ALL": "C", "PATH": "/usr/bin:/bin"}, check=True).stdout
+    out = subprocess.run(
+        ["vmstat", "-w", "-t", "1", "2"],
+        capture_output=True,
+        text=True,
+        timeout=10,
+        env={"LC_ALL": "C", "PATH": "/usr/bin:/bin"},
+        check=True,
+    ).stdout
     df = vmstat.parse(out)
     assert len(df) == 2 and df["timestamp"].is_monotonic_increasing
     total = df[["us", "sy", "id", "wa", "st"]].sum(axis=1)
