@@ -145,6 +145,8 @@ def empty_frame(schema: dict[str, str]) -> pd.DataFrame:
 
 def coerce(df: pd.DataFrame, schema: dict[str, str]) -> pd.DataFrame:
     """Exactly the schema's columns, in order, typed; a column the input lacks is all-NaN."""
+    if list(df.columns) == list(schema) and all(str(df[c].dtype) == t for c, t in schema.items()):
+        return df.reset_index(drop=True)  # already conforming: no copy of a large frame
     out = {}
     n = len(df)
     for col, dtype in schema.items():

@@ -28,14 +28,30 @@ def sweep_dir(lab_mariadb: Path, tmp_path_factory: pytest.TempPathFactory) -> Pa
     env = {**os.environ, "LC_ALL": "C", "S_TIME_FORMAT": "ISO"}
     window = str(len(THREADS) * (SECONDS + 2))
     with open(os_dir / "iostatx_1", "w") as io_out, open(os_dir / "vmstat_1", "w") as vm_out:
-        captures = [subprocess.Popen(["iostat", "-x", "-d", "-t", "1", window], stdout=io_out, env=env),
-                    subprocess.Popen(["vmstat", "-t", "1", window], stdout=vm_out, env=env)]
+        captures = [
+            subprocess.Popen(["iostat", "-x", "-d", "-t", "1", window], stdout=io_out, env=env),
+            subprocess.Popen(["vmstat", "-t", "1", window], stdout=vm_out, env=env),
+        ]
         for t in THREADS:
             with open(run / f"sysbench_{t}.log", "w") as log:
-                subprocess.run(["sysbench", "oltp_read_write", f"--config-file={lab_mariadb}", "--tables=2",
-                                "--table-size=10000", f"--threads={t}", f"--time={SECONDS}",
-                                "--report-interval=1", "run"], stdout=log, stderr=subprocess.STDOUT,
-                               env=env, timeout=60, check=True)
+                subprocess.run(
+                    [
+                        "sysbench",
+                        "oltp_read_write",
+                        f"--config-file={lab_mariadb}",
+                        "--tables=2",
+                        "--table-size=10000",
+                        f"--threads={t}",
+                        f"--time={SECONDS}",
+                        "--report-interval=1",
+                        "run",
+                    ],
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    env=env,
+                    timeout=60,
+                    check=True,
+                )
         for p in captures:
             p.wait(timeout=30)
     return run
@@ -44,8 +60,11 @@ def sweep_dir(lab_mariadb: Path, tmp_path_factory: pytest.TempPathFactory) -> Pa
 def test_real_sweep_is_analyzed(sweep_dir: Path, tmp_path: Path) -> None:
     result = analyze_path(sweep_dir)
     kinds = {c.path: c.kind for c in result.dataset.captures}
-    assert kinds == {"os_lab/iostatx_1": "iostat", "os_lab/vmstat_1": "vmstat",
-                     **{f"sysbench_{t}.log": "sysbench" for t in THREADS}}
+    assert kinds == {
+        "os_lab/iostatx_1": "iostat",
+        "os_lab/vmstat_1": "vmstat",
+        **{f"sysbench_{t}.log": "sysbench" for t in THREADS},
+    }
     sweep = result.sweep
     assert [s.threads for s in sweep.steps] == list(THREADS)
     for step in sweep.steps:
