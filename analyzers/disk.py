@@ -30,11 +30,6 @@ def _busy_devices(ds: Dataset) -> list[tuple[str | None, str, pd.DataFrame, str]
     return out
 
 
-def _await(rows: pd.DataFrame) -> pd.Series:
-    """Per-sample mean await over reads and writes (old sysstat prints it; else IO-weighted)."""
-    return rows["await_ms"]
-
-
 def _window(rows: pd.DataFrame) -> tuple[str, str] | None:
     ts = rows["timestamp"].dropna()
     return (ts.min().isoformat(), ts.max().isoformat()) if len(ts) else None
@@ -54,7 +49,7 @@ def serial_small_io(ds: Dataset, sweep: Any, th: Thresholds) -> list[Finding] | 
         ]
         if len(match) < lim["min_samples"] or len(match) < lim["min_share"] * len(busy):
             continue
-        aw = float(_await(match).median())
+        aw = float(match["await_ms"].median())
         ceiling = 1000.0 / aw if aw > 0 else float("nan")
         iops = float(match["iops"].median())
         ev = {
@@ -117,11 +112,11 @@ def saturated(ds: Dataset, sweep: Any, th: Thresholds) -> list[Finding] | Skippe
         busy = rows[rows["util_pct"] >= lim["min_util_pct"]]
         # Per-IO service time: the busy share of a second divided by the IOs completed in it.
         service_ms = busy["util_pct"] / 100 * 1000 / busy["iops"].replace(0, np.nan)
-        ratio = _await(busy) / service_ms
+        ratio = busy["await_ms"] / service_ms
         match = busy[(busy["aqu_sz"] >= lim["min_queue"]) & (ratio >= lim["min_await_over_service"])]
         if len(match) < lim["min_samples"] or len(match) < lim["min_share"] * max(len(rows), 1):
             continue
-        aw = float(_await(match).median())
+        aw = float(match["await_ms"].median())
         svc = float(service_ms[match.index].median())
         ev = {
             "device": dev,

@@ -91,7 +91,6 @@ def load_dataset(archive: Archive, *, tz: str = "UTC") -> Dataset:
         try:
             frame = parsers.get(kind).parse(path, host=host, tz=file_tz)
         except ParseError as exc:
-            exc.path = rel
             ds.unparsed.append({"path": rel, "reason": _relative_message(exc, rel)})
             continue
         ds.captures.append(Capture(path=rel, kind=kind, host=host, step=step, frame=frame))

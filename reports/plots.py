@@ -127,11 +127,10 @@ def _timeline_plot(sweep) -> Plot:
 
 
 def _time_axis(df: pd.DataFrame) -> tuple[pd.Series | np.ndarray, str]:
-    if df["timestamp"].notna().all() and len(df):
+    """Timestamps when every row has one; else the rows' order (one device's rows: one per sample)."""
+    if len(df) and df["timestamp"].notna().all():
         return df["timestamp"].dt.tz_convert("UTC").dt.tz_localize(None), "time (UTC)"
-    return df["sample"].to_numpy() if "sample" in df else np.arange(
-        len(df)
-    ), "sample (no timestamps in capture)"
+    return np.arange(len(df)), "sample, in capture order (no timestamps in capture)"
 
 
 def _iostat_plot(cap, index: int) -> Plot | None:
@@ -168,11 +167,7 @@ def _iostat_plot(cap, index: int) -> Plot | None:
 
 def _vmstat_plot(cap, index: int) -> Plot:
     df, note = _thin(cap.frame[~cap.frame["since_boot"]].reset_index(drop=True))
-    t, label = (
-        _time_axis(df)
-        if df["timestamp"].notna().all() and len(df)
-        else (np.arange(len(df)), "sample (no timestamps in capture)")
-    )
+    t, label = _time_axis(df)
     fig, (ax, ax2) = plt.subplots(2, 1, figsize=(11, 5), sharex=True)
     cols = [c for c in ("us", "sy", "wa", "st") if df[c].notna().any()]
     ax.stackplot(t, *[df[c].astype(float).fillna(0) for c in cols], labels=cols, alpha=0.8)
