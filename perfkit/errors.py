@@ -31,3 +31,27 @@ class UnsafeArchive(ArchiveError):
 
 class AnalysisError(PerfkitError):
     """The inputs hold nothing that can be analysed."""
+
+
+class CollectError(PerfkitError):
+    """Collection on one host failed. Names the host (and the phase, for connection failures)."""
+
+    def __init__(self, host: str, message: str):
+        self.host = host
+        super().__init__(f"{host}: {message}")
+
+
+class HostUnreachable(CollectError):
+    """Refused, DNS failure, no route, or a connect/banner timeout."""
+
+
+class AuthFailed(CollectError):
+    """The host answered but would not let us in (bad key, wrong user, no agent)."""
+
+
+class HostKeyError(CollectError):
+    """The host key is unknown (with its fingerprint and how to trust it) or has changed."""
+
+
+class CommandTimeout(CollectError):
+    """A command did not finish within its local deadline."""
