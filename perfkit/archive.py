@@ -772,3 +772,38 @@ def _verify(path: Path, rec: dict[str, Any]) -> str | None:
     if not isinstance(want_sha, str) or want_sha.lower() != actual:
         return f"sha256 mismatch: manifest says {_show_value(want_sha)}, file has {actual}"
     return None
+
+
+def pack(directory: Path, out: Path) -> None:
+    """Write `directory` as `out` (.tar.gz) with the directory's name as the single top folder.
+
+    Only regular files and directories go in, with modes 0600/0700 and no owner names, so the
+    archive reads back through `open_archive`'s checks. Written to a temp name, then renamed, so a
+    failure never leaves a half archive under the final name.
+    """
+    directory = Path(directory)
+    tmp = out.with_name(out.name + ".part")
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with (
+            os.fdopen(fd, "wb") as fh,
+            tarfile.open(fileobj=fh, mode="w:gz", format=tarfile.PAX_FORMAT) as tar,
+        ):
+            for path in [directory, *sorted(directory.rglob("*"))]:
+                if path.is_symlink() or not (path.is_file() or path.is_dir()):
+                    continue
+                info = tar.gettarinfo(
+                    str(path), arcname=str(Path(directory.name) / path.relative_to(directory))
+                )
+                info.uid = info.gid = 0
+                info.uname = info.gname = ""
+                info.mode = 0o700 if info.isdir() else 0o600
+                if info.isdir():
+                    tar.addfile(info)
+                else:
+                    with open(path, "rb") as src:
+                        tar.addfile(info, src)
+        os.replace(tmp, out)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise

@@ -73,9 +73,17 @@ def load_dataset(archive: Archive, *, tz: str = "UTC") -> Dataset:
     """
     ds = Dataset(source=archive.name, manifest=archive.manifest, problems=list(archive.problems))
     records = archive.records
+    stderr_of = {r["stderr_path"]: p for p, r in records.items() if r.get("stderr_path")}
     for rel in archive.files:
         rec = records.get(rel)
         path = archive.root / rel
+        if rel in stderr_of:
+            continue  # a capture's stderr: described by that capture's record
+        if rec is not None and rec.get("status") not in (None, "ok") and not rec.get("bytes"):
+            ds.unparsed.append(
+                {"path": rel, "reason": f"not collected: {rec.get('reason') or rec.get('status')}"}
+            )
+            continue
         if rec is not None:
             kind = rec.get("kind")
             if kind not in parsers.registry():
