@@ -1,7 +1,9 @@
 """The `perfkit` command: a thin click layer over library functions.
 
-Exit codes: 0 success; 1 an error perfkit reports (bad input, unreadable archive, invalid config);
-2 usage error (click); 4 `analyze --fail-on` found findings at or above the given severity.
+Exit codes: 0 success; 1 an error perfkit reports (bad input, unreadable archive, invalid config,
+every host failed); 2 usage error (click); 3 `collect` finished partially (a host or capture failed;
+the archive holds the rest); 4 `analyze --fail-on` found findings at or above the given severity;
+130 interrupted (the archive is still written, marked interrupted).
 """
 
 from __future__ import annotations
@@ -143,3 +145,98 @@ def parse(
     dropped = df.attrs.get("dropped_lines", 0)
     if dropped:
         click.echo(f"{file}: {dropped} cut-off last line dropped", err=True)
+
+
+@main.command()
+@click.option("--local", "use_local", is_flag=True, help="Capture on this machine (no SSH).")
+@click.option("--hosts", help="Comma-separated SSH targets: host, user@host, user@host:port.")
+@click.option("-d", "--duration", type=click.IntRange(1, 86400), required=True, help="Window in seconds.")
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(path_type=Path),
+    required=True,
+    help="Archive to write: a new directory, or a .tar.gz file.",
+)
+@click.option(
+    "--interval", type=click.IntRange(1, 3600), default=1, show_default=True, help="Sample interval (s)."
+)
+@click.option("--profile", type=click.Choice(["default", "minimal"]), default="default", show_default=True)
+@click.option("--ssh-config", type=click.Path(exists=True, dir_okay=False), help="ssh_config file to honour.")
+@click.option(
+    "--known-hosts", type=click.Path(dir_okay=False), help="known_hosts file (default: ~/.ssh/known_hosts)."
+)
+@click.option("-i", "--identity", type=click.Path(exists=True, dir_okay=False), help="Private key file.")
+@click.option(
+    "--accept-new-host-key",
+    is_flag=True,
+    help="Trust and record the key of a host not yet in known_hosts (never a changed key).",
+)
+@click.option("--dry-run", is_flag=True, help="Print what would run where, and run nothing.")
+def collect(
+    use_local: bool,
+    hosts: str | None,
+    duration: int,
+    output: Path,
+    interval: int,
+    profile: str,
+    ssh_config: str | None,
+    known_hosts: str | None,
+    identity: str | None,
+    accept_new_host_key: bool,
+    dry_run: bool,
+) -> None:
+    """Capture OS activity on this machine and/or SSH hosts into one archive."""
+    from perfkit.collectors import captures, session
+    from perfkit.transport import LOCAL, parse_host
+
+    targets = [LOCAL] if use_local else []
+    for text in (hosts or "").split(","):
+        if text.strip():
+            targets.append(
+                parse_host(
+                    text.strip(),
+                    ssh_config=ssh_config,
+                    known_hosts=known_hosts,
+                    key_filename=identity,
+                    accept_new_host_key=accept_new_host_key,
+                )
+            )
+    if not targets:
+        raise click.UsageError("name the hosts with --hosts, or use --local")
+    if len({t.name for t in targets}) != len(targets):
+        raise click.UsageError("a host is named twice")
+    opts = session.Options(window=duration, interval=interval, specs=captures.profile(profile))
+    if dry_run:
+        for t in targets:
+            where = (
+                "local"
+                if t.hostname is None
+                else f"ssh {t.user + '@' if t.user else ''}{t.hostname}" + (f":{t.port}" if t.port else "")
+            )
+            click.echo(f"# {t.name} ({where})")
+            for spec in opts.specs:
+                cmd = spec.render(
+                    interval=interval, window=duration, workdir=f"/tmp/{session.tag(opts.run_id)}"
+                )
+                deadline = duration + opts.grace if spec.phase == "window" else session.SNAPSHOT_TIMEOUT_S
+                click.echo(
+                    f"[{spec.phase}] "
+                    + session.wrap(
+                        cmd,
+                        deadline_s=deadline,
+                        workdir=f"/tmp/{session.tag(opts.run_id)}",
+                        run_id=opts.run_id,
+                    )
+                )
+        return
+    click.echo(
+        f"collecting {duration}s on {len(targets)} host(s), {len(opts.specs)} captures each -> {output}",
+        err=True,
+    )
+    result = session.collect(targets, output, opts, progress=lambda line: click.echo(line, err=True))
+    click.echo(f"{'host':20s} {'status':12s} {'captures':>8s} {'bytes':>12s}  reason")
+    for h in result.hosts:
+        click.echo(f"{h.host:20s} {h.status:12s} {h.captures:8d} {h.bytes:12,d}  {h.reason}")
+    click.echo(f"{result.manifest['status']}: wrote {result.path}")
+    sys.exit(result.exit_code)

@@ -1,0 +1,100 @@
+"""What perfkit captures on a host, declared as data; collectors/session.py runs them.
+
+The default profile is the Netflix 60-second checklist plus what the seed 000 script collects.
+Each capture is one shell command whose stdout becomes `hosts/<host>/<id>.out` byte for byte.
+Placeholders: `{interval}` (s), `{count}` (samples in the window), `{window}` (s), `{workdir}` (a
+0700 scratch directory on the host, removed at the end). Every command later runs under
+`LC_ALL=C S_TIME_FORMAT=ISO` and a `timeout` tied to the window (session.py), so nothing
+outlives the run.
+
+Phases: `start` snapshots run when the window opens, `window` captures sample through it, `end`
+snapshots and conversions run after it (sar's binary file is converted on the host with its own
+`sadf`, because the binary format differs between sysstat versions).
+"""
+
+from __future__ import annotations
+
+import shlex
+from dataclasses import dataclass
+
+PHASES = ("start", "window", "end")
+
+
+@dataclass(frozen=True)
+class CaptureSpec:
+    """One capture: a shell command template and how to treat its output."""
+
+    id: str  # file stem in the archive: hosts/<host>/<id>.out
+    kind: str  # the parser module that reads it (design.md); may not exist yet
+    command: str  # POSIX shell template with {interval} {count} {window} {workdir}
+    tool: str  # the binary that must exist on the host (checked with `command -v`)
+    phase: str = "window"
+    version: str = ""  # shell command whose first output line names the tool's version
+    needs_root: bool = False
+    intrusive: bool = False  # costs the host something: only with an explicit opt-in
+    max_bytes: int = 64 << 20
+
+    def render(self, *, interval: int, window: int, workdir: str) -> str:
+        """The command with its placeholders filled; values are numbers or a quoted path."""
+        count = max(1, window // interval)
+        return self.command.format(
+            interval=int(interval), count=count, window=int(window), workdir=shlex.quote(workdir)
+        )
+
+
+_SS_LOOP = (
+    # One block per second: a stamp, `ss -s`, and the TIME_WAIT count (-H: no header line to miscount).
+    'i=0; while [ $i -lt {count} ]; do echo "== $(date +%s)"; ss -s; '
+    'echo "timewait: $(ss -Htan state time-wait | wc -l)"; i=$((i+1)); sleep {interval}; done'
+)
+_SYSCTL_KEYS = (
+    "net.ipv4.ip_local_port_range net.ipv4.tcp_tw_reuse net.ipv4.tcp_fin_timeout "
+    "net.core.somaxconn net.ipv4.tcp_max_syn_backlog kernel.task_delayacct vm.swappiness"
+)
+
+DEFAULT: tuple[CaptureSpec, ...] = (
+    CaptureSpec("vmstat", "vmstat", "vmstat -w -t {interval} {count}", "vmstat", version="vmstat -V"),
+    CaptureSpec("iostat", "iostat", "iostat -x -d -t {interval} {count}", "iostat", version="iostat -V"),
+    CaptureSpec("mpstat", "mpstat", "mpstat -P ALL {interval} {count}", "mpstat", version="mpstat -V"),
+    CaptureSpec("pidstat", "pidstat", "pidstat -u -d -w {interval} {count}", "pidstat", version="pidstat -V"),
+    CaptureSpec("sar", "sar", "sar -o {workdir}/sa.bin {interval} {count}", "sar", version="sar -V"),
+    CaptureSpec("top", "top", "top -b -H -w 512 -d {interval} -n {count}", "top", version="top -v"),
+    CaptureSpec(
+        "iotop",
+        "iotop",
+        "iotop -botqk -d {interval} -n {count}",
+        "iotop",
+        needs_root=True,
+        version="iotop --version",
+    ),
+    CaptureSpec("ss", "ss", _SS_LOOP, "ss", version="ss -V"),
+    CaptureSpec("ps-start", "ps", "ps auxww", "ps", phase="start", version="ps -V"),
+    CaptureSpec("sysctl", "sysctl", f"sysctl {_SYSCTL_KEYS}", "sysctl", phase="start"),
+    CaptureSpec("numactl", "numactl", "numactl --hardware", "numactl", phase="start"),
+    CaptureSpec("numastat-start", "numastat", "numastat -c", "numastat", phase="start"),
+    CaptureSpec("df", "df", "df -P -k", "df", phase="start"),
+    CaptureSpec("uptime", "uptime", "uptime", "uptime", phase="start"),
+    CaptureSpec("nproc", "nproc", "nproc", "nproc", phase="start"),
+    CaptureSpec("uname", "uname", "uname -a", "uname", phase="start"),
+    CaptureSpec("ps-end", "ps", "ps auxww", "ps", phase="end"),
+    CaptureSpec("numastat-end", "numastat", "numastat -c", "numastat", phase="end"),
+    CaptureSpec("sar-cpu", "sadf", "sadf -d {workdir}/sa.bin -- -P ALL", "sadf", phase="end"),
+    CaptureSpec("sar-net", "sadf", "sadf -d {workdir}/sa.bin -- -n DEV", "sadf", phase="end"),
+    CaptureSpec("sar-tcp", "sadf", "sadf -d {workdir}/sa.bin -- -n TCP,ETCP", "sadf", phase="end"),
+    CaptureSpec("sar-binary", "sa", "cat {workdir}/sa.bin", "cat", phase="end"),
+)
+
+# Lighter set for a quick look: no per-thread top, no per-process tables.
+MINIMAL: tuple[CaptureSpec, ...] = tuple(
+    s for s in DEFAULT if s.id in ("vmstat", "iostat", "mpstat", "ss", "sysctl", "nproc", "uname", "df")
+)
+
+PROFILES: dict[str, tuple[CaptureSpec, ...]] = {"default": DEFAULT, "minimal": MINIMAL}
+
+
+def profile(name: str) -> tuple[CaptureSpec, ...]:
+    """The captures of a named profile; KeyError names the known ones."""
+    try:
+        return PROFILES[name]
+    except KeyError:
+        raise KeyError(f"unknown profile {name!r}; known: {', '.join(PROFILES)}") from None

@@ -1,0 +1,96 @@
+"""`perfkit collect` for real on this machine: local commands, real tools, a real sysbench load."""
+
+from __future__ import annotations
+
+import subprocess
+import threading
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from perfkit.cli import main
+from perfkit.collectors import captures, session
+from perfkit.pipeline import analyze_path
+from perfkit.transport import LOCAL
+
+from .conftest import need_tool
+
+pytestmark = pytest.mark.lab
+
+SPECS = captures.profile("minimal")
+
+
+def leftovers(run_id: str) -> str:
+    return subprocess.run(["pgrep", "-af", session.tag(run_id)], capture_output=True, text=True).stdout
+
+
+def collect(out: Path, window: int, run_id: str) -> session.Result:
+    return session.collect([LOCAL], out, session.Options(window=window, specs=SPECS, run_id=run_id))
+
+
+def cpu_busy(result: session.Result) -> float:
+    vm = next(c.frame for c in analyze_path(result.path).dataset.captures if c.kind == "vmstat")
+    vm = vm[~vm["since_boot"]]
+    return float((vm["us"] + vm["sy"]).mean())
+
+
+def test_collect_local_cli_then_analyze_reads_every_parseable_capture(tmp_path: Path) -> None:
+    need_tool("vmstat")
+    need_tool("iostat")
+    res = CliRunner().invoke(main, ["collect", "--local", "-d", "3", "-o", str(tmp_path / "run1.tar.gz")])
+    assert res.exit_code == 0, res.output
+    result = analyze_path(tmp_path / "run1.tar.gz")
+    kinds = {c.kind for c in result.dataset.captures}
+    assert {"vmstat", "iostat"} <= kinds
+    assert not [u for u in result.dataset.unparsed if u["path"].endswith(("vmstat.out", "iostat.out"))]
+    assert result.dataset.problems == []
+
+
+def test_load_shows_in_the_capture(lab_mariadb: Path, tmp_path: Path) -> None:
+    idle = collect(tmp_path / "idle", 4, "idle-baseline")
+    load = threading.Thread(
+        target=subprocess.run,
+        kwargs={
+            "args": [
+                "sysbench",
+                "oltp_read_write",
+                f"--config-file={lab_mariadb}",
+                "--tables=2",
+                "--table-size=10000",
+                "--threads=8",
+                "--time=7",
+                "run",
+            ],
+            "capture_output": True,
+            "timeout": 60,
+        },
+    )
+    load.start()
+    busy = collect(tmp_path / "busy", 5, "under-load")
+    load.join()
+    assert cpu_busy(busy) > cpu_busy(idle) + 20  # 8 sysbench threads keep 2 vCPUs busy
+    assert cpu_busy(busy) > 50
+    io = next(c.frame for c in analyze_path(busy.path).dataset.captures if c.kind == "iostat")
+    assert (io[~io["since_boot"]]["w_s"] > 0).any()  # InnoDB writes its redo log
+    assert leftovers("under-load") == "" and leftovers("idle-baseline") == ""
+
+
+def test_a_capture_that_hangs_past_the_window_is_killed_and_marked(tmp_path: Path) -> None:
+    hang = captures.CaptureSpec("hang", "none", "sleep 300", "sleep")
+    opts = session.Options(window=1, specs=(hang,), run_id="hang-test", grace=1)
+    result = session.collect([LOCAL], tmp_path / "run", opts)
+    rec = result.manifest["captures"][0]
+    assert rec["timed_out"] and rec["status"] == "timed_out" and rec["exit_code"] == 124
+    assert result.manifest["status"] == "partial" and result.exit_code == session.EXIT_PARTIAL
+    assert leftovers("hang-test") == ""
+
+
+def test_missing_tool_is_recorded_and_the_rest_go_on(tmp_path: Path) -> None:
+    ghost = captures.CaptureSpec("ghost", "none", "no-such-tool-xyz 1", "no-such-tool-xyz")
+    opts = session.Options(window=1, specs=(ghost, SPECS[0]), run_id="ghost-test")
+    result = session.collect([LOCAL], tmp_path / "run", opts)
+    recs = {r["id"]: r for r in result.manifest["captures"]}
+    assert recs["ghost"]["status"] == "unavailable" and "not installed" in recs["ghost"]["reason"]
+    assert recs["vmstat"]["status"] == "ok" and recs["vmstat"]["bytes"] > 0
+    assert result.manifest["status"] == "complete"

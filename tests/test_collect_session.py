@@ -1,0 +1,231 @@
+"""The collection runner's orchestration, on a fake transport that replays fixture text.
+
+The same runner is tested against real local commands and a real sshd in tests/test_collect_lab.py.
+"""
+
+from __future__ import annotations
+
+import json
+import stat
+from pathlib import Path
+
+import pytest
+
+from perfkit.archive import open_archive
+from perfkit.collectors import captures, session
+from perfkit.dataset import load_dataset
+from perfkit.errors import HostUnreachable
+from perfkit.transport import HostSpec, Job
+
+from .conftest import FIXTURES
+
+VMSTAT = (FIXTURES / "vmstat" / "procps-4.0.2-wide-t-gu.txt").read_bytes()
+IOSTAT = (FIXTURES / "iostat" / "sysstat-12.6-x-d-t-iso.txt").read_bytes()
+SPECS = tuple(s for s in captures.DEFAULT if s.id in ("vmstat", "iostat", "uname", "iotop"))
+
+
+class FakeJob(Job):
+    def __init__(self, out: bytes, code: int | None, chunks: int = 2, lose_after: int | None = None):
+        self.command = ""
+        size = max(1, len(out) // chunks)
+        self.parts = [out[i : i + size] for i in range(0, len(out), size)] or [b""]
+        self.code, self.lose_after, self.reads, self.killed = code, lose_after, 0, False
+
+    def fileno(self) -> int:
+        return -1
+
+    def read(self) -> tuple[bytes, bytes]:
+        self.reads += 1
+        if self.lose_after is not None and self.reads > self.lose_after:
+            return b"", b""
+        return (self.parts.pop(0) if self.parts else b""), b""
+
+    def poll(self) -> int | None:
+        if self.lose_after is not None and self.reads >= self.lose_after:
+            return -1
+        if self.killed:
+            return 143
+        return None if self.parts else self.code
+
+    def kill(self) -> None:
+        self.killed = True
+
+
+class FakeTransport:
+    """Answers the preflight and replays canned outputs by capture command."""
+
+    def __init__(
+        self,
+        spec: HostSpec,
+        *,
+        missing: tuple[str, ...] = (),
+        uid: int = 0,
+        lose_after: int | None = None,
+        outputs: dict[str, bytes] | None = None,
+    ):
+        self.spec, self.missing, self.uid, self.lose_after = spec, missing, uid, lose_after
+        self.outputs = outputs or {
+            "vmstat": VMSTAT,
+            "iostat": IOSTAT,
+            "uname": b"Linux h 6.1 x86_64\n",
+            "iotop": b"Total DISK READ: 0.00 K/s\n",
+        }
+        self.commands: list[str] = []
+        self.jobs: list[FakeJob] = []
+        self._alive = True
+
+    def __enter__(self) -> FakeTransport:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._alive = False
+
+    def run(self, command: str, *, timeout: float, stdin: bytes | None = None) -> tuple[int, bytes, bytes]:
+        self.commands.append(command)
+        if command.startswith("rm -rf"):
+            return 0, b"", b""
+        lines = [f"@@id {self.uid}"]
+        for tool in sorted({s.tool for s in SPECS}):
+            lines.append(f"@@missing {tool}" if tool in self.missing else f"@@tool {tool} {tool} 1.0")
+        lines.append("@@clock 1700000000.5")
+        return 0, ("\n".join(lines) + "\n").encode(), b""
+
+    def start(self, command: str) -> FakeJob:
+        self.commands.append(command)
+        tool = next(t for t in self.outputs if f" {t} " in f" {command} " or f"'{t} " in command)
+        job = FakeJob(self.outputs[tool], 0)
+        if self.lose_after is not None and tool == "vmstat":
+            job = FakeJob(self.outputs[tool], 0, chunks=4, lose_after=self.lose_after)
+        self.jobs.append(job)
+        return job
+
+    def alive(self) -> bool:
+        return self._alive and not any(j.poll() == -1 for j in self.jobs)
+
+    def close(self) -> None:
+        self._alive = False
+
+
+def run(tmp_path: Path, hosts: list[HostSpec], connector, specs=SPECS, out: str = "run") -> session.Result:
+    opts = session.Options(window=2, specs=specs, run_id="testrun")
+    return session.collect(hosts, tmp_path / out, opts, connector=connector)
+
+
+def test_complete_run_writes_records_files_and_a_readable_archive(tmp_path: Path) -> None:
+    res = run(tmp_path, [HostSpec("db1", "10.0.0.1")], lambda s: FakeTransport(s, missing=("iotop",)))
+    m = res.manifest
+    assert m["status"] == "complete" and res.exit_code == 0 and m["format_version"] == 1
+    recs = {r["id"]: r for r in m["captures"]}
+    assert recs["vmstat"]["status"] == "ok" and recs["vmstat"]["bytes"] == len(VMSTAT)
+    assert recs["iotop"]["status"] == "unavailable" and recs["iotop"]["reason"] == "iotop not installed"
+    assert recs["vmstat"]["tool_version"] == "vmstat 1.0" and recs["vmstat"]["env"]["LC_ALL"] == "C"
+    assert (tmp_path / "run" / "hosts" / "db1" / "vmstat.out").read_bytes() == VMSTAT
+    assert stat.S_IMODE((tmp_path / "run" / "hosts" / "db1" / "vmstat.out").stat().st_mode) == 0o600
+    assert stat.S_IMODE((tmp_path / "run").stat().st_mode) == 0o700
+    with open_archive(tmp_path / "run") as archive:
+        assert archive.problems == []
+        ds = load_dataset(archive)
+    assert {c.kind for c in ds.captures} == {"vmstat", "iostat"}
+    assert {u["reason"] for u in ds.unparsed} == {
+        "not collected: iotop not installed",
+        "no parser for kind 'uname'",
+    }
+
+
+def test_every_command_is_wrapped_and_tagged(tmp_path: Path) -> None:
+    seen: list[FakeTransport] = []
+
+    def connector(spec: HostSpec) -> FakeTransport:
+        seen.append(FakeTransport(spec))
+        return seen[-1]
+
+    run(tmp_path, [HostSpec("db1", "h")], connector)
+    started = [c for c in seen[0].commands if "timeout" in c]
+    assert started and all("env LC_ALL=C S_TIME_FORMAT=ISO timeout -k 5 -s TERM" in c for c in started)
+    assert all(c.endswith(" perfkit-testrun") for c in started)
+    assert seen[0].commands[-1] == "rm -rf /tmp/perfkit-testrun"
+
+
+def test_iotop_needs_root(tmp_path: Path) -> None:
+    res = run(tmp_path, [HostSpec("db1", "h")], lambda s: FakeTransport(s, uid=1000))
+    rec = next(r for r in res.manifest["captures"] if r["id"] == "iotop")
+    assert rec["status"] == "unavailable" and "needs root" in rec["reason"]
+
+
+def test_one_failing_host_does_not_stop_the_others(tmp_path: Path) -> None:
+    def connector(spec: HostSpec) -> FakeTransport:
+        if spec.name == "dead":
+            raise HostUnreachable("dead", "10.9.9.9:22: connection refused (connect phase)")
+        return FakeTransport(spec)
+
+    res = run(tmp_path, [HostSpec("ok1", "a"), HostSpec("dead", "b"), HostSpec("ok2", "c")], connector)
+    assert res.manifest["status"] == "partial" and res.exit_code == session.EXIT_PARTIAL
+    out = {h.host: h for h in res.hosts}
+    assert out["ok1"].status == "ok" and out["ok2"].status == "ok"
+    assert out["dead"].status == "failed" and "connection refused" in out["dead"].reason
+    dead = [r for r in res.manifest["captures"] if r["host"] == "dead"]
+    assert dead and all(r["status"] == "skipped" for r in dead)
+
+
+def test_all_hosts_failing_is_failed(tmp_path: Path) -> None:
+    def connector(spec: HostSpec) -> FakeTransport:
+        raise HostUnreachable(spec.name, "no route")
+
+    res = run(tmp_path, [HostSpec("a", "a")], connector)
+    assert res.manifest["status"] == "failed" and res.exit_code == session.EXIT_FAILED
+
+
+def test_connection_lost_mid_window_keeps_bytes_and_marks_truncated(tmp_path: Path) -> None:
+    res = run(tmp_path, [HostSpec("db1", "h")], lambda s: FakeTransport(s, lose_after=2))
+    rec = next(r for r in res.manifest["captures"] if r["id"] == "vmstat")
+    assert rec["status"] == "lost" and rec["truncated"] and rec["exit_code"] == -1
+    kept = (tmp_path / "run" / "hosts" / "db1" / "vmstat.out").read_bytes()
+    assert 0 < len(kept) < len(VMSTAT) and VMSTAT.startswith(kept) and rec["bytes"] == len(kept)
+    assert res.hosts[0].status == "partial" and res.exit_code == session.EXIT_PARTIAL
+
+
+def test_byte_cap_truncates(tmp_path: Path) -> None:
+    small = tuple(
+        captures.CaptureSpec(s.id, s.kind, s.command, s.tool, max_bytes=100) if s.id == "iostat" else s
+        for s in SPECS
+    )
+    res = run(tmp_path, [HostSpec("db1", "h")], lambda s: FakeTransport(s), specs=small)
+    rec = next(r for r in res.manifest["captures"] if r["id"] == "iostat")
+    assert rec["truncated"] and rec["bytes"] == 100 and "byte cap" in rec["reason"]
+
+
+def test_tar_gz_output_reads_back(tmp_path: Path) -> None:
+    res = run(tmp_path, [HostSpec("db1", "h")], lambda s: FakeTransport(s), out="run.tar.gz")
+    assert res.path == tmp_path / "run.tar.gz" and not list(tmp_path.glob("perfkit-collect-*"))
+    with open_archive(res.path) as archive:
+        assert archive.manifest["run_id"] == "testrun" and archive.problems == []
+        assert "hosts/db1/vmstat.out" in archive.files
+
+
+def test_refuses_a_non_empty_output_dir(tmp_path: Path) -> None:
+    (tmp_path / "run").mkdir()
+    (tmp_path / "run" / "x").write_text("keep me")
+    with pytest.raises(Exception, match="not empty"):
+        run(tmp_path, [HostSpec("db1", "h")], lambda s: FakeTransport(s))
+
+
+def test_hostile_values_are_quoted() -> None:
+    cmd = session.wrap("vmstat 1 2", deadline_s=12, workdir="/tmp/x; rm -rf ~", run_id="r$(id)")
+    assert "cd '/tmp/x; rm -rf ~' &&" in cmd and cmd.endswith("'perfkit-r$(id)'")
+    spec = captures.CaptureSpec("sar", "sar", "sar -o {workdir}/sa.bin 1 {count}", "sar")
+    assert spec.render(interval=1, window=3, workdir="/tmp/a b$(x)") == "sar -o '/tmp/a b$(x)'/sa.bin 1 3"
+
+
+def test_manifest_is_json_without_secrets(tmp_path: Path) -> None:
+    res = run(
+        tmp_path, [HostSpec("db1", "h", user="root", key_filename="/secret/key")], lambda s: FakeTransport(s)
+    )
+    text = (tmp_path / "run" / "manifest.json").read_text()
+    assert json.loads(text)["inventory"][0] == {
+        "name": "db1",
+        "hostname": "h",
+        "port": None,
+        "user": "root",
+        "accept_new_host_key": False,
+    }
+    assert "/secret/key" not in text and res.exit_code == 0

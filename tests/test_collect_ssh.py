@@ -1,0 +1,122 @@
+"""`perfkit collect` over a real sshd on loopback: a fleet where some hosts fail, and a link that dies.
+
+Every test ends with no capture process of its run left on the "host" (`pgrep -f perfkit-<run id>`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from perfkit.archive import open_archive
+from perfkit.collectors import captures, session
+from perfkit.transport import parse_host
+
+from .sshd import Blackhole, free_port, sshd, sshd_factory  # noqa: F401 (fixtures)
+
+pytestmark = pytest.mark.lab
+
+SPECS = tuple(s for s in captures.DEFAULT if s.id in ("vmstat", "uname"))
+
+
+def wait_no_leftovers(run_id: str, within: float) -> str:
+    end = time.monotonic() + within
+    while True:
+        left = subprocess.run(["pgrep", "-af", session.tag(run_id)], capture_output=True, text=True).stdout
+        if not left or time.monotonic() > end:
+            return left
+        time.sleep(0.2)
+
+
+def quick(spec, name: str):
+    return dataclasses.replace(spec, name=name, connect_timeout=2, banner_timeout=2, auth_timeout=2)
+
+
+def test_fleet_with_failing_hosts_is_partial_and_keeps_the_rest(sshd_factory, tmp_path: Path) -> None:  # noqa: F811
+    a, b, stranger = sshd_factory(), sshd_factory(), sshd_factory()
+    for d in (a, b):
+        d.known_hosts.write_text(d.known_hosts_line() + "\n")
+    stranger.known_hosts.write_text("")  # its key is unknown: must be refused, not trusted
+    with Blackhole() as hole:
+        hosts = [
+            quick(a.spec(), "db1"),
+            quick(b.spec(), "db2"),
+            quick(
+                parse_host(
+                    f"root@127.0.0.1:{free_port()}",
+                    key_filename=str(a.client_key),
+                    known_hosts=str(a.known_hosts),
+                ),
+                "refused",
+            ),
+            quick(
+                parse_host(
+                    f"root@127.0.0.1:{hole.port}",
+                    key_filename=str(a.client_key),
+                    known_hosts=str(a.known_hosts),
+                ),
+                "blackhole",
+            ),
+            quick(stranger.spec(), "stranger"),
+        ]
+        started = time.monotonic()
+        res = session.collect(
+            hosts, tmp_path / "fleet.tar.gz", session.Options(window=2, specs=SPECS, run_id="fleet")
+        )
+        took = time.monotonic() - started
+    out = {h.host: h for h in res.hosts}
+    assert res.manifest["status"] == "partial" and res.exit_code == session.EXIT_PARTIAL
+    assert out["db1"].status == "ok" and out["db2"].status == "ok"
+    assert out["refused"].status == "failed" and "refused" in out["refused"].reason.lower()
+    assert out["blackhole"].status == "failed" and "banner" in out["blackhole"].reason
+    assert out["stranger"].status == "failed" and "SHA256:" in out["stranger"].reason
+    assert took < 15  # failures cost their timeouts, in parallel with the good hosts' window
+    with open_archive(res.path) as archive:
+        assert archive.problems == []
+        for host in ("db1", "db2"):
+            vm = (archive.root / "hosts" / host / "vmstat.out").read_text()
+            assert vm.startswith("--procs--") and len(vm.splitlines()) == 4  # 2 headers + 2 samples
+    assert wait_no_leftovers("fleet", 5) == ""
+
+
+def test_link_killed_mid_window_keeps_what_arrived(sshd, tmp_path: Path) -> None:  # noqa: F811
+    sshd.known_hosts.write_text(sshd.known_hosts_line() + "\n")
+    spec = dataclasses.replace(quick(sshd.spec(), "db1"), channel_timeout=3)
+    opts = session.Options(window=6, specs=SPECS[:1], run_id="cut", grace=1)
+    killer = threading.Timer(2.5, sshd.kill_connections)
+    killer.start()
+    res = session.collect([spec], tmp_path / "run", opts)
+    killer.join()
+    rec = res.manifest["captures"][0]
+    assert rec["status"] == "lost" and rec["truncated"] and rec["exit_code"] == -1
+    kept = (tmp_path / "run" / "hosts" / "db1" / "vmstat.out").read_text()
+    assert kept.startswith("--procs--") and 3 <= len(kept.splitlines()) < 8
+    assert rec["bytes"] == len(kept.encode())
+    assert res.hosts[0].status == "partial" and res.exit_code == session.EXIT_PARTIAL
+    # The remote `timeout` (window + grace) ends what the dead link left behind.
+    assert wait_no_leftovers("cut", opts.window + opts.grace + session.KILL_AFTER_S + 2) == ""
+
+
+def test_full_default_profile_over_one_connection(sshd, tmp_path: Path) -> None:  # noqa: F811
+    # 22 captures, 8 of them through the whole window: more than sshd's MaxSessions (10) at once
+    # unless the runner takes the phases in turn and caps the channels in flight.
+    sshd.known_hosts.write_text(sshd.known_hosts_line() + "\n")
+    res = session.collect(
+        [quick(sshd.spec(), "db1")],
+        tmp_path / "run",
+        session.Options(window=2, specs=captures.DEFAULT, run_id="full"),
+    )
+    bad = {r["id"]: (r["status"], r["reason"]) for r in res.manifest["captures"] if r["status"] != "ok"}
+    assert bad == {} and res.exit_code == 0
+    assert wait_no_leftovers("full", 5) == ""
+
+
+def test_too_many_window_captures_are_refused_before_anything_runs() -> None:
+    many = tuple(captures.CaptureSpec(f"v{i}", "vmstat", "vmstat 1 {count}", "vmstat") for i in range(10))
+    with pytest.raises(Exception, match="at most 9"):
+        session.Options(window=1, specs=many)
