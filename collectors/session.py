@@ -9,6 +9,7 @@ run id, so nothing outlives the run even when perfkit or the link dies.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import os
@@ -16,6 +17,7 @@ import resource
 import select
 import shlex
 import shutil
+import signal
 import tempfile
 import threading
 import time
@@ -37,6 +39,13 @@ ENV = {"LC_ALL": "C", "S_TIME_FORMAT": "ISO"}
 SNAPSHOT_TIMEOUT_S = 30
 KILL_AFTER_S = 5
 GRACE_S = 10  # a window capture may run this long past the window before it counts as hung
+FREE_FLOOR_BYTES = 100 << 20
+FREE_FLOOR_PCT = 5
+RESERVE, RESERVE_BYTES = ".perfkit-reserve", 1 << 20
+_STOP_REASONS = {
+    "interrupted": "stopped by the user; output so far kept",
+    "disk_full": "archive disk full; output so far kept",
+}
 # sshd's default MaxSessions is 10 channels per connection; keep one free for control commands.
 MAX_CHANNELS = 9
 
@@ -108,9 +117,12 @@ class Result:
     @property
     def exit_code(self) -> int:
         status = self.manifest["status"]
-        return {"complete": EXIT_OK, "partial": EXIT_PARTIAL, "interrupted": EXIT_INTERRUPTED}.get(
-            status, EXIT_FAILED
-        )
+        return {
+            "complete": EXIT_OK,
+            "partial": EXIT_PARTIAL,
+            "disk_full": EXIT_PARTIAL,
+            "interrupted": EXIT_INTERRUPTED,
+        }.get(status, EXIT_FAILED)
 
 
 def tag(run_id: str) -> str:
@@ -131,33 +143,63 @@ def wrap(command: str, *, deadline_s: float, workdir: str, run_id: str) -> str:
     )
 
 
+class Stop(threading.Event):
+    """Set when the run must end early; `reason` says why ("interrupted" or "disk_full")."""
+
+    reason = ""
+
+    def trigger(self, reason: str) -> None:
+        if not self.is_set():
+            self.reason = reason
+        self.set()
+
+
+def check_free_space(path: Path, *, what: str) -> None:
+    """Refuse to start below the floor (pt-stalk's: 100 MB or 5 % of the filesystem, whichever is more)."""
+    st = os.statvfs(path)
+    free, size = st.f_bavail * st.f_frsize, st.f_blocks * st.f_frsize
+    floor = max(FREE_FLOOR_BYTES, int(size * FREE_FLOOR_PCT / 100))
+    if free < floor:
+        raise PerfkitError(
+            f"{what}: only {free // 2**20} MiB free of {size // 2**20} MiB; collection needs at "
+            f"least {floor // 2**20} MiB ({FREE_FLOOR_BYTES // 2**20} MiB or {FREE_FLOOR_PCT}%)"
+        )
+
+
 def collect(
     hosts: list[HostSpec],
     out: Path,
     opts: Options,
     *,
     progress: Callable[[str], None] | None = None,
-    stop: threading.Event | None = None,
+    stop: Stop | None = None,
     connector: Callable[[HostSpec], Transport] = connect,
 ) -> Result:
     """Collect on every host for `opts.window` seconds into `out` (a directory, or a .tar.gz).
 
-    One host failing never stops the others; its outcome says why. Raises PerfkitError only for
-    problems with the output location itself.
+    One host failing never stops the others; its outcome says why. The first Ctrl-C stops the
+    captures, keeps what arrived and writes the archive marked `interrupted`; a second one stops
+    waiting at once and writes a minimal manifest into the unpacked directory. A full disk on the
+    archive side stops the run the same way, marked `disk_full`.
+
+    Raises:
+        PerfkitError: only for the output location itself (exists, or too little free space).
     """
-    stop = stop or threading.Event()
+    stop = stop or Stop()
     packed = out.name.endswith((".tar.gz", ".tgz"))
+    parent = out.parent
+    parent.mkdir(parents=True, exist_ok=True)
+    if not packed and out.exists() and any(out.iterdir()):
+        raise PerfkitError(f"{out}: output directory exists and is not empty")
+    check_free_space(parent, what=str(parent))
     old_umask = os.umask(0o077)
+    restore = _on_sigint(stop)
     try:
-        if packed:
-            out.parent.mkdir(parents=True, exist_ok=True)
-            staging = Path(tempfile.mkdtemp(prefix="perfkit-collect-", dir=out.parent))
-            root = staging / opts.run_id
-        else:
-            if out.exists() and any(out.iterdir()):
-                raise PerfkitError(f"{out}: output directory exists and is not empty")
-            root, staging = out, None
+        staging = Path(tempfile.mkdtemp(prefix="perfkit-collect-", dir=parent)) if packed else None
+        root = staging / opts.run_id if staging else out
         root.mkdir(mode=0o700, parents=True, exist_ok=True)
+        reserve = root / RESERVE  # freed before the manifest is written, so a full disk still gets one
+        reserve.write_bytes(b"\0" * RESERVE_BYTES)
         created = _now()
         records: dict[str, list[Record]] = {h.name: [] for h in hosts}
         outcomes = {h.name: HostOutcome(h.name) for h in hosts}
@@ -172,24 +214,46 @@ def collect(
         ]
         for t in threads:
             t.start()
+        aborted = False
         try:
             for t in threads:
                 while t.is_alive():
                     t.join(0.2)
-        except KeyboardInterrupt:
-            stop.set()  # hosts stop their captures and write what they have
-            for t in threads:
-                t.join(KILL_AFTER_S + 5)
-        manifest = _manifest(hosts, opts, created, records, outcomes, interrupted=stop.is_set())
+        except KeyboardInterrupt:  # the second Ctrl-C: stop waiting, keep what is on disk
+            stop.trigger("interrupted")
+            aborted = True
+        reserve.unlink(missing_ok=True)
+        manifest = _manifest(hosts, opts, created, records, outcomes, stop=stop, aborted=aborted)
         (root / MANIFEST).write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")
         final = root
-        if packed:
-            pack(root, out)
+        if packed and not aborted:
+            try:
+                pack(root, out)
+            except OSError as exc:  # keep the unpacked run: it is complete and readable
+                manifest["reason"] = f"{manifest['reason']}; not packed ({exc.strerror}): see {root}".lstrip(
+                    "; "
+                )
+                return Result(root, manifest, list(outcomes.values()))
             shutil.rmtree(staging, ignore_errors=True)
             final = out
         return Result(final, manifest, list(outcomes.values()))
     finally:
+        restore()
         os.umask(old_umask)
+
+
+def _on_sigint(stop: Stop) -> Callable[[], None]:
+    """First SIGINT: stop cleanly. Second: KeyboardInterrupt in the main thread. Returns the undo."""
+    if threading.current_thread() is not threading.main_thread():
+        return lambda: None
+
+    def handler(signum: int, frame: object) -> None:
+        if stop.is_set() and stop.reason == "interrupted":
+            raise KeyboardInterrupt
+        stop.trigger("interrupted")
+
+    previous = signal.signal(signal.SIGINT, handler)
+    return lambda: signal.signal(signal.SIGINT, previous)
 
 
 # ---------------------------------------------------------------- one host
@@ -201,7 +265,7 @@ def _host_main(
     opts: Options,
     records: list[Record],
     outcome: HostOutcome,
-    stop: threading.Event,
+    stop: Stop,
     connector: Callable[[HostSpec], Transport],
     progress: Callable[[str], None] | None,
 ) -> None:
@@ -232,7 +296,8 @@ def _host_main(
         outcome.status, outcome.reason = "failed", f"internal error: {type(exc).__name__}: {exc}"
     bad = [r for r in records if r.status in ("lost", "timed_out", "failed") or r.truncated]
     if outcome.status == "ok" and stop.is_set():
-        outcome.status, outcome.reason = "interrupted", "stopped by the user"
+        outcome.status = stop.reason or "interrupted"
+        outcome.reason = "archive disk full" if stop.reason == "disk_full" else "stopped by the user"
     elif outcome.status == "ok" and bad:
         outcome.status = "partial"
         outcome.reason = "; ".join(f"{r.id}: {r.reason or r.status}" for r in bad[:5])
@@ -252,7 +317,7 @@ class _HostRun:
         hostdir: Path,
         opts: Options,
         records: list[Record],
-        stop: threading.Event,
+        stop: Stop,
         progress: Callable[[str], None] | None,
     ):
         self.spec, self.tr, self.hostdir, self.opts, self.stop, self.progress = (
@@ -347,7 +412,10 @@ class _HostRun:
             if self.stop.is_set() or time.monotonic() > hard_stop:
                 for j in running:
                     if not j.done:
-                        j.abort("stopped by the user" if self.stop.is_set() else "no exit after the deadline")
+                        if self.stop.is_set():
+                            j.abort(self.stop.reason, _STOP_REASONS.get(self.stop.reason, "stopped"))
+                        else:
+                            j.abort("timed_out", "no exit after the deadline")
                 queue.clear()
         for j in running:
             j.close()
@@ -358,7 +426,7 @@ class _HostRun:
             interval=self.opts.interval, window=self.opts.window, workdir=self.workdir
         )
         wrapped = wrap(record.command, deadline_s=deadline, workdir=self.workdir, run_id=self.opts.run_id)
-        return _Running(spec, record, self.hostdir, self.tr.start(wrapped))
+        return _Running(spec, record, self.hostdir, self.tr.start(wrapped), self.stop)
 
 
 def _wait_readable(jobs: list[Job], timeout: float) -> None:
@@ -375,13 +443,14 @@ def _wait_readable(jobs: list[Job], timeout: float) -> None:
 class _Running:
     """A started capture: pumps its output into the archive, enforces the byte cap, fills the record."""
 
-    def __init__(self, spec: CaptureSpec, record: Record, hostdir: Path, job: Job):
-        self.spec, self.record, self.job = spec, record, job
+    def __init__(self, spec: CaptureSpec, record: Record, hostdir: Path, job: Job, stop: Stop):
+        self.spec, self.record, self.job, self.stop = spec, record, job, stop
         self.out: IO[bytes] = open(hostdir / f"{spec.id}.out", "wb")  # noqa: SIM115 - closed in close()
         self.err_path = hostdir / f"{spec.id}.err"
         self.err = bytearray()
         self.sha = hashlib.sha256()
         self.done = False
+        self.aborted: tuple[str, str] | None = None
         record.started_at = _now()
 
     def pump(self) -> None:
@@ -405,14 +474,28 @@ class _Running:
             self.record.truncated = True
             self.record.reason = f"output over the {self.spec.max_bytes} byte cap"
             self.job.kill()
-        self.out.write(data)
+        try:
+            self.out.write(data)
+            self.out.flush()
+        except OSError as exc:
+            if exc.errno not in (errno.ENOSPC, errno.EFBIG, errno.EDQUOT):
+                raise
+            self.record.truncated = True
+            self.record.reason = f"archive disk full ({exc.strerror}); output so far kept"
+            self.stop.trigger("disk_full")
+            self.job.kill()
+            return
         self.sha.update(data)
         self.record.bytes += len(data)
 
-    def _finish(self, code: int) -> None:
+    def _finish(self, code: int | None) -> None:
         r = self.record
         r.exit_code, r.ended_at, self.done = code, _now(), True
-        if code == -1:
+        if self.aborted:  # we ended it: say why, whatever exit status the kill produced
+            r.status, r.truncated = self.aborted[0], True
+            r.reason = r.reason or self.aborted[1]
+            r.timed_out = r.status == "timed_out"
+        elif code == -1:
             r.status, r.truncated = "lost", True
             r.reason = r.reason or "connection lost during the capture; output so far kept"
         elif code == 124 or code == 137:
@@ -431,13 +514,13 @@ class _Running:
         else:
             r.status = "ok" if not r.truncated else "failed"
 
-    def abort(self, reason: str) -> None:
+    def abort(self, status: str, reason: str) -> None:
+        """End the capture early; `status` is timed_out, interrupted or disk_full."""
+        self.aborted = (status, reason)
         self.job.kill()
         self.pump()
         if not self.done:
-            self.record.reason = reason
-            self._finish(124)
-            self.record.timed_out = True
+            self._finish(None)
 
     def close(self) -> None:
         self.job.close()
@@ -458,11 +541,15 @@ def _manifest(
     records: dict[str, list[Record]],
     outcomes: dict[str, HostOutcome],
     *,
-    interrupted: bool,
+    stop: Stop,
+    aborted: bool = False,
 ) -> dict[str, Any]:
     states = [o.status for o in outcomes.values()]
-    if interrupted:
-        status, reason = "interrupted", "stopped by the user"
+    if stop.reason == "disk_full":
+        status, reason = "disk_full", "the archive's filesystem filled up; everything written before is kept"
+    elif stop.is_set():
+        status = "interrupted"
+        reason = "stopped by a second interrupt: minimal manifest" if aborted else "stopped by the user"
     elif all(s == "ok" for s in states):
         status, reason = "complete", ""
     elif all(s == "failed" for s in states):

@@ -1,0 +1,129 @@
+"""Ctrl-C and a full disk during `perfkit collect`, for real: a pseudo-terminal delivers SIGINT the
+way a user's Ctrl-C does, and a private tmpfs (its own mount namespace) fills up."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import pty
+import select
+import shutil
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from perfkit.archive import open_archive
+from perfkit.collectors import captures, session
+from perfkit.errors import PerfkitError
+from perfkit.transport import LOCAL
+
+from .conftest import need_tool
+
+pytestmark = pytest.mark.lab
+
+CLI = "import sys; from perfkit.cli import main; sys.exit(main())"
+
+
+def under_pty(args: list[str], ctrl_c_at: tuple[float, ...], limit: float = 60) -> tuple[int, str, float]:
+    """Run perfkit on a pseudo-terminal, typing Ctrl-C at the given seconds; (exit code, output, seconds)."""
+    pid, fd = pty.fork()
+    if pid == 0:  # child: the terminal's foreground process
+        os.execv(sys.executable, [sys.executable, "-c", CLI, *args])
+    start, out, pending = time.monotonic(), b"", list(ctrl_c_at)
+    status = None
+    while time.monotonic() - start < limit:
+        if pending and time.monotonic() - start >= pending[0]:
+            os.write(fd, b"\x03")
+            pending.pop(0)
+        if select.select([fd], [], [], 0.05)[0]:
+            with contextlib.suppress(OSError):  # EIO once the child closed the terminal
+                out += os.read(fd, 65536)
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            break
+    else:
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+        pytest.fail(f"perfkit did not exit within {limit}s: {out.decode(errors='replace')[-500:]}")
+    os.close(fd)
+    return os.waitstatus_to_exitcode(status), out.decode(errors="replace"), time.monotonic() - start
+
+
+def leftovers(run_id: str) -> str:
+    return subprocess.run(["pgrep", "-af", session.tag(run_id)], capture_output=True, text=True).stdout
+
+
+def test_first_ctrl_c_stops_cleanly_and_writes_an_interrupted_archive(tmp_path: Path) -> None:
+    need_tool("vmstat")
+    out = tmp_path / "run.tar.gz"
+    code, text, took = under_pty(
+        ["collect", "--local", "-d", "30", "--profile", "minimal", "-o", str(out)], ctrl_c_at=(3.0,)
+    )
+    assert code == session.EXIT_INTERRUPTED, text
+    assert took < 15  # not the 30 s window
+    with open_archive(out) as archive:
+        m = archive.manifest
+        assert m["status"] == "interrupted" and archive.problems == []
+        vm = next(r for r in m["captures"] if r["id"] == "vmstat")
+        assert vm["status"] == "interrupted" and vm["truncated"] and vm["bytes"] > 0
+        assert (archive.root / vm["path"]).read_bytes().startswith(b"--procs--")
+    assert "interrupted" in text and leftovers(m["run_id"]) == ""
+    assert not list(tmp_path.glob("perfkit-collect-*"))
+
+
+def test_second_ctrl_c_aborts_at_once_with_a_minimal_manifest(tmp_path: Path) -> None:
+    need_tool("vmstat")
+    out = tmp_path / "run.tar.gz"
+    code, text, took = under_pty(
+        ["collect", "--local", "-d", "30", "--profile", "minimal", "-o", str(out)], ctrl_c_at=(3.0, 3.05)
+    )
+    assert code == session.EXIT_INTERRUPTED, text
+    assert took < 10
+    [manifest] = tmp_path.glob("perfkit-collect-*/*/manifest.json")
+    m = json.loads(manifest.read_text())
+    assert m["status"] == "interrupted" and "minimal" in m["reason"]
+    assert str(manifest.parent) in text  # the user is told where the data is
+    deadline = time.monotonic() + 10
+    while leftovers(m["run_id"]) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert leftovers(m["run_id"]) == ""
+
+
+def test_disk_full_keeps_what_was_written_and_says_so(tmp_path: Path) -> None:
+    if not shutil.which("unshare") or os.geteuid() != 0:
+        pytest.skip("needs unshare and root for a private tmpfs")
+    mnt = tmp_path / "small"
+    mnt.mkdir()
+    script = textwrap.dedent(f"""
+        import json, sys
+        from pathlib import Path
+        from perfkit.collectors import captures, session
+        from perfkit.transport import LOCAL
+        session.FREE_FLOOR_BYTES = session.FREE_FLOOR_PCT = 0   # a 2 MiB filesystem, on purpose
+        flood = captures.CaptureSpec("flood", "none", "yes perfkit-disk-fill", "yes", max_bytes=1 << 30)
+        opts = session.Options(window=5, specs=(flood,), run_id="diskfull")
+        res = session.collect([LOCAL], Path("{mnt}/run"), opts)
+        print(json.dumps({{"exit": res.exit_code, "manifest": res.manifest}}))
+    """)
+    shell = f"mount -t tmpfs -o size=2m tmpfs {mnt} && {sys.executable} -c '{script}'"
+    proc = subprocess.run(["unshare", "-m", "sh", "-c", shell], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(proc.stdout.splitlines()[-1])
+    m = doc["manifest"]
+    assert doc["exit"] == session.EXIT_PARTIAL and m["status"] == "disk_full"
+    rec = m["captures"][0]
+    assert rec["truncated"] and "disk full" in rec["reason"] and rec["bytes"] > 100_000
+    assert leftovers("diskfull") == ""
+
+
+def test_too_little_free_space_is_refused_with_the_numbers(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setattr(session, "FREE_FLOOR_BYTES", 1 << 60)
+    with pytest.raises(PerfkitError, match=r"MiB free of .* needs at least"):
+        session.collect([LOCAL], tmp_path / "run", session.Options(window=1, specs=captures.MINIMAL))
+    assert not (tmp_path / "run").exists()
