@@ -360,6 +360,7 @@ class _HostRun:
                 f"if command -v {shlex.quote(tool)} >/dev/null 2>&1; then printf '@@tool %s ' "
                 f"{shlex.quote(tool)}; {probe} || echo; else echo '@@missing {tool}'; fi"
             )
+        lines.append(f"echo \"@@df $(df -Pk {shlex.quote(self.workdir)} | awk 'NR==2 {{print $4, $2}}')\"")
         lines.append('echo "@@clock $(date +%s.%N)"')
         t0 = time.time()
         code, out, err = self.tr.run("\n".join(lines), timeout=SNAPSHOT_TIMEOUT_S)
@@ -383,6 +384,8 @@ class _HostRun:
                     self.offset = None
             elif key == "@@id":
                 uid = rest.strip()
+            elif key == "@@df":
+                self._check_space(rest)
         for s in self.opts.specs:
             r = self.records[s.id]
             r.clock_offset_s = self.offset
@@ -393,6 +396,20 @@ class _HostRun:
                 r.tool_version = version
                 if s.needs_root and uid not in (None, "0"):
                     r.status, r.reason = "unavailable", f"{s.tool} needs root (connected as uid {uid})"
+
+    def _check_space(self, df_fields: str) -> None:
+        """Refuse a host below the free-space floor (G1): captures must never fill a production disk."""
+        try:
+            free_kb, size_kb = (int(x) for x in df_fields.split())
+        except ValueError:
+            return  # df printed something unexpected; the byte caps still bound what we write
+        floor_kb = max(FREE_FLOOR_BYTES >> 10, size_kb * FREE_FLOOR_PCT // 100)
+        if free_kb < floor_kb:
+            raise CollectError(
+                self.spec.name,
+                f"only {free_kb >> 10} MiB free of {size_kb >> 10} MiB for "
+                f"{self.workdir}; collection needs at least {floor_kb >> 10} MiB",
+            )
 
     def _run_phase(self, specs: list[CaptureSpec], *, deadline: float) -> None:
         """Run one phase's captures, at most MAX_CHANNELS at a time (sshd's MaxSessions is 10)."""

@@ -152,3 +152,32 @@ def test_thresholds_override_changes_the_knee(tmp_path: Path) -> None:
     default = json.loads(run("analyze", table, "--json")[1])["sweep"]["knee_threads"]
     strict = json.loads(run("analyze", table, "--json", "--thresholds", str(th))[1])["sweep"]["knee_threads"]
     assert (default, strict) == (36, 18)
+
+
+def test_collect_dry_run_prints_what_would_run_and_runs_nothing(tmp_path: Path) -> None:
+    code, out, _ = run(
+        "collect",
+        "--hosts",
+        "root@10.0.0.1,admin@db2:2222",
+        "-d",
+        "60",
+        "--profile",
+        "minimal",
+        "-o",
+        str(tmp_path / "run"),
+        "--dry-run",
+    )
+    assert code == 0 and not (tmp_path / "run").exists()
+    assert "# 10.0.0.1 (ssh root@10.0.0.1)" in out and "# db2:2222 (ssh admin@db2:2222)" in out
+    vm = [line for line in out.splitlines() if "vmstat" in line]
+    assert len(vm) == 2 and vm[0].startswith("[window] cd /tmp/perfkit-")
+    assert (
+        "env LC_ALL=C S_TIME_FORMAT=ISO timeout -k 5 -s TERM 70 sh -c 'vmstat -w -t 1 60' perfkit-" in vm[0]
+    )
+
+
+def test_collect_usage_errors() -> None:
+    code, _, err = run("collect", "-d", "5", "-o", "x")
+    assert code == 2 and "--hosts" in err
+    code, _, err = run("collect", "--hosts", "db1;reboot", "-d", "5", "-o", "x")
+    assert code == 1 and "db1;reboot" in err and "Traceback" not in err

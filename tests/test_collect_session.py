@@ -229,3 +229,17 @@ def test_manifest_is_json_without_secrets(tmp_path: Path) -> None:
         "accept_new_host_key": False,
     }
     assert "/secret/key" not in text and res.exit_code == 0
+
+
+def test_host_below_the_free_space_floor_is_refused(tmp_path: Path) -> None:
+    class FullDisk(FakeTransport):
+        def run(
+            self, command: str, *, timeout: float, stdin: bytes | None = None
+        ) -> tuple[int, bytes, bytes]:
+            code, out, err = super().run(command, timeout=timeout)
+            return code, out + b"@@df 51200 104857600\n", err  # 50 MiB free of 100 GiB
+
+    res = run(tmp_path, [HostSpec("db1", "h")], lambda s: FullDisk(s))
+    assert res.hosts[0].status == "failed"
+    assert "only 50 MiB free of 102400 MiB" in res.hosts[0].reason and "5120 MiB" in res.hosts[0].reason
+    assert all(r["status"] == "skipped" for r in res.manifest["captures"])
