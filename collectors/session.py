@@ -28,12 +28,15 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Any
 
+import psutil
+
 from perfkit import __version__
 from perfkit.archive import MANIFEST, MANIFEST_VERSION, pack
 from perfkit.errors import CollectError, ConfigError, PerfkitError
 from perfkit.transport import HostSpec, Job, Transport, connect
 
 from .captures import PHASES, CaptureSpec
+from .sampler import Sampler, run_sampler
 
 ENV = {"LC_ALL": "C", "S_TIME_FORMAT": "ISO"}
 SNAPSHOT_TIMEOUT_S = 30
@@ -46,6 +49,7 @@ _STOP_REASONS = {
     "interrupted": "stopped by the user; output so far kept",
     "disk_full": "archive disk full; output so far kept",
 }
+SAMPLER_ID = "psutil"
 # sshd's default MaxSessions is 10 channels per connection; keep one free for control commands.
 MAX_CHANNELS = 9
 
@@ -61,6 +65,7 @@ class Options:
         default_factory=lambda: datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ-") + uuid.uuid4().hex[:6]
     )
     grace: float = GRACE_S
+    sampler: bool = True  # the in-process psutil sampler, on the local host only
 
     def __post_init__(self) -> None:
         window = [s.id for s in self.specs if s.phase == "window"]
@@ -106,6 +111,8 @@ class HostOutcome:
     reason: str = ""
     captures: int = 0
     bytes: int = 0
+    perfkit_cpu_pct: float | None = None  # perfkit's own CPU share during the window (local host only)
+    perfkit_rss_kb: int | None = None
 
 
 @dataclass
@@ -284,9 +291,22 @@ def _host_main(
         )
         # Every record has its file, empty when the capture never ran: the manifest never lies.
         (hostdir / f"{s.id}.out").touch(mode=0o600)
+    if spec.hostname is None and opts.sampler:
+        records.append(
+            Record(
+                id=SAMPLER_ID,
+                host=spec.name,
+                kind="psutil",
+                command="psutil sampler (in perfkit)",
+                path=f"hosts/{spec.name}/{SAMPLER_ID}.out",
+                phase="window",
+                env={},
+            )
+        )
+        (hostdir / f"{SAMPLER_ID}.out").touch(mode=0o600)
     try:
         with connector(spec) as tr:
-            _HostRun(spec, tr, hostdir, opts, records, stop, progress).run()
+            _HostRun(spec, tr, hostdir, opts, records, stop, progress, outcome).run()
     except PerfkitError as exc:
         outcome.status, outcome.reason = "failed", str(exc)
         for r in records:
@@ -319,6 +339,7 @@ class _HostRun:
         records: list[Record],
         stop: Stop,
         progress: Callable[[str], None] | None,
+        outcome: HostOutcome | None = None,
     ):
         self.spec, self.tr, self.hostdir, self.opts, self.stop, self.progress = (
             spec,
@@ -330,6 +351,7 @@ class _HostRun:
         )
         self.records = {r.id: r for r in records}
         self.workdir = f"/tmp/{tag(opts.run_id)}"
+        self.outcome = outcome
         self.versions: dict[str, str | None] = {}
         self.offset: float | None = None
 
@@ -339,7 +361,10 @@ class _HostRun:
             if not self.tr.alive() or self.stop.is_set():
                 break
             deadline = self.opts.window + self.opts.grace if phase == "window" else SNAPSHOT_TIMEOUT_S
+            sampler = self._start_sampler() if phase == "window" else None
             self._run_phase([s for s in self.opts.specs if s.phase == phase], deadline=deadline)
+            if sampler is not None:
+                self._finish_sampler(sampler)
         for r in self.records.values():
             if r.status == "pending":
                 r.status, r.reason = (
@@ -396,6 +421,31 @@ class _HostRun:
                 r.tool_version = version
                 if s.needs_root and uid not in (None, "0"):
                     r.status, r.reason = "unavailable", f"{s.tool} needs root (connected as uid {uid})"
+
+    def _start_sampler(self) -> Sampler | None:
+        record = self.records.get(SAMPLER_ID)
+        if record is None:
+            return None
+        record.started_at = _now()
+        return run_sampler(
+            self.hostdir / f"{SAMPLER_ID}.out",
+            self.opts.interval,
+            max(1, self.opts.window // self.opts.interval),
+        )
+
+    def _finish_sampler(self, sampler: Sampler) -> None:
+        sampler.stop.set()
+        sampler.join(self.opts.interval + 5)
+        sampler.out.close()
+        r = self.records[SAMPLER_ID]
+        data = (self.hostdir / f"{SAMPLER_ID}.out").read_bytes()
+        r.ended_at, r.bytes, r.sha256 = _now(), len(data), hashlib.sha256(data).hexdigest()
+        r.status, r.exit_code = ("failed", 1) if sampler.error else ("ok", 0)
+        r.reason = sampler.error or ""
+        r.tool_version = f"psutil {psutil.__version__}"
+        if self.outcome is not None and sampler.own_cpu_pct:
+            self.outcome.perfkit_cpu_pct = round(sum(sampler.own_cpu_pct) / len(sampler.own_cpu_pct), 2)
+            self.outcome.perfkit_rss_kb = sampler.own_rss_kb
 
     def _check_space(self, df_fields: str) -> None:
         """Refuse a host below the free-space floor (G1): captures must never fill a production disk."""
@@ -596,7 +646,14 @@ def _manifest(
             for h in hosts
         ],
         "hosts": [asdict(o) for o in outcomes.values()],
-        "controller": {"cpu_s": round(usage.ru_utime + usage.ru_stime, 3), "max_rss_kb": usage.ru_maxrss},
+        "controller": {
+            "cpu_s": round(usage.ru_utime + usage.ru_stime, 3),
+            "max_rss_kb": usage.ru_maxrss,
+            # psutil's view during the window, when the local host was captured
+            "window_cpu_pct": next(
+                (o.perfkit_cpu_pct for o in outcomes.values() if o.perfkit_cpu_pct is not None), None
+            ),
+        },
         "captures": [asdict(r) for rs in records.values() for r in rs],
     }
 

@@ -69,7 +69,12 @@ class Lines:
 
 
 def _looks_like_path(text: str) -> bool:
-    return "\n" not in text and len(text) < 4096 and Path(text).is_file()
+    if "\n" in text or len(text) >= 4096:
+        return False
+    try:
+        return Path(text).is_file()
+    except (OSError, ValueError):  # a capture's one line is no file name (too long, NUL bytes)
+        return False
 
 
 def head(source: Source, size: int = SNIFF_BYTES) -> str:
