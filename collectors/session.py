@@ -181,6 +181,7 @@ def collect(
     progress: Callable[[str], None] | None = None,
     stop: Stop | None = None,
     connector: Callable[[HostSpec], Transport] = connect,
+    roles: dict[str, tuple[str, ...]] | None = None,
 ) -> Result:
     """Collect on every host for `opts.window` seconds into `out` (a directory, or a .tar.gz).
 
@@ -230,7 +231,9 @@ def collect(
             stop.trigger("interrupted")
             aborted = True
         reserve.unlink(missing_ok=True)
-        manifest = _manifest(hosts, opts, created, records, outcomes, stop=stop, aborted=aborted)
+        manifest = _manifest(
+            hosts, opts, created, records, outcomes, stop=stop, aborted=aborted, roles=roles or {}
+        )
         (root / MANIFEST).write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")
         final = root
         if packed and not aborted:
@@ -610,6 +613,7 @@ def _manifest(
     *,
     stop: Stop,
     aborted: bool = False,
+    roles: dict[str, tuple[str, ...]] | None = None,
 ) -> dict[str, Any]:
     states = [o.status for o in outcomes.values()]
     if stop.reason == "disk_full":
@@ -642,6 +646,7 @@ def _manifest(
                 "port": h.port,
                 "user": h.user,
                 "accept_new_host_key": h.accept_new_host_key,
+                "roles": list((roles or {}).get(h.name, ())),
             }
             for h in hosts
         ],

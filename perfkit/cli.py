@@ -150,6 +150,11 @@ def parse(
 @main.command()
 @click.option("--local", "use_local", is_flag=True, help="Capture on this machine (no SSH).")
 @click.option("--hosts", help="Comma-separated SSH targets: host, user@host, user@host:port.")
+@click.option(
+    "--inventory",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="YAML inventory (configs/hosts.yaml) or a TiUP topology.yaml.",
+)
 @click.option("-d", "--duration", type=click.IntRange(1, 86400), required=True, help="Window in seconds.")
 @click.option(
     "-o",
@@ -176,6 +181,7 @@ def parse(
 def collect(
     use_local: bool,
     hosts: str | None,
+    inventory: Path | None,
     duration: int,
     output: Path,
     interval: int,
@@ -202,8 +208,21 @@ def collect(
                     accept_new_host_key=accept_new_host_key,
                 )
             )
+    roles: dict[str, tuple[str, ...]] = {}
+    if inventory is not None:
+        from perfkit.config import load_inventory
+
+        inv = load_inventory(
+            inventory,
+            ssh_config=ssh_config,
+            known_hosts=known_hosts,
+            key_filename=identity,
+            accept_new_host_key=accept_new_host_key,
+        )
+        targets += [h.spec for h in inv]
+        roles = {h.name: h.roles for h in inv}
     if not targets:
-        raise click.UsageError("name the hosts with --hosts, or use --local")
+        raise click.UsageError("name the hosts with --hosts or --inventory, or use --local")
     if len({t.name for t in targets}) != len(targets):
         raise click.UsageError("a host is named twice")
     opts = session.Options(window=duration, interval=interval, specs=captures.profile(profile))
@@ -234,7 +253,9 @@ def collect(
         f"collecting {duration}s on {len(targets)} host(s), {len(opts.specs)} captures each -> {output}",
         err=True,
     )
-    result = session.collect(targets, output, opts, progress=lambda line: click.echo(line, err=True))
+    result = session.collect(
+        targets, output, opts, progress=lambda line: click.echo(line, err=True), roles=roles
+    )
     click.echo(f"{'host':20s} {'status':12s} {'captures':>8s} {'bytes':>12s}  reason")
     for h in result.hosts:
         click.echo(f"{h.host:20s} {h.status:12s} {h.captures:8d} {h.bytes:12,d}  {h.reason}")

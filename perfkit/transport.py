@@ -109,6 +109,12 @@ LOCAL = HostSpec(name="localhost", hostname=None)
 _SPEC_FIELDS = {f.name for f in fields(HostSpec)}
 
 
+def _masked(text: str) -> str:
+    """The host text for messages: a `user:secret@host` password is never echoed (K2)."""
+    user, at, rest = text.rpartition("@")
+    return f"{user.split(':', 1)[0]}:***@{rest}" if at and ":" in user else text
+
+
 def parse_host(text: str, **defaults) -> HostSpec:
     """Parse ``host``, ``user@host``, ``host:port``, ``[v6]:port``, ``user@[v6]:port`` (or a bare IPv6).
 
@@ -128,25 +134,29 @@ def parse_host(text: str, **defaults) -> HostSpec:
     if not isinstance(text, str) or not text:
         raise ConfigError("empty host")
     if not _HOST_RE.fullmatch(text):
-        raise ConfigError(f"invalid host {text!r}: only letters, digits and . _ - : @ [ ] are allowed")
+        raise ConfigError(
+            f"invalid host {_masked(text)!r}: only letters, digits and . _ - : @ [ ] are allowed"
+        )
     user, at, rest = text.rpartition("@")
     if at:
         if not _USER_RE.fullmatch(user):
-            raise ConfigError(f"invalid host {text!r}: bad user name {user!r}")
+            raise ConfigError(f"invalid host {_masked(text)!r}: bad user name")
     else:
         user = None
     port: int | None = None
     if rest.startswith("["):
         host, sep, tail = rest[1:].partition("]")
         if not sep or not _is_ipv6(host):
-            raise ConfigError(f"invalid host {text!r}: brackets must hold an IPv6 address")
+            raise ConfigError(f"invalid host {_masked(text)!r}: brackets must hold an IPv6 address")
         if tail:
             if not tail.startswith(":"):
-                raise ConfigError(f"invalid host {text!r}: junk after ']'")
+                raise ConfigError(f"invalid host {_masked(text)!r}: junk after ']'")
             port = _parse_port(text, tail[1:])
     elif rest.count(":") >= 2:
         if not _is_ipv6(rest):
-            raise ConfigError(f"invalid host {text!r}: not an IPv6 address (write [addr]:port for a port)")
+            raise ConfigError(
+                f"invalid host {_masked(text)!r}: not an IPv6 address (write [addr]:port for a port)"
+            )
         host = rest
     else:
         host, sep, port_text = rest.partition(":")

@@ -181,3 +181,26 @@ def test_collect_usage_errors() -> None:
     assert code == 2 and "--hosts" in err
     code, _, err = run("collect", "--hosts", "db1;reboot", "-d", "5", "-o", "x")
     assert code == 1 and "db1;reboot" in err and "Traceback" not in err
+
+
+def test_collect_dry_run_from_a_tiup_topology(tmp_path: Path) -> None:
+    code, out, _ = run(
+        "collect",
+        "--inventory",
+        str(ROOT / "configs" / "tiup-topology.yaml"),
+        "-d",
+        "10",
+        "--profile",
+        "minimal",
+        "-o",
+        str(tmp_path / "run"),
+        "--dry-run",
+    )
+    assert code == 0
+    hosts = [line for line in out.splitlines() if line.startswith("# ")]
+    assert "# 10.0.1.15 (ssh tidb@10.0.1.15:2222)" in hosts and len(hosts) == len(set(hosts))
+
+
+def test_a_password_in_a_host_string_is_never_echoed() -> None:
+    code, _, err = run("collect", "--hosts", "bob:hunter2@db1", "-d", "5", "-o", "x")
+    assert code == 1 and "hunter2" not in err and "bob:***@db1" in err

@@ -227,6 +227,7 @@ def test_manifest_is_json_without_secrets(tmp_path: Path) -> None:
         "port": None,
         "user": "root",
         "accept_new_host_key": False,
+        "roles": [],
     }
     assert "/secret/key" not in text and res.exit_code == 0
 
