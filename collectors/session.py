@@ -150,6 +150,49 @@ def wrap(command: str, *, deadline_s: float, workdir: str, run_id: str) -> str:
     )
 
 
+@dataclass(frozen=True)
+class Status:
+    """A snapshot for a live display, taken about five times a second."""
+
+    hosts_running: int
+    hosts_done: int
+    hosts_failed: int
+    captures_running: int
+    captures_done: int
+    captures_total: int
+    bytes: int
+    seconds_left: float
+
+    def line(self) -> str:
+        left = f"{max(0, self.seconds_left):.0f}s left" if self.seconds_left > 0 else "finishing"
+        failed = f", {self.hosts_failed} failed" if self.hosts_failed else ""
+        return (
+            f"hosts {self.hosts_done}/{self.hosts_done + self.hosts_running} done{failed} | captures "
+            f"{self.captures_done}/{self.captures_total} done, {self.captures_running} running | "
+            f"{self.bytes / 2**20:.1f} MiB | {left}"
+        )
+
+
+def _status(
+    records: dict[str, list[Record]],
+    outcomes: dict[str, HostOutcome],
+    threads: list[threading.Thread],
+    left: float,
+) -> Status:
+    recs = [r for rs in records.values() for r in rs]
+    running_hosts = sum(t.is_alive() for t in threads)
+    return Status(
+        hosts_running=running_hosts,
+        hosts_done=len(threads) - running_hosts,
+        hosts_failed=sum(o.status == "failed" for o in outcomes.values()),
+        captures_running=sum(r.status == "pending" and r.started_at is not None for r in recs),
+        captures_done=sum(r.status != "pending" for r in recs),
+        captures_total=len(recs),
+        bytes=sum(r.bytes for r in recs),
+        seconds_left=left,
+    )
+
+
 class Stop(threading.Event):
     """Set when the run must end early; `reason` says why ("interrupted" or "disk_full")."""
 
@@ -182,6 +225,7 @@ def collect(
     stop: Stop | None = None,
     connector: Callable[[HostSpec], Transport] = connect,
     roles: dict[str, tuple[str, ...]] | None = None,
+    status: Callable[[Status], None] | None = None,
 ) -> Result:
     """Collect on every host for `opts.window` seconds into `out` (a directory, or a .tar.gz).
 
@@ -223,10 +267,15 @@ def collect(
         for t in threads:
             t.start()
         aborted = False
+        started = time.monotonic()
         try:
             for t in threads:
                 while t.is_alive():
                     t.join(0.2)
+                    if status:
+                        status(
+                            _status(records, outcomes, threads, opts.window - (time.monotonic() - started))
+                        )
         except KeyboardInterrupt:  # the second Ctrl-C: stop waiting, keep what is on disk
             stop.trigger("interrupted")
             aborted = True
@@ -515,7 +564,7 @@ class _Running:
 
     def __init__(self, spec: CaptureSpec, record: Record, hostdir: Path, job: Job, stop: Stop):
         self.spec, self.record, self.job, self.stop = spec, record, job, stop
-        self.out: IO[bytes] = open(hostdir / f"{spec.id}.out", "wb")  # noqa: SIM115 - closed in close()
+        self.out: IO[bytes] = open(hostdir / f"{spec.id}.out", "wb", buffering=0)  # noqa: SIM115 - see close()
         self.err_path = hostdir / f"{spec.id}.err"
         self.err = bytearray()
         self.sha = hashlib.sha256()
@@ -544,9 +593,15 @@ class _Running:
             self.record.truncated = True
             self.record.reason = f"output over the {self.spec.max_bytes} byte cap"
             self.job.kill()
+        view = memoryview(data)
         try:
-            self.out.write(data)
-            self.out.flush()
+            while view:  # unbuffered: a partial write on a filling disk is counted exactly
+                n = self.out.write(view) or 0
+                if n == 0:
+                    raise OSError(errno.ENOSPC, "no room to write")
+                self.sha.update(view[:n])
+                self.record.bytes += n
+                view = view[n:]
         except OSError as exc:
             if exc.errno not in (errno.ENOSPC, errno.EFBIG, errno.EDQUOT):
                 raise
@@ -554,9 +609,6 @@ class _Running:
             self.record.reason = f"archive disk full ({exc.strerror}); output so far kept"
             self.stop.trigger("disk_full")
             self.job.kill()
-            return
-        self.sha.update(data)
-        self.record.bytes += len(data)
 
     def _finish(self, code: int | None) -> None:
         r = self.record

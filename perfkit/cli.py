@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -37,7 +39,7 @@ class _Fail(click.ClickException):
     exit_code = EXIT_ERROR
 
     def format_message(self) -> str:
-        return "".join(ch if ch.isprintable() else repr(ch)[1:-1] for ch in self.message)
+        return _printable(self.message)
 
 
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
@@ -253,11 +255,40 @@ def collect(
         f"collecting {duration}s on {len(targets)} host(s), {len(opts.specs)} captures each -> {output}",
         err=True,
     )
-    result = session.collect(
-        targets, output, opts, progress=lambda line: click.echo(line, err=True), roles=roles
-    )
+    live = _LiveStatus(sys.stderr)
+    result = session.collect(targets, output, opts, progress=live.message, roles=roles, status=live)
+    live.message("")
     click.echo(f"{'host':20s} {'status':12s} {'captures':>8s} {'bytes':>12s}  reason")
     for h in result.hosts:
         click.echo(f"{h.host:20s} {h.status:12s} {h.captures:8d} {h.bytes:12,d}  {h.reason}")
     click.echo(f"{result.manifest['status']}: wrote {result.path}")
     sys.exit(result.exit_code)
+
+
+def _printable(text: str) -> str:
+    """Control characters from hosts or captures shown escaped, never sent to the terminal."""
+    return "".join(ch if ch.isprintable() else repr(ch)[1:-1] for ch in text)
+
+
+class _LiveStatus:
+    """Redraws one status line on a terminal; elsewhere (logs, CI) prints one every 10 seconds."""
+
+    def __init__(self, stream: Any):
+        self.stream, self.tty, self.last = stream, stream.isatty(), 0.0
+
+    def __call__(self, status: Any) -> None:
+        now = time.monotonic()
+        if self.tty:
+            if now - self.last >= 0.5:
+                self.stream.write("\r\x1b[2K" + status.line())
+                self.stream.flush()
+                self.last = now
+        elif now - self.last >= 10:
+            self.stream.write(status.line() + "\n")
+            self.last = now
+
+    def message(self, line: str) -> None:
+        """A line that stays (a host finished): clears the status line first on a terminal."""
+        if line or self.tty:
+            self.stream.write(("\r\x1b[2K" if self.tty else "") + _printable(line) + ("\n" if line else ""))
+            self.stream.flush()

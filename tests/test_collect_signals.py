@@ -74,6 +74,7 @@ def test_first_ctrl_c_stops_cleanly_and_writes_an_interrupted_archive(tmp_path: 
         assert vm["status"] == "interrupted" and vm["truncated"] and vm["bytes"] > 0
         assert (archive.root / vm["path"]).read_bytes().startswith(b"--procs--")
     assert "interrupted" in text and leftovers(m["run_id"]) == ""
+    assert "\r\x1b[2Khosts 0/1 done | captures" in text and "s left" in text  # the live line, redrawn
     assert not list(tmp_path.glob("perfkit-collect-*"))
 
 
@@ -109,7 +110,8 @@ def test_disk_full_keeps_what_was_written_and_says_so(tmp_path: Path) -> None:
         flood = captures.CaptureSpec("flood", "none", "yes perfkit-disk-fill", "yes", max_bytes=1 << 30)
         opts = session.Options(window=5, specs=(flood,), run_id="diskfull")
         res = session.collect([LOCAL], Path("{mnt}/run"), opts)
-        print(json.dumps({{"exit": res.exit_code, "manifest": res.manifest}}))
+        size = Path("{mnt}/run/hosts/localhost/flood.out").stat().st_size
+        print(json.dumps({{"exit": res.exit_code, "manifest": res.manifest, "size": size}}))
     """)
     shell = f"mount -t tmpfs -o size=2m tmpfs {mnt} && {sys.executable} -c '{script}'"
     proc = subprocess.run(["unshare", "-m", "sh", "-c", shell], capture_output=True, text=True, timeout=60)
@@ -119,6 +121,7 @@ def test_disk_full_keeps_what_was_written_and_says_so(tmp_path: Path) -> None:
     assert doc["exit"] == session.EXIT_PARTIAL and m["status"] == "disk_full"
     rec = m["captures"][0]
     assert rec["truncated"] and "disk full" in rec["reason"] and rec["bytes"] > 100_000
+    assert rec["bytes"] == doc["size"]  # a partial write is counted exactly: the manifest never lies
     assert leftovers("diskfull") == ""
 
 
