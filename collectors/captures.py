@@ -14,6 +14,7 @@ snapshots and conversions run after it (sar's binary file is converted on the ho
 
 from __future__ import annotations
 
+import re
 import shlex
 from dataclasses import dataclass
 
@@ -90,6 +91,67 @@ MINIMAL: tuple[CaptureSpec, ...] = tuple(
 )
 
 PROFILES: dict[str, tuple[CaptureSpec, ...]] = {"default": DEFAULT, "minimal": MINIMAL}
+
+# `perf script` text → folded stacks (`comm;root;...;leaf count`), in POSIX awk so it runs on any
+# host's own awk (mawk on Debian). A frame without a symbol is named by its DSO, e.g. [libcrypto.so.3].
+_FOLD = r"""
+function emit(   s, i) { if (n) { s = comm; for (i = n; i >= 1; i--) s = s ";" st[i]; count[s]++ } n = 0 }
+/^[^ \t]/ { emit(); comm = $1; next }
+/^[ \t]+[0-9a-f]+ / {
+  sym = $2; for (i = 3; i < NF; i++) sym = sym " " $i
+  if (NF == 2) sym = $2
+  sub(/\+0x[0-9a-f]+$/, "", sym)
+  if (sym == "[unknown]" && NF >= 3) {
+    dso = $NF; gsub(/[()]/, "", dso); sub(/.*\//, "", dso); if (dso != "[unknown]") sym = "[" dso "]"
+  }
+  gsub(/;/, ":", sym); st[++n] = sym; next
+}
+/^[ \t]*$/ { emit() }
+END { emit(); for (k in count) print k, count[k] }
+"""
+_NAME = re.compile(r"^[A-Za-z0-9._:+-]{1,64}$")
+
+
+def perf_specs(process: str) -> tuple[CaptureSpec, CaptureSpec]:
+    """`perf record -F 99 -g` on the oldest process named `process` for the window, then its stacks
+    folded on the host (perf.data needs the host's binaries and symbols: it is never shipped)."""
+    if not _NAME.match(process):
+        raise ValueError(f"invalid process name {process!r}: letters, digits and . _ : + - only")
+    name = shlex.quote(process)
+    record = CaptureSpec(
+        "perf-record",
+        "perf_record",
+        f"if ! pid=$(pgrep -o -x {name}); then echo 'no process named '{name} >&2; exit 3; fi; "
+        'perf record -F 99 -g -p "$pid" -o {workdir}/perf.data -- sleep {window} 2>&1',
+        "perf",
+        version="perf --version",
+        intrusive=True,
+    )
+    folded = CaptureSpec(
+        "perf-folded",
+        "folded",
+        "perf script -i {workdir}/perf.data 2>/dev/null | awk "
+        + shlex.quote(_FOLD).replace("{", "{{").replace("}", "}}"),
+        "perf",
+        phase="end",
+        intrusive=True,
+    )
+    return record, folded
+
+
+def iftop_spec(interface: str) -> CaptureSpec:
+    """iftop on one interface for the window (it waits forever for a packet: the window's timeout ends it)."""
+    if not re.fullmatch(r"[A-Za-z0-9._-]{1,15}", interface):
+        raise ValueError(f"invalid interface name {interface!r}")
+    return CaptureSpec(
+        "iftop",
+        "iftop",
+        f"iftop -t -s {{window}} -n -N -B -i {shlex.quote(interface)}",
+        "iftop",
+        needs_root=True,
+        intrusive=True,
+        version="iftop -h 2>&1 | head -n 1",
+    )
 
 
 def profile(name: str) -> tuple[CaptureSpec, ...]:

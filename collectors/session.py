@@ -50,8 +50,9 @@ _STOP_REASONS = {
     "disk_full": "archive disk full; output so far kept",
 }
 SAMPLER_ID = "psutil"
-# sshd's default MaxSessions is 10 channels per connection; keep one free for control commands.
-MAX_CHANNELS = 9
+# sshd's default MaxSessions is 10 channels per connection. Control commands (preflight, clean-up)
+# run before and after the phases, never during one, so a phase may use all of them.
+MAX_CHANNELS = 10
 
 EXIT_OK, EXIT_FAILED, EXIT_PARTIAL, EXIT_INTERRUPTED = 0, 1, 3, 130
 

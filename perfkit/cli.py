@@ -179,6 +179,13 @@ def parse(
     is_flag=True,
     help="Trust and record the key of a host not yet in known_hosts (never a changed key).",
 )
+@click.option(
+    "--perf",
+    "perf_process",
+    metavar="NAME",
+    help="Opt-in: perf record -F 99 -g on the process NAME; stacks folded on the host.",
+)
+@click.option("--iftop", "iftop_interface", metavar="IFACE", help="Opt-in: iftop on interface IFACE.")
 @click.option("--dry-run", is_flag=True, help="Print what would run where, and run nothing.")
 def collect(
     use_local: bool,
@@ -192,6 +199,8 @@ def collect(
     known_hosts: str | None,
     identity: str | None,
     accept_new_host_key: bool,
+    perf_process: str | None,
+    iftop_interface: str | None,
     dry_run: bool,
 ) -> None:
     """Capture OS activity on this machine and/or SSH hosts into one archive."""
@@ -227,7 +236,15 @@ def collect(
         raise click.UsageError("name the hosts with --hosts or --inventory, or use --local")
     if len({t.name for t in targets}) != len(targets):
         raise click.UsageError("a host is named twice")
-    opts = session.Options(window=duration, interval=interval, specs=captures.profile(profile))
+    specs = captures.profile(profile)
+    try:
+        if perf_process:
+            specs += captures.perf_specs(perf_process)
+        if iftop_interface:
+            specs += (captures.iftop_spec(iftop_interface),)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc)) from None
+    opts = session.Options(window=duration, interval=interval, specs=specs)
     if dry_run:
         for t in targets:
             where = (

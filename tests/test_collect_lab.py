@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import threading
 from pathlib import Path
@@ -94,3 +95,48 @@ def test_missing_tool_is_recorded_and_the_rest_go_on(tmp_path: Path) -> None:
     assert recs["ghost"]["status"] == "unavailable" and "not installed" in recs["ghost"]["reason"]
     assert recs["vmstat"]["status"] == "ok" and recs["vmstat"]["bytes"] > 0
     assert result.manifest["status"] == "complete"
+
+
+def test_perf_profile_of_a_named_process_is_folded_on_the_host(tmp_path: Path) -> None:
+    need_tool("perf")
+    burn = tmp_path / "perfkit-burn"  # a unique process name: a copy of `yes`, busy on one CPU
+    burn.write_bytes(Path(shutil.which("yes")).read_bytes())
+    burn.chmod(0o755)
+    proc = subprocess.Popen([str(burn)], stdout=subprocess.DEVNULL)
+    try:
+        res = CliRunner().invoke(
+            main,
+            [
+                "collect",
+                "--local",
+                "-d",
+                "2",
+                "--profile",
+                "minimal",
+                "--perf",
+                "perfkit-burn",
+                "-o",
+                str(tmp_path / "run"),
+            ],
+        )
+    finally:
+        proc.kill()
+        proc.wait()
+    assert res.exit_code == 0, res.output
+    host = tmp_path / "run" / "hosts" / "localhost"
+    assert "samples" in (host / "perf-record.out").read_text()
+    folded = [line.rsplit(" ", 1) for line in (host / "perf-folded.out").read_text().splitlines()]
+    assert folded and all(stack.startswith("perfkit-burn;") for stack, _ in folded)
+    assert sum(int(n) for _, n in folded) > 50  # 99 Hz for 2 s on a busy CPU
+    assert not (host / "perf.data").exists()  # perf.data stays on the host and is removed there
+
+
+def test_perf_for_a_missing_process_is_recorded_not_fatal(tmp_path: Path) -> None:
+    need_tool("perf")
+    specs = captures.perf_specs("no-such-proc-x")
+    result = session.collect(
+        [LOCAL], tmp_path / "run", session.Options(window=1, specs=(SPECS[0], *specs), run_id="perf-missing")
+    )
+    recs = {r["id"]: r for r in result.manifest["captures"]}
+    assert recs["perf-record"]["status"] == "failed" and "no process named" in recs["perf-record"]["reason"]
+    assert recs["vmstat"]["status"] == "ok"

@@ -117,6 +117,6 @@ def test_full_default_profile_over_one_connection(sshd, tmp_path: Path) -> None:
 
 
 def test_too_many_window_captures_are_refused_before_anything_runs() -> None:
-    many = tuple(captures.CaptureSpec(f"v{i}", "vmstat", "vmstat 1 {count}", "vmstat") for i in range(10))
-    with pytest.raises(Exception, match="at most 9"):
+    many = tuple(captures.CaptureSpec(f"v{i}", "vmstat", "vmstat 1 {count}", "vmstat") for i in range(11))
+    with pytest.raises(Exception, match="at most 10"):
         session.Options(window=1, specs=many)
