@@ -35,6 +35,7 @@ from perfkit.archive import MANIFEST, MANIFEST_VERSION, pack
 from perfkit.errors import CollectError, ConfigError, PerfkitError
 from perfkit.transport import HostSpec, Job, Transport, connect
 
+from . import pprof
 from .captures import PHASES, CaptureSpec
 from .sampler import Sampler, run_sampler
 
@@ -67,8 +68,11 @@ class Options:
     )
     grace: float = GRACE_S
     sampler: bool = True  # the in-process psutil sampler, on the local host only
+    pprof: tuple[str, ...] = ()  # base URLs of Go services whose pprof endpoints perfkit fetches
 
     def __post_init__(self) -> None:
+        for base in self.pprof:
+            pprof.parse_base(base)  # ValueError: refused before anything runs
         window = [s.id for s in self.specs if s.phase == "window"]
         if len(window) > MAX_CHANNELS:
             raise ConfigError(
@@ -265,6 +269,18 @@ def collect(
             )
             for h in hosts
         ]
+        profile_records: list[dict] = []
+        for base in opts.pprof:
+            url, host = pprof.parse_base(base)
+            threads.append(
+                threading.Thread(
+                    target=lambda u=url, h=host: profile_records.extend(
+                        pprof.collect_profiles(u, h, root / "hosts" / h, opts.window, stop.is_set, _now)
+                    ),
+                    name=f"pprof-{host}",
+                    daemon=True,
+                )
+            )
         for t in threads:
             t.start()
         aborted = False
@@ -281,8 +297,22 @@ def collect(
             stop.trigger("interrupted")
             aborted = True
         reserve.unlink(missing_ok=True)
+        for rec in profile_records:
+            outcome = outcomes.setdefault(rec["host"], HostOutcome(rec["host"]))
+            if rec["status"] != "ok" and outcome.status == "ok":
+                outcome.status, outcome.reason = "partial", f"{rec['id']}: {rec['reason']}"
+            outcome.captures += rec["status"] == "ok"
+            outcome.bytes += rec.get("bytes", 0)
         manifest = _manifest(
-            hosts, opts, created, records, outcomes, stop=stop, aborted=aborted, roles=roles or {}
+            hosts,
+            opts,
+            created,
+            records,
+            outcomes,
+            stop=stop,
+            aborted=aborted,
+            roles=roles or {},
+            extra_records=profile_records,
         )
         (root / MANIFEST).write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")
         final = root
@@ -667,6 +697,7 @@ def _manifest(
     stop: Stop,
     aborted: bool = False,
     roles: dict[str, tuple[str, ...]] | None = None,
+    extra_records: list[dict] | None = None,
 ) -> dict[str, Any]:
     states = [o.status for o in outcomes.values()]
     if stop.reason == "disk_full":
@@ -712,7 +743,7 @@ def _manifest(
                 (o.perfkit_cpu_pct for o in outcomes.values() if o.perfkit_cpu_pct is not None), None
             ),
         },
-        "captures": [asdict(r) for rs in records.values() for r in rs],
+        "captures": [asdict(r) for rs in records.values() for r in rs] + list(extra_records or []),
     }
 
 

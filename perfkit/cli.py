@@ -186,6 +186,14 @@ def parse(
     help="Opt-in: perf record -F 99 -g on the process NAME; stacks folded on the host.",
 )
 @click.option("--iftop", "iftop_interface", metavar="IFACE", help="Opt-in: iftop on interface IFACE.")
+@click.option(
+    "--pprof",
+    "pprof_urls",
+    metavar="URL",
+    multiple=True,
+    help="Opt-in: fetch Go pprof profiles (CPU over the window, heap, goroutine, mutex) from "
+    "http://host:port (TiDB 10080, PD 2379, TiKV 20180). Repeatable.",
+)
 @click.option("--dry-run", is_flag=True, help="Print what would run where, and run nothing.")
 def collect(
     use_local: bool,
@@ -201,6 +209,7 @@ def collect(
     accept_new_host_key: bool,
     perf_process: str | None,
     iftop_interface: str | None,
+    pprof_urls: tuple[str, ...],
     dry_run: bool,
 ) -> None:
     """Capture OS activity on this machine and/or SSH hosts into one archive."""
@@ -232,7 +241,7 @@ def collect(
         )
         targets += [h.spec for h in inv]
         roles = {h.name: h.roles for h in inv}
-    if not targets:
+    if not targets and not pprof_urls:
         raise click.UsageError("name the hosts with --hosts or --inventory, or use --local")
     if len({t.name for t in targets}) != len(targets):
         raise click.UsageError("a host is named twice")
@@ -244,7 +253,10 @@ def collect(
             specs += (captures.iftop_spec(iftop_interface),)
     except ValueError as exc:
         raise click.BadParameter(str(exc)) from None
-    opts = session.Options(window=duration, interval=interval, specs=specs)
+    try:
+        opts = session.Options(window=duration, interval=interval, specs=specs, pprof=pprof_urls)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--pprof") from None
     if dry_run:
         for t in targets:
             where = (

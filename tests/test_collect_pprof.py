@@ -1,0 +1,91 @@
+"""pprof over HTTP from a real Go program serving net/http/pprof on 127.0.0.1, and endpoints that
+answer the wrong thing."""
+
+from __future__ import annotations
+
+import gzip
+import http.server
+import os
+import subprocess
+import threading
+from pathlib import Path
+
+import pytest
+
+from perfkit.collectors import pprof, session
+
+from .conftest import ROOT, need_tool
+from .sshd import free_port
+
+pytestmark = pytest.mark.lab
+
+
+@pytest.fixture(scope="module")
+def go_service(tmp_path_factory: pytest.TempPathFactory):
+    go = need_tool("go")
+    out = tmp_path_factory.mktemp("pprof") / "pprof-target"
+    subprocess.run(
+        [go, "build", "-o", str(out), str(ROOT / "tests" / "pprof_target" / "main.go")],
+        check=True,
+        capture_output=True,
+        timeout=300,
+        env={**os.environ, "GOFLAGS": "-mod=mod"},
+    )
+    proc = subprocess.Popen([str(out), "0"], stdout=subprocess.PIPE, text=True)
+    port = int(proc.stdout.readline())
+    yield f"http://127.0.0.1:{port}"
+    proc.kill()
+    proc.wait()
+    proc.stdout.close()
+
+
+class _Svg(http.server.BaseHTTPRequestHandler):
+    def do_GET(self) -> None:  # noqa: N802 - http.server's name
+        body = b'<?xml version="1.0"?><svg xmlns="http://www.w3.org/2000/svg"></svg>'
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+def test_profiles_from_a_go_service(go_service: str, tmp_path: Path) -> None:
+    opts = session.Options(window=2, specs=(), pprof=(go_service,), run_id="pprof-ok")
+    res = session.collect([], tmp_path / "run", opts)
+    recs = {r["id"]: r for r in res.manifest["captures"]}
+    assert set(recs) == {"pprof-cpu", "pprof-heap", "pprof-goroutine", "pprof-mutex"}
+    assert all(r["status"] == "ok" and r["kind"] == "pprof" for r in recs.values()), recs
+    assert recs["pprof-cpu"]["command"].endswith("/debug/pprof/profile?seconds=2")
+    host = go_service.removeprefix("http://")
+    data = (tmp_path / "run" / "hosts" / host / "pprof-cpu.out").read_bytes()
+    assert len(data) == recs["pprof-cpu"]["bytes"] and gzip.decompress(data)  # a real gzip protobuf
+    assert res.manifest["status"] == "complete" and res.exit_code == 0
+
+
+def test_an_svg_answer_and_a_refused_port_are_recorded(tmp_path: Path) -> None:
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Svg)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        svg, dead = f"http://127.0.0.1:{server.server_address[1]}", f"http://127.0.0.1:{free_port()}"
+        res = session.collect(
+            [], tmp_path / "run", session.Options(window=1, specs=(), pprof=(svg, dead), run_id="pprof-bad")
+        )
+    finally:
+        server.shutdown()
+        server.server_close()
+    by_host = {(r["host"], r["id"]): r for r in res.manifest["captures"]}
+    svg_cpu = by_host[(svg.removeprefix("http://"), "pprof-cpu")]
+    assert svg_cpu["status"] == "failed" and "SVG" in svg_cpu["reason"]
+    dead_cpu = by_host[(dead.removeprefix("http://"), "pprof-cpu")]
+    assert dead_cpu["status"] == "failed" and "cannot fetch" in dead_cpu["reason"]
+    assert res.manifest["status"] == "partial"
+
+
+@pytest.mark.parametrize("url", ["ftp://x/", "http://user:pw@db:10080", "file:///etc/passwd", "db1:10080"])
+def test_bad_urls_are_refused_before_anything_runs(url: str) -> None:
+    with pytest.raises(ValueError):
+        pprof.parse_base(url)
+    with pytest.raises(ValueError):
+        session.Options(window=1, specs=(), pprof=(url,))
