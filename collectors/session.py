@@ -469,6 +469,7 @@ class _HostRun:
                 f"{shlex.quote(tool)}; {probe} || echo; else echo '@@missing {tool}'; fi"
             )
         lines.append(f"echo \"@@df $(df -Pk {shlex.quote(self.workdir)} | awk 'NR==2 {{print $4, $2}}')\"")
+        lines.append('echo "@@delayacct $(cat /proc/sys/kernel/task_delayacct 2>/dev/null)"')
         lines.append('echo "@@clock $(date +%s.%N)"')
         t0 = time.time()
         code, out, err = self.tr.run("\n".join(lines), timeout=SNAPSHOT_TIMEOUT_S)
@@ -494,6 +495,9 @@ class _HostRun:
                 uid = rest.strip()
             elif key == "@@df":
                 self._check_space(rest)
+            elif key == "@@delayacct" and rest.strip() == "0" and "iotop" in self.records:
+                # iotop then prints ?unavailable? for SWAPIN and IO%: say so where readers look.
+                self.records["iotop"].reason = "kernel.task_delayacct=0: SWAPIN and IO% unavailable"
         for s in self.opts.specs:
             r = self.records[s.id]
             r.clock_offset_s = self.offset

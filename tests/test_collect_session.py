@@ -244,3 +244,14 @@ def test_host_below_the_free_space_floor_is_refused(tmp_path: Path) -> None:
     assert res.hosts[0].status == "failed"
     assert "only 50 MiB free of 102400 MiB" in res.hosts[0].reason and "5120 MiB" in res.hosts[0].reason
     assert all(r["status"] == "skipped" for r in res.manifest["captures"])
+
+
+def test_iotop_record_says_when_delay_accounting_is_off(tmp_path: Path) -> None:
+    class NoDelayAcct(FakeTransport):
+        def run(self, command: str, **kw: object) -> tuple[int, bytes, bytes]:
+            code, out, err = super().run(command, timeout=1)
+            return code, out + b"@@delayacct 0\n", err
+
+    res = run(tmp_path, [HostSpec("db1", "h")], lambda s: NoDelayAcct(s))
+    rec = next(r for r in res.manifest["captures"] if r["id"] == "iotop")
+    assert rec["status"] == "ok" and rec["reason"] == "kernel.task_delayacct=0: SWAPIN and IO% unavailable"
