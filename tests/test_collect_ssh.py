@@ -17,7 +17,8 @@ from perfkit.archive import open_archive
 from perfkit.collectors import captures, session
 from perfkit.transport import parse_host
 
-from .sshd import Blackhole, free_port, sshd, sshd_factory  # noqa: F401 (fixtures)
+from .sshd import Blackhole, free_port, keygen, public_line, sshd, sshd_factory  # noqa: F401 (fixtures)
+from .terminal import under_pty
 
 pytestmark = pytest.mark.lab
 
@@ -38,10 +39,16 @@ def quick(spec, name: str):
 
 
 def test_fleet_with_failing_hosts_is_partial_and_keeps_the_rest(sshd_factory, tmp_path: Path) -> None:  # noqa: F811
-    a, b, stranger = sshd_factory(), sshd_factory(), sshd_factory()
+    a, b, stranger, impostor = sshd_factory(), sshd_factory(), sshd_factory(), sshd_factory()
     for d in (a, b):
         d.known_hosts.write_text(d.known_hosts_line() + "\n")
     stranger.known_hosts.write_text("")  # its key is unknown: must be refused, not trusted
+    # known_hosts remembers another key for this address: a changed key fails the host, always
+    impostor.known_hosts.write_text(f"{impostor.host_key_name} {public_line(a.host_key)}\n")
+    wrong_key = keygen(tmp_path / "not_authorized")
+    # On the good hosts, beside vmstat and uname: a tool that is not installed and one that hangs.
+    ghost = captures.CaptureSpec("ghost", "none", "no-such-tool-xyz 1", "no-such-tool-xyz")
+    hang = captures.CaptureSpec("hang", "none", "sleep 300", "sleep")
     with Blackhole() as hole:
         hosts = [
             quick(a.spec(), "db1"),
@@ -63,18 +70,30 @@ def test_fleet_with_failing_hosts_is_partial_and_keeps_the_rest(sshd_factory, tm
                 "blackhole",
             ),
             quick(stranger.spec(), "stranger"),
+            quick(impostor.spec(), "impostor"),
+            quick(b.spec(key_filename=str(wrong_key)), "badkey"),
         ]
         started = time.monotonic()
         res = session.collect(
-            hosts, tmp_path / "fleet.tar.gz", session.Options(window=2, specs=SPECS, run_id="fleet")
+            hosts,
+            tmp_path / "fleet.tar.gz",
+            session.Options(window=2, specs=(*SPECS, ghost, hang), run_id="fleet", grace=1),
         )
         took = time.monotonic() - started
     out = {h.host: h for h in res.hosts}
     assert res.manifest["status"] == "partial" and res.exit_code == session.EXIT_PARTIAL
-    assert out["db1"].status == "ok" and out["db2"].status == "ok"
+    assert out["db1"].status == "partial" and out["db2"].status == "partial"  # the hung capture
     assert out["refused"].status == "failed" and "refused" in out["refused"].reason.lower()
     assert out["blackhole"].status == "failed" and "banner" in out["blackhole"].reason
     assert out["stranger"].status == "failed" and "SHA256:" in out["stranger"].reason
+    assert out["impostor"].status == "failed" and "CHANGED" in out["impostor"].reason
+    assert out["badkey"].status == "failed" and str(wrong_key) in out["badkey"].reason
+    recs = {(r["host"], r["id"]): r for r in res.manifest["captures"]}
+    for host in ("db1", "db2"):
+        assert recs[(host, "vmstat")]["status"] == "ok" and recs[(host, "uname")]["status"] == "ok"
+        ghost_rec, hang_rec = recs[(host, "ghost")], recs[(host, "hang")]
+        assert ghost_rec["status"] == "unavailable" and "not installed" in ghost_rec["reason"]
+        assert hang_rec["status"] == "timed_out" and hang_rec["timed_out"] and hang_rec["exit_code"] == 124
     assert took < 15  # failures cost their timeouts, in parallel with the good hosts' window
     with open_archive(res.path) as archive:
         assert archive.problems == []
@@ -120,3 +139,23 @@ def test_too_many_window_captures_are_refused_before_anything_runs() -> None:
     many = tuple(captures.CaptureSpec(f"v{i}", "vmstat", "vmstat 1 {count}", "vmstat") for i in range(11))
     with pytest.raises(Exception, match="at most 10"):
         session.Options(window=1, specs=many)
+
+
+def test_ctrl_c_during_an_ssh_collection_stops_the_remote_captures(sshd, tmp_path: Path) -> None:  # noqa: F811
+    sshd.known_hosts.write_text(sshd.known_hosts_line() + "\n")
+    out = tmp_path / "run.tar.gz"
+    args = ["collect", "--hosts", f"root@127.0.0.1:{sshd.port}", "-i", str(sshd.client_key)]
+    args += ["--known-hosts", str(sshd.known_hosts), "-d", "30", "--profile", "minimal", "-o", str(out)]
+    code, text, took = under_pty(args, ctrl_c_at=(4.0,))
+    assert code == session.EXIT_INTERRUPTED, text
+    assert took < 15  # not the 30 s window
+    with open_archive(out) as archive:
+        m = archive.manifest
+        assert m["status"] == "interrupted" and archive.problems == []
+        vm = next(r for r in m["captures"] if r["id"] == "vmstat")
+        assert vm["host"] == f"127.0.0.1:{sshd.port}" and vm["status"] == "interrupted" and vm["truncated"]
+        kept = (archive.root / vm["path"]).read_bytes()
+        assert kept.startswith(b"--procs--") and vm["bytes"] == len(kept)
+    # perfkit closed the channels: sshd ends the session and the remote captures with it, well
+    # before their own `timeout` (window + grace) would.
+    assert wait_no_leftovers(m["run_id"], 5) == ""
