@@ -6,6 +6,11 @@ request says `Content-Type: application/protobuf`: TiKV's profile endpoint answe
 graph without it (tikv#5961), Go ignores it. What comes back must be gzip (a protobuf profile);
 anything else is recorded as failed with what it was. The HTTP timeout exceeds the profile's
 seconds (+5 s), as pingcap/diag does.
+
+TiDB's `/debug/zip?seconds=W` (`--tidb-zip`) answers one zip holding a CPU profile over W seconds,
+goroutine, heap and mutex profiles, its config and version: taken instead of the pprof set for that
+TiDB (Go runs one CPU profile at a time, so the two would collide). The zip is kept as it came and
+its member list goes in the record.
 """
 
 from __future__ import annotations
@@ -14,12 +19,15 @@ import hashlib
 import re
 import urllib.error
 import urllib.request
+import zipfile
 from collections.abc import Callable
 from pathlib import Path
 from urllib.parse import urlsplit
 
 SNAPSHOTS = ("heap", "goroutine", "mutex")
 MAX_BYTES = 64 << 20
+GZIP_MAGIC = b"\x1f\x8b"
+ZIP_MAGIC = b"PK\x03\x04"
 
 
 def parse_base(url: str) -> tuple[str, str]:
@@ -41,8 +49,14 @@ def plan(base: str, window: int) -> list[tuple[str, str]]:
     return [("pprof-cpu", cpu)] + [(f"pprof-{name}", f"{base}/debug/pprof/{name}") for name in SNAPSHOTS]
 
 
-def fetch(url: str, out: Path, timeout: float) -> dict:
-    """Download one profile into `out`; the manifest fields that describe it."""
+def zip_plan(base: str, window: int) -> list[tuple[str, str]]:
+    """TiDB's debug zip: one request whose CPU profile spans the window."""
+    return [("tidb-debug-zip", f"{base}/debug/zip?seconds={max(1, int(window))}")]
+
+
+def fetch(url: str, out: Path, timeout: float, magic: bytes = GZIP_MAGIC) -> dict:
+    """Download one profile into `out`; the manifest fields that describe it. What came back must
+    start with `magic` (gzip for a pprof profile, a zip's local header for TiDB's debug zip)."""
     req = urllib.request.Request(
         url, headers={"Content-Type": "application/protobuf", "User-Agent": "perfkit"}
     )
@@ -75,23 +89,38 @@ def fetch(url: str, out: Path, timeout: float) -> dict:
         }
     head = out.read_bytes()[:64] if size else b""
     fields = {"bytes": size, "sha256": digest.hexdigest(), "truncated": truncated, "exit_code": 200}
-    if head[:2] != b"\x1f\x8b":
+    expected = "a zip" if magic == ZIP_MAGIC else "a gzip protobuf profile"
+    if not head.startswith(magic):
         what = "an SVG (a TiKV flame graph?)" if b"<svg" in head or b"<?xml" in head else f"{head[:20]!r}"
-        return {**fields, "status": "failed", "reason": f"not a gzip protobuf profile: got {what}"}
+        return {**fields, "status": "failed", "reason": f"not {expected}: got {what}"}
+    if magic == ZIP_MAGIC and not truncated:
+        try:
+            with zipfile.ZipFile(out) as zf:
+                fields["members"] = zf.namelist()
+        except (zipfile.BadZipFile, OSError) as exc:
+            return {**fields, "status": "failed", "reason": f"not a readable zip: {exc}"}
     return {**fields, "status": "ok", "reason": ""}
 
 
 def collect_profiles(
-    base: str, host: str, hostdir: Path, window: int, stop: Callable[[], bool], now: Callable[[], str]
+    base: str,
+    host: str,
+    hostdir: Path,
+    window: int,
+    stop: Callable[[], bool],
+    now: Callable[[], str],
+    *,
+    tidb_zip: bool = False,
 ) -> list[dict]:
     """Fetch the plan for one base URL into `hostdir`; one record (dict) per profile."""
     hostdir.mkdir(mode=0o700, parents=True, exist_ok=True)
     records = []
-    for cid, url in plan(base, window):
+    steps = zip_plan(base, window) if tidb_zip else plan(base, window)
+    for cid, url in steps:
         rec = {
             "id": cid,
             "host": host,
-            "kind": "pprof",
+            "kind": "tidb_zip" if tidb_zip else "pprof",
             "command": f"GET {url}",
             "path": f"hosts/{host}/{cid}.out",
             "phase": "window",
@@ -104,8 +133,9 @@ def collect_profiles(
             rec.update(status="skipped", reason="stopped", bytes=0)
         else:
             rec["started_at"] = now()
-            timeout = window + 5 if cid == "pprof-cpu" else 30
-            rec.update(fetch(url, hostdir / f"{cid}.out", timeout))
+            spans_window = cid in ("pprof-cpu", "tidb-debug-zip")
+            timeout = window + 30 if tidb_zip else window + 5 if spans_window else 30
+            rec.update(fetch(url, hostdir / f"{cid}.out", timeout, ZIP_MAGIC if tidb_zip else GZIP_MAGIC))
             rec["ended_at"] = now()
         (hostdir / f"{cid}.out").touch(mode=0o600)
         records.append(rec)

@@ -69,10 +69,17 @@ class Options:
     grace: float = GRACE_S
     sampler: bool = True  # the in-process psutil sampler, on the local host only
     pprof: tuple[str, ...] = ()  # base URLs of Go services whose pprof endpoints perfkit fetches
+    tidb_zip: tuple[str, ...] = ()  # base URLs of TiDB status ports whose /debug/zip perfkit fetches
 
     def __post_init__(self) -> None:
-        for base in self.pprof:
+        for base in (*self.pprof, *self.tidb_zip):
             pprof.parse_base(base)  # ValueError: refused before anything runs
+        both = {pprof.parse_base(b)[0] for b in self.pprof} & {pprof.parse_base(b)[0] for b in self.tidb_zip}
+        if both:
+            raise ValueError(
+                f"{', '.join(sorted(both))}: --pprof and --tidb-zip on one service would run two CPU "
+                "profiles at once (Go allows one); the debug zip already holds a CPU profile"
+            )
         window = [s.id for s in self.specs if s.phase == "window"]
         if len(window) > MAX_CHANNELS:
             raise ConfigError(
@@ -270,12 +277,14 @@ def collect(
             for h in hosts
         ]
         profile_records: list[dict] = []
-        for base in opts.pprof:
+        for base, is_zip in [(b, False) for b in opts.pprof] + [(b, True) for b in opts.tidb_zip]:
             url, host = pprof.parse_base(base)
             threads.append(
                 threading.Thread(
-                    target=lambda u=url, h=host: profile_records.extend(
-                        pprof.collect_profiles(u, h, root / "hosts" / h, opts.window, stop.is_set, _now)
+                    target=lambda u=url, h=host, z=is_zip: profile_records.extend(
+                        pprof.collect_profiles(
+                            u, h, root / "hosts" / h, opts.window, stop.is_set, _now, tidb_zip=z
+                        )
                     ),
                     name=f"pprof-{host}",
                     daemon=True,

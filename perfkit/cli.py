@@ -194,6 +194,14 @@ def parse(
     help="Opt-in: fetch Go pprof profiles (CPU over the window, heap, goroutine, mutex) from "
     "http://host:port (TiDB 10080, PD 2379, TiKV 20180). Repeatable.",
 )
+@click.option(
+    "--tidb-zip",
+    "tidb_zip_urls",
+    metavar="URL",
+    multiple=True,
+    help="Opt-in: fetch TiDB's /debug/zip (CPU profile over the window, goroutine, heap, mutex, config) "
+    "from its status port, e.g. http://10.0.0.1:10080. Repeatable; instead of --pprof for that TiDB.",
+)
 @click.option("--dry-run", is_flag=True, help="Print what would run where, and run nothing.")
 def collect(
     use_local: bool,
@@ -210,6 +218,7 @@ def collect(
     perf_process: str | None,
     iftop_interface: str | None,
     pprof_urls: tuple[str, ...],
+    tidb_zip_urls: tuple[str, ...],
     dry_run: bool,
 ) -> None:
     """Capture OS activity on this machine and/or SSH hosts into one archive."""
@@ -241,7 +250,7 @@ def collect(
         )
         targets += [h.spec for h in inv]
         roles = {h.name: h.roles for h in inv}
-    if not targets and not pprof_urls:
+    if not targets and not pprof_urls and not tidb_zip_urls:
         raise click.UsageError("name the hosts with --hosts or --inventory, or use --local")
     if len({t.name for t in targets}) != len(targets):
         raise click.UsageError("a host is named twice")
@@ -254,9 +263,11 @@ def collect(
     except ValueError as exc:
         raise click.BadParameter(str(exc)) from None
     try:
-        opts = session.Options(window=duration, interval=interval, specs=specs, pprof=pprof_urls)
+        opts = session.Options(
+            window=duration, interval=interval, specs=specs, pprof=pprof_urls, tidb_zip=tidb_zip_urls
+        )
     except ValueError as exc:
-        raise click.BadParameter(str(exc), param_hint="--pprof") from None
+        raise click.BadParameter(str(exc), param_hint="--pprof/--tidb-zip") from None
     if dry_run:
         for t in targets:
             where = (
@@ -279,6 +290,14 @@ def collect(
                         run_id=opts.run_id,
                     )
                 )
+        from perfkit.collectors import pprof
+
+        services = [(b, pprof.plan) for b in opts.pprof] + [(b, pprof.zip_plan) for b in opts.tidb_zip]
+        for base, steps in services:
+            url, host = pprof.parse_base(base)
+            click.echo(f"# {host} (HTTP from this machine)")
+            for _cid, step in steps(url, duration):
+                click.echo(f"[window] GET {step}")
         return
     click.echo(
         f"collecting {duration}s on {len(targets)} host(s), {len(opts.specs)} captures each -> {output}",

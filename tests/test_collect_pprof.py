@@ -8,10 +8,12 @@ import http.server
 import os
 import subprocess
 import threading
+import zipfile
 from pathlib import Path
 
 import pytest
 
+from perfkit.archive import open_archive
 from perfkit.collectors import pprof, session
 
 from .conftest import ROOT, need_tool
@@ -89,3 +91,30 @@ def test_bad_urls_are_refused_before_anything_runs(url: str) -> None:
         pprof.parse_base(url)
     with pytest.raises(ValueError):
         session.Options(window=1, specs=(), pprof=(url,))
+
+
+def test_tidb_debug_zip_spans_the_window_and_lists_its_members(go_service: str, tmp_path: Path) -> None:
+    opts = session.Options(window=2, specs=(), tidb_zip=(go_service,), run_id="tidb-zip")
+    res = session.collect([], tmp_path / "run", opts)
+    [rec] = res.manifest["captures"]
+    assert rec["id"] == "tidb-debug-zip" and rec["kind"] == "tidb_zip" and rec["status"] == "ok", rec
+    assert rec["command"].endswith("/debug/zip?seconds=2")
+    assert rec["members"] == ["goroutine", "heap", "mutex", "profile", "config", "version"]
+    path = tmp_path / "run" / rec["path"]
+    with zipfile.ZipFile(path) as zf:
+        assert gzip.decompress(zf.read("profile"))  # the CPU profile: a gzip protobuf
+        assert b"goroutine" in zf.read("goroutine")  # debug=2: text stacks
+    assert len(path.read_bytes()) == rec["bytes"] and res.exit_code == 0
+    with open_archive(tmp_path / "run") as archive:
+        assert archive.problems == []
+
+
+def test_pprof_and_tidb_zip_on_one_service_are_refused() -> None:
+    with pytest.raises(ValueError, match="two CPU profiles"):
+        session.Options(window=1, specs=(), pprof=("http://db:10080",), tidb_zip=("http://db:10080/",))
+
+
+def test_a_zip_endpoint_answering_gzip_is_failed(go_service: str, tmp_path: Path) -> None:
+    out = tmp_path / "x.out"
+    rec = pprof.fetch(f"{go_service}/debug/pprof/heap", out, 10, pprof.ZIP_MAGIC)
+    assert rec["status"] == "failed" and rec["reason"].startswith("not a zip: got b'\\x1f\\x8b")

@@ -1,9 +1,13 @@
 // A small Go service for perfkit's pprof tests: serves net/http/pprof on 127.0.0.1 (port from
 // argv[1], 0 = any; the chosen port is printed on stdout), keeps one goroutine hashing and one
 // allocating with short sleeps so profiles have something in them without eating both CPUs.
+// It also answers /debug/zip?seconds=N the way TiDB's status server does (server/http_status.go):
+// one zip with goroutine (debug=2 text), heap and mutex profiles, a CPU profile over N seconds,
+// the config (JSON) and the version.
 package main
 
 import (
+	"archive/zip"
 	"crypto/sha256"
 	"fmt"
 	"net"
@@ -11,8 +15,46 @@ import (
 	_ "net/http/pprof"
 	"os"
 	"runtime"
+	rpprof "runtime/pprof"
+	"strconv"
 	"time"
 )
+
+func debugZip(w http.ResponseWriter, r *http.Request) {
+	seconds, err := strconv.Atoi(r.FormValue("seconds"))
+	if err != nil || seconds <= 0 {
+		seconds = 10
+	}
+	w.Header().Set("Content-Disposition", `attachment; filename="tidb_debug.zip"`)
+	zw := zip.NewWriter(w)
+	defer zw.Close()
+	for _, item := range []struct {
+		name  string
+		debug int
+	}{{"goroutine", 2}, {"heap", 0}, {"mutex", 0}} {
+		fw, err := zw.Create(item.name)
+		if err != nil {
+			return
+		}
+		_ = rpprof.Lookup(item.name).WriteTo(fw, item.debug)
+	}
+	fw, err := zw.Create("profile")
+	if err != nil {
+		return
+	}
+	if err := rpprof.StartCPUProfile(fw); err != nil {
+		_, _ = fmt.Fprintln(fw, err)
+	} else {
+		time.Sleep(time.Duration(seconds) * time.Second)
+		rpprof.StopCPUProfile()
+	}
+	if fw, err = zw.Create("config"); err == nil {
+		_, _ = fmt.Fprintln(fw, `{"status": {"status-port": 10080}}`)
+	}
+	if fw, err = zw.Create("version"); err == nil {
+		_, _ = fmt.Fprintln(fw, "pprof-target for perfkit tests; go", runtime.Version())
+	}
+}
 
 var sink [][]byte
 
@@ -34,6 +76,7 @@ func main() {
 			time.Sleep(10 * time.Millisecond)
 		}
 	}()
+	http.HandleFunc("/debug/zip", debugZip)
 	port := "0"
 	if len(os.Args) > 1 {
 		port = os.Args[1]
