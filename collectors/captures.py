@@ -34,6 +34,13 @@ class CaptureSpec:
     needs_root: bool = False
     intrusive: bool = False  # costs the host something: only with an explicit opt-in
     max_bytes: int = 64 << 20
+    # What it writes on the host itself (not streamed back), at most: bytes per sample, per sample
+    # and CPU, and a fixed cap; the free-space check counts it before anything starts.
+    host_bytes: tuple[int, int, int] = (0, 0, 0)
+
+    def host_bytes_at_most(self, *, samples: int, cpus: int) -> int:
+        per_sample, per_cpu, fixed = self.host_bytes
+        return samples * (per_sample + per_cpu * max(1, cpus)) + fixed
 
     def render(self, *, interval: int, window: int, workdir: str) -> str:
         """The command with its placeholders filled; values are numbers or a quoted path."""
@@ -58,7 +65,15 @@ DEFAULT: tuple[CaptureSpec, ...] = (
     CaptureSpec("iostat", "iostat", "iostat -x -d -t {interval} {count}", "iostat", version="iostat -V"),
     CaptureSpec("mpstat", "mpstat", "mpstat -P ALL {interval} {count}", "mpstat", version="mpstat -V"),
     CaptureSpec("pidstat", "pidstat", "pidstat -u -d -w {interval} {count}", "pidstat", version="pidstat -V"),
-    CaptureSpec("sar", "sar", "sar -o {workdir}/sa.bin {interval} {count}", "sar", version="sar -V"),
+    # sa.bin grows by about 4.3 kB a sample on 2 CPUs here: budget 16 kB plus 1 kB per CPU.
+    CaptureSpec(
+        "sar",
+        "sar",
+        "sar -o {workdir}/sa.bin {interval} {count}",
+        "sar",
+        version="sar -V",
+        host_bytes=(16 << 10, 1 << 10, 0),
+    ),
     CaptureSpec("top", "top", "top -b -H -w 512 -d {interval} -n {count}", "top", version="top -v"),
     CaptureSpec(
         "iotop",
@@ -110,6 +125,8 @@ function emit(   s, i) { if (n) { s = comm; for (i = n; i >= 1; i--) s = s ";" s
 END { emit(); for (k in count) print k, count[k] }
 """
 _NAME = re.compile(r"^[A-Za-z0-9._:+-]{1,64}$")
+# perf.data stays on the host (it is folded there): bounded, so a busy process cannot fill the disk
+PERF_MAX_MB = 512
 
 
 def perf_specs(process: str) -> tuple[CaptureSpec, CaptureSpec]:
@@ -122,10 +139,12 @@ def perf_specs(process: str) -> tuple[CaptureSpec, CaptureSpec]:
         "perf-record",
         "perf_record",
         f"if ! pid=$(pgrep -o -x {name}); then echo 'no process named '{name} >&2; exit 3; fi; "
-        'perf record -F 99 -g -p "$pid" -o {workdir}/perf.data -- sleep {window} 2>&1',
+        f'perf record -F 99 -g --max-size={PERF_MAX_MB}M -p "$pid" -o {{workdir}}/perf.data '
+        "-- sleep {window} 2>&1",
         "perf",
         version="perf --version",
         intrusive=True,
+        host_bytes=(0, 0, PERF_MAX_MB << 20),
     )
     folded = CaptureSpec(
         "perf-folded",

@@ -13,6 +13,7 @@ import errno
 import hashlib
 import json
 import os
+import re
 import resource
 import select
 import shlex
@@ -72,6 +73,9 @@ class Options:
     tidb_zip: tuple[str, ...] = ()  # base URLs of TiDB status ports whose /debug/zip perfkit fetches
 
     def __post_init__(self) -> None:
+        # The run id names directories here and on every host and is matched in process lists there.
+        if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}", self.run_id):
+            raise ValueError(f"invalid run id {self.run_id!r}: letters, digits and . _ - only (at most 64)")
         for base in (*self.pprof, *self.tidb_zip):
             pprof.parse_base(base)  # ValueError: refused before anything runs
         both = {pprof.parse_base(b)[0] for b in self.pprof} & {pprof.parse_base(b)[0] for b in self.tidb_zip}
@@ -123,6 +127,9 @@ class HostOutcome:
     reason: str = ""
     captures: int = 0
     bytes: int = 0
+    # capture process groups killed by the sweeps: an earlier run's orphans at the start, this run's
+    # stragglers (a capture whose channel timed out) at the end
+    leftovers_killed: dict[str, int] = field(default_factory=lambda: {"start": 0, "end": 0})
     perfkit_cpu_pct: float | None = None  # perfkit's own CPU share during the window (local host only)
     perfkit_rss_kb: int | None = None
 
@@ -160,6 +167,46 @@ def wrap(command: str, *, deadline_s: float, workdir: str, run_id: str) -> str:
         f"cd {shlex.quote(workdir)} && exec env {env} timeout -k {KILL_AFTER_S} -s TERM "
         f"{int(deadline_s)} sh -c {shlex.quote(command)} {shlex.quote(tag(run_id))}"
     )
+
+
+# A capture's wrapper is `timeout -k … sh -c CMD perfkit-<run id>`: `timeout` leads its own process
+# group, so killing that group ends the capture and everything it forked. While a run is alive the
+# wrapper's parent is the SSH session's sshd (OpenSSH ≥ 9.8: sshd-session) or, locally, perfkit's
+# Python; a wrapper whose parent is anything else (init, a subreaper) lost its run. At its end a run
+# kills its own wrappers that hang off this connection (the sweep shell's parent: several "hosts" can
+# be one machine) or lost theirs. The tag is split in two awk variables so the sweep never matches
+# its own command line.
+_SWEEP = r"""ps -ww -eo pid=,ppid=,pgid=,comm=,args= | awk -v pre=perfkit- -v rid=%(rid)s -v mine=%(mine)s \
+  -v parent="$PPID" '
+{ comm[$1] = $4 }
+$5 == "timeout" && $6 == "-k" && $NF ~ ("^" pre) { pid[$1] = $2; grp[$1] = $3; tg[$1] = $NF }
+END {
+  n = 0
+  for (p in pid) {
+    ours = (tg[p] == pre rid)
+    live = (comm[pid[p]] ~ /^(sshd|sshd-session|perfkit|pytest|python[0-9.]*)$/)
+    if ((mine && ours && (pid[p] == parent || !live)) || (!mine && !ours && !live)) {
+      print "@@kill " grp[p]; n++
+    }
+  }
+  print "@@leftovers " n
+}' | while read -r key val; do
+  if [ "$key" = @@kill ]; then kill -s KILL -- "-$val" 2>/dev/null; else echo "$key $val"; fi
+done"""
+
+
+def sweep_command(run_id: str, *, mine: bool) -> str:
+    """Shell that kills leftover capture process groups and prints `@@leftovers N`: with `mine`, this
+    run's groups on this connection or orphaned (at its end); without, other runs' orphans (at a start)."""
+    return _SWEEP % {"rid": shlex.quote(run_id), "mine": int(mine)}
+
+
+def leftovers_killed(out: bytes) -> int:
+    for line in out.decode(errors="replace").splitlines():
+        key, _, value = line.partition(" ")
+        if key == "@@leftovers" and value.strip().isdigit():
+            return int(value)
+    return 0
 
 
 @dataclass(frozen=True)
@@ -464,7 +511,12 @@ class _HostRun:
                     "connection lost before it ran" if not self.tr.alive() else "stopped",
                 )
         if self.tr.alive():
-            self.tr.run(f"rm -rf {shlex.quote(self.workdir)}", timeout=SNAPSHOT_TIMEOUT_S)
+            _, out, _ = self.tr.run(
+                f"rm -rf {shlex.quote(self.workdir)}\n{sweep_command(self.opts.run_id, mine=True)}",
+                timeout=SNAPSHOT_TIMEOUT_S,
+            )
+            if self.outcome is not None:
+                self.outcome.leftovers_killed["end"] = leftovers_killed(out)
 
     def _preflight(self) -> None:
         """Work dir, clock, and which tools exist (with their versions), in one round trip."""
@@ -478,7 +530,9 @@ class _HostRun:
                 f"{shlex.quote(tool)}; {probe} || echo; else echo '@@missing {tool}'; fi"
             )
         lines.append(f"echo \"@@df $(df -Pk {shlex.quote(self.workdir)} | awk 'NR==2 {{print $4, $2}}')\"")
+        lines.append('echo "@@nproc $(nproc 2>/dev/null || echo 1)"')
         lines.append('echo "@@delayacct $(cat /proc/sys/kernel/task_delayacct 2>/dev/null)"')
+        lines.append(sweep_command(self.opts.run_id, mine=False))
         lines.append('echo "@@clock $(date +%s.%N)"')
         t0 = time.time()
         code, out, err = self.tr.run("\n".join(lines), timeout=SNAPSHOT_TIMEOUT_S)
@@ -487,7 +541,7 @@ class _HostRun:
             raise CollectError(
                 self.spec.name, f"preflight failed (exit {code}): {err.decode(errors='replace')[:200]}"
             )
-        uid = None
+        uid, cpus, df_fields = None, 1, ""
         for line in out.decode(errors="replace").splitlines():
             key, _, rest = line.partition(" ")
             if key == "@@tool":
@@ -502,11 +556,16 @@ class _HostRun:
                     self.offset = None
             elif key == "@@id":
                 uid = rest.strip()
+            elif key == "@@leftovers" and self.outcome is not None and rest.strip().isdigit():
+                self.outcome.leftovers_killed["start"] = int(rest)
+            elif key == "@@nproc":
+                cpus = int(rest) if rest.strip().isdigit() else 1
             elif key == "@@df":
-                self._check_space(rest)
+                df_fields = rest
             elif key == "@@delayacct" and rest.strip() == "0" and "iotop" in self.records:
                 # iotop then prints ?unavailable? for SWAPIN and IO%: say so where readers look.
                 self.records["iotop"].reason = "kernel.task_delayacct=0: SWAPIN and IO% unavailable"
+        self._check_space(df_fields, cpus)
         for s in self.opts.specs:
             r = self.records[s.id]
             r.clock_offset_s = self.offset
@@ -543,18 +602,31 @@ class _HostRun:
             self.outcome.perfkit_cpu_pct = round(sum(sampler.own_cpu_pct) / len(sampler.own_cpu_pct), 2)
             self.outcome.perfkit_rss_kb = sampler.own_rss_kb
 
-    def _check_space(self, df_fields: str) -> None:
-        """Refuse a host below the free-space floor (G1): captures must never fill a production disk."""
+    def _check_space(self, df_fields: str, cpus: int) -> None:
+        """Refuse a host below the free-space floor plus what this run will write there (G1): captures
+        must never fill a production disk. Everything else streams back to the controller, and what
+        stays on the host is bounded up front (perf's --max-size, sar's samples), so once this check
+        passes the run cannot take the host below its floor."""
         try:
             free_kb, size_kb = (int(x) for x in df_fields.split())
         except ValueError:
             return  # df printed something unexpected; the byte caps still bound what we write
+        samples = max(1, self.opts.window // self.opts.interval)
+        planned = {
+            s.id: s.host_bytes_at_most(samples=samples, cpus=cpus)
+            for s in self.opts.specs
+            if s.host_bytes != (0, 0, 0)
+        }
         floor_kb = max(FREE_FLOOR_BYTES >> 10, size_kb * FREE_FLOOR_PCT // 100)
-        if free_kb < floor_kb:
+        need_kb = floor_kb + (sum(planned.values()) >> 10)
+        if free_kb < need_kb:
+            plan = ", ".join(f"{k} up to {v >> 20} MiB" for k, v in planned.items())
             raise CollectError(
                 self.spec.name,
-                f"only {free_kb >> 10} MiB free of {size_kb >> 10} MiB for "
-                f"{self.workdir}; collection needs at least {floor_kb >> 10} MiB",
+                f"only {free_kb >> 10} MiB free of {size_kb >> 10} MiB for {self.workdir}; collection "
+                f"needs at least {need_kb >> 10} MiB (floor {floor_kb >> 10} MiB"
+                + (f"; on the host: {plan}" if plan else "")
+                + ")",
             )
 
     def _run_phase(self, specs: list[CaptureSpec], *, deadline: float) -> None:

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 import subprocess
 import threading
+import time
 from pathlib import Path
 
+import psutil
 import pytest
 from click.testing import CliRunner
 
@@ -24,6 +27,16 @@ SPECS = captures.profile("minimal")
 
 def leftovers(run_id: str) -> str:
     return subprocess.run(["pgrep", "-af", session.tag(run_id)], capture_output=True, text=True).stdout
+
+
+def wrapper_adopted(run_id: str) -> bool:
+    """The run's `timeout` wrapper is up and its shell parent has exited (it was re-parented)."""
+    for proc in psutil.process_iter(["cmdline", "ppid"]):
+        cmd = proc.info["cmdline"] or []
+        if cmd[:1] == ["timeout"] and cmd[-1:] == [session.tag(run_id)]:
+            with contextlib.suppress(psutil.Error):
+                return psutil.Process(proc.info["ppid"]).name() not in ("sh", "dash", "bash")
+    return False
 
 
 def collect(out: Path, window: int, run_id: str) -> session.Result:
@@ -140,3 +153,30 @@ def test_perf_for_a_missing_process_is_recorded_not_fatal(tmp_path: Path) -> Non
     recs = {r["id"]: r for r in result.manifest["captures"]}
     assert recs["perf-record"]["status"] == "failed" and "no process named" in recs["perf-record"]["reason"]
     assert recs["vmstat"]["status"] == "ok"
+
+
+def test_an_earlier_runs_orphan_is_killed_at_the_next_start_and_a_live_run_is_left_alone(
+    tmp_path: Path,
+) -> None:
+    # An orphan: the wrapper of a run whose perfkit died (its parent, `sh`, exits at once, so init
+    # or a subreaper adopts it). A live run: the same wrapper with this test's Python as parent.
+    orphan = session.wrap("sleep 300", deadline_s=300, workdir="/tmp", run_id="dead-run")
+    subprocess.run(["sh", "-c", f"({orphan}) >/dev/null 2>&1 &"], check=True)
+    live = subprocess.Popen(
+        ["sh", "-c", session.wrap("sleep 300", deadline_s=300, workdir="/tmp", run_id="live-run")],
+        start_new_session=True,
+    )
+    try:
+        deadline = time.monotonic() + 5
+        while not wrapper_adopted("dead-run") and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert wrapper_adopted("dead-run")
+        res = session.collect([LOCAL], tmp_path / "run", session.Options(window=1, specs=SPECS[:1]))
+        assert res.hosts[0].leftovers_killed == {"start": 1, "end": 0}
+        assert res.manifest["hosts"][0]["leftovers_killed"]["start"] == 1
+        assert leftovers("dead-run") == ""
+        assert live.poll() is None and "sleep 300" in leftovers("live-run")
+    finally:
+        live.kill()
+        live.wait()
+        subprocess.run(["pkill", "-KILL", "-f", session.tag("live-run")], check=False)

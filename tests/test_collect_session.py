@@ -140,10 +140,15 @@ def test_every_command_is_wrapped_and_tagged(tmp_path: Path) -> None:
         return seen[-1]
 
     run(tmp_path, [HostSpec("db1", "h")], connector)
-    started = [c for c in seen[0].commands if "timeout" in c]
+    started = [c for c in seen[0].commands if "timeout" in c and "@@" not in c]  # not preflight, sweep
     assert started and all("env LC_ALL=C S_TIME_FORMAT=ISO timeout -k 5 -s TERM" in c for c in started)
     assert all(c.endswith(" perfkit-testrun") for c in started)
-    assert seen[0].commands[-1] == "rm -rf /tmp/perfkit-testrun"
+    cleanup = seen[0].commands[-1]
+    assert cleanup.startswith("rm -rf /tmp/perfkit-testrun\n")
+    assert cleanup.endswith(session.sweep_command("testrun", mine=True))
+    assert session.sweep_command("testrun", mine=False) in seen[0].commands[0]  # the preflight
+    # the tag is never whole in the sweep's own command line, so `pgrep -f` cannot find it there
+    assert session.tag("testrun") not in session.sweep_command("testrun", mine=True)
 
 
 def test_iotop_needs_root(tmp_path: Path) -> None:
@@ -255,3 +260,32 @@ def test_iotop_record_says_when_delay_accounting_is_off(tmp_path: Path) -> None:
     res = run(tmp_path, [HostSpec("db1", "h")], lambda s: NoDelayAcct(s))
     rec = next(r for r in res.manifest["captures"] if r["id"] == "iotop")
     assert rec["status"] == "ok" and rec["reason"] == "kernel.task_delayacct=0: SWAPIN and IO% unavailable"
+
+
+def test_what_a_run_writes_on_the_host_counts_against_its_free_space(tmp_path: Path) -> None:
+    class SmallDisk(FakeTransport):
+        def run(self, command: str, **kw: object) -> tuple[int, bytes, bytes]:
+            code, out, err = super().run(command, timeout=1)
+            return code, out + b"@@df 716800 10485760\n@@nproc 64\n", err  # 700 MiB free of 10 GiB
+
+    perf = captures.perf_specs("tikv-server")
+    res = run(tmp_path, [HostSpec("db1", "h")], lambda s: SmallDisk(s), specs=(*SPECS, *perf))
+    # floor 512 MiB (5 %) + perf.data's 512 MiB cap > 700 MiB free
+    assert res.hosts[0].status == "failed"
+    assert "needs at least 1024 MiB" in res.hosts[0].reason, res.hosts[0].reason
+    assert "perf-record up to 512 MiB" in res.hosts[0].reason
+    res = run(tmp_path, [HostSpec("db1", "h")], lambda s: SmallDisk(s), out="no-perf")
+    assert res.hosts[0].status == "ok"  # sar's sa.bin: 2 samples × (16 kB + 64 × 1 kB)
+
+
+def test_perf_record_is_capped_on_the_host() -> None:
+    record, _ = captures.perf_specs("tikv-server")
+    assert f"--max-size={captures.PERF_MAX_MB}M" in record.command
+    sar = next(s for s in captures.DEFAULT if s.id == "sar")
+    assert sar.host_bytes_at_most(samples=86400, cpus=128) == 86400 * (16 + 128) * 1024
+
+
+@pytest.mark.parametrize("run_id", ["../x", "a b", "$(reboot)", "x;rm", "", ".hidden", "a" * 65])
+def test_hostile_run_ids_are_refused(run_id: str) -> None:
+    with pytest.raises(ValueError, match="invalid run id"):
+        session.Options(window=1, specs=SPECS, run_id=run_id)

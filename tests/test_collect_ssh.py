@@ -6,6 +6,8 @@ Every test ends with no capture process of its run left on the "host" (`pgrep -f
 from __future__ import annotations
 
 import dataclasses
+import os
+import signal
 import subprocess
 import threading
 import time
@@ -159,3 +161,18 @@ def test_ctrl_c_during_an_ssh_collection_stops_the_remote_captures(sshd, tmp_pat
     # perfkit closed the channels: sshd ends the session and the remote captures with it, well
     # before their own `timeout` (window + grace) would.
     assert wait_no_leftovers(m["run_id"], 5) == ""
+
+
+def test_a_silent_capture_cut_by_ctrl_c_is_swept_at_the_end(sshd, tmp_path: Path) -> None:  # noqa: F811
+    # A capture that writes nothing (like `perf record -o` or `sar -o`) never feels its channel close:
+    # without the end-of-run sweep it would live on until its `timeout` (window + grace).
+    sshd.known_hosts.write_text(sshd.known_hosts_line() + "\n")
+    silent = captures.CaptureSpec("silent", "none", "sleep {window}", "sleep")
+    opts = session.Options(window=60, specs=(silent,), run_id="swept")
+    ctrl_c = threading.Timer(2.0, os.kill, (os.getpid(), signal.SIGINT))
+    ctrl_c.start()
+    res = session.collect([quick(sshd.spec(), "db1")], tmp_path / "run", opts)
+    ctrl_c.join()
+    assert res.manifest["status"] == "interrupted"
+    assert res.hosts[0].leftovers_killed == {"start": 0, "end": 1}
+    assert wait_no_leftovers("swept", 2) == ""
