@@ -44,6 +44,7 @@ ENV = {"LC_ALL": "C", "S_TIME_FORMAT": "ISO"}
 SNAPSHOT_TIMEOUT_S = 30
 KILL_AFTER_S = 5
 GRACE_S = 10  # a window capture may run this long past the window before it counts as hung
+GATE_SLACK_S = 10  # the windows open together unless a host is this much later than the first
 FREE_FLOOR_BYTES = 100 << 20
 FREE_FLOOR_PCT = 5
 RESERVE, RESERVE_BYTES = ".perfkit-reserve", 1 << 20
@@ -209,6 +210,41 @@ def leftovers_killed(out: bytes) -> int:
     return 0
 
 
+class _Gate:
+    """Holds every host at the start of its window until all hosts are there or have dropped out, so
+    the windows open together; a host more than `slack` seconds behind the first one does not hold
+    the others back (it starts late, and its records' times say so)."""
+
+    def __init__(self, parties: int, slack: float):
+        self._cond = threading.Condition()
+        self._pending = parties
+        self._first: float | None = None
+        self._slack = slack
+        self._done: set[str] = set()
+
+    def leave(self, who: str) -> None:
+        """`who` will not reach the window (failed, stopped): stop waiting for it."""
+        with self._cond:
+            if who not in self._done:
+                self._done.add(who)
+                self._pending -= 1
+                self._cond.notify_all()
+
+    def wait(self, who: str, stop: threading.Event) -> None:
+        with self._cond:
+            if self._first is None:
+                self._first = time.monotonic()
+            if who not in self._done:
+                self._done.add(who)
+                self._pending -= 1
+                self._cond.notify_all()
+            while self._pending > 0 and not stop.is_set():
+                left = self._first + self._slack - time.monotonic()
+                if left <= 0:
+                    return
+                self._cond.wait(min(left, 0.2))
+
+
 @dataclass(frozen=True)
 class Status:
     """A snapshot for a live display, taken about five times a second."""
@@ -314,12 +350,13 @@ def collect(
         created = _now()
         records: dict[str, list[Record]] = {h.name: [] for h in hosts}
         outcomes = {h.name: HostOutcome(h.name) for h in hosts}
+        gate = _Gate(len(hosts) + len(opts.pprof) + len(opts.tidb_zip), GATE_SLACK_S)
         threads = [
             threading.Thread(
                 target=_host_main,
                 name=f"collect-{h.name}",
                 daemon=True,
-                args=(h, root, opts, records[h.name], outcomes[h.name], stop, connector, progress),
+                args=(h, root, opts, records[h.name], outcomes[h.name], stop, connector, progress, gate),
             )
             for h in hosts
         ]
@@ -328,10 +365,13 @@ def collect(
             url, host = pprof.parse_base(base)
             threads.append(
                 threading.Thread(
-                    target=lambda u=url, h=host, z=is_zip: profile_records.extend(
-                        pprof.collect_profiles(
-                            u, h, root / "hosts" / h, opts.window, stop.is_set, _now, tidb_zip=z
-                        )
+                    target=lambda u=url, h=host, z=is_zip: (
+                        gate.wait(f"http:{u}", stop),
+                        profile_records.extend(
+                            pprof.collect_profiles(
+                                u, h, root / "hosts" / h, opts.window, stop.is_set, _now, tidb_zip=z
+                            )
+                        ),
                     ),
                     name=f"pprof-{host}",
                     daemon=True,
@@ -414,7 +454,9 @@ def _host_main(
     stop: Stop,
     connector: Callable[[HostSpec], Transport],
     progress: Callable[[str], None] | None,
+    gate: _Gate | None = None,
 ) -> None:
+    gate = gate or _Gate(1, 0)
     hostdir = root / "hosts" / spec.name
     hostdir.mkdir(mode=0o700, parents=True, exist_ok=True)
     for s in opts.specs:
@@ -445,7 +487,7 @@ def _host_main(
         (hostdir / f"{SAMPLER_ID}.out").touch(mode=0o600)
     try:
         with connector(spec) as tr:
-            _HostRun(spec, tr, hostdir, opts, records, stop, progress, outcome).run()
+            _HostRun(spec, tr, hostdir, opts, records, stop, progress, outcome, gate).run()
     except PerfkitError as exc:
         outcome.status, outcome.reason = "failed", str(exc)
         for r in records:
@@ -453,6 +495,8 @@ def _host_main(
                 r.status, r.reason = "skipped", f"host failed: {exc}"
     except Exception as exc:  # a bug must not lose the other hosts' data
         outcome.status, outcome.reason = "failed", f"internal error: {type(exc).__name__}: {exc}"
+    finally:
+        gate.leave(spec.name)  # no-op once the host went through
     bad = [r for r in records if r.status in ("lost", "timed_out", "failed") or r.truncated]
     if outcome.status == "ok" and stop.is_set():
         outcome.status = stop.reason or "interrupted"
@@ -479,6 +523,7 @@ class _HostRun:
         stop: Stop,
         progress: Callable[[str], None] | None,
         outcome: HostOutcome | None = None,
+        gate: _Gate | None = None,
     ):
         self.spec, self.tr, self.hostdir, self.opts, self.stop, self.progress = (
             spec,
@@ -493,10 +538,13 @@ class _HostRun:
         self.outcome = outcome
         self.versions: dict[str, str | None] = {}
         self.offset: float | None = None
+        self.gate = gate or _Gate(1, 0)
 
     def run(self) -> None:
         self._preflight()
         for phase in PHASES:
+            if phase == "window":
+                self.gate.wait(self.spec.name, self.stop)
             if not self.tr.alive() or self.stop.is_set():
                 break
             deadline = self.opts.window + self.opts.grace if phase == "window" else SNAPSHOT_TIMEOUT_S

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import json
 import stat
+import time
+from datetime import datetime
 from pathlib import Path
 
 import pytest
@@ -289,3 +291,35 @@ def test_perf_record_is_capped_on_the_host() -> None:
 def test_hostile_run_ids_are_refused(run_id: str) -> None:
     with pytest.raises(ValueError, match="invalid run id"):
         session.Options(window=1, specs=SPECS, run_id=run_id)
+
+
+def window_opened(res: session.Result) -> dict[str, datetime]:
+    vmstat = [r for r in res.manifest["captures"] if r["id"] == "vmstat" and r["started_at"]]
+    return {r["host"]: datetime.fromisoformat(r["started_at"]) for r in vmstat}
+
+
+def test_windows_open_together_however_long_each_host_takes_to_connect(tmp_path: Path) -> None:
+    delays = {"fast": 0.0, "slow": 1.5}
+
+    def connector(spec: HostSpec) -> FakeTransport:
+        time.sleep(delays.get(spec.name, 0))
+        if spec.name == "dead":
+            raise HostUnreachable("dead", "connection refused")
+        return FakeTransport(spec)
+
+    res = run(tmp_path, [HostSpec(n, "h") for n in ("fast", "slow", "dead")], connector)
+    opened = window_opened(res)
+    assert set(opened) == {"fast", "slow"}  # the dead host does not hold the others back
+    assert abs((opened["fast"] - opened["slow"]).total_seconds()) < 0.3
+
+
+def test_a_host_later_than_the_slack_does_not_hold_the_others(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setattr(session, "GATE_SLACK_S", 0.5)
+
+    def connector(spec: HostSpec) -> FakeTransport:
+        time.sleep(2.0 if spec.name == "late" else 0)
+        return FakeTransport(spec)
+
+    res = run(tmp_path, [HostSpec(n, "h") for n in ("early", "late")], connector)
+    opened = window_opened(res)
+    assert (opened["late"] - opened["early"]).total_seconds() > 1.0
