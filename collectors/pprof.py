@@ -105,15 +105,19 @@ def fetch(url: str, out: Path, timeout: float, magic: bytes = GZIP_MAGIC) -> dic
 def collect_profiles(
     base: str,
     host: str,
-    hostdir: Path,
+    root: Path,
+    rel: str,
     window: int,
     stop: Callable[[], bool],
     now: Callable[[], str],
     *,
     tidb_zip: bool = False,
 ) -> list[dict]:
-    """Fetch the plan for one base URL into `hostdir`; one record (dict) per profile."""
+    """Fetch the plan for one base URL into `root/rel` (the host's directory in the archive); one
+    record (dict) per profile."""
+    hostdir = root / rel
     hostdir.mkdir(mode=0o700, parents=True, exist_ok=True)
+    step = rel.split("/")[2] if rel.count("/") >= 2 else None
     records = []
     steps = zip_plan(base, window) if tidb_zip else plan(base, window)
     for cid, url in steps:
@@ -122,7 +126,8 @@ def collect_profiles(
             "host": host,
             "kind": "tidb_zip" if tidb_zip else "pprof",
             "command": f"GET {url}",
-            "path": f"hosts/{host}/{cid}.out",
+            "path": f"{rel}/{cid}.out",
+            "step": step,
             "phase": "window",
             "env": {},
             "tool_version": None,

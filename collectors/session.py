@@ -72,11 +72,13 @@ class Options:
     sampler: bool = True  # the in-process psutil sampler, on the local host only
     pprof: tuple[str, ...] = ()  # base URLs of Go services whose pprof endpoints perfkit fetches
     tidb_zip: tuple[str, ...] = ()  # base URLs of TiDB status ports whose /debug/zip perfkit fetches
+    step: str | None = None  # a sweep step's name: files go under hosts/<host>/<step>/
 
     def __post_init__(self) -> None:
         # The run id names directories here and on every host and is matched in process lists there.
-        if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}", self.run_id):
-            raise ValueError(f"invalid run id {self.run_id!r}: letters, digits and . _ - only (at most 64)")
+        for what, value in (("run id", self.run_id), ("step", self.step or "x")):
+            if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}", value):
+                raise ValueError(f"invalid {what} {value!r}: letters, digits and . _ - only (at most 64)")
         for base in (*self.pprof, *self.tidb_zip):
             pprof.parse_base(base)  # ValueError: refused before anything runs
         both = {pprof.parse_base(b)[0] for b in self.pprof} & {pprof.parse_base(b)[0] for b in self.tidb_zip}
@@ -150,6 +152,11 @@ class Result:
             "disk_full": EXIT_PARTIAL,
             "interrupted": EXIT_INTERRUPTED,
         }.get(status, EXIT_FAILED)
+
+
+def host_dir(host: str, step: str | None) -> str:
+    """Where a host's files go in the archive: `hosts/<host>`, or `hosts/<host>/<step>` in a sweep."""
+    return f"hosts/{host}/{step}" if step else f"hosts/{host}"
 
 
 def tag(run_id: str) -> str:
@@ -348,57 +355,14 @@ def collect(
         reserve = root / RESERVE  # freed before the manifest is written, so a full disk still gets one
         reserve.write_bytes(b"\0" * RESERVE_BYTES)
         created = _now()
-        records: dict[str, list[Record]] = {h.name: [] for h in hosts}
-        outcomes = {h.name: HostOutcome(h.name) for h in hosts}
-        gate = _Gate(len(hosts) + len(opts.pprof) + len(opts.tidb_zip), GATE_SLACK_S)
-        threads = [
-            threading.Thread(
-                target=_host_main,
-                name=f"collect-{h.name}",
-                daemon=True,
-                args=(h, root, opts, records[h.name], outcomes[h.name], stop, connector, progress, gate),
-            )
-            for h in hosts
-        ]
-        profile_records: list[dict] = []
-        for base, is_zip in [(b, False) for b in opts.pprof] + [(b, True) for b in opts.tidb_zip]:
-            url, host = pprof.parse_base(base)
-            threads.append(
-                threading.Thread(
-                    target=lambda u=url, h=host, z=is_zip: (
-                        gate.wait(f"http:{u}", stop),
-                        profile_records.extend(
-                            pprof.collect_profiles(
-                                u, h, root / "hosts" / h, opts.window, stop.is_set, _now, tidb_zip=z
-                            )
-                        ),
-                    ),
-                    name=f"pprof-{host}",
-                    daemon=True,
-                )
-            )
-        for t in threads:
-            t.start()
-        aborted = False
-        started = time.monotonic()
-        try:
-            for t in threads:
-                while t.is_alive():
-                    t.join(0.2)
-                    if status:
-                        status(
-                            _status(records, outcomes, threads, opts.window - (time.monotonic() - started))
-                        )
-        except KeyboardInterrupt:  # the second Ctrl-C: stop waiting, keep what is on disk
-            stop.trigger("interrupted")
-            aborted = True
+        cap = capture(hosts, root, opts, stop=stop, connector=connector, progress=progress, status=status)
+        records, outcomes, profile_records, aborted = (
+            cap.records,
+            cap.outcomes,
+            cap.profile_records,
+            cap.aborted,
+        )
         reserve.unlink(missing_ok=True)
-        for rec in profile_records:
-            outcome = outcomes.setdefault(rec["host"], HostOutcome(rec["host"]))
-            if rec["status"] != "ok" and outcome.status == "ok":
-                outcome.status, outcome.reason = "partial", f"{rec['id']}: {rec['reason']}"
-            outcome.captures += rec["status"] == "ok"
-            outcome.bytes += rec.get("bytes", 0)
         manifest = _manifest(
             hosts,
             opts,
@@ -426,6 +390,79 @@ def collect(
     finally:
         restore()
         os.umask(old_umask)
+
+
+@dataclass
+class Captured:
+    """What one window of captures left: records per host, host outcomes, HTTP profile records."""
+
+    records: dict[str, list[Record]]
+    outcomes: dict[str, HostOutcome]
+    profile_records: list[dict]
+    aborted: bool  # a second Ctrl-C stopped the waiting
+
+
+def capture(
+    hosts: list[HostSpec],
+    root: Path,
+    opts: Options,
+    *,
+    stop: Stop,
+    connector: Callable[[HostSpec], Transport] = connect,
+    progress: Callable[[str], None] | None = None,
+    status: Callable[[Status], None] | None = None,
+) -> Captured:
+    """One window of captures on every host (and HTTP profile fetch) into the directory `root`; no
+    manifest, no packing: `collect` does those for a single window, the sweep driver once per sweep."""
+    records: dict[str, list[Record]] = {h.name: [] for h in hosts}
+    outcomes = {h.name: HostOutcome(h.name) for h in hosts}
+    gate = _Gate(len(hosts) + len(opts.pprof) + len(opts.tidb_zip), GATE_SLACK_S)
+    threads = [
+        threading.Thread(
+            target=_host_main,
+            name=f"collect-{h.name}",
+            daemon=True,
+            args=(h, root, opts, records[h.name], outcomes[h.name], stop, connector, progress, gate),
+        )
+        for h in hosts
+    ]
+    profile_records: list[dict] = []
+    for base, is_zip in [(b, False) for b in opts.pprof] + [(b, True) for b in opts.tidb_zip]:
+        url, host = pprof.parse_base(base)
+        threads.append(
+            threading.Thread(
+                target=lambda u=url, h=host, z=is_zip: (
+                    gate.wait(f"http:{u}", stop),
+                    profile_records.extend(
+                        pprof.collect_profiles(
+                            u, h, root, host_dir(h, opts.step), opts.window, stop.is_set, _now, tidb_zip=z
+                        )
+                    ),
+                ),
+                name=f"pprof-{host}",
+                daemon=True,
+            )
+        )
+    for t in threads:
+        t.start()
+    aborted = False
+    started = time.monotonic()
+    try:
+        for t in threads:
+            while t.is_alive():
+                t.join(0.2)
+                if status:
+                    status(_status(records, outcomes, threads, opts.window - (time.monotonic() - started)))
+    except KeyboardInterrupt:  # the second Ctrl-C: stop waiting, keep what is on disk
+        stop.trigger("interrupted")
+        aborted = True
+    for rec in profile_records:
+        outcome = outcomes.setdefault(rec["host"], HostOutcome(rec["host"]))
+        if rec["status"] != "ok" and outcome.status == "ok":
+            outcome.status, outcome.reason = "partial", f"{rec['id']}: {rec['reason']}"
+        outcome.captures += rec["status"] == "ok"
+        outcome.bytes += rec.get("bytes", 0)
+    return Captured(records, outcomes, profile_records, aborted)
 
 
 def _on_sigint(stop: Stop) -> Callable[[], None]:
@@ -457,7 +494,8 @@ def _host_main(
     gate: _Gate | None = None,
 ) -> None:
     gate = gate or _Gate(1, 0)
-    hostdir = root / "hosts" / spec.name
+    rel = host_dir(spec.name, opts.step)
+    hostdir = root / rel
     hostdir.mkdir(mode=0o700, parents=True, exist_ok=True)
     for s in opts.specs:
         records.append(
@@ -466,8 +504,9 @@ def _host_main(
                 host=spec.name,
                 kind=s.kind,
                 command="",
-                path=f"hosts/{spec.name}/{s.id}.out",
+                path=f"{rel}/{s.id}.out",
                 phase=s.phase,
+                step=opts.step,
             )
         )
         # Every record has its file, empty when the capture never ran: the manifest never lies.
@@ -479,8 +518,9 @@ def _host_main(
                 host=spec.name,
                 kind="psutil",
                 command="psutil sampler (in perfkit)",
-                path=f"hosts/{spec.name}/{SAMPLER_ID}.out",
+                path=f"{rel}/{SAMPLER_ID}.out",
                 phase="window",
+                step=opts.step,
                 env={},
             )
         )
