@@ -40,7 +40,9 @@ class Step:
     run: int | None = None
     intervals: pd.DataFrame | None = None  # steady-state interval rows (time_s, tps, lat_ms, ...)
     all_intervals: pd.DataFrame | None = None
-    server_qps: float | None = None
+    server_qps: float | None = None  # statements/s the database saw (Questions), during the step
+    # time a transaction spent inside the database: its running threads / TPS (Little's law), so the
+    # client's average RT minus this is what the path to the server added (network, client, proxy)
     server_lat_ms: float | None = None
 
     @property
@@ -112,6 +114,7 @@ def build(ds: Dataset, th: Thresholds) -> Sweep | None:
             steps.extend(_table_steps(cap.path, cap.frame))
     if not steps:
         return None
+    _server_side(ds, steps)
     steps.sort(key=lambda s: s.threads)
     metric = "qps" if all(math.isnan(s.tps) for s in steps) else "tps"
     if metric == "qps":
@@ -127,6 +130,30 @@ def build(ds: Dataset, th: Thresholds) -> Sweep | None:
     except ValueError as exc:
         sweep.usl_error = str(exc)
     return sweep
+
+
+def _server_side(ds: Dataset, steps: list[Step]) -> None:
+    """Each step's server QPS and server RT from the DB sampler, over the step's load window (its
+    first second and last half second left out: threads connecting and leaving)."""
+    status = [c.frame for c in ds.of("mysql_status") if len(c.frame)]
+    records = {r.get("path"): r for r in (ds.manifest or {}).get("captures", [])}
+    if not status:
+        return
+    frame = pd.concat(status, ignore_index=True)
+    for step in steps:
+        rec = records.get(step.source)
+        if not rec or not rec.get("started_at") or not rec.get("ended_at"):
+            continue
+        start = pd.Timestamp(rec["started_at"]) + pd.Timedelta(seconds=1)
+        end = pd.Timestamp(rec["ended_at"]) - pd.Timedelta(seconds=0.5)
+        rows = frame[(frame["timestamp"] >= start) & (frame["timestamp"] <= end)]
+        rows = rows[rows["questions_s"].notna() & rows["threads_running_avg"].notna()]
+        if rows.empty:
+            continue
+        step.server_qps = float(rows["questions_s"].mean())
+        inside = float(rows["threads_running_avg"].clip(lower=0).mean())
+        if step.tps and math.isfinite(step.tps) and step.tps > 0:
+            step.server_lat_ms = inside / step.tps * 1000
 
 
 def _sysbench_step(path: str, frame: pd.DataFrame, run: dict, th: Thresholds) -> Step | None:

@@ -222,7 +222,8 @@ class _Gate:
     the windows open together; a host more than `slack` seconds behind the first one does not hold
     the others back (it starts late, and its records' times say so)."""
 
-    def __init__(self, parties: int, slack: float):
+    def __init__(self, parties: int, slack: float, opened: threading.Event | None = None):
+        self.opened = opened or threading.Event()  # set when the first host's window opens
         self._cond = threading.Condition()
         self._pending = parties
         self._first: float | None = None
@@ -248,8 +249,9 @@ class _Gate:
             while self._pending > 0 and not stop.is_set():
                 left = self._first + self._slack - time.monotonic()
                 if left <= 0:
-                    return
+                    break
                 self._cond.wait(min(left, 0.2))
+            self.opened.set()
 
 
 @dataclass(frozen=True)
@@ -411,12 +413,14 @@ def capture(
     connector: Callable[[HostSpec], Transport] = connect,
     progress: Callable[[str], None] | None = None,
     status: Callable[[Status], None] | None = None,
+    window_open: threading.Event | None = None,
 ) -> Captured:
     """One window of captures on every host (and HTTP profile fetch) into the directory `root`; no
-    manifest, no packing: `collect` does those for a single window, the sweep driver once per sweep."""
+    manifest, no packing: `collect` does those for a single window, the sweep driver once per sweep.
+    `window_open` is set when the windows open (a load can start then)."""
     records: dict[str, list[Record]] = {h.name: [] for h in hosts}
     outcomes = {h.name: HostOutcome(h.name) for h in hosts}
-    gate = _Gate(len(hosts) + len(opts.pprof) + len(opts.tidb_zip), GATE_SLACK_S)
+    gate = _Gate(len(hosts) + len(opts.pprof) + len(opts.tidb_zip), GATE_SLACK_S, window_open)
     threads = [
         threading.Thread(
             target=_host_main,

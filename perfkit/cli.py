@@ -149,6 +149,34 @@ def parse(
         click.echo(f"{file}: {dropped} cut-off last line dropped", err=True)
 
 
+def _ssh_options(f: Any) -> Any:
+    """--ssh-config, --known-hosts, -i and --accept-new-host-key, shared by collect and run."""
+    for option in reversed(
+        [
+            click.option(
+                "--ssh-config",
+                type=click.Path(exists=True, dir_okay=False),
+                help="ssh_config file to honour.",
+            ),
+            click.option(
+                "--known-hosts",
+                type=click.Path(dir_okay=False),
+                help="known_hosts file (default: ~/.ssh/known_hosts).",
+            ),
+            click.option(
+                "-i", "--identity", type=click.Path(exists=True, dir_okay=False), help="Private key file."
+            ),
+            click.option(
+                "--accept-new-host-key",
+                is_flag=True,
+                help="Trust and record the key of a host not yet in known_hosts (never a changed key).",
+            ),
+        ]
+    ):
+        f = option(f)
+    return f
+
+
 @main.command()
 @click.option("--local", "use_local", is_flag=True, help="Capture on this machine (no SSH).")
 @click.option("--hosts", help="Comma-separated SSH targets: host, user@host, user@host:port.")
@@ -169,16 +197,7 @@ def parse(
     "--interval", type=click.IntRange(1, 3600), default=1, show_default=True, help="Sample interval (s)."
 )
 @click.option("--profile", type=click.Choice(["default", "minimal"]), default="default", show_default=True)
-@click.option("--ssh-config", type=click.Path(exists=True, dir_okay=False), help="ssh_config file to honour.")
-@click.option(
-    "--known-hosts", type=click.Path(dir_okay=False), help="known_hosts file (default: ~/.ssh/known_hosts)."
-)
-@click.option("-i", "--identity", type=click.Path(exists=True, dir_okay=False), help="Private key file.")
-@click.option(
-    "--accept-new-host-key",
-    is_flag=True,
-    help="Trust and record the key of a host not yet in known_hosts (never a changed key).",
-)
+@_ssh_options
 @click.option(
     "--perf",
     "perf_process",
@@ -223,37 +242,12 @@ def collect(
 ) -> None:
     """Capture OS activity on this machine and/or SSH hosts into one archive."""
     from perfkit.collectors import captures, session
-    from perfkit.transport import LOCAL, parse_host
 
-    targets = [LOCAL] if use_local else []
-    for text in (hosts or "").split(","):
-        if text.strip():
-            targets.append(
-                parse_host(
-                    text.strip(),
-                    ssh_config=ssh_config,
-                    known_hosts=known_hosts,
-                    key_filename=identity,
-                    accept_new_host_key=accept_new_host_key,
-                )
-            )
-    roles: dict[str, tuple[str, ...]] = {}
-    if inventory is not None:
-        from perfkit.config import load_inventory
-
-        inv = load_inventory(
-            inventory,
-            ssh_config=ssh_config,
-            known_hosts=known_hosts,
-            key_filename=identity,
-            accept_new_host_key=accept_new_host_key,
-        )
-        targets += [h.spec for h in inv]
-        roles = {h.name: h.roles for h in inv}
+    targets, roles = _targets(
+        use_local, hosts, inventory, ssh_config, known_hosts, identity, accept_new_host_key
+    )
     if not targets and not pprof_urls and not tidb_zip_urls:
         raise click.UsageError("name the hosts with --hosts or --inventory, or use --local")
-    if len({t.name for t in targets}) != len(targets):
-        raise click.UsageError("a host is named twice")
     specs = captures.profile(profile)
     try:
         if perf_process:
@@ -311,6 +305,234 @@ def collect(
         click.echo(f"{h.host:20s} {h.status:12s} {h.captures:8d} {h.bytes:12,d}  {h.reason}")
     click.echo(f"{result.manifest['status']}: wrote {result.path}")
     sys.exit(result.exit_code)
+
+
+def _thread_list(ctx: click.Context, param: click.Parameter, value: str | None) -> tuple[int, ...] | None:
+    if value is None:
+        return None
+    try:
+        counts = tuple(int(x) for x in value.split(",") if x.strip())
+    except ValueError:
+        raise click.BadParameter("a comma-separated list of thread counts, e.g. 1,2,4,8") from None
+    if not counts or min(counts) < 1:
+        raise click.BadParameter("thread counts must be ≥ 1")
+    return counts
+
+
+@main.group()
+def run() -> None:
+    """Sweep a load generator across thread counts, capturing the hosts during every step."""
+
+
+@run.command("sysbench")
+@click.option("--mysql-host", default="127.0.0.1", show_default=True)
+@click.option("--mysql-port", type=click.IntRange(1, 65535), default=3306, show_default=True)
+@click.option("--mysql-socket", help="Unix socket instead of host and port.")
+@click.option("--mysql-user", default="root", show_default=True)
+@click.option("--mysql-db", default="sbtest", show_default=True)
+@click.option(
+    "--mysql-password-file",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="File holding the password (0600). Else $PERFKIT_MYSQL_PASSWORD; never a flag value.",
+)
+@click.option("--workload", default="oltp_read_write", show_default=True, help="Built-in Lua workload.")
+@click.option(
+    "--lua",
+    "lua_script",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="Your own Lua script instead of a built-in workload.",
+)
+@click.option("--tables", type=click.IntRange(1), default=1, show_default=True)
+@click.option("--table-size", type=click.IntRange(1), default=10000, show_default=True)
+@click.option("--prepare", is_flag=True, help="Create and fill the tables first (dropping old ones).")
+@click.option("--cleanup", is_flag=True, help="Drop the tables at the end.")
+@click.option(
+    "--threads", callback=_thread_list, required=True, help="Thread counts to sweep, e.g. 8,24,72,216,648."
+)
+@click.option("--time", "time_s", type=click.IntRange(1), default=60, show_default=True, help="Seconds/step.")
+@click.option("--warmup", type=click.IntRange(0), default=0, show_default=True, help="Warm-up seconds/step.")
+@click.option(
+    "--cooldown-max",
+    type=click.FloatRange(0),
+    default=30,
+    show_default=True,
+    help="Longest wait between steps for TIME_WAIT sockets to drain.",
+)
+@click.option("--percentile", type=click.IntRange(0, 100), default=95, show_default=True)
+@click.option("--histogram", is_flag=True, help="Ask sysbench for its latency histogram.")
+@click.option("--sb-opt", "sb_opts", multiple=True, metavar="--KEY=VALUE", help="More sysbench/Lua options.")
+@click.option(
+    "--on-failure",
+    type=click.Choice(["stop", "continue"]),
+    default="stop",
+    show_default=True,
+    help="After a failed step: end the sweep, or go on with the next.",
+)
+@click.option("--collect-on", "collect_on", help="Also capture these SSH hosts (comma-separated).")
+@click.option(
+    "--inventory",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="Also capture the hosts of this inventory or TiUP topology.",
+)
+@click.option("--profile", type=click.Choice(["default", "minimal"]), default="default", show_default=True)
+@_ssh_options
+@click.option("--no-db-sampler", is_flag=True, help="Do not sample SHOW GLOBAL STATUS during the steps.")
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(path_type=Path),
+    required=True,
+    help="Archive to write: a new directory, or a .tar.gz file.",
+)
+@click.option("--no-report", is_flag=True, help="Do not analyze the archive at the end.")
+def run_sysbench(**kw: Any) -> None:
+    """sysbench against MySQL/MariaDB/TiDB, one step per thread count."""
+    from perfkit.collectors import captures, driver, session
+    from perfkit.collectors.load_sysbench import SysbenchRunner, Workload
+
+    db = _db_target(kw)
+    try:
+        workload = Workload(
+            name=kw["workload"],
+            script=kw["lua_script"],
+            tables=kw["tables"],
+            table_size=kw["table_size"],
+            percentile=kw["percentile"],
+            histogram=kw["histogram"],
+            extra=tuple(kw["sb_opts"]),
+        )
+        plan = driver.Plan(
+            threads=kw["threads"],
+            time_s=kw["time_s"],
+            warmup_s=kw["warmup"],
+            cooldown_max_s=kw["cooldown_max"],
+            on_failure=kw["on_failure"],
+        )
+    except ValueError as exc:
+        raise click.BadParameter(str(exc)) from None
+    targets, roles = _targets(
+        True,
+        kw["collect_on"],
+        kw["inventory"],
+        kw["ssh_config"],
+        kw["known_hosts"],
+        kw["identity"],
+        kw["accept_new_host_key"],
+    )
+    opts = session.Options(window=1, specs=captures.profile(kw["profile"]))
+    record = {
+        "workload": workload.test,
+        "tables": workload.tables,
+        "table_size": workload.table_size,
+        "percentile": workload.percentile,
+        "options": list(workload.extra),
+        "database": {"host": db.host, "port": db.port, "socket": db.socket, "user": db.user, "db": db.db},
+    }
+    with SysbenchRunner(db, workload) as runner:
+        runner.preflight()
+        if kw["prepare"]:
+            click.echo(f"preparing {workload.tables} table(s) of {workload.table_size} rows", err=True)
+            runner.prepare()
+        click.echo(
+            f"sweeping {runner.version} {workload.test} over {len(plan.threads)} steps of {plan.time_s}s "
+            f"on {len(targets)} host(s) -> {kw['output']}",
+            err=True,
+        )
+        result = driver.run_sweep(
+            runner,
+            plan,
+            kw["output"],
+            hosts=targets,
+            opts=opts,
+            db=None if kw["no_db_sampler"] else db,
+            plan_record=record,
+            progress=lambda msg: click.echo(_printable(msg), err=True),
+        )
+        if kw["cleanup"] and result.manifest["status"] != "interrupted":
+            runner.cleanup()
+    click.echo(f"{'step':8s} {'threads':>7s} {'status':12s} reason")
+    for st in result.steps:
+        click.echo(f"{st.name:8s} {st.threads:7d} {st.status:12s} {_printable(st.reason)}")
+    click.echo(f"{result.manifest['status']}: wrote {result.path} in {result.wall_s:.0f}s")
+    if not kw["no_report"] and any(st.status in ("ok", "degraded") for st in result.steps):
+        _report_beside(result.path)
+    sys.exit(result.exit_code)
+
+
+def _db_target(kw: dict[str, Any]) -> Any:
+    """The database to load, with the password from a 0600 file or the environment (never argv)."""
+    import os
+    import stat
+
+    from perfkit.collectors.mysql_sampler import DbTarget
+
+    password = os.environ.get("PERFKIT_MYSQL_PASSWORD", "")
+    pw_file: Path | None = kw["mysql_password_file"]
+    if pw_file is not None:
+        mode = pw_file.stat().st_mode
+        if mode & (stat.S_IRWXG | stat.S_IRWXO):
+            raise click.BadParameter(
+                f"{pw_file} is readable by others (mode {stat.S_IMODE(mode):04o}); chmod 600 it",
+                param_hint="--mysql-password-file",
+            )
+        password = pw_file.read_text(encoding="utf-8").rstrip("\n")
+    return DbTarget(
+        host=kw["mysql_host"],
+        port=kw["mysql_port"],
+        user=kw["mysql_user"],
+        db=kw["mysql_db"],
+        password=password,
+        socket=kw["mysql_socket"],
+    )
+
+
+def _report_beside(archive: Path) -> None:
+    """Analyze a fresh archive and write its report into `<archive>-report/`."""
+    from perfkit.pipeline import analyze_path, summary_lines, write_reports
+
+    name = archive.name.removesuffix(".tar.gz").removesuffix(".tgz")
+    outdir = archive.with_name(f"{name}-report")
+    try:
+        analysis = analyze_path(archive)
+    except PerfkitError as exc:
+        click.echo(f"report: not written: {exc}", err=True)
+        return
+    written = write_reports(analysis, outdir)
+    for line in summary_lines(analysis):
+        click.echo(line)
+    click.echo("wrote " + ", ".join(str(p) for p in written))
+
+
+def _targets(
+    use_local: bool,
+    hosts: str | None,
+    inventory: Path | None,
+    ssh_config: str | None,
+    known_hosts: str | None,
+    identity: str | None,
+    accept_new_host_key: bool,
+) -> tuple[list, dict[str, tuple[str, ...]]]:
+    """Hosts to capture on (this machine first when `use_local`), and their roles from an inventory."""
+    from perfkit.transport import LOCAL, parse_host
+
+    ssh = {
+        "ssh_config": ssh_config,
+        "known_hosts": known_hosts,
+        "key_filename": identity,
+        "accept_new_host_key": accept_new_host_key,
+    }
+    targets = [LOCAL] if use_local else []
+    targets += [parse_host(text.strip(), **ssh) for text in (hosts or "").split(",") if text.strip()]
+    roles: dict[str, tuple[str, ...]] = {}
+    if inventory is not None:
+        from perfkit.config import load_inventory
+
+        inv = load_inventory(inventory, **ssh)
+        targets += [h.spec for h in inv]
+        roles = {h.name: h.roles for h in inv}
+    if len({t.name for t in targets}) != len(targets):
+        raise click.UsageError("a host is named twice")
+    return targets, roles
 
 
 def _printable(text: str) -> str:

@@ -55,15 +55,16 @@ def render(analysis: Analysis, plots: list[Plot], plot_dir: str = "plots") -> st
         elif sweep.usl_error:
             out += [f"USL fit: not done ({esc(sweep.usl_error)}).", ""]
         out += [
-            f"| threads | {metric} | QPS | avg ms | pctl ms | err/s | TPS×RT | stable |",
-            "|---:|---:|---:|---:|---:|---:|---:|:---|",
+            f"| threads | {metric} | QPS | avg ms | pctl ms | err/s | TPS×RT | server QPS | server ms "
+            "| stable |",
+            "|---:|---:|---:|---:|---:|---:|---:|---:|---:|:---|",
         ]
         for s in sweep.steps:
             stable = "n/a" if s.stable is None else ("yes" if s.stable else "**no**")
             out.append(
                 f"| {s.threads} | {fmt(s.tps)} | {fmt(s.qps)} | {fmt(s.lat_avg_ms)} | "
                 f"{fmt(s.lat_pct_ms)}{f' (p{s.lat_pct:g})' if s.lat_pct else ''} | {fmt(s.errors_per_s)} | "
-                f"{fmt(s.little_concurrency)} | {stable} |"
+                f"{fmt(s.little_concurrency)} | {fmt(s.server_qps)} | {fmt(s.server_lat_ms)} | {stable} |"
             )
         out.append("")
     out += ["## Findings", ""]

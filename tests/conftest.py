@@ -34,3 +34,11 @@ def lab_mariadb() -> Path:
     if ping.returncode != 0:
         pytest.skip("MariaDB is not running (run scripts/lab.sh)")
     return cfg
+
+
+def lab_password(cfg: Path) -> str:
+    """The lab password from its 0600 sysbench config file."""
+    for line in cfg.read_text().splitlines():
+        if line.startswith("mysql-password="):
+            return line.split("=", 1)[1]
+    pytest.fail(f"{cfg} has no mysql-password= line (re-run scripts/lab.sh)")

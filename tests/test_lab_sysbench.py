@@ -13,17 +13,12 @@ import pytest
 
 from perfkit.parsers import sysbench
 
+from .conftest import lab_password
+
 pytestmark = pytest.mark.lab
 
 THREADS = 2
 TIME_S = 2
-
-
-def lab_password(cfg: Path) -> str:
-    for line in cfg.read_text().splitlines():
-        if line.startswith("mysql-password="):
-            return line.split("=", 1)[1]
-    pytest.fail(f"{cfg} has no mysql-password= line (re-run scripts/lab.sh)")
 
 
 def test_real_run_parses_and_obeys_littles_law(lab_mariadb: Path) -> None:

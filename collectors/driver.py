@@ -1,0 +1,374 @@
+"""The sweep driver behind `perfkit run`: one load step per thread count, the hosts captured during
+every step, the database sampled throughout, all in one archive.
+
+For each step: the captures start on every host (session.capture, files under
+`hosts/<host>/<step>/`) and, once their windows are open, the load generator runs for the step's
+time with per-second reports into `load/<step>/<tool>.out`; the step ends when both are done. Then
+a cool-down waits (bounded) until this machine's TIME_WAIT sockets to the database are back to
+where they were before the step, so the next step does not start against a port table the last
+one filled. The database sampler (`db/<host>/global_status.jsonl`) runs from the first step to
+the last. Ctrl-C stops the running step and keeps every finished one.
+
+A step is judged from the load generator's parsed output (load_sysbench.judge). A failed step
+ends the sweep (`on_failure="stop"`, the default: a dead database fails every later step too)
+or is skipped over (`"continue"`); a degraded step (errors, reconnects, zero-TPS seconds) is kept
+and the sweep goes on.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Protocol
+
+from perfkit.archive import MANIFEST, pack
+from perfkit.errors import PerfkitError
+from perfkit.transport import HostSpec
+
+from . import session
+from .mysql_sampler import DbTarget, StatusSampler
+
+# `vmstat 1 N` prints its last sample at N-1 s: one more second covers the load's last one
+WINDOW_MARGIN_S = 1
+TIME_WAIT_SHARE = 0.1  # cool down while TIME_WAIT holds more than this share of the ephemeral ports
+OPEN_TIMEOUT_S = 120  # how long the load waits for the captures' windows to open
+
+
+class LoadRunner(Protocol):
+    tool: str
+    version: str | None
+
+    def run(self, threads: int, time_s: int, out: Path, *, stop: object | None = None) -> Any: ...
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What to sweep. Everything here goes in the manifest (it holds no secret)."""
+
+    threads: tuple[int, ...]
+    time_s: int = 60
+    warmup_s: int = 0
+    cooldown_max_s: float = 30
+    on_failure: str = "stop"  # stop | continue
+
+    def __post_init__(self) -> None:
+        if not self.threads or any(t < 1 for t in self.threads):
+            raise ValueError("threads: one or more positive counts")
+        if len(set(self.threads)) != len(self.threads):
+            raise ValueError("threads: a count appears twice")
+        if self.time_s < 1 or self.warmup_s < 0 or self.cooldown_max_s < 0:
+            raise ValueError("time must be ≥ 1 s; warm-up and cool-down ≥ 0")
+        if self.on_failure not in ("stop", "continue"):
+            raise ValueError("on_failure: stop or continue")
+
+
+@dataclass
+class StepOutcome:
+    name: str
+    threads: int
+    status: str = "pending"  # ok | degraded | failed | interrupted | skipped
+    reason: str = ""
+    started_at: str | None = None
+    ended_at: str | None = None
+    load_s: float = 0.0
+    warmup_s: float = 0.0
+    cooldown_s: float = 0.0
+    time_wait_after: int | None = None  # TIME_WAIT sockets to the database when the step ended
+
+
+@dataclass
+class SweepResult:
+    path: Path
+    manifest: dict[str, Any]
+    steps: list[StepOutcome] = field(default_factory=list)
+    wall_s: float = 0.0
+
+    @property
+    def exit_code(self) -> int:
+        status = self.manifest["status"]
+        return {"complete": session.EXIT_OK, "interrupted": session.EXIT_INTERRUPTED}.get(
+            status, session.EXIT_FAILED if status == "failed" else session.EXIT_PARTIAL
+        )
+
+
+def step_name(threads: int) -> str:
+    return f"t{threads:04d}"
+
+
+def time_wait_to(port: int) -> int:
+    """TIME_WAIT sockets on this machine whose remote port is `port` (/proc/net/tcp and tcp6)."""
+    n = 0
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            with open(table) as fh:
+                next(fh, None)
+                for line in fh:
+                    f = line.split()
+                    if len(f) > 3 and f[3] == "06" and int(f[2].rsplit(":", 1)[1], 16) == port:
+                        n += 1
+        except OSError:
+            continue
+    return n
+
+
+def run_sweep(
+    runner: LoadRunner,
+    plan: Plan,
+    out: Path,
+    *,
+    hosts: list[HostSpec],
+    opts: session.Options,
+    db: DbTarget | None = None,
+    plan_record: dict[str, Any] | None = None,
+    progress: Callable[[str], None] | None = None,
+    stop: session.Stop | None = None,
+    connector: Callable[[HostSpec], session.Transport] = session.connect,
+) -> SweepResult:
+    """Run the sweep into `out` (a new directory, or a .tar.gz). `opts` gives the capture set, the
+    interval and the run id; its window is set per step. Raises PerfkitError for the output location."""
+    stop = stop or session.Stop()
+    t_start = time.monotonic()
+    packed = out.name.endswith((".tar.gz", ".tgz"))
+    out.parent.mkdir(parents=True, exist_ok=True)
+    if not packed and out.exists() and any(out.iterdir()):
+        raise PerfkitError(f"{out}: output directory exists and is not empty")
+    session.check_free_space(out.parent, what=str(out.parent))
+    say = progress or (lambda _msg: None)
+    old_umask = os.umask(0o077)
+    restore = session._on_sigint(stop)
+    try:
+        staging = Path(tempfile.mkdtemp(prefix="perfkit-run-", dir=out.parent)) if packed else None
+        root = staging / opts.run_id if staging else out
+        root.mkdir(mode=0o700, parents=True, exist_ok=True)
+        reserve = root / session.RESERVE
+        reserve.write_bytes(b"\0" * session.RESERVE_BYTES)
+        created = session._now()
+        records: dict[str, list[session.Record]] = {h.name: [] for h in hosts}
+        outcomes = {h.name: session.HostOutcome(h.name) for h in hosts}
+        extra: list[dict] = []
+        steps = [StepOutcome(step_name(t), t) for t in plan.threads]
+        sampler = None
+        if db is not None:
+            rel = f"db/{db.name}/global_status.jsonl"
+            sampler = StatusSampler(db, root / rel)
+            sampler.start()
+        port = db.port if db is not None else 3306
+        baseline = time_wait_to(port)
+        aborted = False
+        try:
+            for i, step in enumerate(steps):
+                if stop.is_set():
+                    break
+                say(f"step {i + 1}/{len(steps)}: {step.threads} threads for {plan.time_s}s")
+                load = _run_step(runner, plan, step, root, hosts, opts, stop, connector, records, outcomes)
+                if load is not None:
+                    extra.append(load)
+                say(f"step {step.name}: {step.status}{' — ' + step.reason if step.reason else ''}")
+                if step.status == "failed" and plan.on_failure == "stop":
+                    break
+                if i + 1 < len(steps) and not stop.is_set():
+                    _cool_down(step, port, plan.cooldown_max_s, stop, baseline)
+        except KeyboardInterrupt:  # the second Ctrl-C
+            stop.trigger("interrupted")
+            aborted = True
+        finally:
+            if sampler is not None:
+                sampler.stop()
+                extra.append(_file_record(root, rel, db.name, "mysql_status", "SHOW GLOBAL STATUS every 1s"))
+                extra[-1].update(
+                    status="ok" if sampler.samples else "failed",
+                    reason=sampler.last_error if sampler.errors else "",
+                    samples=sampler.samples,
+                    failed_samples=sampler.errors,
+                )
+        for s in steps:
+            if s.status == "pending":
+                s.status, s.reason = "skipped", "stopped" if stop.is_set() else "an earlier step failed"
+        reserve.unlink(missing_ok=True)
+        manifest = session._manifest(
+            hosts, opts, created, records, outcomes, stop=stop, aborted=aborted, extra_records=extra
+        )
+        manifest["window_s"] = None  # one window per step: see sweep.steps
+        manifest["sweep"] = {
+            "tool": runner.tool,
+            "tool_version": runner.version,
+            "plan": {**asdict(plan), "threads": list(plan.threads), **(plan_record or {})},
+            "steps": [asdict(s) for s in steps],
+        }
+        manifest["status"], manifest["reason"] = _run_status(manifest, steps, stop)
+        wall = time.monotonic() - t_start
+        manifest["sweep"]["wall_s"] = round(wall, 3)
+        (root / MANIFEST).write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")
+        final = root
+        if packed and not aborted:
+            try:
+                pack(root, out)
+                shutil.rmtree(staging, ignore_errors=True)
+                final = out
+            except OSError as exc:
+                why = f"not packed ({exc.strerror}): see {root}"
+                manifest["reason"] = f"{manifest['reason']}; {why}" if manifest["reason"] else why
+        return SweepResult(final, manifest, steps, wall)
+    finally:
+        restore()
+        os.umask(old_umask)
+
+
+def _run_step(
+    runner: LoadRunner,
+    plan: Plan,
+    step: StepOutcome,
+    root: Path,
+    hosts: list[HostSpec],
+    opts: session.Options,
+    stop: session.Stop,
+    connector: Callable[[HostSpec], session.Transport],
+    records: dict[str, list[session.Record]],
+    outcomes: dict[str, session.HostOutcome],
+) -> dict | None:
+    step.started_at = session._now()
+    if plan.warmup_s:
+        t0 = time.monotonic()
+        warm = root / "load" / step.name / f"{runner.tool}-warmup.out"
+        runner.run(step.threads, plan.warmup_s, warm, stop=stop)
+        step.warmup_s = round(time.monotonic() - t0, 3)
+    step_opts = _with(opts, window=plan.time_s + WINDOW_MARGIN_S, step=step.name)
+    opened = threading.Event()
+    captured: list[session.Captured] = []
+    capture = threading.Thread(
+        target=lambda: captured.append(
+            session.capture(hosts, root, step_opts, stop=stop, connector=connector, window_open=opened)
+        ),
+        name=f"capture-{step.name}",
+        daemon=True,
+    )
+    capture.start()
+    if hosts and not opened.wait(OPEN_TIMEOUT_S):
+        step.reason = f"captures' windows did not open within {OPEN_TIMEOUT_S}s; load ran anyway"
+    rel = f"load/{step.name}/{runner.tool}.out"
+    t0 = time.monotonic()
+    load = runner.run(step.threads, plan.time_s, root / rel, stop=stop)
+    step.load_s = round(time.monotonic() - t0, 3)
+    capture.join()
+    for cap in captured:
+        for host, recs in cap.records.items():
+            records.setdefault(host, []).extend(recs)
+        for host, o in cap.outcomes.items():
+            _merge_outcome(outcomes.setdefault(host, session.HostOutcome(host)), o, step.name)
+    step.status = load.status
+    step.reason = "; ".join(x for x in (load.reason, step.reason) if x)
+    step.ended_at = session._now()
+    rec = _file_record(root, rel, "localhost", runner.tool, load.command)
+    rec.update(
+        step=step.name,
+        started_at=_iso(load.started_at),
+        ended_at=_iso(load.ended_at),
+        exit_code=load.exit_code,
+        timed_out=load.timed_out,
+        tool_version=runner.version,
+        status="ok" if load.status in ("ok", "degraded") else load.status,
+        reason=load.reason,
+        threads=step.threads,
+    )
+    return rec
+
+
+def ephemeral_ports() -> int:
+    try:
+        low, high = (int(x) for x in Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split())
+        return high - low + 1
+    except (OSError, ValueError):
+        return 28232  # Linux's default range, 32768-60999
+
+
+def _cool_down(step: StepOutcome, port: int, limit: float, stop: session.Stop, baseline: int) -> None:
+    """Wait, at most `limit`, while the TIME_WAIT sockets to the database hold more than a tenth of the
+    ephemeral ports (they last 60 s on Linux): the next step must not start short of ports. A sweep
+    with persistent connections leaves one per thread and does not wait; a short-connection one does."""
+    t0 = time.monotonic()
+    ceiling = max(baseline, int(TIME_WAIT_SHARE * ephemeral_ports()))
+    step.time_wait_after = time_wait_to(port)
+    while time.monotonic() - t0 < limit and not stop.is_set() and time_wait_to(port) > ceiling:
+        stop.wait(0.5)
+    step.cooldown_s = round(time.monotonic() - t0, 3)
+
+
+def _merge_outcome(total: session.HostOutcome, step: session.HostOutcome, name: str) -> None:
+    rank = {"ok": 0, "partial": 1, "interrupted": 2, "disk_full": 2, "failed": 3}
+    total.captures += step.captures
+    total.bytes += step.bytes
+    for k, v in step.leftovers_killed.items():
+        total.leftovers_killed[k] = total.leftovers_killed.get(k, 0) + v
+    if rank.get(step.status, 3) > rank.get(total.status, 0):
+        total.status = "partial" if step.status == "failed" and total.captures else step.status
+        total.reason = f"{name}: {step.reason}"
+    if step.perfkit_cpu_pct is not None:
+        total.perfkit_cpu_pct = max(total.perfkit_cpu_pct or 0.0, step.perfkit_cpu_pct)
+        total.perfkit_rss_kb = max(total.perfkit_rss_kb or 0, step.perfkit_rss_kb or 0)
+
+
+def _run_status(manifest: dict, steps: list[StepOutcome], stop: session.Stop) -> tuple[str, str]:
+    if stop.reason == "disk_full":
+        return "disk_full", "the archive's filesystem filled up; everything written before is kept"
+    if stop.is_set():
+        done = sum(s.status in ("ok", "degraded") for s in steps)
+        return "interrupted", f"stopped by the user after {done} finished step(s)"
+    bad = [s for s in steps if s.status not in ("ok",)]
+    if all(s.status in ("failed", "skipped") for s in steps):
+        return "failed", "; ".join(f"{s.name}: {s.reason}" for s in steps if s.reason)[:500]
+    hosts_bad = manifest["status"] not in ("complete",)
+    if not bad and not hosts_bad:
+        return "complete", ""
+    why = [f"{s.name}: {s.status} ({s.reason})" for s in bad]
+    if hosts_bad:
+        why.append(manifest["reason"])
+    return "partial", "; ".join(why)[:500]
+
+
+def _with(opts: session.Options, **changes: Any) -> session.Options:
+    from dataclasses import replace
+
+    return replace(opts, **changes)
+
+
+def _iso(t: float) -> str:
+    return datetime.fromtimestamp(t, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def _file_record(root: Path, rel: str, host: str, kind: str, command: str) -> dict:
+    path = root / rel
+    data = path.read_bytes() if path.exists() else b""
+    if not path.exists():
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        path.touch(mode=0o600)
+    return {
+        "id": Path(rel).stem if kind != "mysql_status" else "global_status",
+        "host": host,
+        "kind": kind,
+        "command": command,
+        "path": rel,
+        "phase": "window",
+        "step": None,
+        "started_at": None,
+        "ended_at": None,
+        "exit_code": None,
+        "timed_out": False,
+        "truncated": False,
+        "bytes": len(data),
+        "sha256": hashlib.sha256(data).hexdigest(),
+        "stderr_path": None,
+        "clock_offset_s": 0.0,
+        "tool_version": None,
+        "env": {},
+        "status": "ok",
+        "reason": "",
+    }

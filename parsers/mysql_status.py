@@ -1,0 +1,141 @@
+"""mysql_status: perfkit's MySQL/MariaDB sampler (collectors/mysql_sampler.py), one JSON object per line.
+
+Reads `db/<host>/global_status.jsonl`: `SHOW GLOBAL STATUS` and a `SHOW PROCESSLIST` summary taken
+every second by `perfkit run`. Counters become per-second rates (the difference to the previous good
+sample over the time between them; NaN on the first row, after a failed sample, and where a counter
+went backwards — a server restart resets them). Gauges are kept as read.
+
+Columns (SCHEMA): timestamp (UTC), host, uptime_s, questions_s, queries_s, com_select_s,
+com_insert_s, com_update_s, com_delete_s, com_commit_s, com_rollback_s, innodb_rows_read_s,
+innodb_rows_inserted_s, innodb_rows_updated_s, innodb_rows_deleted_s, innodb_data_fsyncs_s,
+innodb_os_log_fsyncs_s, innodb_row_lock_waits_s, innodb_row_lock_time_ms_s, created_tmp_disk_tables_s,
+slow_queries_s, aborted_connects_s, threads_running, threads_connected (as read),
+processlist_active, threads_running_avg (the sampler's 10 Hz mean over the second before the
+line, without its own thread; else threads_running - 1), server_rt_ms (Little's law:
+threads_running_avg / questions_s), error (the reason a sample failed, else NA).
+
+Questions counts the statements clients sent (not those inside stored programs), so server_rt_ms is
+the mean time a client statement spent inside the server, queueing included.
+Tested on: tests/fixtures/mysql_status/ (see README.md there).
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+
+from ._common import Lines, Source, coerce, empty_frame
+
+KIND = "mysql_status"
+COUNTERS = {
+    "uptime_s": None,  # a gauge of sorts: kept as read
+    "questions_s": "Questions",
+    "queries_s": "Queries",
+    "com_select_s": "Com_select",
+    "com_insert_s": "Com_insert",
+    "com_update_s": "Com_update",
+    "com_delete_s": "Com_delete",
+    "com_commit_s": "Com_commit",
+    "com_rollback_s": "Com_rollback",
+    "innodb_rows_read_s": "Innodb_rows_read",
+    "innodb_rows_inserted_s": "Innodb_rows_inserted",
+    "innodb_rows_updated_s": "Innodb_rows_updated",
+    "innodb_rows_deleted_s": "Innodb_rows_deleted",
+    "innodb_data_fsyncs_s": "Innodb_data_fsyncs",
+    "innodb_os_log_fsyncs_s": "Innodb_os_log_fsyncs",
+    "innodb_row_lock_waits_s": "Innodb_row_lock_waits",
+    "innodb_row_lock_time_ms_s": "Innodb_row_lock_time",
+    "created_tmp_disk_tables_s": "Created_tmp_disk_tables",
+    "slow_queries_s": "Slow_queries",
+    "aborted_connects_s": "Aborted_connects",
+}
+GAUGES = {"threads_running": "Threads_running", "threads_connected": "Threads_connected"}
+SCHEMA: dict[str, str] = {
+    "timestamp": "datetime64[ns, UTC]",
+    "host": "string",
+    **{col: "float64" for col in COUNTERS},
+    **{col: "float64" for col in GAUGES},
+    "processlist_active": "float64",
+    "threads_running_avg": "float64",
+    "server_rt_ms": "float64",
+    "error": "string",
+}
+
+
+def sniff(text: str) -> bool:
+    first = text.lstrip().split("\n", 1)[0]
+    return first.startswith('{"ts":') and ('"status":' in first or '"error":' in first)
+
+
+def parse(source: Source, *, host: str | None = None, tz: str = "UTC") -> pd.DataFrame:
+    """Parse sampler output. `tz` is unused: the sampler writes UTC.
+
+    Raises:
+        ParseError: a line that is not a sampler object, unless it is the cut-off last line.
+    """
+    lines = Lines(source, KIND)
+    obs: list[dict] = []
+    pending: tuple[int, str] | None = None
+    for line_no, line in lines:
+        if not line.strip():
+            continue
+        if pending is not None:
+            raise lines.error(*pending, "not a mysql_status sampler line")
+        try:
+            o = json.loads(line)
+            if not isinstance(o, dict) or "t" not in o or not ("status" in o or "error" in o):
+                raise ValueError
+            float(o["t"])
+            obs.append(o)
+        except (ValueError, TypeError):
+            pending = (line_no, line)
+    dropped = 1 if pending is not None else 0
+    if obs and not lines.last_complete and pending is None:
+        obs.pop()
+        dropped = 1
+    df = _frame(obs, host) if obs else empty_frame(SCHEMA)
+    df.attrs["dropped_lines"] = dropped
+    return df
+
+
+def _number(value: object) -> float:
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else np.nan
+
+
+def _frame(obs: list[dict], host: str | None) -> pd.DataFrame:
+    t = np.array([float(o["t"]) for o in obs])
+    status = [o.get("status") if isinstance(o.get("status"), dict) else None for o in obs]
+    good = np.array([s is not None for s in status])
+    # A rate needs this sample and the previous one to be good, and time to have moved forward.
+    prev_good = np.concatenate([[False], good[:-1]])
+    dt = np.diff(t, prepend=np.nan)
+    usable = good & prev_good & (dt > 0)
+    data: dict[str, object] = {
+        "timestamp": pd.to_datetime(np.round(t * 1000).astype("int64"), unit="ms", utc=True),
+        "host": pd.array([host] * len(obs), dtype="string"),
+    }
+    for col, name in COUNTERS.items():
+        if name is None:
+            data[col] = [_number((s or {}).get("Uptime")) for s in status]
+            continue
+        raw = np.array([_number((s or {}).get(name)) for s in status])
+        delta = np.diff(raw, prepend=np.nan)
+        rate = np.where(usable & (delta >= 0), delta / np.where(dt > 0, dt, np.nan), np.nan)
+        data[col] = rate
+    for col, name in GAUGES.items():
+        data[col] = [_number((s or {}).get(name)) for s in status]
+    lists = [o.get("processlist") if isinstance(o.get("processlist"), dict) else {} for o in obs]
+    data["processlist_active"] = [_number(p.get("active")) for p in lists]
+    # the mean of the 10 Hz readings (already without the reader), else the one reading minus the
+    # sampler's own SHOW STATUS
+    averaged = np.array([_number(o.get("threads_running_avg")) for o in obs])
+    running = np.where(np.isfinite(averaged), averaged, np.asarray(data["threads_running"], dtype=float) - 1)
+    data["threads_running_avg"] = running
+    qps = np.asarray(data["questions_s"], dtype=float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        data["server_rt_ms"] = np.where(qps > 0, np.clip(running, 0, None) / qps * 1000, np.nan)
+    errors = [o.get("error") if isinstance(o.get("error"), str) else None for o in obs]
+    data["error"] = pd.array(errors, dtype="string")
+    return coerce(pd.DataFrame(data), SCHEMA)

@@ -1,0 +1,173 @@
+"""`perfkit run sysbench` for real: the lab MariaDB, real sysbench, local captures, the DB sampler.
+
+Short steps (threads 1, 2, 4, 8 at 3 s) so the default suite stays quick. Skips via `lab_mariadb`
+when the lab is not provisioned.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from perfkit.archive import open_archive
+from perfkit.collectors import captures, driver, session
+from perfkit.collectors.load_sysbench import SysbenchRunner, Workload
+from perfkit.collectors.mysql_sampler import DbTarget
+from perfkit.parsers import sysbench as sb_parser
+from perfkit.transport import LOCAL
+
+from .conftest import ROOT, lab_password
+
+pytestmark = pytest.mark.lab
+
+CLI = [sys.executable, "-c", "import sys; from perfkit.cli import main; sys.exit(main())"]
+SWEEP = ["--tables", "2", "--table-size", "10000", "--threads", "1,2,4,8", "--time", "3"]
+
+
+def mariadb(sql: str) -> None:
+    """Run SQL as MariaDB's root over the unix socket (no password anywhere: SQL on stdin)."""
+    subprocess.run(["mariadb"], input=sql, text=True, check=True, capture_output=True, timeout=30)
+
+
+@pytest.fixture
+def canary_user(lab_mariadb: Path):
+    """A MariaDB user whose password is a fresh canary; dropped afterwards."""
+    user, password = "pk_canary", "canary-" + uuid.uuid4().hex
+    grants = "".join(
+        f"CREATE OR REPLACE USER '{user}'@'{h}' IDENTIFIED BY '{password}';"
+        f"GRANT ALL ON sbtest.* TO '{user}'@'{h}'; GRANT PROCESS ON *.* TO '{user}'@'{h}';"
+        for h in ("127.0.0.1", "localhost")
+    )
+    mariadb(grants)
+    yield user, password
+    mariadb(f"DROP USER IF EXISTS '{user}'@'127.0.0.1'; DROP USER IF EXISTS '{user}'@'localhost';")
+
+
+def every_file(*roots: Path) -> list[Path]:
+    return [p for root in roots for p in root.rglob("*") if p.is_file()]
+
+
+def test_sweep_end_to_end_with_a_canary_password(canary_user, tmp_path: Path) -> None:
+    user, password = canary_user
+    out = tmp_path / "sweep.tar.gz"
+    env = {**os.environ, "PERFKIT_MYSQL_PASSWORD": password}
+    seen_argv: list[str] = []
+    done = threading.Event()
+
+    def watch() -> None:  # what `ps` shows of sysbench while it runs
+        while not done.is_set():
+            ps = subprocess.run(["pgrep", "-a", "sysbench"], capture_output=True, text=True).stdout
+            seen_argv.extend(line for line in ps.splitlines() if line)
+            time.sleep(0.2)
+
+    watcher = threading.Thread(target=watch, daemon=True)
+    watcher.start()
+    proc = subprocess.run(
+        [*CLI, "run", "sysbench", "--mysql-user", user, *SWEEP, "--profile", "default", "-o", str(out)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+        cwd=tmp_path,
+    )
+    done.set()
+    watcher.join()
+    assert proc.returncode in (session.EXIT_OK, session.EXIT_PARTIAL), proc.stderr[-2000:]
+    assert any("--config-file=" in a and "--threads=4" in a for a in seen_argv)  # ps saw the load
+
+    report = tmp_path / "sweep-report"
+    findings = json.loads((report / "findings.json").read_text())
+    with open_archive(out) as archive:
+        m = archive.manifest
+        assert archive.problems == []
+        assert [s["status"] in ("ok", "degraded") for s in m["sweep"]["steps"]] == [True] * 4
+        assert m["sweep"]["plan"]["threads"] == [1, 2, 4, 8]
+        summaries = {}
+        for step in ("t0001", "t0002", "t0004", "t0008"):
+            load = archive.root / "load" / step / "sysbench.out"
+            runs = sb_parser.parse(load).attrs["runs"]
+            assert runs[-1]["threads"] == int(step[1:])
+            summaries[int(step[1:])] = runs[-1]["summary"]
+            host_dir = archive.root / "hosts" / "localhost" / step
+            assert (host_dir / "vmstat.out").read_bytes().startswith(b"--procs--")
+            assert (host_dir / "ps-start.out").stat().st_size > 0
+        db = [r for r in m["captures"] if r["kind"] == "mysql_status"]
+        assert len(db) == 1 and db[0]["samples"] >= 12 and db[0]["failed_samples"] == 0
+        leaked = [str(p) for p in every_file(archive.root, report) if password.encode() in p.read_bytes()]
+    assert leaked == []
+    assert password not in proc.stdout + proc.stderr and not any(password in a for a in seen_argv)
+
+    steps = {s["threads"]: s for s in findings["sweep"]["steps"]}
+    for threads, summary in summaries.items():
+        # The report's table is the sysbench summaries' steady state: within the warm-up trim.
+        assert steps[threads]["tps"] == pytest.approx(summary["tps"], rel=0.25)
+        assert steps[threads]["lat_avg_ms"] > 0 and steps[threads]["server_qps"] > 0
+        # a transaction cannot spend longer inside the server than the client waited for it
+        assert 0 <= steps[threads]["server_lat_ms"] <= steps[threads]["lat_avg_ms"] * 1.2
+    assert "server ms" in (report / "report.md").read_text()
+
+
+def test_wrong_password_fails_in_preflight_without_the_secret(lab_mariadb: Path, tmp_path: Path) -> None:
+    secret = "wrong-" + uuid.uuid4().hex
+    out = tmp_path / "never"
+    proc = subprocess.run(
+        [*CLI, "run", "sysbench", "--mysql-user", "perfkit", *SWEEP, "-o", str(out)],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PERFKIT_MYSQL_PASSWORD": secret},
+        timeout=60,
+    )
+    assert proc.returncode == 1
+    assert "error 1045" in proc.stderr and "wrong user or password" in proc.stderr
+    assert secret not in proc.stdout + proc.stderr and "Traceback" not in proc.stderr
+    assert not out.exists()
+
+
+def test_database_killed_mid_step_fails_the_step_and_keeps_the_rest(
+    lab_mariadb: Path, tmp_path: Path
+) -> None:  # noqa: E501
+    db = DbTarget(user="perfkit", password=lab_password(lab_mariadb))
+    pidfile = Path("/run/mysqld/ssd.pid")
+
+    def kill_in_second_step() -> None:
+        time.sleep(1.5)
+        while not (tmp_path / "run" / "load" / "t0002").exists():
+            time.sleep(0.1)
+        time.sleep(1.0)
+        os.kill(int(pidfile.read_text()), 9)
+
+    killer = threading.Thread(target=kill_in_second_step, daemon=True)
+    try:
+        with SysbenchRunner(db, Workload("oltp_read_write", tables=2, table_size=10000)) as runner:
+            runner.preflight()
+            killer.start()
+            res = driver.run_sweep(
+                runner,
+                driver.Plan(threads=(1, 2, 4), time_s=3, cooldown_max_s=0),
+                tmp_path / "run",
+                hosts=[LOCAL],
+                opts=session.Options(window=1, specs=captures.MINIMAL),
+                db=db,
+            )
+    finally:
+        killer.join()
+        lab_sh = ["bash", str(ROOT / "scripts" / "lab.sh")]
+        subprocess.run(lab_sh, capture_output=True, timeout=300, check=True)  # MariaDB back up
+    first, second, third = res.steps
+    assert first.status == "ok"
+    assert second.status == "failed" and "FATAL" in second.reason, second
+    assert third.status == "skipped" and "earlier step failed" in third.reason
+    assert res.manifest["status"] == "partial" and res.exit_code == session.EXIT_PARTIAL
+    kept = (tmp_path / "run" / "load" / "t0002" / "sysbench.out").read_text()
+    assert "[ 1s ]" in kept  # what the step printed before the crash is kept
+    assert (tmp_path / "run" / "hosts" / "localhost" / "t0002" / "vmstat.out").stat().st_size > 0
+    db_rec = next(r for r in res.manifest["captures"] if r["kind"] == "mysql_status")
+    assert db_rec["failed_samples"] >= 1 and "Error" in db_rec["reason"], db_rec  # the gap, with its cause
