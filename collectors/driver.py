@@ -17,6 +17,7 @@ and the sweep goes on.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import os
@@ -35,6 +36,7 @@ from perfkit.errors import PerfkitError
 from perfkit.transport import HostSpec
 
 from . import session
+from .load_sysbench import ERROR_SHARE
 from .mysql_sampler import DbTarget, StatusSampler
 
 # `vmstat 1 N` prints its last sample at N-1 s: one more second covers the load's last one
@@ -51,17 +53,38 @@ class LoadRunner(Protocol):
 
 
 @dataclass(frozen=True)
+class Adaptive:
+    """Search for the peak instead of a fixed list: double from `start` with short probing steps
+    until throughput has clearly passed its peak (below the best by more than `noise_pct` on two
+    consecutive steps), p95 breaks `p95_sla_ms`, errors appear, or `max_threads`; then measure the
+    levels halfway (geometrically) between the best step and its neighbours for the full time."""
+
+    start: int = 1
+    max_threads: int = 1024
+    p95_sla_ms: float | None = None
+    noise_pct: float = 5.0
+    probe_share: float = 0.25  # a probing step lasts this share of the full time (at least 3 s)
+
+    def __post_init__(self) -> None:
+        if not (1 <= self.start <= self.max_threads):
+            raise ValueError("adaptive: need 1 ≤ start ≤ max threads")
+        if not (0 < self.probe_share <= 1) or self.noise_pct < 0:
+            raise ValueError("adaptive: probe share in (0, 1], noise ≥ 0")
+
+
+@dataclass(frozen=True)
 class Plan:
     """What to sweep. Everything here goes in the manifest (it holds no secret)."""
 
-    threads: tuple[int, ...]
+    threads: tuple[int, ...] = ()
     time_s: int = 60
     warmup_s: int = 0
     cooldown_max_s: float = 30
     on_failure: str = "stop"  # stop | continue
+    adaptive: Adaptive | None = None
 
     def __post_init__(self) -> None:
-        if not self.threads or any(t < 1 for t in self.threads):
+        if self.adaptive is None and (not self.threads or any(t < 1 for t in self.threads)):
             raise ValueError("threads: one or more positive counts")
         if len(set(self.threads)) != len(self.threads):
             raise ValueError("threads: a count appears twice")
@@ -75,8 +98,13 @@ class Plan:
 class StepOutcome:
     name: str
     threads: int
+    time_s: int = 0
+    role: str = "step"  # step | probe | refine (adaptive sweeps)
     status: str = "pending"  # ok | degraded | failed | interrupted | skipped
     reason: str = ""
+    tps: float | None = None  # from the load generator's summary, for the adaptive search
+    lat_pct_ms: float | None = None
+    errors: float | None = None  # ignored errors per transaction
     started_at: str | None = None
     ended_at: str | None = None
     load_s: float = 0.0
@@ -98,6 +126,90 @@ class SweepResult:
         return {"complete": session.EXIT_OK, "interrupted": session.EXIT_INTERRUPTED}.get(
             status, session.EXIT_FAILED if status == "failed" else session.EXIT_PARTIAL
         )
+
+
+class FixedPlanner:
+    """The plan's thread list, in order."""
+
+    def __init__(self, plan: Plan):
+        self.plan = plan
+        self.todo = list(plan.threads)
+        self.stopped_because = "every planned step ran"
+
+    def next(self, done: list[StepOutcome]) -> StepOutcome | None:
+        if not self.todo:
+            return None
+        t = self.todo.pop(0)
+        return StepOutcome(step_name(t), t, time_s=self.plan.time_s)
+
+    def pending(self) -> list[StepOutcome]:
+        return [StepOutcome(step_name(t), t, time_s=self.plan.time_s) for t in self.todo]
+
+
+class AdaptivePlanner:
+    """Doubling probes, then refinement around the best step (see `Adaptive`)."""
+
+    def __init__(self, plan: Plan):
+        assert plan.adaptive is not None
+        self.plan, self.a = plan, plan.adaptive
+        self.probe_s = max(3, round(plan.time_s * self.a.probe_share))
+        self.refining: list[int] | None = None
+        self.stopped_because = ""
+
+    def next(self, done: list[StepOutcome]) -> StepOutcome | None:
+        ran = [s for s in done if s.status in ("ok", "degraded") and s.tps is not None]
+        if self.refining is None:
+            why = self._why_stop(done, ran)
+            if not why:
+                t = done[-1].threads * 2 if done else self.a.start
+                return StepOutcome(step_name(t), t, time_s=self.probe_s, role="probe")
+            self.stopped_because = why
+            self.refining = self._refine_levels(ran, {s.threads for s in done})
+        if self.refining:
+            t = self.refining.pop(0)
+            return StepOutcome(step_name(t), t, time_s=self.plan.time_s, role="refine")
+        return None
+
+    def pending(self) -> list[StepOutcome]:
+        return []
+
+    def _why_stop(self, done: list[StepOutcome], ran: list[StepOutcome]) -> str:
+        if not done:
+            return ""
+        last = done[-1]
+        if last.status not in ("ok", "degraded") or last.tps is None:
+            return f"the step at {last.threads} threads {last.status}: {last.reason}"
+        if last.errors is not None and last.errors > ERROR_SHARE:
+            return f"errors appeared at {last.threads} threads ({100 * last.errors:.1f} % of transactions)"
+        sla = self.a.p95_sla_ms
+        if sla is not None and last.lat_pct_ms is not None and last.lat_pct_ms > sla:
+            return f"p95 {last.lat_pct_ms:g} ms at {last.threads} threads breaks the {sla:g} ms SLA"
+        best = max(ran, key=lambda s: s.tps or 0)
+        floor = (best.tps or 0) * (1 - self.a.noise_pct / 100)
+        if len(ran) >= 2 and all((s.tps or 0) < floor for s in ran[-2:]) and ran[-2].threads > best.threads:
+            a, b = ran[-2], ran[-1]
+            return (
+                f"throughput passed its peak: {a.tps:.1f} and {b.tps:.1f} at {a.threads} and {b.threads} "
+                f"threads are more than {self.a.noise_pct:g} % below {best.tps:.1f} at {best.threads}"
+            )
+        if last.threads * 2 > self.a.max_threads:
+            return f"the next step would pass --max-threads {self.a.max_threads}"
+        return ""
+
+    def _refine_levels(self, ran: list[StepOutcome], tried: set[int]) -> list[int]:
+        if not ran:
+            return []
+        levels = sorted({s.threads for s in ran})
+        best = max(ran, key=lambda s: s.tps or 0).threads
+        i = levels.index(best)
+        out = []
+        for other in (levels[i - 1] if i > 0 else None, levels[i + 1] if i + 1 < len(levels) else None):
+            if other is None:
+                continue
+            mid = round((best * other) ** 0.5)
+            if mid not in tried and mid not in out and mid not in (best, other):
+                out.append(mid)
+        return sorted(out)
 
 
 def step_name(threads: int) -> str:
@@ -155,7 +267,8 @@ def run_sweep(
         records: dict[str, list[session.Record]] = {h.name: [] for h in hosts}
         outcomes = {h.name: session.HostOutcome(h.name) for h in hosts}
         extra: list[dict] = []
-        steps = [StepOutcome(step_name(t), t) for t in plan.threads]
+        planner = AdaptivePlanner(plan) if plan.adaptive else FixedPlanner(plan)
+        steps: list[StepOutcome] = []
         sampler = None
         if db is not None:
             rel = f"db/{db.name}/global_status.jsonl"
@@ -165,18 +278,20 @@ def run_sweep(
         baseline = time_wait_to(port)
         aborted = False
         try:
-            for i, step in enumerate(steps):
-                if stop.is_set():
-                    break
-                say(f"step {i + 1}/{len(steps)}: {step.threads} threads for {plan.time_s}s")
-                load = _run_step(runner, plan, step, root, hosts, opts, stop, connector, records, outcomes)
-                if load is not None:
-                    extra.append(load)
+            while not stop.is_set() and (step := planner.next(steps)) is not None:
+                if steps:
+                    _cool_down(steps[-1], port, plan.cooldown_max_s, stop, baseline)
+                    if stop.is_set():
+                        break
+                steps.append(step)
+                say(f"step {len(steps)}: {step.threads} threads for {step.time_s}s ({step.role})")
+                extra.append(
+                    _run_step(runner, plan, step, root, hosts, opts, stop, connector, records, outcomes)
+                )
                 say(f"step {step.name}: {step.status}{' — ' + step.reason if step.reason else ''}")
-                if step.status == "failed" and plan.on_failure == "stop":
+                if step.status == "failed" and plan.on_failure == "stop" and not plan.adaptive:
+                    planner.stopped_because = f"the step at {step.threads} threads failed"
                     break
-                if i + 1 < len(steps) and not stop.is_set():
-                    _cool_down(step, port, plan.cooldown_max_s, stop, baseline)
         except KeyboardInterrupt:  # the second Ctrl-C
             stop.trigger("interrupted")
             aborted = True
@@ -190,9 +305,14 @@ def run_sweep(
                     samples=sampler.samples,
                     failed_samples=sampler.errors,
                 )
+        for s in planner.pending() if not stop.is_set() else []:
+            s.status, s.reason = "skipped", "an earlier step failed"
+            steps.append(s)
+        if stop.is_set():
+            steps += [dataclasses.replace(s, status="skipped", reason="stopped") for s in planner.pending()]
         for s in steps:
             if s.status == "pending":
-                s.status, s.reason = "skipped", "stopped" if stop.is_set() else "an earlier step failed"
+                s.status, s.reason = "interrupted", "stopped by the user"
         reserve.unlink(missing_ok=True)
         manifest = session._manifest(
             hosts, opts, created, records, outcomes, stop=stop, aborted=aborted, extra_records=extra
@@ -202,11 +322,18 @@ def run_sweep(
             "tool": runner.tool,
             "tool_version": runner.version,
             "plan": {**asdict(plan), "threads": list(plan.threads), **(plan_record or {})},
+            "adaptive": plan.adaptive is not None,
             "steps": [asdict(s) for s in steps],
+            "stopped_because": "stopped by the user" if stop.is_set() else planner.stopped_because,
+            "load_s": round(sum(s.load_s + s.warmup_s for s in steps), 3),
+            "cooldown_s": round(sum(s.cooldown_s for s in steps), 3),
         }
         manifest["status"], manifest["reason"] = _run_status(manifest, steps, stop)
         wall = time.monotonic() - t_start
         manifest["sweep"]["wall_s"] = round(wall, 3)
+        manifest["sweep"]["overhead_s"] = round(
+            wall - manifest["sweep"]["load_s"] - manifest["sweep"]["cooldown_s"], 3
+        )
         (root / MANIFEST).write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")
         final = root
         if packed and not aborted:
@@ -241,7 +368,7 @@ def _run_step(
         warm = root / "load" / step.name / f"{runner.tool}-warmup.out"
         runner.run(step.threads, plan.warmup_s, warm, stop=stop)
         step.warmup_s = round(time.monotonic() - t0, 3)
-    step_opts = _with(opts, window=plan.time_s + WINDOW_MARGIN_S, step=step.name)
+    step_opts = _with(opts, window=step.time_s + WINDOW_MARGIN_S, step=step.name)
     opened = threading.Event()
     captured: list[session.Captured] = []
     capture = threading.Thread(
@@ -256,7 +383,7 @@ def _run_step(
         step.reason = f"captures' windows did not open within {OPEN_TIMEOUT_S}s; load ran anyway"
     rel = f"load/{step.name}/{runner.tool}.out"
     t0 = time.monotonic()
-    load = runner.run(step.threads, plan.time_s, root / rel, stop=stop)
+    load = runner.run(step.threads, step.time_s, root / rel, stop=stop)
     step.load_s = round(time.monotonic() - t0, 3)
     capture.join()
     for cap in captured:
@@ -266,6 +393,12 @@ def _run_step(
             _merge_outcome(outcomes.setdefault(host, session.HostOutcome(host)), o, step.name)
     step.status = load.status
     step.reason = "; ".join(x for x in (load.reason, step.reason) if x)
+    summary = load.summary or {}
+    step.tps = summary.get("tps") or summary.get("eps")
+    pct = [v for k, v in summary.items() if k.startswith("lat_p") and k.endswith("_ms")]
+    step.lat_pct_ms = pct[0] if pct else None
+    if summary.get("transactions"):
+        step.errors = (summary.get("ignored_errors") or 0) / summary["transactions"]
     step.ended_at = session._now()
     rec = _file_record(root, rel, "localhost", runner.tool, load.command)
     rec.update(

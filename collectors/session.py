@@ -182,25 +182,24 @@ def wrap(command: str, *, deadline_s: float, workdir: str, run_id: str) -> str:
 # wrapper's parent is the SSH session's sshd (OpenSSH ≥ 9.8: sshd-session) or, locally, perfkit's
 # Python; a wrapper whose parent is anything else (init, a subreaper) lost its run. At its end a run
 # kills its own wrappers that hang off this connection (the sweep shell's parent: several "hosts" can
-# be one machine) or lost theirs. The tag is split in two awk variables so the sweep never matches
-# its own command line.
-_SWEEP = r"""ps -ww -eo pid=,ppid=,pgid=,comm=,args= | awk -v pre=perfkit- -v rid=%(rid)s -v mine=%(mine)s \
-  -v parent="$PPID" '
-{ comm[$1] = $4 }
-$5 == "timeout" && $6 == "-k" && $NF ~ ("^" pre) { pid[$1] = $2; grp[$1] = $3; tg[$1] = $NF }
-END {
-  n = 0
-  for (p in pid) {
-    ours = (tg[p] == pre rid)
-    live = (comm[pid[p]] ~ /^(sshd|sshd-session|perfkit|pytest|python[0-9.]*)$/)
-    if ((mine && ours && (pid[p] == parent || !live)) || (!mine && !ours && !live)) {
-      print "@@kill " grp[p]; n++
-    }
-  }
-  print "@@leftovers " n
-}' | while read -r key val; do
-  if [ "$key" = @@kill ]; then kill -s KILL -- "-$val" 2>/dev/null; else echo "$key $val"; fi
-done"""
+# be one machine) or lost theirs. `pgrep` (C, one pass over /proc) finds the wrappers; the tag is
+# split in two shell variables so the sweep never matches its own command line.
+_SWEEP = r"""n=0; pre=perfkit-; rid=%(rid)s; mine=%(mine)s
+for p in $(pgrep -f '^timeout -k [0-9]+ -s TERM [0-9]+ sh -c ' 2>/dev/null); do
+  tag=$(tr '\0' '\n' < /proc/$p/cmdline 2>/dev/null | tail -n 1)
+  case $tag in "$pre"*) ;; *) continue ;; esac
+  set -- $(sed 's/.*) //' /proc/$p/stat 2>/dev/null); ppid=$2; pgrp=$3
+  case $(cat /proc/$ppid/comm 2>/dev/null) in
+    sshd|sshd-session|perfkit|pytest|python*) live=1 ;; *) live=0 ;;
+  esac
+  if [ "$tag" = "$pre$rid" ]; then ours=1; else ours=0; fi
+  if { [ $mine = 1 ] && [ $ours = 1 ] && { [ "$ppid" = "$PPID" ] || [ $live = 0 ]; }; } ||
+     { [ $mine = 0 ] && [ $ours = 0 ] && [ $live = 0 ]; }; then
+    kill -s KILL -- "-$pgrp" 2>/dev/null && n=$((n+1))
+  fi
+done
+echo "@@leftovers $n"
+"""
 
 
 def sweep_command(run_id: str, *, mine: bool) -> str:

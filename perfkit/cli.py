@@ -346,9 +346,16 @@ def run() -> None:
 @click.option("--table-size", type=click.IntRange(1), default=10000, show_default=True)
 @click.option("--prepare", is_flag=True, help="Create and fill the tables first (dropping old ones).")
 @click.option("--cleanup", is_flag=True, help="Drop the tables at the end.")
+@click.option("--threads", callback=_thread_list, help="Thread counts to sweep, e.g. 8,24,72,216,648.")
 @click.option(
-    "--threads", callback=_thread_list, required=True, help="Thread counts to sweep, e.g. 8,24,72,216,648."
+    "--adaptive",
+    is_flag=True,
+    help="Search for the peak: double from --start-threads with short probes until throughput passed its "
+    "peak, p95 breaks --p95-sla-ms, errors appear or --max-threads; then refine around the best step.",
 )
+@click.option("--start-threads", type=click.IntRange(1), default=1, show_default=True)
+@click.option("--max-threads", type=click.IntRange(1), default=1024, show_default=True)
+@click.option("--p95-sla-ms", type=click.FloatRange(0, min_open=True), help="Adaptive: stop above this p95.")
 @click.option("--time", "time_s", type=click.IntRange(1), default=60, show_default=True, help="Seconds/step.")
 @click.option("--warmup", type=click.IntRange(0), default=0, show_default=True, help="Warm-up seconds/step.")
 @click.option(
@@ -401,8 +408,16 @@ def run_sysbench(**kw: Any) -> None:
             histogram=kw["histogram"],
             extra=tuple(kw["sb_opts"]),
         )
+        if bool(kw["threads"]) == kw["adaptive"]:
+            raise click.UsageError("give either --threads or --adaptive")
+        adaptive = None
+        if kw["adaptive"]:
+            adaptive = driver.Adaptive(
+                start=kw["start_threads"], max_threads=kw["max_threads"], p95_sla_ms=kw["p95_sla_ms"]
+            )
         plan = driver.Plan(
-            threads=kw["threads"],
+            threads=kw["threads"] or (),
+            adaptive=adaptive,
             time_s=kw["time_s"],
             warmup_s=kw["warmup"],
             cooldown_max_s=kw["cooldown_max"],
@@ -433,8 +448,9 @@ def run_sysbench(**kw: Any) -> None:
         if kw["prepare"]:
             click.echo(f"preparing {workload.tables} table(s) of {workload.table_size} rows", err=True)
             runner.prepare()
+        steps = "an adaptive search" if adaptive else f"{len(plan.threads)} steps"
         click.echo(
-            f"sweeping {runner.version} {workload.test} over {len(plan.threads)} steps of {plan.time_s}s "
+            f"sweeping {runner.version} {workload.test} over {steps} of {plan.time_s}s "
             f"on {len(targets)} host(s) -> {kw['output']}",
             err=True,
         )
@@ -450,9 +466,14 @@ def run_sysbench(**kw: Any) -> None:
         )
         if kw["cleanup"] and result.manifest["status"] != "interrupted":
             runner.cleanup()
-    click.echo(f"{'step':8s} {'threads':>7s} {'status':12s} reason")
+    click.echo(f"{'step':8s} {'threads':>7s} {'time':>5s} {'TPS':>10s} {'status':12s} reason")
     for st in result.steps:
-        click.echo(f"{st.name:8s} {st.threads:7d} {st.status:12s} {_printable(st.reason)}")
+        tps = f"{st.tps:,.1f}" if st.tps is not None else "-"
+        click.echo(
+            f"{st.name:8s} {st.threads:7d} {st.time_s:4d}s {tps:>10s} {st.status:12s} {_printable(st.reason)}"
+        )
+    why = _printable(result.manifest["sweep"]["stopped_because"])
+    click.echo(f"{len(result.steps)} steps; stopped: {why}")
     click.echo(f"{result.manifest['status']}: wrote {result.path} in {result.wall_s:.0f}s")
     if not kw["no_report"] and any(st.status in ("ok", "degraded") for st in result.steps):
         _report_beside(result.path)

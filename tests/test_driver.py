@@ -1,0 +1,86 @@
+"""The sweep driver's planning, with a fake load generator (the real one: tests/test_run_lab.py)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from perfkit.collectors import captures, driver, session
+from perfkit.collectors.load_sysbench import LoadResult
+
+# A curve like oltp_read_write on this 2-vCPU VM: the peak at 4 threads, a slow decline after it.
+CURVE = {1: 200, 2: 380, 3: 600, 4: 820, 5: 805, 6: 790, 8: 780, 11: 760, 16: 700, 32: 650, 64: 600, 128: 560}
+
+
+class FakeRunner:
+    """Writes a sysbench-like summary for the curve's TPS; no process, no database."""
+
+    tool, version = "sysbench", "sysbench 1.0.20 (fake)"
+
+    def __init__(self, curve: dict[int, float], p95: dict[int, float] | None = None):
+        self.curve, self.p95, self.calls = curve, p95 or {}, []
+
+    def run(self, threads: int, time_s: int, out: Path, *, stop: object | None = None) -> LoadResult:
+        self.calls.append((threads, time_s))
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(f"{threads} threads\n")
+        tps = self.curve[threads]
+        p95 = self.p95.get(threads, 5)
+        summary = {"tps": tps, "transactions": tps * time_s, "ignored_errors": 0, "lat_p95_ms": p95}
+        return LoadResult("fake", 0, 0.0, float(time_s), 10, summary=summary)
+
+
+def sweep(tmp_path: Path, plan: driver.Plan, runner: FakeRunner) -> driver.SweepResult:
+    opts = session.Options(window=1, specs=captures.MINIMAL)
+    return driver.run_sweep(runner, plan, tmp_path / "run", hosts=[], opts=opts)
+
+
+def test_adaptive_doubles_until_past_the_peak_then_refines_around_it(tmp_path: Path) -> None:
+    runner = FakeRunner(CURVE)
+    res = sweep(tmp_path, driver.Plan(time_s=60, adaptive=driver.Adaptive(start=1, max_threads=1024)), runner)
+    assert runner.calls == [(1, 15), (2, 15), (4, 15), (8, 15), (16, 15), (32, 15), (3, 60), (6, 60)]
+    assert [s.role for s in res.steps] == ["probe"] * 6 + ["refine"] * 2
+    why = res.manifest["sweep"]["stopped_because"]
+    assert why.startswith("throughput passed its peak: 700.0 and 650.0 at 16 and 32 threads")
+    # half the load time of the exhaustive 1..64 sweep at 60 s a step (7 × 60 s)
+    assert sum(t for _, t in runner.calls) == 210 <= 0.6 * 7 * 60
+
+
+def test_adaptive_stops_at_the_sla_and_at_max_threads(tmp_path: Path) -> None:
+    p95 = {1: 5, 2: 6, 4: 9, 8: 40, 16: 90}
+    slow = FakeRunner(CURVE, p95)
+    res = sweep(tmp_path / "a", driver.Plan(time_s=12, adaptive=driver.Adaptive(p95_sla_ms=30)), slow)
+    assert res.manifest["sweep"]["stopped_because"] == "p95 40 ms at 8 threads breaks the 30 ms SLA"
+    assert [t for t, _ in slow.calls] == [1, 2, 4, 8, 3, 6]
+    rising = FakeRunner({t: 100 * t for t in CURVE})
+    capped = driver.Plan(time_s=12, adaptive=driver.Adaptive(start=2, max_threads=16))
+    res = sweep(tmp_path / "b", capped, rising)
+    assert res.manifest["sweep"]["stopped_because"] == "the next step would pass --max-threads 16"
+    assert [t for t, _ in rising.calls] == [2, 4, 8, 16, 11]
+
+
+def test_fixed_plan_records_every_step_and_the_overhead(tmp_path: Path) -> None:
+    runner = FakeRunner(CURVE)
+    res = sweep(tmp_path, driver.Plan(threads=(1, 2, 4), time_s=5, cooldown_max_s=0), runner)
+    sw = res.manifest["sweep"]
+    assert [s["threads"] for s in sw["steps"]] == [1, 2, 4] and sw["adaptive"] is False
+    assert [s["status"] for s in sw["steps"]] == ["ok"] * 3
+    assert sw["stopped_because"] == "every planned step ran"
+    assert sw["overhead_s"] == pytest.approx(sw["wall_s"] - sw["load_s"] - sw["cooldown_s"], abs=1e-3)
+    assert [r["path"] for r in res.manifest["captures"]] == [f"load/t000{t}/sysbench.out" for t in (1, 2, 4)]
+
+
+@pytest.mark.parametrize(
+    ("kw", "message"),
+    [
+        ({"threads": ()}, "threads"),
+        ({"threads": (4, 4)}, "twice"),
+        ({"threads": (1,), "on_failure": "retry"}, "on_failure"),
+    ],
+)
+def test_bad_plans_are_refused(kw: dict, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        driver.Plan(**kw)
+    with pytest.raises(ValueError, match="start"):
+        driver.Adaptive(start=8, max_threads=4)
