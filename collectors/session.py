@@ -582,6 +582,7 @@ class _HostRun:
         self.versions: dict[str, str | None] = {}
         self.offset: float | None = None
         self.gate = gate or _Gate(1, 0)
+        self.abandoned = False
 
     def run(self) -> None:
         self._preflight()
@@ -602,10 +603,9 @@ class _HostRun:
                     "connection lost before it ran" if not self.tr.alive() else "stopped",
                 )
         if self.tr.alive():
-            _, out, _ = self.tr.run(
-                f"rm -rf {shlex.quote(self.workdir)}\n{sweep_command(self.opts.run_id, mine=True)}",
-                timeout=SNAPSHOT_TIMEOUT_S,
-            )
+            # Only a capture given up on before it exited can have left a process behind.
+            sweep = f"\n{sweep_command(self.opts.run_id, mine=True)}" if self.abandoned else ""
+            _, out, _ = self.tr.run(f"rm -rf {shlex.quote(self.workdir)}{sweep}", timeout=SNAPSHOT_TIMEOUT_S)
             if self.outcome is not None:
                 self.outcome.leftovers_killed["end"] = leftovers_killed(out)
 
@@ -738,6 +738,7 @@ class _HostRun:
             if self.stop.is_set() or time.monotonic() > hard_stop:
                 for j in running:
                     if not j.done:
+                        self.abandoned = True  # its process may outlive the channel: sweep at the end
                         if self.stop.is_set():
                             j.abort(self.stop.reason, _STOP_REASONS.get(self.stop.reason, "stopped"))
                         else:

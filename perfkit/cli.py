@@ -319,12 +319,49 @@ def _thread_list(ctx: click.Context, param: click.Parameter, value: str | None) 
     return counts
 
 
+_SECRET_KEYS = ("password", "passwd", "pwd", "secret", "token")
+
+
+def _load_plan(ctx: click.Context, param: click.Parameter, value: Path | None) -> Path | None:
+    """A YAML plan becomes the command's defaults, so any flag given on the line overrides it."""
+    if value is None:
+        return None
+    import yaml
+
+    try:
+        plan = yaml.safe_load(value.read_text(encoding="utf-8")) or {}
+    except (OSError, yaml.YAMLError) as exc:
+        raise click.BadParameter(f"{value}: {exc}") from None
+    if not isinstance(plan, dict):
+        raise click.BadParameter(f"{value}: a mapping of option names to values")
+    names = {p.name for p in ctx.command.params if p.name not in ("plan",)}
+    aliases = {"time": "time_s", "lua": "lua_script", "sb_opt": "sb_opts"}
+    defaults: dict[str, Any] = {}
+    for key, val in plan.items():
+        name = aliases.get(str(key).replace("-", "_"), str(key).replace("-", "_"))
+        if any(word in name.lower() for word in _SECRET_KEYS) and name != "mysql_password_file":
+            raise click.BadParameter(f"{value}: {key!r}: a plan never holds a secret (use the environment)")
+        if name not in names:
+            raise click.BadParameter(f"{value}: unknown option {key!r}")
+        defaults[name] = ",".join(map(str, val)) if name == "threads" and isinstance(val, list) else val
+    ctx.default_map = {**(ctx.default_map or {}), **defaults}
+    return value
+
+
 @main.group()
 def run() -> None:
     """Sweep a load generator across thread counts, capturing the hosts during every step."""
 
 
 @run.command("sysbench")
+@click.option(
+    "--plan",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    is_eager=True,
+    expose_value=True,
+    callback=_load_plan,
+    help="YAML plan (configs/sweep-*.yaml) giving any of these options; flags override it.",
+)
 @click.option("--mysql-host", default="127.0.0.1", show_default=True)
 @click.option("--mysql-port", type=click.IntRange(1, 65535), default=3306, show_default=True)
 @click.option("--mysql-socket", help="Unix socket instead of host and port.")
@@ -436,11 +473,13 @@ def run_sysbench(**kw: Any) -> None:
     )
     opts = session.Options(window=1, specs=captures.profile(kw["profile"]))
     record = {
+        "plan_file": str(kw["plan"]) if kw["plan"] else None,
+        "options": {k: (str(v) if isinstance(v, Path) else v) for k, v in kw.items() if k != "plan"},
         "workload": workload.test,
         "tables": workload.tables,
         "table_size": workload.table_size,
         "percentile": workload.percentile,
-        "options": list(workload.extra),
+        "sysbench_options": list(workload.extra),
         "database": {"host": db.host, "port": db.port, "socket": db.socket, "user": db.user, "db": db.db},
     }
     with SysbenchRunner(db, workload) as runner:

@@ -25,6 +25,7 @@ from perfkit.parsers import sysbench as sb_parser
 from perfkit.transport import LOCAL
 
 from .conftest import ROOT, lab_password
+from .terminal import under_pty
 
 pytestmark = pytest.mark.lab
 
@@ -139,9 +140,9 @@ def test_database_killed_mid_step_fails_the_step_and_keeps_the_rest(
 
     def kill_in_second_step() -> None:
         time.sleep(1.5)
-        while not (tmp_path / "run" / "load" / "t0002").exists():
-            time.sleep(0.1)
-        time.sleep(1.0)
+        out = tmp_path / "run" / "load" / "t0002" / "sysbench.out"
+        while not (out.exists() and b"[ 1s ]" in out.read_bytes()):  # the step has reported once
+            time.sleep(0.05)
         os.kill(int(pidfile.read_text()), 9)
 
     killer = threading.Thread(target=kill_in_second_step, daemon=True)
@@ -171,3 +172,61 @@ def test_database_killed_mid_step_fails_the_step_and_keeps_the_rest(
     assert (tmp_path / "run" / "hosts" / "localhost" / "t0002" / "vmstat.out").stat().st_size > 0
     db_rec = next(r for r in res.manifest["captures"] if r["kind"] == "mysql_status")
     assert db_rec["failed_samples"] >= 1 and "Error" in db_rec["reason"], db_rec  # the gap, with its cause
+
+
+def test_a_plan_file_gives_the_options_and_flags_override_it(lab_mariadb: Path, tmp_path: Path) -> None:
+    plan = tmp_path / "plan.yaml"
+    plan.write_text(
+        "mysql_user: perfkit\nworkload: oltp_point_select\ntables: 2\ntable_size: 10000\n"
+        "threads: [1, 2, 4]\ntime: 2\nprofile: minimal\ncooldown_max: 0\n"
+    )
+    out = tmp_path / "planned"
+    proc = subprocess.run(
+        [*CLI, "run", "sysbench", "--plan", str(plan), "--threads", "2", "--no-report", "-o", str(out)],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PERFKIT_MYSQL_PASSWORD": lab_password(lab_mariadb)},
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr[-1500:]
+    sweep = json.loads((out / "manifest.json").read_text())["sweep"]
+    assert [s["threads"] for s in sweep["steps"]] == [2]  # the flag won
+    assert sweep["plan"]["workload"] == "oltp_point_select" and sweep["plan"]["plan_file"] == str(plan)
+    assert sweep["plan"]["options"]["time_s"] == 2 and sweep["plan"]["options"]["profile"] == "minimal"
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("mysql_password: x\n", "never holds a secret"),
+        ("thread: [1]\n", "unknown option 'thread'"),
+        ("- 1\n", "mapping"),
+    ],
+)
+def test_bad_plans_are_refused_with_the_reason(tmp_path: Path, text: str, message: str) -> None:
+    plan = tmp_path / "plan.yaml"
+    plan.write_text(text)
+    proc = subprocess.run(
+        [*CLI, "run", "sysbench", "--plan", str(plan), "-o", str(tmp_path / "x")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 2 and message in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_ctrl_c_keeps_every_finished_step(lab_mariadb: Path, tmp_path: Path, monkeypatch) -> None:
+    out = tmp_path / "cut.tar.gz"
+    monkeypatch.setenv("PERFKIT_MYSQL_PASSWORD", lab_password(lab_mariadb))
+    args = ["run", "sysbench", "--mysql-user", "perfkit", "--tables", "2", "--table-size", "10000"]
+    args += ["--threads", "1,2,4", "--time", "3", "--cooldown-max", "0", "--profile", "minimal"]
+    args += ["--no-report", "-o", str(out)]
+    code, text, _took = under_pty(args, ctrl_c_at=(6.0,))  # step 1 takes about 4.2 s
+    assert code == session.EXIT_INTERRUPTED, text[-2000:]
+    with open_archive(out) as archive:
+        m = archive.manifest
+        assert m["status"] == "interrupted" and archive.problems == []
+        status = {s["threads"]: s["status"] for s in m["sweep"]["steps"]}
+        assert status == {1: "ok", 2: "interrupted", 4: "skipped"}, status
+        assert sb_parser.parse(archive.root / "load" / "t0001" / "sysbench.out").attrs["runs"][0]["summary"]
+    assert subprocess.run(["pgrep", "-x", "sysbench"], capture_output=True).returncode == 1  # none left
