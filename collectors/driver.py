@@ -285,9 +285,7 @@ def run_sweep(
                         break
                 steps.append(step)
                 say(f"step {len(steps)}: {step.threads} threads for {step.time_s}s ({step.role})")
-                extra.append(
-                    _run_step(runner, plan, step, root, hosts, opts, stop, connector, records, outcomes)
-                )
+                extra += _run_step(runner, plan, step, root, hosts, opts, stop, connector, records, outcomes)
                 say(f"step {step.name}: {step.status}{' — ' + step.reason if step.reason else ''}")
                 if step.status == "failed" and plan.on_failure == "stop" and not plan.adaptive:
                     planner.stopped_because = f"the step at {step.threads} threads failed"
@@ -361,13 +359,17 @@ def _run_step(
     connector: Callable[[HostSpec], session.Transport],
     records: dict[str, list[session.Record]],
     outcomes: dict[str, session.HostOutcome],
-) -> dict | None:
+) -> list[dict]:
     step.started_at = session._now()
+    warmup: dict | None = None
     if plan.warmup_s:
         t0 = time.monotonic()
-        warm = root / "load" / step.name / f"{runner.tool}-warmup.out"
-        runner.run(step.threads, plan.warmup_s, warm, stop=stop)
+        warm_rel = f"load/{step.name}/{runner.tool}-warmup.out"
+        warm = runner.run(step.threads, plan.warmup_s, root / warm_rel, stop=stop)
         step.warmup_s = round(time.monotonic() - t0, 3)
+        # kept and listed, under its own kind so the sweep model does not count it as a step
+        warmup = _file_record(root, warm_rel, "localhost", f"{runner.tool}_warmup", warm.command)
+        warmup.update(step=step.name, started_at=_iso(warm.started_at), ended_at=_iso(warm.ended_at))
     step_opts = _with(opts, window=step.time_s + WINDOW_MARGIN_S, step=step.name)
     opened = threading.Event()
     captured: list[session.Captured] = []
@@ -412,7 +414,7 @@ def _run_step(
         reason=load.reason,
         threads=step.threads,
     )
-    return rec
+    return [rec] if warmup is None else [warmup, rec]
 
 
 def ephemeral_ports() -> int:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
@@ -23,6 +24,7 @@ class FakeRunner:
 
     def run(self, threads: int, time_s: int, out: Path, *, stop: object | None = None) -> LoadResult:
         self.calls.append((threads, time_s))
+        time.sleep(0.01)  # a load takes time, however little
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(f"{threads} threads\n")
         tps = self.curve[threads]
@@ -84,3 +86,14 @@ def test_bad_plans_are_refused(kw: dict, message: str) -> None:
         driver.Plan(**kw)
     with pytest.raises(ValueError, match="start"):
         driver.Adaptive(start=8, max_threads=4)
+
+
+def test_a_warm_up_runs_before_each_measured_step(tmp_path: Path) -> None:
+    runner = FakeRunner(CURVE)
+    res = sweep(tmp_path, driver.Plan(threads=(2, 4), time_s=5, warmup_s=2, cooldown_max_s=0), runner)
+    assert runner.calls == [(2, 2), (2, 5), (4, 2), (4, 5)]
+    assert (tmp_path / "run" / "load" / "t0002" / "sysbench-warmup.out").exists()
+    assert all(s.warmup_s > 0 for s in res.steps)
+    # the warm-up's output is kept and listed, but not as a measured step
+    kinds = [(r["path"].split("/")[1], r["kind"]) for r in res.manifest["captures"]]
+    assert kinds == [(step, kind) for step in ("t0002", "t0004") for kind in ("sysbench_warmup", "sysbench")]

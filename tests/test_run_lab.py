@@ -230,3 +230,19 @@ def test_ctrl_c_keeps_every_finished_step(lab_mariadb: Path, tmp_path: Path, mon
         assert status == {1: "ok", 2: "interrupted", 4: "skipped"}, status
         assert sb_parser.parse(archive.root / "load" / "t0001" / "sysbench.out").attrs["runs"][0]["summary"]
     assert subprocess.run(["pgrep", "-x", "sysbench"], capture_output=True).returncode == 1  # none left
+
+
+def test_an_unreachable_database_fails_in_preflight(lab_mariadb: Path, tmp_path: Path) -> None:
+    from .sshd import free_port
+
+    port = free_port()
+    proc = subprocess.run(
+        [*CLI, "run", "sysbench", "--mysql-port", str(port), *SWEEP, "-o", str(tmp_path / "never")],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PERFKIT_MYSQL_PASSWORD": "unused-" + uuid.uuid4().hex},
+        timeout=60,
+    )
+    assert proc.returncode == 1 and "error 2003" in proc.stderr and "nothing answers there" in proc.stderr
+    assert f"127.0.0.1:{port}" in proc.stderr and "Traceback" not in proc.stderr
+    assert not (tmp_path / "never").exists()
