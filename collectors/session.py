@@ -183,9 +183,12 @@ def wrap(command: str, *, deadline_s: float, workdir: str, run_id: str) -> str:
 # Python; a wrapper whose parent is anything else (init, a subreaper) lost its run. At its end a run
 # kills its own wrappers that hang off this connection (the sweep shell's parent: several "hosts" can
 # be one machine) or lost theirs. `pgrep` (C, one pass over /proc) finds the wrappers; the tag is
-# split in two shell variables so the sweep never matches its own command line.
-_SWEEP = r"""n=0; pre=perfkit-; rid=%(rid)s; mine=%(mine)s
-for p in $(pgrep -f '^timeout -k [0-9]+ -s TERM [0-9]+ sh -c ' 2>/dev/null); do
+# split in two shell variables so the sweep never matches its own command line. At a start the scan
+# only runs when another run's work dir is in /tmp: a run removes its own when it ends, so one that
+# died leaves its dir behind, and a host with none has nothing to sweep.
+_SWEEP = r"""n=0; pre=perfkit-; rid=%(rid)s; mine=%(mine)s; other=$mine
+for d in /tmp/"$pre"*; do [ -d "$d" ] && [ "$d" != "/tmp/$pre$rid" ] && other=1; done
+for p in $([ $other = 1 ] && pgrep -f '^timeout -k [0-9]+ -s TERM [0-9]+ sh -c ' 2>/dev/null); do
   tag=$(tr '\0' '\n' < /proc/$p/cmdline 2>/dev/null | tail -n 1)
   case $tag in "$pre"*) ;; *) continue ;; esac
   set -- $(sed 's/.*) //' /proc/$p/stat 2>/dev/null); ppid=$2; pgrp=$3

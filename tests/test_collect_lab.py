@@ -160,7 +160,9 @@ def test_an_earlier_runs_orphan_is_killed_at_the_next_start_and_a_live_run_is_le
 ) -> None:
     # An orphan: the wrapper of a run whose perfkit died (its parent, `sh`, exits at once, so init
     # or a subreaper adopts it). A live run: the same wrapper with this test's Python as parent.
-    orphan = session.wrap("sleep 300", deadline_s=300, workdir="/tmp", run_id="dead-run")
+    dead_dir = Path("/tmp") / session.tag("dead-run")  # a run that died never removed its work dir
+    dead_dir.mkdir(exist_ok=True)
+    orphan = session.wrap("sleep 300", deadline_s=300, workdir=str(dead_dir), run_id="dead-run")
     subprocess.run(["sh", "-c", f"({orphan}) >/dev/null 2>&1 &"], check=True)
     live = subprocess.Popen(
         ["sh", "-c", session.wrap("sleep 300", deadline_s=300, workdir="/tmp", run_id="live-run")],
@@ -177,6 +179,7 @@ def test_an_earlier_runs_orphan_is_killed_at_the_next_start_and_a_live_run_is_le
         assert leftovers("dead-run") == ""
         assert live.poll() is None and "sleep 300" in leftovers("live-run")
     finally:
+        dead_dir.rmdir()
         live.kill()
         live.wait()
         subprocess.run(["pkill", "-KILL", "-f", session.tag("live-run")], check=False)
