@@ -83,6 +83,7 @@ class Sweep:
     elasticities: list[tuple[int, int, float]] = field(default_factory=list)  # (from N, to N, e)
     usl: usl_model.UslFit | None = None
     usl_error: str | None = None
+    run: dict[str, Any] | None = None  # from `perfkit run`'s manifest: how the sweep was driven
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -92,6 +93,7 @@ class Sweep:
             "peak": {"threads": self.peak.threads, "tps": self.peak.tps},
             "knee_threads": self.knee_threads,
             "usl": self.usl.to_dict() if self.usl else None,
+            "run": self.run,
         }
 
 
@@ -125,6 +127,18 @@ def build(ds: Dataset, th: Thresholds) -> Sweep | None:
     elast = [(a, b, _elasticity(xa, xb, a, b)) for (a, xa), (b, xb) in zip(levels, levels[1:], strict=False)]
     knee = _knee(levels, elast, th["sweep.knee"]["min_elasticity"])
     sweep = Sweep(tool=tool, metric=metric, steps=steps, peak=peak, knee_threads=knee, elasticities=elast)
+    driven = (ds.manifest or {}).get("sweep")
+    if isinstance(driven, dict):
+        sweep.run = {
+            "adaptive": bool(driven.get("adaptive")),
+            "steps_run": len(driven.get("steps") or []),
+            "stopped_because": driven.get("stopped_because"),
+            "failed_steps": [
+                f"{st.get('name')}: {st.get('status')} ({st.get('reason')})"
+                for st in driven.get("steps") or []
+                if st.get("status") not in ("ok",)
+            ],
+        }
     try:
         sweep.usl = usl_model.fit([s.threads for s in steps], [s.tps for s in steps])
     except ValueError as exc:

@@ -59,6 +59,9 @@ def summary_lines(analysis: Analysis) -> list[str]:
             f"sweep ({sweep.tool}): {len(sweep.steps)} steps, peak {sweep.peak.tps:,.1f} "
             f"{sweep.metric.upper()} at {sweep.peak.threads} threads, knee {knee}"
         )
+        if sweep.run and sweep.run["stopped_because"]:
+            why = sweep.run["stopped_because"]
+            lines.append(f"{sweep.run['steps_run']} steps run; stopped because {why}")
     for f in analysis.findings:
         lines.append(f"[{f.severity}] {f.rule}: {f.summary}")
     if not analysis.findings:

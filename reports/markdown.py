@@ -41,7 +41,13 @@ def render(analysis: Analysis, plots: list[Plot], plot_dir: str = "plots") -> st
             "## Sweep",
             "",
             f"Tool: {esc(sweep.tool)}. Peak {sweep.peak.tps:,.1f} {metric} at "
-            f"{sweep.peak.threads} threads; knee: {sweep.knee_threads if sweep.knee_threads else 'none'}.",
+            f"{sweep.peak.threads} threads; knee: {sweep.knee_threads if sweep.knee_threads else 'none'}."
+            + (
+                f" {'Adaptive search' if sweep.run['adaptive'] else 'Sweep'}: {sweep.run['steps_run']} "
+                f"steps, stopped because {esc(sweep.run['stopped_because'])}."
+                if sweep.run and sweep.run["stopped_because"]
+                else ""
+            ),
             "",
         ]
         if sweep.usl is not None:

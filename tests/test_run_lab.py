@@ -113,7 +113,9 @@ def test_sweep_end_to_end_with_a_canary_password(canary_user, tmp_path: Path) ->
         assert steps[threads]["lat_avg_ms"] > 0 and steps[threads]["server_qps"] > 0
         # a transaction cannot spend longer inside the server than the client waited for it
         assert 0 <= steps[threads]["server_lat_ms"] <= steps[threads]["lat_avg_ms"] * 1.2
-    assert "server ms" in (report / "report.md").read_text()
+    md = (report / "report.md").read_text()
+    assert "server ms" in md and "Sweep: 4 steps, stopped because every planned step ran." in md
+    assert findings["sweep"]["run"]["steps_run"] == 4 and findings["sweep"]["run"]["adaptive"] is False
 
 
 def test_wrong_password_fails_in_preflight_without_the_secret(lab_mariadb: Path, tmp_path: Path) -> None:
