@@ -165,11 +165,19 @@ prepare_sysbench() {
         --table-size=$SB_TABLE_SIZE prepare >/dev/null || die "sysbench prepare failed"
 }
 
-# ------------------------------------------------------------------ later issues
-# sshd on a free loopback port (lab.md §3) and the Go tools (lab.md §6) are added here by their
-# own issues: start_sshd / build_go_tools, called from main() below and undone in stop().
+# ------------------------------------------------------------------ 6. a plain login user
+# The tests start their own sshd instances (tests/sshd.py). sshd sends signals (Ctrl-C, kill) only to
+# the sessions of non-root users, and root's heavy login files slow every exec: a plain `perfkit`
+# user, unlocked for key logins under `UsePAM no` (lab.md §3: `usermod -p '*'`).
+create_login_user() {
+    if ! id perfkit >/dev/null 2>&1; then
+        useradd --create-home --shell /bin/bash perfkit || die "useradd perfkit failed"
+        say "user: created perfkit"
+    fi
+    usermod -p '*' perfkit || die "usermod -p '*' perfkit failed"
+}
 
-# ------------------------------------------------------------------ 6. health check
+# ------------------------------------------------------------------ 7. health check
 health_check() {
     local out
     out=$(timeout 30 sysbench oltp_point_select --config-file="$CFG" --tables=$SB_TABLES \
@@ -190,6 +198,7 @@ main() {
         lab_password
         create_users
         prepare_sysbench
+        create_login_user
         health_check
         say "ready in $((SECONDS - t0)) s (config: $CFG)"
         ;;
