@@ -34,6 +34,7 @@ import psutil
 from perfkit import __version__
 from perfkit.archive import MANIFEST, MANIFEST_VERSION, pack
 from perfkit.errors import CollectError, ConfigError, PerfkitError
+from perfkit.redact import Redactor
 from perfkit.transport import HostSpec, Job, Transport, connect
 
 from . import pprof
@@ -73,6 +74,9 @@ class Options:
     pprof: tuple[str, ...] = ()  # base URLs of Go services whose pprof endpoints perfkit fetches
     tidb_zip: tuple[str, ...] = ()  # base URLs of TiDB status ports whose /debug/zip perfkit fetches
     step: str | None = None  # a sweep step's name: files go under hosts/<host>/<step>/
+    # exact values masked in every capture before it is written (a password a load generator takes in
+    # argv shows in `ps auxww` and `iotop`); never recorded anywhere
+    secrets: tuple[str, ...] = field(default=(), repr=False)
 
     def __post_init__(self) -> None:
         # The run id names directories here and on every host and is matched in process lists there.
@@ -121,6 +125,7 @@ class Record:
     env: dict[str, str] = field(default_factory=lambda: dict(ENV))
     status: str = "pending"  # ok | unavailable | failed | lost | timed_out | skipped
     reason: str = ""
+    redacted: bool = False  # a secret's exact value was masked in the output (design.md)
 
 
 @dataclass
@@ -756,7 +761,9 @@ class _HostRun:
             interval=self.opts.interval, window=self.opts.window, workdir=self.workdir
         )
         wrapped = wrap(record.command, deadline_s=deadline, workdir=self.workdir, run_id=self.opts.run_id)
-        return _Running(spec, record, self.hostdir, self.tr.start(wrapped), self.stop)
+        return _Running(
+            spec, record, self.hostdir, self.tr.start(wrapped), self.stop, Redactor(self.opts.secrets)
+        )
 
 
 def _wait_readable(jobs: list[Job], timeout: float) -> None:
@@ -773,8 +780,10 @@ def _wait_readable(jobs: list[Job], timeout: float) -> None:
 class _Running:
     """A started capture: pumps its output into the archive, enforces the byte cap, fills the record."""
 
-    def __init__(self, spec: CaptureSpec, record: Record, hostdir: Path, job: Job, stop: Stop):
-        self.spec, self.record, self.job, self.stop = spec, record, job, stop
+    def __init__(
+        self, spec: CaptureSpec, record: Record, hostdir: Path, job: Job, stop: Stop, redactor: Redactor
+    ):
+        self.spec, self.record, self.job, self.stop, self.redactor = spec, record, job, stop, redactor
         self.out: IO[bytes] = open(hostdir / f"{spec.id}.out", "wb", buffering=0)  # noqa: SIM115 - see close()
         self.err_path = hostdir / f"{spec.id}.err"
         self.err = bytearray()
@@ -785,13 +794,13 @@ class _Running:
 
     def pump(self) -> None:
         out, err = self.job.read()
-        self._write(out)
+        self._write(self.redactor.feed(out))
         if len(self.err) < 1 << 20:
             self.err += err[: (1 << 20) - len(self.err)]
         code = self.job.poll()
         if code is not None:
             out, err = self.job.read()  # what arrived with the exit status
-            self._write(out)
+            self._write(self.redactor.feed(out) + self.redactor.flush())
             self.err += err[: max(0, (1 << 20) - len(self.err))]
             self._finish(code)
 
@@ -857,11 +866,13 @@ class _Running:
 
     def close(self) -> None:
         self.job.close()
+        self._write(self.redactor.flush())
         self.out.close()
         self.record.sha256 = self.sha.hexdigest()
         if self.err:
-            self.err_path.write_bytes(bytes(self.err))
+            self.err_path.write_bytes(self.redactor.mask(bytes(self.err)))
             self.record.stderr_path = self.record.path[: -len(".out")] + ".err"
+        self.record.redacted = self.redactor.hits > 0
 
 
 # ---------------------------------------------------------------- manifest
