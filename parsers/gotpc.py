@@ -1,0 +1,482 @@
+"""gotpc: the text `go-tpc tpcc ... run` prints, one row per transaction line.
+
+Reads the stdout and stderr (merged, or either one alone) of
+
+    go-tpc tpcc -H HOST -P PORT -U USER -p PASS -D DB --warehouses W run --time D --threads N
+           [--interval 1s] [--ignore-error] [--output plain|json]
+
+from go-tpc v1.0.12 (checked) and the older v1.0.0 layout (seed 002). Line forms (v1.0.12):
+
+    2026/11/22 07:58:12 maxprocs: Leaving GOMAXPROCS=2: CPU quota undefined       (stderr, first)
+    [Current] NEW_ORDER - Takes(s): 1.0, Count: 249, TPM: 15145.5, Sum(ms): 1014.1, Avg(ms): 4.1,
+              50th(ms): 3.7, 90th(ms): 6.8, 95th(ms): 10.5, 99th(ms): 15.2, 99.9th(ms): 16.8,
+              Max(ms): 16.8                                                       (one line in the output)
+    [2026-11-23 06:00:24] execute run failed, err ... Error 1205 ...   a failed transaction (NEW_ORDER_ERR)
+    Finished
+    [Summary] NEW_ORDER - Takes(s): 4.0, Count: 1092, TPM: 16426.2, ...
+    tpmC: 16426.0, tpmTotal: 36341.1, efficiency: 127729.3%
+    failed to ping db, err Error 1045 (28000): Access denied ...      fatal (then a Go panic, rc 2)
+
+`[Current]` lines are PER INTERVAL (go-tpc resets the histograms every `--interval`, default 10s; a run
+shorter than the interval prints none) and `Takes(s)` is the time since that interval's first
+transaction of the kind. `[Summary]` lines are cumulative over the run. v1.0.0 printed no prefixes:
+its periodic lines were cumulative (phase "cumulative"), the lines after `Finished` the summary; it
+printed integer ms, no 50th/90th/Max and no tpmC line. Failed transactions are separate operations
+`NEW_ORDER_ERR`, `PAYMENT_ERR`, ... (tpmTotal excludes them). `--output json` (one JSON array per
+block, string values, `"Prefix": "[Current] "`) is read too; `--output table` is a ParseError (use
+plain). Fields are read by key, not position; unknown keys go to `df.attrs["unknown_columns"]`.
+Wait-time lines of `--wait` (`[Current] KEYINGTIME-NEW_ORDER - 18.0s`) are not rows.
+
+Columns (SCHEMA):
+    host            string   the host given to parse(), else NA
+    run             Int64    0, 1, 2 ... one per go-tpc run inside the file
+    report          Int64    0, 1, 2 ... the block within the run; the summary block has its own index
+    phase           string   "current" (`[Current]`, per interval), "summary" (`[Summary]`, or v1.0.0
+                             lines after `Finished`), "cumulative" (v1.0.0 periodic lines)
+    time_s          float64  Takes(s) as printed
+    op              string   DELIVERY, NEW_ORDER, ORDER_STATUS, PAYMENT, STOCK_LEVEL, NEW_ORDER_ERR, ...
+    error           boolean  the operation ends with `_ERR`
+    count           Int64    Count as printed
+    interval_count  Int64    transactions in the interval: count for current lines, Δcount against the
+                             previous cumulative line of the same op for cumulative lines (count for
+                             the first); NA for summary lines
+    tpm             float64  TPM as printed (transactions per minute)
+    sum_ms, lat_avg_ms, lat_p50_ms, lat_p90_ms, lat_p95_ms, lat_p99_ms, lat_p999_ms, lat_max_ms
+                    float64  Sum(ms), Avg(ms), percentiles and Max in ms; NaN where a version prints none
+
+`df.attrs["runs"]`: one dict per run: `run`, `threads` (None: go-tpc does not print it; the caller
+knows), `summary` ({} without `[Summary]` lines or tpmC line: `tpmc`, `tpm_total`, `efficiency_pct`
+from the tpmC line (None without one), `count` and `errors` (sums of the non-error / `*_ERR` summary
+counts), `total_time_s` (largest summary Takes(s)), `lat_avg_ms` (Σsum_ms / Σcount over non-error
+summary ops), `lat_p95_ms` and `lat_p99_ms` (NEW_ORDER's), `tps` (count / total_time_s), `ops` (op ->
+{count, tpm, lat_avg_ms, lat_p95_ms})), `fatal` (the first line that says the run failed: `failed to
+ping db ...`, `panic: ...`, `[mysql] ...`, a worker that quit with `execute run failed ...`; a
+timestamped `[...] execute run failed` is one failed transaction, counted in `*_ERR`, not fatal) and
+`finished` (a `Finished` line was seen). `df.attrs["dropped_lines"]`: a last line without newline is
+dropped and counted (the capture was cut off), unless it is a fatal message.
+
+A block ends where the operation names stop ascending (go-tpc sorts them), where the phase changes and
+at `Finished`. A new run starts at a maxprocs line after a run's output, when per-interval or cumulative
+lines follow a run's summary, and when cumulative time goes backwards.
+
+Errors: ParseError naming the line for a malformed transaction or tpmC line that is not the last line,
+for binary garbage, for `--output table`, and for text without any go-tpc structure. Empty input gives
+an empty frame. No timestamp column: go-tpc prints none (go-tpc #79; the manifest's started_at anchors
+the blocks). Tested on: tests/fixtures/gotpc/*.txt (see README.md there).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ._common import SNIFF_BYTES, Lines, Source, coerce, empty_frame
+
+KIND = "gotpc"
+
+SCHEMA: dict[str, str] = {
+    "host": "string",
+    "run": "Int64",
+    "report": "Int64",
+    "phase": "string",
+    "time_s": "float64",
+    "op": "string",
+    "error": "boolean",
+    "count": "Int64",
+    "interval_count": "Int64",
+    "tpm": "float64",
+    "sum_ms": "float64",
+    "lat_avg_ms": "float64",
+    "lat_p50_ms": "float64",
+    "lat_p90_ms": "float64",
+    "lat_p95_ms": "float64",
+    "lat_p99_ms": "float64",
+    "lat_p999_ms": "float64",
+    "lat_max_ms": "float64",
+}
+_FLOATS = [c for c, t in SCHEMA.items() if t == "float64"]
+_METRICS = [c for c in _FLOATS if c != "time_s"]
+
+_N = r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?|[-+]?(?:nan|inf)"
+_NUM = re.compile(rf"^(?:{_N})$", re.I)
+_INT64_MAX = 2**63 - 1
+
+_OP = re.compile(r"^(?:\[(Current|Summary)\] )?([A-Z][A-Z0-9_]*)\s+- (Takes\(s\):.*?)\s*$")
+_LAT_KEY = re.compile(r"^(Sum|Avg|Max|(\d+(?:\.\d+)?)th)\((ms|us|s)\)$")
+_UNIT_DIVISOR = {"ms": 1.0, "us": 1000.0, "s": 0.001}
+_PLAIN_KEYS = {"Takes(s)": "time_s", "Count": "count", "TPM": "tpm"}
+_TPMC = re.compile(r"^tpmC: (.*?)\s*$")
+_TPMC_KEYS = {"tpmC": "tpmc", "tpmTotal": "tpm_total", "efficiency": "efficiency_pct"}
+_FINISHED = re.compile(r"^Finished\s*$")
+_MAXPROCS = re.compile(r"^\d{4}/\d\d/\d\d \d\d:\d\d:\d\d maxprocs: ")
+_JSON_LINE = re.compile(r"^\[\{")
+_TABLE_STYLE = re.compile(r"^\|\s*(?:PREFIX|TPMC)\s*\|")
+_FATAL = re.compile(
+    r"""^(?:failed\ to\ ping\ db
+          | panic:\ | fatal\ error:[ ]
+          | Failed\ to\ init\ work\ loader
+          | execute\ \S+\ failed,\ err
+          | check\ prepare\ failed
+          | \[mysql\][ ]
+          | Error\ \d+)""",
+    re.X,
+)
+_GARBAGE = re.compile("[\x00-\x08\x0e-\x1f\x7f\ufffd]")
+_SNIFF = re.compile(
+    r"""^(?:\[(?:Current|Summary)\]\ [A-Z][A-Z0-9_]*\s+-\ Takes\(s\):[ ]
+          | [A-Z][A-Z0-9_]*\s+-\ Takes\(s\):\ [^\n]*TPM:[ ]
+          | tpmC:[ ]
+          | \[\{[^\n]*"Prefix":"\[(?:Current|Summary)\]\ ")""",
+    re.M | re.X,
+)
+
+
+class _Malformed(Exception):
+    """A line that looks like go-tpc structure but cannot be read; becomes a ParseError (or is dropped)."""
+
+
+@dataclass
+class _Run:
+    index: int
+    fatal: str | None = None
+    finished: bool = False
+    reports: int = 0
+    summary_rows: list[dict[str, Any]] = field(default_factory=list)
+    tpmc: dict[str, float] | None = None
+    cumulative: dict[str, tuple[int, float]] = field(default_factory=dict)  # op -> last (count, time_s)
+    touched: bool = False
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "run": self.index,
+            "threads": None,
+            "summary": _summary(self.summary_rows, self.tpmc),
+            "fatal": self.fatal,
+            "finished": self.finished,
+        }
+
+
+def sniff(text: str) -> bool:
+    """True for go-tpc TPC-C output: `[Current]`/`[Summary]` lines, v1.0.0 lines with `TPM:`, `tpmC:`."""
+    return bool(_SNIFF.search(text[:SNIFF_BYTES]))
+
+
+def parse(source: Source, *, host: str | None = None, tz: str = "UTC") -> pd.DataFrame:
+    """Transaction lines of every run in `source` as a typed frame; runs and their summaries in attrs.
+
+    `tz` is accepted for the common parser signature; go-tpc prints no wall-clock time on its lines.
+    """
+    del tz
+    lines = Lines(source, KIND)
+    reader = _Reader()
+    prev: tuple[int, str] | None = None
+    line_no = 0
+    try:
+        for line_no, text in lines:
+            if prev is not None:
+                reader.feed(*prev, lines)
+            prev = (line_no, text)
+    except (UnicodeDecodeError, OSError) as exc:
+        raise lines.error(line_no + 1, "", f"cannot read: {exc}") from None
+    if prev is not None:
+        if not lines.last_complete and prev[1].strip():
+            reader.cut_last(*prev, lines)
+        else:
+            reader.feed(*prev, lines)
+    return reader.finish(lines, host)
+
+
+class _Reader:
+    """Walks the lines once; keeps rows as column lists and the per-run facts."""
+
+    def __init__(self) -> None:
+        self.cols: dict[str, list[Any]] = {c: [] for c in SCHEMA if c != "host"}
+        self.runs: list[_Run] = [_Run(0)]
+        self.dropped = 0
+        self.unknown: set[str] = set()
+        self.structure = False
+        self.first_text: tuple[int, str] | None = None
+        self.pending: tuple[int, str, str] | None = None  # a malformed line: fatal unless it is the last
+        self.block: tuple[str, str] | None = None  # (phase, last op) of the open block; None: none open
+
+    @property
+    def cur(self) -> _Run:
+        return self.runs[-1]
+
+    def new_run(self) -> _Run:
+        if self.cur.touched:
+            self.runs.append(_Run(len(self.runs)))
+        self.block = None
+        return self.cur
+
+    # ------------------------------------------------------------ per line
+    def feed(self, line_no: int, text: str, lines: Lines) -> None:
+        if not text.strip():
+            return
+        self._raise_pending(lines)
+        if self.first_text is None:
+            self.first_text = (line_no, text)
+        if _GARBAGE.search(text):
+            self.pending = (line_no, text, "binary garbage (control characters or invalid UTF-8)")
+            return
+        if _TABLE_STYLE.match(text):
+            raise lines.error(line_no, text, "go-tpc --output table is not read; use --output plain")
+        try:
+            self._line(text)
+        except _Malformed as exc:
+            self.pending = (line_no, text, str(exc))
+        except (ValueError, OverflowError) as exc:
+            self.pending = (line_no, text, f"unreadable number: {exc}")
+
+    def cut_last(self, line_no: int, text: str, lines: Lines) -> None:
+        """A last line without newline: cut off mid-write, so the numbers in it may be cut too."""
+        self._raise_pending(lines)
+        if self.first_text is None:
+            self.first_text = (line_no, text)
+        if _FATAL.match(text) and not _GARBAGE.search(text):
+            self._fatal(text)
+            return
+        self.dropped += 1
+        if _OP.match(text) or _TPMC.match(text) or _FINISHED.match(text) or _MAXPROCS.match(text):
+            self.structure = True
+
+    def _raise_pending(self, lines: Lines) -> None:
+        if self.pending is not None:
+            p_no, p_text, reason = self.pending
+            raise lines.error(p_no, p_text, reason)
+
+    def _line(self, text: str) -> None:
+        m = _OP.match(text)
+        if m:
+            self._op(m[1], m[2], self._fields(m[3]))
+            return
+        if _JSON_LINE.match(text):
+            self._json(text)
+            return
+        m = _TPMC.match(text)
+        if m:
+            self._tpmc(m[1])
+            return
+        if _FINISHED.match(text):
+            run = self.new_run() if self.cur.finished else self.cur  # runs appended without maxprocs line
+            self.structure = run.touched = run.finished = True
+            self.block = None
+            return
+        if _MAXPROCS.match(text):
+            self.structure = True
+            self.new_run()
+            return
+        if _FATAL.match(text):
+            self._fatal(text)
+        # anything else (per-transaction errors, prepare progress, wait times) is not ours to judge
+
+    def _fatal(self, text: str) -> None:
+        self.structure = self.cur.touched = True
+        if self.cur.fatal is None:
+            self.cur.fatal = text.strip()
+
+    # ------------------------------------------------------------ transaction lines
+    def _fields(self, body: str) -> dict[str, float]:
+        pairs = []
+        for part in body.split(","):
+            key, sep, value = part.strip().partition(":")
+            if not sep:
+                raise _Malformed(f"malformed field {part.strip()[:30]!r}")
+            pairs.append((key.strip(), value.strip()))
+        return self._convert(pairs)
+
+    def _convert(self, pairs: list[tuple[str, str]]) -> dict[str, float]:
+        fields: dict[str, float] = {}
+        for key, value in pairs:
+            if not _NUM.match(value):
+                raise _Malformed(f"{key} is not a number: {value[:30]!r}")
+            col, divisor = _column(key)
+            if col is None:
+                self.unknown.add(key)
+                continue
+            fields[col] = float(value) / divisor
+        return fields
+
+    def _op(self, prefix: str | None, op: str, fields: dict[str, float]) -> None:
+        for key, label in (("time_s", "Takes(s)"), ("count", "Count"), ("tpm", "TPM")):
+            if key not in fields:
+                raise _Malformed(f"transaction line without {label}")
+        count = fields["count"]
+        if not count.is_integer() or not 0 <= count <= _INT64_MAX:
+            raise _Malformed("Count is not a whole number")
+        n = int(count)
+        time_s = fields["time_s"]
+        self.structure = True
+        run = self.cur
+        if prefix == "Current":
+            phase = "current"
+        elif prefix == "Summary" or (prefix is None and run.finished):
+            phase = "summary"
+        else:
+            phase = "cumulative"
+        if phase != "summary" and (run.finished or run.summary_rows or run.tpmc is not None):
+            run = self.new_run()  # periodic lines after a summary: the next run, appended
+        elif phase == "cumulative" and op in run.cumulative and time_s < run.cumulative[op][1]:
+            run = self.new_run()  # cumulative time went back: a new run without Finished
+        if self.block is None or self.block[0] != phase or op <= self.block[1]:
+            run.reports += 1  # go-tpc sorts ops: a repeat (or one going back) opens a block
+        self.block = (phase, op)
+        run.touched = True
+        interval: int | None
+        if phase == "current":
+            interval = n
+        elif phase == "cumulative":
+            p_count = run.cumulative.get(op, (0, 0.0))[0]
+            interval = n - p_count if n >= p_count else None  # never a negative count
+            run.cumulative[op] = (n, time_s)
+        else:
+            interval = None
+        row = {
+            "run": run.index,
+            "report": run.reports - 1,
+            "phase": phase,
+            "time_s": time_s,
+            "op": op,
+            "error": op.endswith("_ERR"),
+            "count": n,
+            "interval_count": interval,
+            **{c: fields.get(c, math.nan) for c in _METRICS},
+        }
+        for col, value in row.items():
+            self.cols[col].append(value)
+        if phase == "summary":
+            run.summary_rows.append(row)
+
+    def _json(self, text: str) -> None:
+        """One `--output json` block: `[{"Prefix":"[Current] ","Operation":"NEW_ORDER","Count":"249"}]`."""
+        try:
+            records = json.loads(text)
+        except (ValueError, RecursionError) as exc:
+            raise _Malformed(f"malformed JSON block: {exc}") from None
+        if not isinstance(records, list) or not all(isinstance(r, dict) for r in records):
+            raise _Malformed("JSON block is not a list of objects")
+        for rec in records:
+            if not all(isinstance(v, str) for v in rec.values()):
+                raise _Malformed("JSON values are not strings")
+            if "Operation" in rec:
+                prefix = rec.get("Prefix", "").strip()
+                op = rec["Operation"]
+                if prefix not in ("", "[Current]", "[Summary]") or not re.fullmatch(r"[A-Z][A-Z0-9_]*", op):
+                    raise _Malformed("unknown JSON record; use --output plain")
+                pairs = [(k, v) for k, v in rec.items() if k not in ("Prefix", "Operation")]
+                self._op(prefix[1:-1] or None, op, self._convert(pairs))
+            elif "tpmC" in rec:
+                self._tpmc(", ".join(f"{k}: {v}" for k, v in rec.items()), first="")
+            else:
+                raise _Malformed("unknown JSON record; use --output plain")
+
+    def _tpmc(self, rest: str, first: str = "tpmC: ") -> None:
+        """`tpmC: 9806.5, tpmTotal: 21512.5, efficiency: 76256.0%` (`rest` is what follows `first`)."""
+        values: dict[str, float] = {}
+        for part in (first + rest).split(","):
+            key, sep, value = part.strip().partition(":")
+            value = value.strip().removesuffix("%")
+            if not sep or not _NUM.match(value):
+                raise _Malformed(f"malformed tpmC field {part.strip()[:30]!r}")
+            key = key.strip()
+            if key in _TPMC_KEYS:
+                values[_TPMC_KEYS[key]] = float(value)
+            else:
+                self.unknown.add(key)
+        if "tpmc" not in values:
+            raise _Malformed("tpmC line without tpmC")
+        run = self.cur
+        if run.tpmc is not None:
+            run = self.new_run()
+        self.structure = run.touched = True
+        run.tpmc = values
+        self.block = None
+
+    # ------------------------------------------------------------ end
+    def finish(self, lines: Lines, host: str | None) -> pd.DataFrame:
+        if self.pending is not None:  # a malformed last line: cut off, not garbage mid-file
+            self.dropped += 1
+        if not self.structure and self.first_text is not None:
+            line_no, text = self.first_text
+            if self.pending is not None and self.pending[0] == line_no:
+                raise lines.error(line_no, text, self.pending[2])
+            raise lines.error(
+                line_no, text, "no go-tpc output found (no transaction lines, Finished or tpmC)"
+            )
+        n = len(self.cols["run"])
+        if n == 0:
+            df = empty_frame(SCHEMA)
+        else:
+            data: dict[str, Any] = {"host": pd.array([host] * n, dtype="string")}
+            for col in ("run", "report", "count"):
+                data[col] = np.asarray(self.cols[col], dtype="int64")
+            data["interval_count"] = pd.array(self.cols["interval_count"], dtype="Int64")
+            data["error"] = np.asarray(self.cols["error"], dtype="bool")
+            for col in ("phase", "op"):
+                data[col] = pd.array(self.cols[col], dtype="string")
+            for col in _FLOATS:
+                data[col] = np.asarray(self.cols[col], dtype="float64")
+            df = coerce(pd.DataFrame(data), SCHEMA)
+        df.attrs["runs"] = [r.as_dict() for r in self.runs if r.touched]
+        df.attrs["dropped_lines"] = self.dropped
+        if self.unknown:
+            df.attrs["unknown_columns"] = sorted(self.unknown)
+        return df
+
+
+def _column(key: str) -> tuple[str | None, float]:
+    """A printed key -> (column, divisor to the column's unit); (None, 1) for a key perfkit does not know."""
+    if key in _PLAIN_KEYS:
+        return _PLAIN_KEYS[key], 1.0
+    m = _LAT_KEY.match(key)
+    if m:
+        name = f"p{m[2].replace('.', '')}" if m[2] else m[1].lower()
+        col = "sum_ms" if name == "sum" else f"lat_{name}_ms"
+        if col in SCHEMA:
+            return col, _UNIT_DIVISOR[m[3]]
+    return None, 1.0
+
+
+def _summary(rows: list[dict[str, Any]], tpmc: dict[str, float] | None) -> dict[str, Any]:
+    """The run's totals from its summary lines and tpmC line ({} when it printed neither)."""
+    if not rows and tpmc is None:
+        return {}
+    tpmc = tpmc or {}
+    ok = [r for r in rows if not r["error"]]
+    count = sum(r["count"] for r in ok)
+    times = [r["time_s"] for r in rows if not math.isnan(r["time_s"])]
+    total_time = max(times) if times else None
+    sum_ms = sum(r["sum_ms"] for r in ok)
+    new_order = next((r for r in rows if r["op"] == "NEW_ORDER"), None)
+    return {
+        "tpmc": tpmc.get("tpmc"),
+        "tpm_total": tpmc.get("tpm_total"),
+        "efficiency_pct": tpmc.get("efficiency_pct"),
+        "count": count,
+        "errors": sum(r["count"] for r in rows if r["error"]),
+        "total_time_s": total_time,
+        "lat_avg_ms": _none(sum_ms / count) if count else None,
+        "lat_p95_ms": _none(new_order["lat_p95_ms"]) if new_order else None,
+        "lat_p99_ms": _none(new_order["lat_p99_ms"]) if new_order else None,
+        "tps": count / total_time if total_time and total_time > 0 else None,
+        "ops": {
+            r["op"]: {
+                "count": r["count"],
+                "tpm": _none(r["tpm"]),
+                "lat_avg_ms": _none(r["lat_avg_ms"]),
+                "lat_p95_ms": _none(r["lat_p95_ms"]),
+            }
+            for r in rows
+        },
+    }
+
+
+def _none(value: float) -> float | None:
+    """NaN -> None, so attrs stay valid JSON."""
+    return None if math.isnan(value) else value
