@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# THE test command (README): provision the lab, install perfkit, lint, run the unit + lab tiers.
+# THE test command (README): provision the lab, build the Go load generators, install perfkit, lint,
+# run every tier (unit, lab, slow).
 #
-#   bash scripts/test.sh                 everything but the slow tier
-#   bash scripts/test.sh -k sysbench     extra arguments go to pytest
+#   bash scripts/test.sh                     everything
+#   bash scripts/test.sh -m "not slow"       extra arguments go to pytest
+#   bash scripts/test.sh -k sysbench
 #
 # Needs root on Debian 12 (scripts/lab.sh installs and starts MariaDB, sysbench, sysstat ...).
 set -euo pipefail
@@ -15,6 +17,9 @@ bash scripts/lab.sh
 # On CI's throwaway machine, stop what the lab started (by pid file) however the run ends.
 if [[ "${CI:-}" == "true" ]]; then trap 'bash scripts/lab.sh stop' EXIT; fi
 
+step "go tools: scripts/go_tools.sh (go-tpc, go-ycsb for the slow tier; cached)"
+bash scripts/go_tools.sh
+
 step "install: pip install -e '.[dev]'"
 python3 -m pip install -q --root-user-action=ignore -e '.[dev]'
 
@@ -22,9 +27,9 @@ step "lint: ruff check + ruff format --check"
 python3 -m ruff check .
 python3 -m ruff format --check .
 
-step "tests: pytest -m 'not slow' $*"
+step "tests: pytest $*"
 rc=0
-python3 -m pytest -m "not slow" -q "$@" || rc=$?
+python3 -m pytest -q "$@" || rc=$?
 # pytest exit 5 means "no tests collected": we always have tests, so that is a failure too
 ((rc != 5)) || step "pytest collected no tests"
 ((rc == 0)) || step "FAILED (pytest exit $rc)"
