@@ -9,6 +9,8 @@ works for 8, 24, 72… as well as 1, 2, 4…), and a USL fit whose σ and κ say
 from __future__ import annotations
 
 import math
+import re
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -104,19 +106,21 @@ def build(ds: Dataset, th: Thresholds) -> Sweep | None:
     """The sweep from the dataset's load-generator captures, or None when it has none."""
     steps: list[Step] = []
     tool = ""
-    for cap in ds.of("sysbench"):
-        tool = "sysbench"
-        for run in cap.frame.attrs.get("runs", []):
-            step = _sysbench_step(cap.path, cap.frame, run, th)
-            if step is not None:
-                steps.append(step)
+    records = {r.get("path"): r for r in (ds.manifest or {}).get("captures", [])}
+    for kind, name in (("sysbench", "sysbench"), ("goycsb", "go-ycsb"), ("gotpc", "go-tpc")):
+        for cap in ds.of(kind):
+            tool = tool or name
+            for frame, run in _LOAD_ADAPTERS[kind](cap.frame, records.get(cap.path) or {}, cap.path):
+                step = _load_step(cap.path, frame, run, th)
+                if step is not None:
+                    steps.append(step)
     if not steps:
         for cap in ds.of("sweep"):
             tool = "table"
             steps.extend(_table_steps(cap.path, cap.frame))
     if not steps:
         return None
-    _server_side(ds, steps)
+    _server_side(ds, steps, records)
     steps.sort(key=lambda s: s.threads)
     metric = "qps" if all(math.isnan(s.tps) for s in steps) else "tps"
     if metric == "qps":
@@ -146,11 +150,10 @@ def build(ds: Dataset, th: Thresholds) -> Sweep | None:
     return sweep
 
 
-def _server_side(ds: Dataset, steps: list[Step]) -> None:
+def _server_side(ds: Dataset, steps: list[Step], records: dict[str, dict]) -> None:
     """Each step's server QPS and server RT from the DB sampler, over the step's load window (its
     first second and last half second left out: threads connecting and leaving)."""
     status = [c.frame for c in ds.of("mysql_status") if len(c.frame)]
-    records = {r.get("path"): r for r in (ds.manifest or {}).get("captures", [])}
     if not status:
         return
     frame = pd.concat(status, ignore_index=True)
@@ -170,7 +173,98 @@ def _server_side(ds: Dataset, steps: list[Step]) -> None:
             step.server_lat_ms = inside / step.tps * 1000
 
 
-def _sysbench_step(path: str, frame: pd.DataFrame, run: dict, th: Thresholds) -> Step | None:
+# ---------------------------------------------------------------- load generators' output -> intervals
+# Each adapter yields (intervals, run) per run in a capture: `intervals` has sysbench's interval
+# columns (run, time_s, threads, tps, qps, lat_ms, lat_pct, errors_s), `run` has `run`, `threads`,
+# `percentile` and `summary` (tps, qps, lat_avg_ms, lat_pNN_ms), so one step builder serves all.
+
+_INTERVAL_COLUMNS = ["run", "time_s", "threads", "tps", "qps", "lat_ms", "lat_pct", "errors_s"]
+
+
+def _sysbench_runs(frame: pd.DataFrame, record: dict, path: str) -> Iterator[tuple[pd.DataFrame, dict]]:
+    for run in frame.attrs.get("runs", []):
+        yield (frame[frame["run"] == run["run"]] if len(frame) else frame), run
+
+
+def _threads_of(run: dict, record: dict, path: str) -> int | None:
+    """The run's thread count: printed by the tool, else from perfkit's manifest, else the step dir."""
+    if run.get("threads"):
+        return int(run["threads"])
+    if record.get("threads"):
+        return int(record["threads"])
+    m = re.search(r"(?:^|/)t(\d{2,})(?:/|$)", path)
+    return int(m.group(1)) if m else None
+
+
+def _goycsb_runs(frame: pd.DataFrame, record: dict, path: str) -> Iterator[tuple[pd.DataFrame, dict]]:
+    """go-ycsb's periodic lines are cumulative: per-interval OPS come from the count deltas (the
+    parser's interval_ops_s); its percentiles are cumulative too, so intervals carry no latency."""
+    for run in frame.attrs.get("runs", []):
+        threads = _threads_of(run, record, path)
+        rows = frame[(frame["run"] == run["run"]) & ~frame["final"].astype(bool)] if len(frame) else frame
+        ops = rows[(rows["op"] != "TOTAL") & ~rows["error"].astype(bool)]
+        errs = rows[rows["error"].astype(bool)]
+        per = ops.groupby("report").agg(time_s=("time_s", "max"), tps=("interval_ops_s", "sum"))
+        per["errors_s"] = errs.groupby("report")["interval_ops_s"].sum().reindex(per.index).fillna(0.0)
+        intervals = per.reset_index(drop=True).assign(
+            run=run["run"], threads=threads, qps=float("nan"), lat_ms=float("nan"), lat_pct=95.0
+        )[_INTERVAL_COLUMNS]
+        summary = run.get("summary") or {}
+        yield (
+            intervals,
+            {
+                "run": run["run"],
+                "threads": threads,
+                "percentile": 95,
+                "summary": {**summary, "tps": summary.get("ops_s")} if summary else {},
+            },
+        )
+
+
+def _gotpc_runs(frame: pd.DataFrame, record: dict, path: str) -> Iterator[tuple[pd.DataFrame, dict]]:
+    """go-tpc's `[Current]` lines are per interval (Takes(s) is the interval's length); the old layout's
+    periodic lines are cumulative (interval_count holds the deltas). Latency per interval: NEW_ORDER's
+    p95, the transaction tpmC counts."""
+    for run in frame.attrs.get("runs", []):
+        threads = _threads_of(run, record, path)
+        rows = frame[(frame["run"] == run["run"]) & (frame["phase"] != "summary")] if len(frame) else frame
+        if rows.empty:
+            intervals = pd.DataFrame(columns=_INTERVAL_COLUMNS)
+        else:
+            current = bool((rows["phase"] == "current").any())
+            ok, err = rows[~rows["error"].astype(bool)], rows[rows["error"].astype(bool)]
+            per = ok.groupby("report").agg(takes=("time_s", "max"), n=("interval_count", "sum"))
+            per["errors"] = err.groupby("report")["interval_count"].sum().reindex(per.index).fillna(0)
+            per["lat_ms"] = ok[ok["op"] == "NEW_ORDER"].groupby("report")["lat_p95_ms"].max()
+            elapsed = per["takes"].cumsum() if current else per["takes"]
+            span = per["takes"] if current else per["takes"].diff().fillna(per["takes"])
+            span = span.where(span > 0)
+            intervals = pd.DataFrame(
+                {
+                    "run": run["run"],
+                    "time_s": elapsed.to_numpy(float),
+                    "threads": threads,
+                    "tps": (per["n"].astype(float) / span).to_numpy(float),
+                    "qps": float("nan"),
+                    "lat_ms": per["lat_ms"].to_numpy(float),
+                    "lat_pct": 95.0,
+                    "errors_s": (per["errors"].astype(float) / span).to_numpy(float),
+                }
+            ).dropna(subset=["tps"])
+        yield (
+            intervals,
+            {"run": run["run"], "threads": threads, "percentile": 95, "summary": run.get("summary") or {}},
+        )
+
+
+_LOAD_ADAPTERS: dict[str, Callable[[pd.DataFrame, dict, str], Iterator[tuple[pd.DataFrame, dict]]]] = {
+    "sysbench": _sysbench_runs,
+    "goycsb": _goycsb_runs,
+    "gotpc": _gotpc_runs,
+}
+
+
+def _load_step(path: str, frame: pd.DataFrame, run: dict, th: Thresholds) -> Step | None:
     rows = frame[frame["run"] == run["run"]] if len(frame) else frame
     threads = run.get("threads")
     summary = run.get("summary") or {}
@@ -299,11 +393,13 @@ def _fmt(x: float | None, nd: int = 1) -> str:
 
 # ---------------------------------------------------------------- rules
 
+NO_LOAD = "no load-generator output (sysbench, go-ycsb or go-tpc log, or a sweep table)"
+
 
 def knee(ds: Dataset, sweep: Sweep | None, th: Thresholds) -> list[Finding] | Skipped:
     """Where adding threads stops adding throughput: the knee, and the peak beyond it."""
     if sweep is None:
-        return Skipped("sweep.knee", "no load-generator output (sysbench log or sweep table)")
+        return Skipped("sweep.knee", NO_LOAD)
     if len(_levels(sweep.steps)) < 3:
         return Skipped("sweep.knee", f"{len(_levels(sweep.steps))} load levels; need at least 3")
     if sweep.knee_threads is None:
@@ -353,7 +449,7 @@ def knee(ds: Dataset, sweep: Sweep | None, th: Thresholds) -> list[Finding] | Sk
 def retrograde(ds: Dataset, sweep: Sweep | None, th: Thresholds) -> list[Finding] | Skipped:
     """Throughput falls after the peak; the USL's σ and κ say whether contention or coherency rules."""
     if sweep is None:
-        return Skipped("sweep.retrograde", "no load-generator output (sysbench log or sweep table)")
+        return Skipped("sweep.retrograde", NO_LOAD)
     levels = _levels(sweep.steps)
     top_n, top_x = levels[-1]
     peak_n, peak_x = max(levels, key=lambda lv: lv[1])
@@ -424,7 +520,7 @@ def retrograde(ds: Dataset, sweep: Sweep | None, th: Thresholds) -> list[Finding
 def not_saturated(ds: Dataset, sweep: Sweep | None, th: Thresholds) -> list[Finding] | Skipped:
     """The highest level tried still scales about linearly: the system was never pushed to its limit."""
     if sweep is None:
-        return Skipped("sweep.not-saturated", "no load-generator output (sysbench log or sweep table)")
+        return Skipped("sweep.not-saturated", NO_LOAD)
     if len(sweep.elasticities) == 0:
         step = sweep.steps[0]
         return Skipped("sweep.not-saturated", f"one load level ({step.threads} threads): scaling unknown")
@@ -458,7 +554,7 @@ def not_saturated(ds: Dataset, sweep: Sweep | None, th: Thresholds) -> list[Find
 def unstable(ds: Dataset, sweep: Sweep | None, th: Thresholds) -> list[Finding] | Skipped:
     """Throughput drifts or collapses inside one step."""
     if sweep is None:
-        return Skipped("sweep.unstable", "no load-generator output (sysbench log or sweep table)")
+        return Skipped("sweep.unstable", NO_LOAD)
     judged = [s for s in sweep.steps if s.stable is not None]
     if not judged:
         need = th["sweep.unstable"]["min_intervals"]
@@ -524,7 +620,7 @@ def unstable(ds: Dataset, sweep: Sweep | None, th: Thresholds) -> list[Finding] 
 def underdriven(ds: Dataset, sweep: Sweep | None, th: Thresholds) -> list[Finding] | Skipped:
     """The load does not arrive: TPS×RT well below the configured threads, or TPS and RT falling together."""
     if sweep is None:
-        return Skipped("load.underdriven", "no load-generator output (sysbench log or sweep table)")
+        return Skipped("load.underdriven", NO_LOAD)
     lim = th["load.underdriven"]
     out: list[Finding] = []
     low = []

@@ -46,7 +46,8 @@ OPEN_TIMEOUT_S = 120  # how long the load waits for the captures' windows to ope
 
 
 class LoadRunner(Protocol):
-    tool: str
+    tool: str  # the program, and the name of its output file: load/<step>/<tool>.out
+    kind: str  # the parser that reads that output
     version: str | None
 
     def run(self, threads: int, time_s: int, out: Path, *, stop: object | None = None) -> Any: ...
@@ -368,7 +369,7 @@ def _run_step(
         warm = runner.run(step.threads, plan.warmup_s, root / warm_rel, stop=stop)
         step.warmup_s = round(time.monotonic() - t0, 3)
         # kept and listed, under its own kind so the sweep model does not count it as a step
-        warmup = _file_record(root, warm_rel, "localhost", f"{runner.tool}_warmup", warm.command)
+        warmup = _file_record(root, warm_rel, _load_host(runner), f"{runner.kind}_warmup", warm.command)
         warmup.update(step=step.name, started_at=_iso(warm.started_at), ended_at=_iso(warm.ended_at))
     step_opts = _with(opts, window=step.time_s + WINDOW_MARGIN_S, step=step.name)
     opened = threading.Event()
@@ -402,8 +403,9 @@ def _run_step(
     if summary.get("transactions"):
         step.errors = (summary.get("ignored_errors") or 0) / summary["transactions"]
     step.ended_at = session._now()
-    rec = _file_record(root, rel, "localhost", runner.tool, load.command)
+    rec = _file_record(root, rel, _load_host(runner), runner.kind, load.command)
     rec.update(
+        redacted=load.redacted,
         step=step.name,
         started_at=_iso(load.started_at),
         ended_at=_iso(load.ended_at),
@@ -415,6 +417,11 @@ def _run_step(
         threads=step.threads,
     )
     return [rec] if warmup is None else [warmup, rec]
+
+
+def _load_host(runner: LoadRunner) -> str:
+    host = getattr(runner, "host", None)
+    return host.name if host is not None else "localhost"
 
 
 def ephemeral_ports() -> int:

@@ -1,29 +1,25 @@
 """sysbench as perfkit's load generator: preflight, prepare/cleanup, one measured run per sweep step.
 
-The password reaches sysbench through a 0600 `--config-file` in perfkit's private work dir, removed
-when the runner closes; it is never in argv, so `ps`/`top -c` captures and /proc/*/cmdline never show
-it (reliability.md K1). sysbench's output is written as it arrives to `load/<step>/sysbench.out`, with
-the password's exact value masked should it ever appear (K2). Success is judged from the parsed
+sysbench runs on this machine or on a client host (collectors/_load.py). The password reaches it
+through a 0600 `--config-file` in a private temp dir on that host, removed when the runner closes;
+it is never in argv, so `ps`/`top -c` captures and /proc/*/cmdline never show it (reliability.md
+K1). sysbench's output is written as it arrives to `load/<step>/sysbench.out`, with the password's
+exact value masked should it ever appear (K2). Success is judged from the parsed
 output (a summary, throughput > 0, the duration reached, errors), not from the exit code alone (L3).
 """
 
 from __future__ import annotations
 
-import contextlib
-import os
 import re
-import shutil
-import signal
-import subprocess
-import tempfile
-import time
-from dataclasses import dataclass, field
+import shlex
+from dataclasses import dataclass
 from pathlib import Path
 
 import pymysql
 
 from perfkit.errors import PerfkitError
 
+from ._load import LoadHost, LoadResult
 from .mysql_sampler import DbTarget
 
 BUILTIN = (
@@ -73,50 +69,19 @@ class Workload:
         return str(self.script) if self.script is not None else self.name
 
 
-@dataclass
-class LoadResult:
-    """One sysbench invocation: its exit, timing and whether its output says it worked."""
-
-    command: str
-    exit_code: int | None
-    started_at: float
-    ended_at: float
-    bytes: int
-    timed_out: bool = False
-    interrupted: bool = False
-    status: str = "ok"  # ok | degraded | failed | interrupted
-    reason: str = ""
-    fatal: list[str] = field(default_factory=list)
-    summary: dict = field(default_factory=dict)  # sysbench's printed totals (parsers/sysbench.py)
-
-
 class SysbenchRunner:
-    """Runs sysbench on this machine against `target`. Use as a context manager (it owns a temp dir)."""
+    """Runs sysbench against `target`, on this machine or on `host` (a client host over SSH).
+    Use as a context manager: the host holds the 0600 config file until the runner closes."""
 
-    tool = "sysbench"
+    tool = kind = "sysbench"
 
-    def __init__(self, target: DbTarget, workload: Workload, *, binary: str = "sysbench"):
+    def __init__(
+        self, target: DbTarget, workload: Workload, *, binary: str = "sysbench", host: LoadHost | None = None
+    ):
         self.target, self.workload = target, workload
-        self.binary = shutil.which(binary) or binary
-        self._dir = Path(tempfile.mkdtemp(prefix="perfkit-sysbench-"))
-        os.chmod(self._dir, 0o700)
-        self.config = self._dir / "sysbench.cfg"
-        fd = os.open(self.config, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        with os.fdopen(fd, "w") as fh:
-            opts = {
-                "db-driver": "mysql",
-                "mysql-host": target.host,
-                "mysql-port": str(target.port),
-                "mysql-user": target.user,
-                "mysql-password": target.password,
-                "mysql-db": target.db,
-            }
-            if target.socket:
-                opts["mysql-socket"] = target.socket
-            for k, v in opts.items():
-                if "\n" in v:
-                    raise PerfkitError(f"sysbench option {k}: a newline is not allowed")
-                fh.write(f"{k}={v}\n")
+        self.host = host or LoadHost(secrets=(target.password,))
+        self.binary = binary
+        self.config: str | None = None
         self.version: str | None = None
 
     def __enter__(self) -> SysbenchRunner:
@@ -126,7 +91,24 @@ class SysbenchRunner:
         self.close()
 
     def close(self) -> None:
-        shutil.rmtree(self._dir, ignore_errors=True)
+        self.host.close()
+
+    def _config_text(self) -> str:
+        t = self.target
+        opts = {
+            "db-driver": "mysql",
+            "mysql-host": t.host,
+            "mysql-port": str(t.port),
+            "mysql-user": t.user,
+            "mysql-password": t.password,
+            "mysql-db": t.db,
+        }
+        if t.socket:
+            opts["mysql-socket"] = t.socket
+        for k, v in opts.items():
+            if "\n" in v:
+                raise PerfkitError(f"sysbench option {k}: a newline is not allowed")
+        return "".join(f"{k}={v}\n" for k, v in opts.items())
 
     # ------------------------------------------------------------------ commands
 
@@ -160,15 +142,14 @@ class SysbenchRunner:
     # ------------------------------------------------------------------ steps
 
     def preflight(self) -> None:
-        """sysbench exists and the database answers to these credentials; else PerfkitError (L1)."""
-        try:
-            out = subprocess.run([self.binary, "--version"], capture_output=True, text=True, timeout=10)
-        except (OSError, subprocess.TimeoutExpired) as exc:
-            raise PerfkitError(f"sysbench: cannot run {self.binary!r}: {exc}") from None
-        self.version = out.stdout.strip() or None
-        if out.returncode != 0 or not self.version:
-            raise PerfkitError(f"sysbench: `{self.binary} --version` failed: {out.stderr.strip()[:200]}")
+        """sysbench exists on the load host and the database answers to these credentials (L1)."""
+        self.binary = self.host.which(self.binary)
+        rc, out = self.host.run(f"{shlex.quote(self.binary)} --version", timeout=30)
+        self.version = out.strip().splitlines()[0] if rc == 0 and out.strip() else None
+        if not self.version:
+            raise PerfkitError(f"sysbench: `{self.binary} --version` failed on {self.host.name}: {out[:200]}")
         check_database(self.target)
+        self.config = self.host.secret_file("sysbench.cfg", self._config_text())
 
     def prepare(self, *, timeout: float = 3600) -> None:
         self._admin("cleanup", timeout=timeout, check=False)
@@ -178,77 +159,22 @@ class SysbenchRunner:
         self._admin("cleanup", timeout=timeout)
 
     def _admin(self, command: str, *, timeout: float, check: bool = True) -> None:
-        argv = self.argv(command, threads=max(1, min(self.workload.tables, os.cpu_count() or 1)))
+        argv = self.argv(command, threads=max(1, min(self.workload.tables, 8)))
         try:
-            done = subprocess.run(argv, capture_output=True, timeout=timeout, stdin=subprocess.DEVNULL)
-        except subprocess.TimeoutExpired:
-            raise PerfkitError(f"sysbench {command} did not finish within {timeout:.0f}s") from None
-        if check and done.returncode != 0:
-            text = self.target.redact((done.stderr or done.stdout).decode(errors="replace"))
+            rc, text = self.host.run(shlex.join(argv) + " 2>&1", timeout=timeout)
+        except PerfkitError as exc:
+            raise PerfkitError(f"sysbench {command} did not finish: {exc}") from None
+        if check and rc != 0:
             fatal = _FATAL.findall(text.encode()) or [text.strip().encode()[-300:]]
-            raise PerfkitError(f"sysbench {command} failed (exit {done.returncode}): {fatal[0].decode()}")
+            raise PerfkitError(f"sysbench {command} failed (exit {rc}): {fatal[0].decode()}")
 
     def run(self, threads: int, time_s: int, out: Path, *, stop: object | None = None) -> LoadResult:
         """One measured run, its output streamed into `out`. `stop` (an Event) ends it early."""
         argv = self.argv("run", threads=threads, time_s=time_s)
-        out.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        started = time.time()
-        # sysbench would otherwise receive the terminal's Ctrl-C too: perfkit decides what stops.
-        proc = subprocess.Popen(
-            argv,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-            start_new_session=True,
-        )
-        deadline = time.monotonic() + time_s + 30  # sysbench's own --time, plus its shutdown
-        size, timed_out, interrupted = 0, False, False
-        secret = self.target.password.encode()
-        with open(out, "wb") as fh:
-            assert proc.stdout is not None
-            os.set_blocking(proc.stdout.fileno(), False)
-            while True:
-                chunk = proc.stdout.read(65536)
-                if chunk:
-                    if secret and secret in chunk:
-                        chunk = chunk.replace(secret, b"***")
-                    fh.write(chunk)
-                    fh.flush()
-                    size += len(chunk)
-                    continue
-                if chunk == b"" and proc.poll() is not None:
-                    break
-                if stop is not None and getattr(stop, "is_set", lambda: False)() and not interrupted:
-                    interrupted = True
-                    _signal_group(proc, signal.SIGINT)  # sysbench prints what it has, then exits
-                    deadline = min(deadline, time.monotonic() + 5)
-                if time.monotonic() > deadline:
-                    timed_out = not interrupted
-                    _signal_group(proc, signal.SIGKILL)
-                    proc.wait()
-                    break
-                time.sleep(0.05)
-            rest = proc.stdout.read() or b""
-            if rest:
-                fh.write(rest.replace(secret, b"***") if secret else rest)
-                size += len(rest)
-        proc.stdout.close()
-        res = LoadResult(
-            command=self.shown(argv),
-            exit_code=proc.returncode,
-            started_at=started,
-            ended_at=time.time(),
-            bytes=size,
-            timed_out=timed_out,
-            interrupted=interrupted,
-        )
+        # sysbench ends itself at --time; the limit (its shutdown included) only guards a hang
+        res = self.host.stream(argv, out, limit_s=time_s + 30, stop=stop, shown=self.shown(argv))
         judge(res, out, time_s)
         return res
-
-
-def _signal_group(proc: subprocess.Popen, sig: int) -> None:
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(proc.pid, sig)
 
 
 def judge(res: LoadResult, out: Path, time_s: int) -> None:
@@ -269,7 +195,7 @@ def judge(res: LoadResult, out: Path, time_s: int) -> None:
     runs = frame.attrs.get("runs") or []
     summary = runs[-1]["summary"] if runs else {}
     res.summary = summary
-    if res.timed_out:
+    if res.timed_out or res.exit_code == 124:
         res.status, res.reason = "failed", f"sysbench did not exit within {time_s + 30}s"
     elif not summary:
         why = res.fatal[0] if res.fatal else f"exit {res.exit_code}, no summary printed"

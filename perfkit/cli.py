@@ -353,25 +353,110 @@ def run() -> None:
     """Sweep a load generator across thread counts, capturing the hosts during every step."""
 
 
+def _options(*options: Any) -> Any:
+    def apply(f: Any) -> Any:
+        for option in reversed(options):
+            f = option(f)
+        return f
+
+    return apply
+
+
+def _run_options(tool: str, default_db: str) -> Any:
+    """The options every `run` command shares: plan, database, sweep, captures, output."""
+    return _options(
+        click.option(
+            "--plan",
+            type=click.Path(exists=True, dir_okay=False, path_type=Path),
+            is_eager=True,
+            expose_value=True,
+            callback=_load_plan,
+            help="YAML plan (configs/sweep-*.yaml) giving any of these options; flags override it.",
+        ),
+        click.option("--mysql-host", default="127.0.0.1", show_default=True),
+        click.option("--mysql-port", type=click.IntRange(1, 65535), default=3306, show_default=True),
+        click.option("--mysql-socket", help="Unix socket instead of host and port (sysbench only)."),
+        click.option("--mysql-user", default="root", show_default=True),
+        click.option("--mysql-db", default=default_db, show_default=True),
+        click.option(
+            "--mysql-password-file",
+            type=click.Path(exists=True, dir_okay=False, path_type=Path),
+            help="File holding the password (0600). Else $PERFKIT_MYSQL_PASSWORD; never a flag value.",
+        ),
+        click.option(
+            "--bin", "binary", default=tool, show_default=True, help=f"The {tool} binary on the load host."
+        ),
+        click.option(
+            "--client-host",
+            help="Run the load generator on this SSH host (user@host[:port]), not here; it is captured too.",
+        ),
+        click.option("--prepare", is_flag=True, help="Create and fill the tables first (dropping old ones)."),
+        click.option("--cleanup", is_flag=True, help="Drop the tables at the end."),
+        click.option(
+            "--threads", callback=_thread_list, help="Thread counts to sweep, e.g. 8,24,72,216,648."
+        ),
+        click.option(
+            "--adaptive",
+            is_flag=True,
+            help="Search for the peak: double from --start-threads with short probes until throughput passed "
+            "its peak, p95 breaks --p95-sla-ms, errors appear or --max-threads; then refine around the best.",
+        ),
+        click.option("--start-threads", type=click.IntRange(1), default=1, show_default=True),
+        click.option("--max-threads", type=click.IntRange(1), default=1024, show_default=True),
+        click.option(
+            "--p95-sla-ms", type=click.FloatRange(0, min_open=True), help="Adaptive: stop above this p95."
+        ),
+        click.option(
+            "--time", "time_s", type=click.IntRange(1), default=60, show_default=True, help="Seconds/step."
+        ),
+        click.option(
+            "--warmup", type=click.IntRange(0), default=0, show_default=True, help="Warm-up seconds/step."
+        ),
+        click.option(
+            "--cooldown-max",
+            type=click.FloatRange(0),
+            default=30,
+            show_default=True,
+            help="Longest wait between steps for TIME_WAIT sockets to drain.",
+        ),
+        click.option(
+            "--on-failure",
+            type=click.Choice(["stop", "continue"]),
+            default="stop",
+            show_default=True,
+            help="After a failed step: end the sweep, or go on with the next.",
+        ),
+        click.option(
+            "--collect-local/--no-collect-local",
+            default=None,
+            help="Capture this machine too [default: when the load runs here].",
+        ),
+        click.option("--collect-on", "collect_on", help="Also capture these SSH hosts (comma-separated)."),
+        click.option(
+            "--inventory",
+            type=click.Path(exists=True, dir_okay=False, path_type=Path),
+            help="Also capture the hosts of this inventory or TiUP topology.",
+        ),
+        click.option(
+            "--profile", type=click.Choice(["default", "minimal"]), default="default", show_default=True
+        ),
+        _ssh_options,
+        click.option(
+            "--no-db-sampler", is_flag=True, help="Do not sample SHOW GLOBAL STATUS during the steps."
+        ),
+        click.option(
+            "-o",
+            "--output",
+            type=click.Path(path_type=Path),
+            required=True,
+            help="Archive to write: a new directory, or a .tar.gz file.",
+        ),
+        click.option("--no-report", is_flag=True, help="Do not analyze the archive at the end."),
+    )
+
+
 @run.command("sysbench")
-@click.option(
-    "--plan",
-    type=click.Path(exists=True, dir_okay=False, path_type=Path),
-    is_eager=True,
-    expose_value=True,
-    callback=_load_plan,
-    help="YAML plan (configs/sweep-*.yaml) giving any of these options; flags override it.",
-)
-@click.option("--mysql-host", default="127.0.0.1", show_default=True)
-@click.option("--mysql-port", type=click.IntRange(1, 65535), default=3306, show_default=True)
-@click.option("--mysql-socket", help="Unix socket instead of host and port.")
-@click.option("--mysql-user", default="root", show_default=True)
-@click.option("--mysql-db", default="sbtest", show_default=True)
-@click.option(
-    "--mysql-password-file",
-    type=click.Path(exists=True, dir_okay=False, path_type=Path),
-    help="File holding the password (0600). Else $PERFKIT_MYSQL_PASSWORD; never a flag value.",
-)
+@_run_options("sysbench", "sbtest")
 @click.option("--workload", default="oltp_read_write", show_default=True, help="Built-in Lua workload.")
 @click.option(
     "--lua",
@@ -381,57 +466,11 @@ def run() -> None:
 )
 @click.option("--tables", type=click.IntRange(1), default=1, show_default=True)
 @click.option("--table-size", type=click.IntRange(1), default=10000, show_default=True)
-@click.option("--prepare", is_flag=True, help="Create and fill the tables first (dropping old ones).")
-@click.option("--cleanup", is_flag=True, help="Drop the tables at the end.")
-@click.option("--threads", callback=_thread_list, help="Thread counts to sweep, e.g. 8,24,72,216,648.")
-@click.option(
-    "--adaptive",
-    is_flag=True,
-    help="Search for the peak: double from --start-threads with short probes until throughput passed its "
-    "peak, p95 breaks --p95-sla-ms, errors appear or --max-threads; then refine around the best step.",
-)
-@click.option("--start-threads", type=click.IntRange(1), default=1, show_default=True)
-@click.option("--max-threads", type=click.IntRange(1), default=1024, show_default=True)
-@click.option("--p95-sla-ms", type=click.FloatRange(0, min_open=True), help="Adaptive: stop above this p95.")
-@click.option("--time", "time_s", type=click.IntRange(1), default=60, show_default=True, help="Seconds/step.")
-@click.option("--warmup", type=click.IntRange(0), default=0, show_default=True, help="Warm-up seconds/step.")
-@click.option(
-    "--cooldown-max",
-    type=click.FloatRange(0),
-    default=30,
-    show_default=True,
-    help="Longest wait between steps for TIME_WAIT sockets to drain.",
-)
 @click.option("--percentile", type=click.IntRange(0, 100), default=95, show_default=True)
 @click.option("--histogram", is_flag=True, help="Ask sysbench for its latency histogram.")
 @click.option("--sb-opt", "sb_opts", multiple=True, metavar="--KEY=VALUE", help="More sysbench/Lua options.")
-@click.option(
-    "--on-failure",
-    type=click.Choice(["stop", "continue"]),
-    default="stop",
-    show_default=True,
-    help="After a failed step: end the sweep, or go on with the next.",
-)
-@click.option("--collect-on", "collect_on", help="Also capture these SSH hosts (comma-separated).")
-@click.option(
-    "--inventory",
-    type=click.Path(exists=True, dir_okay=False, path_type=Path),
-    help="Also capture the hosts of this inventory or TiUP topology.",
-)
-@click.option("--profile", type=click.Choice(["default", "minimal"]), default="default", show_default=True)
-@_ssh_options
-@click.option("--no-db-sampler", is_flag=True, help="Do not sample SHOW GLOBAL STATUS during the steps.")
-@click.option(
-    "-o",
-    "--output",
-    type=click.Path(path_type=Path),
-    required=True,
-    help="Archive to write: a new directory, or a .tar.gz file.",
-)
-@click.option("--no-report", is_flag=True, help="Do not analyze the archive at the end.")
 def run_sysbench(**kw: Any) -> None:
     """sysbench against MySQL/MariaDB/TiDB, one step per thread count."""
-    from perfkit.collectors import captures, driver, session
     from perfkit.collectors.load_sysbench import SysbenchRunner, Workload
 
     db = _db_target(kw)
@@ -445,8 +484,102 @@ def run_sysbench(**kw: Any) -> None:
             histogram=kw["histogram"],
             extra=tuple(kw["sb_opts"]),
         )
-        if bool(kw["threads"]) == kw["adaptive"]:
-            raise click.UsageError("give either --threads or --adaptive")
+    except ValueError as exc:
+        raise click.BadParameter(str(exc)) from None
+    if kw["lua_script"] is not None and kw["client_host"]:
+        raise click.UsageError(
+            "--lua with --client-host: the script must exist on the client host; not supported"
+        )
+    record = {
+        "workload": workload.test,
+        "tables": workload.tables,
+        "table_size": workload.table_size,
+        "percentile": workload.percentile,
+        "sysbench_options": list(workload.extra),
+    }
+    with SysbenchRunner(db, workload, binary=kw["binary"], host=_load_host(kw, db)) as runner:
+        _sweep(kw, db, runner, record, what=f"{workload.test}")
+
+
+@run.command("ycsb")
+@_run_options("go-ycsb", "ycsb")
+@click.option("--db", "ycsb_db", type=click.Choice(["mysql"]), default="mysql", show_default=True)
+@click.option(
+    "--workload",
+    type=click.Choice(["a", "b", "c", "d", "e", "f"]),
+    default="a",
+    show_default=True,
+    help="YCSB core workload (go-ycsb's property files).",
+)
+@click.option(
+    "--workload-file",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="Your own workload property file instead.",
+)
+@click.option("--recordcount", type=click.IntRange(1), default=10000, show_default=True)
+@click.option("--prop", "props", multiple=True, metavar="NAME=VALUE", help="More go-ycsb properties.")
+def run_ycsb(**kw: Any) -> None:
+    """go-ycsb against MySQL/MariaDB/TiDB, one step per thread count."""
+    from perfkit.collectors.load_goycsb import GoYcsbRunner, YcsbWorkload
+
+    db = _db_target(kw)
+    try:
+        props = tuple(tuple(p.split("=", 1)) for p in kw["props"])
+        if any(len(p) != 2 for p in props):
+            raise ValueError("--prop takes NAME=VALUE")
+        workload = YcsbWorkload(
+            name=kw["workload"], file=kw["workload_file"], recordcount=kw["recordcount"], props=props
+        )
+    except ValueError as exc:
+        raise click.BadParameter(str(exc)) from None
+    record = {"workload": workload.label, "recordcount": workload.recordcount, "properties": dict(props)}
+    with GoYcsbRunner(db, workload, binary=kw["binary"], host=_load_host(kw, db)) as runner:
+        _sweep(kw, db, runner, record, what=f"YCSB {workload.label}")
+
+
+@run.command("tpcc")
+@_run_options("go-tpc", "tpcc")
+@click.option("--warehouses", type=click.IntRange(1), default=1, show_default=True)
+def run_tpcc(**kw: Any) -> None:
+    """go-tpc TPC-C against MySQL/MariaDB/TiDB, one step per thread count."""
+    from perfkit.collectors.load_gotpc import GoTpcRunner
+
+    db = _db_target(kw)
+    try:
+        runner = GoTpcRunner(db, warehouses=kw["warehouses"], binary=kw["binary"], host=_load_host(kw, db))
+    except ValueError as exc:
+        raise click.BadParameter(str(exc)) from None
+    with runner:
+        _sweep(
+            kw, db, runner, {"warehouses": kw["warehouses"]}, what=f"TPC-C at {kw['warehouses']} warehouse(s)"
+        )
+
+
+def _load_host(kw: dict[str, Any], db: Any) -> Any:
+    """Where the load generator runs: here, or the --client-host over SSH (connected now: a bad host
+    fails before anything starts)."""
+    from perfkit.collectors._load import LoadHost
+    from perfkit.transport import connect, parse_host
+
+    if not kw["client_host"]:
+        return LoadHost(secrets=(db.password,))
+    spec = parse_host(
+        kw["client_host"],
+        ssh_config=kw["ssh_config"],
+        known_hosts=kw["known_hosts"],
+        key_filename=kw["identity"],
+        accept_new_host_key=kw["accept_new_host_key"],
+    )
+    return LoadHost(connect(spec), secrets=(db.password,))
+
+
+def _sweep(kw: dict[str, Any], db: Any, runner: Any, record: dict[str, Any], *, what: str) -> None:
+    """Preflight, prepare, the sweep, cleanup and the report: the same for every load generator."""
+    from perfkit.collectors import captures, driver, session
+
+    if bool(kw["threads"]) == kw["adaptive"]:
+        raise click.UsageError("give either --threads or --adaptive")
+    try:
         adaptive = None
         if kw["adaptive"]:
             adaptive = driver.Adaptive(
@@ -462,49 +595,48 @@ def run_sysbench(**kw: Any) -> None:
         )
     except ValueError as exc:
         raise click.BadParameter(str(exc)) from None
-    targets, roles = _targets(
-        True,
-        kw["collect_on"],
+    local = kw["collect_local"] if kw["collect_local"] is not None else not kw["client_host"]
+    on = ",".join(x for x in (kw["client_host"], kw["collect_on"]) if x)
+    targets, _roles = _targets(
+        local,
+        on,
         kw["inventory"],
         kw["ssh_config"],
         kw["known_hosts"],
         kw["identity"],
         kw["accept_new_host_key"],
     )
-    opts = session.Options(window=1, specs=captures.profile(kw["profile"]))
+    secrets = (db.password,) if db.password else ()
+    opts = session.Options(window=1, specs=captures.profile(kw["profile"]), secrets=secrets)
     record = {
         "plan_file": str(kw["plan"]) if kw["plan"] else None,
         "options": {k: (str(v) if isinstance(v, Path) else v) for k, v in kw.items() if k != "plan"},
-        "workload": workload.test,
-        "tables": workload.tables,
-        "table_size": workload.table_size,
-        "percentile": workload.percentile,
-        "sysbench_options": list(workload.extra),
+        **record,
+        "load_host": runner.host.name,
         "database": {"host": db.host, "port": db.port, "socket": db.socket, "user": db.user, "db": db.db},
     }
-    with SysbenchRunner(db, workload) as runner:
-        runner.preflight()
-        if kw["prepare"]:
-            click.echo(f"preparing {workload.tables} table(s) of {workload.table_size} rows", err=True)
-            runner.prepare()
-        steps = "an adaptive search" if adaptive else f"{len(plan.threads)} steps"
-        click.echo(
-            f"sweeping {runner.version} {workload.test} over {steps} of {plan.time_s}s "
-            f"on {len(targets)} host(s) -> {kw['output']}",
-            err=True,
-        )
-        result = driver.run_sweep(
-            runner,
-            plan,
-            kw["output"],
-            hosts=targets,
-            opts=opts,
-            db=None if kw["no_db_sampler"] else db,
-            plan_record=record,
-            progress=lambda msg: click.echo(_printable(msg), err=True),
-        )
-        if kw["cleanup"] and result.manifest["status"] != "interrupted":
-            runner.cleanup()
+    runner.preflight()
+    if kw["prepare"]:
+        click.echo(f"preparing the {what} tables", err=True)
+        runner.prepare()
+    steps = "an adaptive search" if adaptive else f"{len(plan.threads)} steps"
+    click.echo(
+        f"sweeping {runner.version} {what} over {steps} of {plan.time_s}s from {runner.host.name}, "
+        f"capturing {len(targets)} host(s) -> {kw['output']}",
+        err=True,
+    )
+    result = driver.run_sweep(
+        runner,
+        plan,
+        kw["output"],
+        hosts=targets,
+        opts=opts,
+        db=None if kw["no_db_sampler"] else db,
+        plan_record=record,
+        progress=lambda msg: click.echo(_printable(msg), err=True),
+    )
+    if kw["cleanup"] and result.manifest["status"] != "interrupted":
+        runner.cleanup()
     click.echo(f"{'step':8s} {'threads':>7s} {'time':>5s} {'TPS':>10s} {'status':12s} reason")
     for st in result.steps:
         tps = f"{st.tps:,.1f}" if st.tps is not None else "-"

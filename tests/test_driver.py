@@ -17,7 +17,8 @@ CURVE = {1: 200, 2: 380, 3: 600, 4: 820, 5: 805, 6: 790, 8: 780, 11: 760, 16: 70
 class FakeRunner:
     """Writes a sysbench-like summary for the curve's TPS; no process, no database."""
 
-    tool, version = "sysbench", "sysbench 1.0.20 (fake)"
+    tool = kind = "sysbench"
+    version = "sysbench 1.0.20 (fake)"
 
     def __init__(self, curve: dict[int, float], p95: dict[int, float] | None = None):
         self.curve, self.p95, self.calls = curve, p95 or {}, []

@@ -1,0 +1,209 @@
+"""Where a load generator runs: this machine or a client host over SSH, through one Transport.
+
+Every runner (sysbench, go-ycsb, go-tpc) starts its tool the same way, so `--client-host` works for
+all of them and a local run is the same code path with the local transport:
+
+- secrets travel on stdin into a 0600 file in a 0700 temp dir on the load host (`secret_file`), and
+  the dir is removed when the runner closes; the password is never in perfkit's own argv or logs;
+- the tool runs as `exec timeout --foreground -s SIG -k K LIMIT tool ...` with stdout and stderr
+  merged, after printing its shell's pid on stderr: perfkit signals that pid with a separate `kill`
+  (sshd refuses signal requests for root logins, and `timeout` forwards what it receives to the
+  tool), and the `timeout` ends the tool on its own if perfkit dies. `--foreground` because without
+  it `timeout` signals the tool twice (directly and through the process group), and go-ycsb takes a
+  second SIGTERM as "exit now", without its final totals;
+- output is streamed into `load/<step>/<tool>.out` as it arrives, with the known secrets' exact
+  values masked (go-ycsb echoes its password property; go-tpc's is in its argv).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+import select
+import shlex
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from perfkit.errors import CollectError, PerfkitError
+from perfkit.redact import Redactor, redact
+from perfkit.transport import LOCAL, Transport, connect
+
+_PID = re.compile(rb"perfkit-load-pid (\d+)")
+KILL_AFTER_S = 10  # `timeout -k`: how long a signalled tool has to exit before SIGKILL
+
+
+@dataclass
+class LoadResult:
+    """One load-generator invocation: its exit, timing and whether its output says it worked."""
+
+    command: str
+    exit_code: int | None
+    started_at: float
+    ended_at: float
+    bytes: int
+    timed_out: bool = False
+    interrupted: bool = False
+    status: str = "ok"  # ok | degraded | failed | interrupted
+    reason: str = ""
+    fatal: list[str] = field(default_factory=list)
+    summary: dict = field(default_factory=dict)  # the tool's printed totals, as its parser gives them
+    redacted: bool = False
+
+
+class LoadHost:
+    """The machine a load generator runs on. Use as a context manager (it owns a temp dir there)."""
+
+    def __init__(self, transport: Transport | None = None, *, secrets: tuple[str, ...] = ()):
+        self.transport = transport or connect(LOCAL)
+        self.secrets = tuple(s for s in secrets if s)
+        self._dir: str | None = None
+
+    @property
+    def name(self) -> str:
+        return self.transport.spec.name
+
+    def __enter__(self) -> LoadHost:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        if self._dir is not None and self.transport.alive():
+            # a lost link leaves the 0700 dir on the host: nothing else can be done
+            with contextlib.suppress(PerfkitError):
+                self.transport.run(f"rm -rf {shlex.quote(self._dir)}", timeout=30)
+        self._dir = None
+        self.transport.close()
+
+    def redact(self, text: str) -> str:
+        return redact(text, self.secrets)
+
+    def run(self, command: str, *, timeout: float) -> tuple[int, str]:
+        """A short command to completion: (exit code, stdout+stderr as text, secrets masked)."""
+        rc, out, err = self.transport.run(command, timeout=timeout)
+        return rc, self.redact((out + err).decode(errors="replace"))
+
+    def which(self, binary: str) -> str:
+        """The tool's path on the load host; PerfkitError when it is not there."""
+        rc, out = self.run(f"command -v {shlex.quote(binary)}", timeout=30)
+        path = out.strip().splitlines()[-1] if out.strip() else ""
+        if rc != 0 or not path:
+            raise PerfkitError(f"{self.name}: {binary!r} not found (not installed, or not on PATH there)")
+        return path
+
+    def secret_file(self, name: str, content: str) -> str:
+        """Write `content` to a 0600 file in this runner's 0700 temp dir on the host; its path."""
+        if not re.fullmatch(r"[A-Za-z0-9._-]+", name):
+            raise ValueError(f"bad file name {name!r}")
+        if self._dir is None:
+            rc, out = self.run("umask 077; mktemp -d /tmp/perfkit-load.XXXXXX", timeout=30)
+            if rc != 0:
+                raise PerfkitError(f"{self.name}: cannot make a private temp dir: {out.strip()[:200]}")
+            self._dir = out.strip().splitlines()[-1]
+        path = f"{self._dir}/{name}"
+        rc, _out, err = self.transport.run(
+            f"umask 077; cat > {shlex.quote(path)}", timeout=30, stdin=content.encode()
+        )
+        if rc != 0:
+            raise PerfkitError(f"{self.name}: cannot write {path}: {self.redact(err.decode())[:200]}")
+        return path
+
+    def stream(
+        self,
+        argv: list[str],
+        out: Path,
+        *,
+        limit_s: float,
+        end_signal: str = "INT",
+        stop: object | None = None,
+        shown: str,
+        secret_arg: tuple[str, str] | None = None,
+    ) -> LoadResult:
+        """Run `argv` on the host under `timeout -s end_signal limit_s`, its output streamed into `out`.
+
+        `stop` (an Event) sends SIGINT early: the tools print what they have and exit. A tool still
+        running `KILL_AFTER_S` after its signal is killed by `timeout`; perfkit gives up on it
+        `KILL_AFTER_S + 20` s after `limit_s` (`timed_out`). `shown` is the command line recorded
+        in the manifest (the caller hides what should not be shown).
+
+        `secret_arg` (flag, value) is for a tool that takes the password only in argv (go-tpc's `-p`):
+        the value travels on stdin into a shell variable, so it is in no command line perfkit builds,
+        logs or records, only in the tool's own argv on the load host (which captures mask).
+        """
+        prefix, tail, stdin = "", "", None
+        if secret_arg is not None:
+            flag, value = secret_arg
+            if "\n" in value:
+                raise PerfkitError(f"{argv[0]} {flag}: a newline is not allowed")
+            prefix, tail = "IFS= read -r PERFKIT_SECRET; ", f' {flag} "$PERFKIT_SECRET"'
+            stdin = value.encode() + b"\n"
+        command = (
+            f"{prefix}echo perfkit-load-pid $$ >&2; exec timeout --foreground "
+            f"-s {end_signal} -k {KILL_AFTER_S} {limit_s:g} {shlex.join(argv)}{tail} 2>&1"
+        )
+        out.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        started = time.time()
+        try:
+            job = self.transport.start(command, stdin=stdin)
+        except CollectError as exc:
+            raise PerfkitError(f"{self.name}: cannot start {argv[0]}: {exc}") from None
+        deadline = time.monotonic() + limit_s + KILL_AFTER_S + 20
+        redactor = Redactor(self.secrets)
+        size, pid, timed_out, interrupted, code = 0, None, False, False, None
+        errbuf = b""
+        with open(out, "wb") as fh:
+
+            def write(data: bytes) -> None:
+                nonlocal size
+                if data:
+                    fh.write(data)
+                    fh.flush()
+                    size += len(data)
+
+            try:
+                while True:
+                    o, e = job.read()
+                    write(redactor.feed(o))
+                    if pid is None and e:
+                        errbuf += e
+                        m = _PID.search(errbuf)
+                        pid = int(m.group(1)) if m else None
+                    code = job.poll()
+                    if code is not None:
+                        o, _e = job.read()
+                        write(redactor.feed(o))
+                        break
+                    if stop is not None and getattr(stop, "is_set", lambda: False)() and not interrupted:
+                        interrupted = True
+                        self._signal(pid, "INT")
+                        deadline = min(deadline, time.monotonic() + KILL_AFTER_S + 5)
+                    if time.monotonic() > deadline:
+                        timed_out = not interrupted
+                        job.kill()
+                        o, _e = job.read()
+                        write(redactor.feed(o))
+                        code = job.poll()
+                        break
+                    select.select([job], [], [], 0.1)
+            finally:
+                write(redactor.flush())
+                job.close()
+        return LoadResult(
+            command=shown,
+            exit_code=code,
+            started_at=started,
+            ended_at=time.time(),
+            bytes=size,
+            timed_out=timed_out,
+            interrupted=interrupted,
+            redacted=redactor.hits > 0,
+        )
+
+    def _signal(self, pid: int | None, sig: str) -> None:
+        if pid is None:
+            return
+        # gone already, or the link is: `timeout` ends the tool on the host
+        with contextlib.suppress(PerfkitError):
+            self.transport.run(f"kill -{sig} {pid}", timeout=10)

@@ -1,0 +1,152 @@
+"""go-tpc's TPC-C as perfkit's load generator against MySQL/MariaDB/TiDB: preflight, prepare, runs.
+
+go-tpc takes the password only as `-p` in its argv: perfkit sends it on stdin into a shell variable on
+the load host (collectors/_load.py), so it is in no command line perfkit builds, records or logs; it
+is in go-tpc's own argv there, where `ps auxww` and `iotop` captures see it, and those are masked
+before they are written (design.md: redacted captures). `prepare` loads with `--no-check`: the
+consistency check after loading takes minutes even at one warehouse (lab.md §6). Runs print per-second
+`[Current]` lines (`--interval 1s`) and `--ignore-error` keeps a deadlock from ending a worker: failed
+transactions are counted as `*_ERR` ops and judged by their share. Success is judged from the parsed
+output (parsers/gotpc.py): go-tpc can exit 0 on a failure (go-tpc #206).
+"""
+
+from __future__ import annotations
+
+import shlex
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from perfkit.errors import ParseError, PerfkitError
+
+from ._load import LoadHost, LoadResult
+from .load_sysbench import check_database
+from .mysql_sampler import DbTarget
+
+ERROR_SHARE = 0.01  # failed transactions above this share of all make a step degraded
+
+
+@dataclass
+class GoTpcRunner:
+    """go-tpc tpcc against a MySQL-protocol database, here or on a client host. A context manager."""
+
+    target: DbTarget
+    warehouses: int = 1
+    binary: str = "go-tpc"
+    host: LoadHost | None = None
+    version: str | None = None
+    tool: str = field(default="go-tpc", init=False)
+    kind: str = field(default="gotpc", init=False)
+
+    def __post_init__(self) -> None:
+        if self.warehouses < 1:
+            raise ValueError("warehouses: at least 1")
+        if self.target.socket:
+            raise ValueError("go-tpc connects over TCP only: give a host and port, not a socket")
+        self.host = self.host or LoadHost(secrets=(self.target.password,))
+
+    def __enter__(self) -> GoTpcRunner:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        assert self.host is not None
+        self.host.close()
+
+    def argv(self, command: str, *, threads: int, time_s: int | None = None) -> list[str]:
+        """`go-tpc tpcc ... <command>` without the password (`stream` appends `-p` from stdin)."""
+        t = self.target
+        args = [self.binary, "tpcc", "-H", t.host, "-P", str(t.port), "-U", t.user, "-D", t.db]
+        args += ["--warehouses", str(self.warehouses), "-T", str(threads)]
+        if command == "run":
+            return [*args, "--interval", "1s", "--ignore-error", "run", "--time", f"{time_s}s"]
+        if command == "prepare":
+            return [*args, "--dropdata", "prepare", "--no-check"]
+        return [*args, command]
+
+    def shown(self, argv: list[str]) -> str:
+        return shlex.join(argv) + " -p <from stdin>"
+
+    def preflight(self) -> None:
+        """go-tpc exists on the load host and the database answers to these credentials (L1)."""
+        assert self.host is not None
+        self.binary = self.host.which(self.binary)
+        rc, out = self.host.run(f"{shlex.quote(self.binary)} version 2>&1", timeout=30)
+        version = next((line for line in out.splitlines() if "Release version" in line), "")
+        if rc != 0 or not version:
+            raise PerfkitError(f"go-tpc: `{self.binary} version` failed on {self.host.name}: {out[:200]}")
+        self.version = "go-tpc " + version.split(":", 1)[1].strip()
+        check_database(self.target)
+
+    def prepare(self, *, timeout: float = 3600) -> None:
+        """Drop and load the TPC-C tables (`--no-check`)."""
+        self._admin("prepare", timeout)
+
+    def cleanup(self, *, timeout: float = 600) -> None:
+        self._admin("cleanup", timeout)
+
+    def _admin(self, command: str, timeout: float) -> None:
+        assert self.host is not None
+        argv = self.argv(command, threads=max(1, min(self.warehouses, 8)))
+        with tempfile.TemporaryDirectory(prefix="perfkit-gotpc-") as tmp:
+            out = Path(tmp) / f"{command}.out"
+            res = self.host.stream(
+                argv, out, limit_s=timeout, shown=self.shown(argv), secret_arg=("-p", self.target.password)
+            )
+            text = out.read_text(errors="replace")
+        if res.exit_code != 0 or res.timed_out:
+            last = [line for line in text.splitlines() if "rror" in line][-1:] or [f"exit {res.exit_code}"]
+            raise PerfkitError(f"go-tpc {command} failed (exit {res.exit_code}): {last[0][:300]}")
+
+    def run(self, threads: int, time_s: int, out: Path, *, stop: object | None = None) -> LoadResult:
+        """One measured run of `time_s` seconds (go-tpc's own `--time`), streamed into `out`."""
+        assert self.host is not None
+        argv = self.argv("run", threads=threads, time_s=time_s)
+        res = self.host.stream(
+            argv,
+            out,
+            limit_s=time_s + 30,
+            stop=stop,
+            shown=self.shown(argv),
+            secret_arg=("-p", self.target.password),
+        )
+        judge(res, out, time_s)
+        return res
+
+
+def judge(res: LoadResult, out: Path, time_s: int) -> None:
+    """Set `res.status`/`reason` from what go-tpc printed (L3: its exit code can lie)."""
+    from perfkit.parsers import gotpc
+
+    if res.interrupted:
+        res.status, res.reason = "interrupted", "stopped by the user"
+        return
+    try:
+        frame = gotpc.parse(out)
+    except ParseError as exc:
+        res.status, res.reason = "failed", f"output not readable: {exc}"
+        return
+    runs = frame.attrs.get("runs") or []
+    run = runs[-1] if runs else {}
+    summary = dict(run.get("summary") or {})
+    fatal = run.get("fatal")
+    res.fatal = [fatal] if fatal else []
+    if summary:
+        summary.update(transactions=summary.get("count"), ignored_errors=summary.get("errors"))
+    res.summary = summary
+    if res.timed_out or res.exit_code == 124:
+        res.status, res.reason = "failed", f"go-tpc did not exit within {time_s + 30}s"
+    elif not summary:
+        res.status, res.reason = "failed", fatal or f"exit {res.exit_code}, no summary printed"
+    elif not summary.get("tps"):
+        res.status, res.reason = "failed", "no transaction completed"
+    elif res.exit_code != 0:
+        res.status, res.reason = "degraded", fatal or f"exit {res.exit_code} after its summary"
+    elif (summary.get("total_time_s") or time_s) < 0.9 * time_s:
+        res.status, res.reason = "degraded", f"ran {summary['total_time_s']:.1f}s of {time_s}s"
+    elif (summary.get("errors") or 0) > ERROR_SHARE * (
+        (summary.get("count") or 0) + (summary.get("errors") or 0)
+    ):
+        res.status, res.reason = "degraded", f"{summary['errors']} failed transactions"

@@ -1,0 +1,232 @@
+"""go-ycsb as perfkit's load generator against MySQL/MariaDB/TiDB: preflight, load, one run per step.
+
+Every property, the password included, goes to go-ycsb in a 0600 property file (`-P`) on the load
+host (collectors/_load.py), never in argv; go-ycsb echoes its properties (`"mysql.password"="..."`)
+at the start of every run, so the stream is masked before it is written. The core workloads a-f are
+carried here as data (the property files go-ycsb v1.0.3 ships), so a client host needs only the
+binary. go-ycsb v1.0.3 has no time limit of its own (`maxexecutiontime` is declared but unused):
+perfkit asks for an unbounded operation count and ends the run at `--time` with SIGTERM, on which
+go-ycsb prints its final totals; in-flight operations cut by the signal show as a few `*_ERROR`.
+Success is judged from the parsed output (parsers/goycsb.py), not the exit code (go-ycsb #176).
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from perfkit.errors import ParseError, PerfkitError
+
+from ._load import LoadHost, LoadResult
+from .load_sysbench import check_database
+from .mysql_sampler import DbTarget
+
+_CORE = {"workload": "core", "readallfields": "true"}
+WORKLOADS: dict[str, dict[str, str]] = {
+    "a": {**_CORE, "readproportion": "0.5", "updateproportion": "0.5", "requestdistribution": "uniform"},
+    "b": {**_CORE, "readproportion": "0.95", "updateproportion": "0.05", "requestdistribution": "uniform"},
+    "c": {**_CORE, "readproportion": "1", "requestdistribution": "uniform"},
+    "d": {**_CORE, "readproportion": "0.95", "insertproportion": "0.05", "requestdistribution": "latest"},
+    "e": {
+        **_CORE,
+        "scanproportion": "0.95",
+        "insertproportion": "0.05",
+        "requestdistribution": "uniform",
+        "maxscanlength": "1",
+        "scanlengthdistribution": "uniform",
+    },
+    "f": {
+        **_CORE,
+        "readproportion": "0.5",
+        "readmodifywriteproportion": "0.5",
+        "requestdistribution": "uniform",
+    },
+}
+_PROPORTIONS = ("readproportion", "updateproportion", "scanproportion", "insertproportion")
+UNBOUNDED_OPS = 1 << 40  # the run is ended by time, not by count
+# a run ended by SIGTERM cuts the operations in flight: up to this share of errors is that, not a fault
+ERROR_SHARE = 0.01
+_SECRET_KEY = re.compile(r"pass|pwd|secret|token", re.I)
+
+
+@dataclass(frozen=True)
+class YcsbWorkload:
+    """A core workload (a-f) or a property file, with the record count and extra properties."""
+
+    name: str = "a"
+    file: Path | None = None
+    recordcount: int = 10000
+    props: tuple[tuple[str, str], ...] = ()
+    table: str = "usertable"
+
+    def __post_init__(self) -> None:
+        if self.file is None and self.name not in WORKLOADS:
+            raise ValueError(f"unknown go-ycsb workload {self.name!r}: a-f or --workload-file")
+        if self.file is not None and not Path(self.file).is_file():
+            raise ValueError(f"{self.file}: workload file not found")
+        for key, value in self.props:
+            if not re.fullmatch(r"[A-Za-z][A-Za-z0-9._-]*", key) or "\n" in value:
+                raise ValueError(f"go-ycsb property {key!r}: NAME=VALUE on one line")
+            if _SECRET_KEY.search(key):
+                raise ValueError(f"go-ycsb property {key!r}: no secrets here (use the environment)")
+        if not re.fullmatch(r"[A-Za-z0-9_]{1,64}", self.table):
+            raise ValueError(f"invalid table name {self.table!r}")
+
+    def properties(self) -> dict[str, str]:
+        base = dict(WORKLOADS.get(self.name, {})) if self.file is None else _read_props(Path(self.file))
+        for key in _PROPORTIONS:
+            base.setdefault(key, "0")
+        base.update(recordcount=str(self.recordcount), table=self.table)
+        base.update(self.props)
+        return base
+
+    @property
+    def label(self) -> str:
+        return str(self.file) if self.file is not None else f"workload{self.name}"
+
+
+def _read_props(path: Path) -> dict[str, str]:
+    out = {}
+    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        key, sep, value = line.partition("=")
+        if not sep:
+            raise PerfkitError(f"{path}:{n}: not NAME=VALUE: {line[:80]!r}")
+        if _SECRET_KEY.search(key):
+            raise PerfkitError(f"{path}:{n}: {key.strip()!r}: a workload file holds no secret")
+        out[key.strip()] = value.strip()
+    return out
+
+
+@dataclass
+class GoYcsbRunner:
+    """go-ycsb against a MySQL-protocol database, here or on a client host. A context manager."""
+
+    target: DbTarget
+    workload: YcsbWorkload
+    binary: str = "go-ycsb"
+    host: LoadHost | None = None
+    version: str | None = None
+    tool: str = field(default="go-ycsb", init=False)
+    kind: str = field(default="goycsb", init=False)
+
+    def __post_init__(self) -> None:
+        self.host = self.host or LoadHost(secrets=(self.target.password,))
+        self._props: str | None = None
+
+    def __enter__(self) -> GoYcsbRunner:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        assert self.host is not None
+        self.host.close()
+
+    def _property_text(self) -> str:
+        t = self.target
+        props = self.workload.properties()
+        props.update(
+            {
+                "mysql.host": t.host,
+                "mysql.port": str(t.port),
+                "mysql.user": t.user,
+                "mysql.password": t.password,
+                "mysql.db": t.db,
+            }
+        )
+        for key, value in props.items():
+            if "\n" in value:
+                raise PerfkitError(f"go-ycsb property {key}: a newline is not allowed")
+        return "".join(f"{k}={v}\n" for k, v in props.items())
+
+    def argv(self, command: str, *, threads: int) -> list[str]:
+        """`go-ycsb load|run mysql -P <0600 file> ...`: the password is in the file, not here."""
+        args = [self.binary, command, "mysql", "-P", str(self._props), "--threads", str(threads)]
+        if command == "run":
+            args += ["-p", f"operationcount={UNBOUNDED_OPS}", "--interval", "1"]
+        return args
+
+    def shown(self, argv: list[str]) -> str:
+        return " ".join("<0600 property file>" if a == self._props else a for a in argv)
+
+    def preflight(self) -> None:
+        """go-ycsb exists on the load host and the database answers to these credentials (L1)."""
+        assert self.host is not None
+        self.binary = self.host.which(self.binary)
+        rc, out = self.host.run(f"{shlex.quote(self.binary)} --help", timeout=30)
+        if rc != 0:
+            raise PerfkitError(f"go-ycsb: `{self.binary} --help` failed on {self.host.name}: {out[:200]}")
+        self.version = _module_version(self.host, self.binary)
+        check_database(self.target)
+        self._props = self.host.secret_file("ycsb.properties", self._property_text())
+
+    def prepare(self, *, timeout: float = 3600) -> None:
+        """Drop the table and load `recordcount` records into it."""
+        assert self.host is not None
+        with self.target.connect() as conn, conn.cursor() as cur:
+            cur.execute(f"DROP TABLE IF EXISTS `{self.workload.table}`")
+        rc, text = self.host.run(shlex.join(self.argv("load", threads=4)) + " 2>&1", timeout=timeout)
+        if rc != 0 or "Run finished" not in text:
+            last = text.strip().splitlines()[-1:] or [f"exit {rc}"]
+            raise PerfkitError(f"go-ycsb load failed (exit {rc}): {last[0][:300]}")
+
+    def cleanup(self, *, timeout: float = 600) -> None:
+        with self.target.connect() as conn, conn.cursor() as cur:
+            cur.execute(f"DROP TABLE IF EXISTS `{self.workload.table}`")
+
+    def run(self, threads: int, time_s: int, out: Path, *, stop: object | None = None) -> LoadResult:
+        """One measured run of `time_s` seconds, ended by SIGTERM, streamed into `out`."""
+        assert self.host is not None
+        argv = self.argv("run", threads=threads)
+        shown = self.shown(argv)
+        res = self.host.stream(argv, out, limit_s=time_s, end_signal="TERM", stop=stop, shown=shown)
+        judge(res, out, time_s)
+        return res
+
+
+def _module_version(host: LoadHost, binary: str) -> str | None:
+    """go-ycsb prints no version: the Go build info names the module's (`go version -m`, when Go is there)."""
+    rc, out = host.run(f"go version -m {shlex.quote(binary)} 2>/dev/null | grep -m1 -w mod", timeout=30)
+    m = re.search(r"github\.com/pingcap/go-ycsb\s+(v\S+)", out) if rc == 0 else None
+    return f"go-ycsb {m.group(1)}" if m else "go-ycsb (version unknown)"
+
+
+def judge(res: LoadResult, out: Path, time_s: int) -> None:
+    """Set `res.status`/`reason` from what go-ycsb printed (L3)."""
+    from perfkit.parsers import goycsb
+
+    if res.interrupted:
+        res.status, res.reason = "interrupted", "stopped by the user"
+        return
+    try:
+        frame = goycsb.parse(out)
+    except ParseError as exc:
+        res.status, res.reason = "failed", f"output not readable: {exc}"
+        return
+    runs = frame.attrs.get("runs") or []
+    run = runs[-1] if runs else {}
+    summary = dict(run.get("summary") or {})
+    fatal = run.get("fatal")
+    res.fatal = [fatal] if fatal else []
+    if summary:
+        ops = summary.get("ops_s")
+        summary.update(tps=ops, transactions=summary.get("count"), ignored_errors=summary.get("errors"))
+    res.summary = summary
+    if res.timed_out:
+        res.status, res.reason = "failed", f"go-ycsb did not exit within {time_s}s plus its grace"
+    elif not summary:
+        res.status, res.reason = "failed", fatal or f"exit {res.exit_code}, no final totals printed"
+    elif not summary.get("ops_s"):
+        res.status, res.reason = "failed", "no operation completed"
+    elif res.exit_code not in (0, 124):  # 124: ended by perfkit's SIGTERM at --time, as planned
+        res.status, res.reason = "degraded", fatal or f"exit {res.exit_code} after its totals"
+    elif summary.get("total_time_s", time_s) < 0.9 * time_s:
+        res.status, res.reason = "degraded", f"ran {summary['total_time_s']:.1f}s of {time_s}s"
+    elif (summary.get("errors") or 0) > ERROR_SHARE * (summary.get("count") or 0):
+        res.status, res.reason = "degraded", f"{summary['errors']} failed operations"

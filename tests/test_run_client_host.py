@@ -1,0 +1,93 @@
+"""`perfkit run --client-host`: the load generator on another host over a real sshd on loopback.
+
+The "client host" is this machine reached through its own sshd (tests/sshd.py), so sysbench runs in
+an SSH session and reaches the lab MariaDB at 127.0.0.1, as it would from a load-generator box.
+"""
+
+from __future__ import annotations
+
+import glob
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from perfkit.collectors._load import LoadHost
+from perfkit.collectors.load_sysbench import SysbenchRunner, Workload
+from perfkit.collectors.mysql_sampler import DbTarget
+from perfkit.transport import connect
+
+from .conftest import lab_password
+from .sshd import sshd, sshd_factory  # noqa: F401 (fixtures)
+
+pytestmark = pytest.mark.lab
+
+CLI = [sys.executable, "-c", "import sys; from perfkit.cli import main; sys.exit(main())"]
+
+
+def temp_dirs() -> set[str]:
+    return set(glob.glob("/tmp/perfkit-load.*"))
+
+
+def test_sysbench_on_a_client_host_is_captured_there(sshd, lab_mariadb: Path, tmp_path: Path) -> None:  # noqa: F811
+    sshd.known_hosts.write_text(sshd.known_hosts_line() + "\n")
+    password = lab_password(lab_mariadb)
+    before = temp_dirs()
+    out = tmp_path / "sweep"
+    client = f"root@127.0.0.1:{sshd.port}"
+    args = ["run", "sysbench", "--client-host", client, "-i", str(sshd.client_key)]
+    args += ["--known-hosts", str(sshd.known_hosts), "--mysql-user", "perfkit", "--tables", "2"]
+    args += ["--table-size", "10000", "--threads", "1,2", "--time", "3", "--profile", "minimal"]
+    args += ["--no-report", "-o", str(out)]
+    proc = subprocess.run(
+        [*CLI, *args],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PERFKIT_MYSQL_PASSWORD": password},
+        timeout=180,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    m = json.loads((out / "manifest.json").read_text())
+    host = f"127.0.0.1:{sshd.port}"
+    loads = [r for r in m["captures"] if r["kind"] == "sysbench"]
+    assert [r["host"] for r in loads] == [host, host] and m["sweep"]["plan"]["load_host"] == host
+    assert all(r["status"] == "ok" for r in loads)
+    text = (out / loads[1]["path"]).read_text()
+    assert "Number of threads: 2" in text and "transactions:" in text
+    # the load host is captured, this machine is not (--collect-local is off with a client host)
+    assert (out / "hosts" / host / "t0002" / "vmstat.out").read_bytes().startswith(b"--procs--")
+    assert not (out / "hosts" / "localhost").exists()
+    assert [h["name"] for h in m["inventory"]] == [host]
+    assert temp_dirs() == before  # the 0600 config file's directory is gone from the client host
+    leaked = [p for p in out.rglob("*") if p.is_file() and password.encode() in p.read_bytes()]
+    assert leaked == [] and password not in proc.stdout + proc.stderr
+
+
+def test_stopping_a_remote_run_signals_sysbench_even_for_root(
+    sshd,  # noqa: F811
+    lab_mariadb: Path,
+    tmp_path: Path,
+) -> None:
+    """sshd refuses signal requests for root logins: perfkit signals the pid with `kill` instead."""
+    sshd.known_hosts.write_text(sshd.known_hosts_line() + "\n")
+    db = DbTarget(user="perfkit", password=lab_password(lab_mariadb))
+    stop = threading.Event()
+    host = LoadHost(connect(sshd.spec()), secrets=(db.password,))
+    with SysbenchRunner(db, Workload("oltp_read_only", tables=2, table_size=10000), host=host) as runner:
+        runner.preflight()
+        threading.Timer(2.0, stop.set).start()
+        t0 = time.monotonic()
+        res = runner.run(2, 60, tmp_path / "sysbench.out", stop=stop)
+        took = time.monotonic() - t0
+    assert res.status == "interrupted" and res.interrupted and res.exit_code is not None
+    assert took < 30  # not the 60 s run
+    assert "[ 1s ]" in (tmp_path / "sysbench.out").read_text()  # what it printed before is kept
+    left = subprocess.run(
+        ["pgrep", "-f", "sysbench oltp_read_only.*--time=60"], capture_output=True, text=True
+    )
+    assert left.stdout == ""
