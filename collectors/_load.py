@@ -25,12 +25,14 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from perfkit.errors import CollectError, PerfkitError
+from perfkit.errors import CollectError, ParseError, PerfkitError
 from perfkit.redact import Redactor, redact
 from perfkit.transport import LOCAL, Transport, connect
 
 _PID = re.compile(rb"perfkit-load-pid (\d+)")
 KILL_AFTER_S = 10  # `timeout -k`: how long a signalled tool has to exit before SIGKILL
+# failed operations above this share make a step degraded; a run ended by a signal cuts a few in flight
+ERROR_SHARE = 0.01
 
 
 @dataclass
@@ -207,3 +209,45 @@ class LoadHost:
         # gone already, or the link is: `timeout` ends the tool on the host
         with contextlib.suppress(PerfkitError):
             self.transport.run(f"kill -{sig} {pid}", timeout=10)
+
+
+def judge_go_tool(res: LoadResult, out: Path, time_s: int, *, kind: str, ended_by_perfkit: bool) -> None:
+    """Set `res.status`/`reason` for go-ycsb or go-tpc from their parsed output (reliability.md L3:
+    their exit codes lie). `ended_by_perfkit`: the run was ended at --time by `timeout`'s signal (exit
+    124 is the plan, and the operations cut in flight show as a few errors), not by the tool itself."""
+    from perfkit import parsers
+
+    tool = res.command.split()[0].rsplit("/", 1)[-1]
+    if res.interrupted:
+        res.status, res.reason = "interrupted", "stopped by the user"
+        return
+    try:
+        frame = parsers.get(kind).parse(out)
+    except ParseError as exc:
+        res.status, res.reason = "failed", f"output not readable: {exc}"
+        return
+    runs = frame.attrs.get("runs") or []
+    run = runs[-1] if runs else {}
+    summary = dict(run.get("summary") or {})
+    fatal = run.get("fatal")
+    res.fatal = [fatal] if fatal else []
+    ok, errors = summary.get("count") or 0, summary.get("errors") or 0
+    if summary:  # the keys the sweep driver reads from every tool's summary
+        summary.update(
+            tps=summary.get("tps", summary.get("ops_s")),
+            transactions=summary.get("count"),
+            ignored_errors=errors,
+        )
+    res.summary = summary
+    if res.timed_out or (res.exit_code == 124 and not ended_by_perfkit):
+        res.status, res.reason = "failed", f"{tool} did not exit by itself after {time_s}s"
+    elif not summary:
+        res.status, res.reason = "failed", fatal or f"exit {res.exit_code}, no totals printed"
+    elif not summary.get("tps"):
+        res.status, res.reason = "failed", "nothing completed"
+    elif res.exit_code not in ((0, 124) if ended_by_perfkit else (0,)):
+        res.status, res.reason = "degraded", fatal or f"exit {res.exit_code} after its totals"
+    elif (summary.get("total_time_s") or time_s) < 0.9 * time_s:
+        res.status, res.reason = "degraded", f"ran {summary['total_time_s']:.1f}s of {time_s}s"
+    elif errors > ERROR_SHARE * (ok + errors):
+        res.status, res.reason = "degraded", f"{errors} failed operations of {ok + errors}"

@@ -36,7 +36,7 @@ from perfkit.errors import PerfkitError
 from perfkit.transport import HostSpec
 
 from . import session
-from .load_sysbench import ERROR_SHARE
+from ._load import ERROR_SHARE
 from .mysql_sampler import DbTarget, StatusSampler
 
 # `vmstat 1 N` prints its last sample at N-1 s: one more second covers the load's last one

@@ -17,13 +17,11 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from perfkit.errors import ParseError, PerfkitError
+from perfkit.errors import PerfkitError
 
-from ._load import LoadHost, LoadResult
+from ._load import LoadHost, LoadResult, judge_go_tool
 from .load_sysbench import check_database
 from .mysql_sampler import DbTarget
-
-ERROR_SHARE = 0.01  # failed transactions above this share of all make a step degraded
 
 
 @dataclass
@@ -112,41 +110,5 @@ class GoTpcRunner:
             shown=self.shown(argv),
             secret_arg=("-p", self.target.password),
         )
-        judge(res, out, time_s)
+        judge_go_tool(res, out, time_s, kind=self.kind, ended_by_perfkit=False)
         return res
-
-
-def judge(res: LoadResult, out: Path, time_s: int) -> None:
-    """Set `res.status`/`reason` from what go-tpc printed (L3: its exit code can lie)."""
-    from perfkit.parsers import gotpc
-
-    if res.interrupted:
-        res.status, res.reason = "interrupted", "stopped by the user"
-        return
-    try:
-        frame = gotpc.parse(out)
-    except ParseError as exc:
-        res.status, res.reason = "failed", f"output not readable: {exc}"
-        return
-    runs = frame.attrs.get("runs") or []
-    run = runs[-1] if runs else {}
-    summary = dict(run.get("summary") or {})
-    fatal = run.get("fatal")
-    res.fatal = [fatal] if fatal else []
-    if summary:
-        summary.update(transactions=summary.get("count"), ignored_errors=summary.get("errors"))
-    res.summary = summary
-    if res.timed_out or res.exit_code == 124:
-        res.status, res.reason = "failed", f"go-tpc did not exit within {time_s + 30}s"
-    elif not summary:
-        res.status, res.reason = "failed", fatal or f"exit {res.exit_code}, no summary printed"
-    elif not summary.get("tps"):
-        res.status, res.reason = "failed", "no transaction completed"
-    elif res.exit_code != 0:
-        res.status, res.reason = "degraded", fatal or f"exit {res.exit_code} after its summary"
-    elif (summary.get("total_time_s") or time_s) < 0.9 * time_s:
-        res.status, res.reason = "degraded", f"ran {summary['total_time_s']:.1f}s of {time_s}s"
-    elif (summary.get("errors") or 0) > ERROR_SHARE * (
-        (summary.get("count") or 0) + (summary.get("errors") or 0)
-    ):
-        res.status, res.reason = "degraded", f"{summary['errors']} failed transactions"

@@ -17,9 +17,9 @@ import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from perfkit.errors import ParseError, PerfkitError
+from perfkit.errors import PerfkitError
 
-from ._load import LoadHost, LoadResult
+from ._load import LoadHost, LoadResult, judge_go_tool
 from .load_sysbench import check_database
 from .mysql_sampler import DbTarget
 
@@ -46,8 +46,6 @@ WORKLOADS: dict[str, dict[str, str]] = {
 }
 _PROPORTIONS = ("readproportion", "updateproportion", "scanproportion", "insertproportion")
 UNBOUNDED_OPS = 1 << 40  # the run is ended by time, not by count
-# a run ended by SIGTERM cuts the operations in flight: up to this share of errors is that, not a fault
-ERROR_SHARE = 0.01
 _SECRET_KEY = re.compile(r"pass|pwd|secret|token", re.I)
 
 
@@ -186,7 +184,7 @@ class GoYcsbRunner:
         argv = self.argv("run", threads=threads)
         shown = self.shown(argv)
         res = self.host.stream(argv, out, limit_s=time_s, end_signal="TERM", stop=stop, shown=shown)
-        judge(res, out, time_s)
+        judge_go_tool(res, out, time_s, kind=self.kind, ended_by_perfkit=True)
         return res
 
 
@@ -195,38 +193,3 @@ def _module_version(host: LoadHost, binary: str) -> str | None:
     rc, out = host.run(f"go version -m {shlex.quote(binary)} 2>/dev/null | grep -m1 -w mod", timeout=30)
     m = re.search(r"github\.com/pingcap/go-ycsb\s+(v\S+)", out) if rc == 0 else None
     return f"go-ycsb {m.group(1)}" if m else "go-ycsb (version unknown)"
-
-
-def judge(res: LoadResult, out: Path, time_s: int) -> None:
-    """Set `res.status`/`reason` from what go-ycsb printed (L3)."""
-    from perfkit.parsers import goycsb
-
-    if res.interrupted:
-        res.status, res.reason = "interrupted", "stopped by the user"
-        return
-    try:
-        frame = goycsb.parse(out)
-    except ParseError as exc:
-        res.status, res.reason = "failed", f"output not readable: {exc}"
-        return
-    runs = frame.attrs.get("runs") or []
-    run = runs[-1] if runs else {}
-    summary = dict(run.get("summary") or {})
-    fatal = run.get("fatal")
-    res.fatal = [fatal] if fatal else []
-    if summary:
-        ops = summary.get("ops_s")
-        summary.update(tps=ops, transactions=summary.get("count"), ignored_errors=summary.get("errors"))
-    res.summary = summary
-    if res.timed_out:
-        res.status, res.reason = "failed", f"go-ycsb did not exit within {time_s}s plus its grace"
-    elif not summary:
-        res.status, res.reason = "failed", fatal or f"exit {res.exit_code}, no final totals printed"
-    elif not summary.get("ops_s"):
-        res.status, res.reason = "failed", "no operation completed"
-    elif res.exit_code not in (0, 124):  # 124: ended by perfkit's SIGTERM at --time, as planned
-        res.status, res.reason = "degraded", fatal or f"exit {res.exit_code} after its totals"
-    elif summary.get("total_time_s", time_s) < 0.9 * time_s:
-        res.status, res.reason = "degraded", f"ran {summary['total_time_s']:.1f}s of {time_s}s"
-    elif (summary.get("errors") or 0) > ERROR_SHARE * (summary.get("count") or 0):
-        res.status, res.reason = "degraded", f"{summary['errors']} failed operations"

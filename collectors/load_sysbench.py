@@ -19,7 +19,7 @@ import pymysql
 
 from perfkit.errors import PerfkitError
 
-from ._load import LoadHost, LoadResult
+from ._load import ERROR_SHARE, LoadHost, LoadResult
 from .mysql_sampler import DbTarget
 
 BUILTIN = (
@@ -36,9 +36,6 @@ BUILTIN = (
     "bulk_insert",
 )
 _FATAL = re.compile(rb"^FATAL: .*$", re.M)
-# a few ignored errors (deadlocks under oltp_read_write) are normal; more than this share per
-# transaction make a step degraded
-ERROR_SHARE = 0.01
 
 
 @dataclass(frozen=True)
