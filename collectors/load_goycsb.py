@@ -113,6 +113,10 @@ class GoYcsbRunner:
     kind: str = field(default="goycsb", init=False)
 
     def __post_init__(self) -> None:
+        if self.target.socket:
+            raise ValueError(
+                "go-ycsb's mysql driver connects over TCP here: give a host and port, not a socket"
+            )
         self.host = self.host or LoadHost(secrets=(self.target.password,))
         self._props: str | None = None
 

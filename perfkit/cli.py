@@ -335,7 +335,7 @@ def _load_plan(ctx: click.Context, param: click.Parameter, value: Path | None) -
     if not isinstance(plan, dict):
         raise click.BadParameter(f"{value}: a mapping of option names to values")
     names = {p.name for p in ctx.command.params if p.name not in ("plan",)}
-    aliases = {"time": "time_s", "lua": "lua_script", "sb_opt": "sb_opts"}
+    aliases = {"time": "time_s", "lua": "lua_script", "sb_opt": "sb_opts", "prop": "props", "bin": "binary"}
     defaults: dict[str, Any] = {}
     for key, val in plan.items():
         name = aliases.get(str(key).replace("-", "_"), str(key).replace("-", "_"))
@@ -503,7 +503,6 @@ def run_sysbench(**kw: Any) -> None:
 
 @run.command("ycsb")
 @_run_options("go-ycsb", "ycsb")
-@click.option("--db", "ycsb_db", type=click.Choice(["mysql"]), default="mysql", show_default=True)
 @click.option(
     "--workload",
     type=click.Choice(["a", "b", "c", "d", "e", "f"]),
@@ -533,7 +532,11 @@ def run_ycsb(**kw: Any) -> None:
     except ValueError as exc:
         raise click.BadParameter(str(exc)) from None
     record = {"workload": workload.label, "recordcount": workload.recordcount, "properties": dict(props)}
-    with GoYcsbRunner(db, workload, binary=kw["binary"], host=_load_host(kw, db)) as runner:
+    try:
+        runner = GoYcsbRunner(db, workload, binary=kw["binary"], host=_load_host(kw, db))
+    except ValueError as exc:
+        raise click.BadParameter(str(exc)) from None
+    with runner:
         _sweep(kw, db, runner, record, what=f"YCSB {workload.label}")
 
 
