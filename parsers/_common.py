@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import io
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import date, datetime
 from pathlib import Path
 from typing import IO
@@ -66,6 +66,42 @@ class Lines:
 
     def error(self, line_no: int, line: str, reason: str) -> ParseError:
         return ParseError(self.kind, self.path, line_no, line, reason)
+
+
+def feed_lines(
+    source: Source,
+    kind: str,
+    feed: Callable[[int, str, Lines], None],
+    cut_last: Callable[[int, str, Lines], None],
+) -> Lines:
+    """Hand each `(line_no, text, lines)` of `source` to `feed`; a last line cut off mid-write to `cut_last`.
+
+    The last line is held back until the end: only then is it known whether it ended with a newline. A
+    non-blank last line without one was cut off while the tool wrote it, so its numbers may be cut too;
+    `cut_last` decides whether to drop it (the parser may keep a message that ends without newline).
+
+    Returns:
+        The `Lines` that were read, for error messages after the walk.
+
+    Raises:
+        ParseError: the source cannot be read, or `feed`/`cut_last` raised it.
+    """
+    lines = Lines(source, kind)
+    prev: tuple[int, str] | None = None
+    line_no = 0
+    try:
+        for line_no, text in lines:
+            if prev is not None:
+                feed(*prev, lines)
+            prev = (line_no, text)
+    except (UnicodeDecodeError, OSError) as exc:
+        raise lines.error(line_no + 1, "", f"cannot read: {exc}") from None
+    if prev is not None:
+        if not lines.last_complete and prev[1].strip():
+            cut_last(*prev, lines)
+        else:
+            feed(*prev, lines)
+    return lines
 
 
 def _looks_like_path(text: str) -> bool:

@@ -76,7 +76,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ._common import SNIFF_BYTES, Lines, Source, coerce, empty_frame
+from ._common import SNIFF_BYTES, Lines, Source, coerce, empty_frame, feed_lines
+from ._golines import GoReader, Malformed, column, nan_to_none
 
 KIND = "gotpc"
 
@@ -109,7 +110,6 @@ _INT64_MAX = 2**63 - 1
 
 _OP = re.compile(r"^(?:\[(Current|Summary)\] )?([A-Z][A-Z0-9_]*)\s+- (Takes\(s\):.*?)\s*$")
 _LAT_KEY = re.compile(r"^(Sum|Avg|Max|(\d+(?:\.\d+)?)th)\((ms|us|s)\)$")
-_UNIT_DIVISOR = {"ms": 1.0, "us": 1000.0, "s": 0.001}
 _PLAIN_KEYS = {"Takes(s)": "time_s", "Count": "count", "TPM": "tpm"}
 _TPMC = re.compile(r"^tpmC: (.*?)\s*$")
 _TPMC_KEYS = {"tpmC": "tpmc", "tpmTotal": "tpm_total", "efficiency": "efficiency_pct"}
@@ -127,7 +127,6 @@ _FATAL = re.compile(
           | Error\ \d+)""",
     re.X,
 )
-_GARBAGE = re.compile("[\x00-\x08\x0e-\x1f\x7f\ufffd]")
 _SNIFF = re.compile(
     r"""^(?:\[(?:Current|Summary)\]\ [A-Z][A-Z0-9_]*\s+-\ Takes\(s\):[ ]
           | [A-Z][A-Z0-9_]*\s+-\ Takes\(s\):\ [^\n]*TPM:[ ]
@@ -135,10 +134,6 @@ _SNIFF = re.compile(
           | \[\{[^\n]*"Prefix":"\[(?:Current|Summary)\]\ ")""",
     re.M | re.X,
 )
-
-
-class _Malformed(Exception):
-    """A line that looks like go-tpc structure but cannot be read; becomes a ParseError (or is dropped)."""
 
 
 @dataclass
@@ -173,36 +168,25 @@ def parse(source: Source, *, host: str | None = None, tz: str = "UTC") -> pd.Dat
     `tz` is accepted for the common parser signature; go-tpc prints no wall-clock time on its lines.
     """
     del tz
-    lines = Lines(source, KIND)
     reader = _Reader()
-    prev: tuple[int, str] | None = None
-    line_no = 0
-    try:
-        for line_no, text in lines:
-            if prev is not None:
-                reader.feed(*prev, lines)
-            prev = (line_no, text)
-    except (UnicodeDecodeError, OSError) as exc:
-        raise lines.error(line_no + 1, "", f"cannot read: {exc}") from None
-    if prev is not None:
-        if not lines.last_complete and prev[1].strip():
-            reader.cut_last(*prev, lines)
-        else:
-            reader.feed(*prev, lines)
+    lines = feed_lines(source, KIND, reader.feed, reader.cut_last)
     return reader.finish(lines, host)
 
 
-class _Reader:
+class _Reader(GoReader):
     """Walks the lines once; keeps rows as column lists and the per-run facts."""
 
+    REFUSED = (_TABLE_STYLE,)
+    REFUSAL = "go-tpc --output table is not read; use --output plain"
+    FATAL = _FATAL
+    CUT_STRUCTURE = (_OP, _TPMC, _FINISHED, _MAXPROCS)
+    NOT_FOUND = "no go-tpc output found (no transaction lines, Finished or tpmC)"
+
     def __init__(self) -> None:
+        super().__init__()
         self.cols: dict[str, list[Any]] = {c: [] for c in SCHEMA if c != "host"}
         self.runs: list[_Run] = [_Run(0)]
-        self.dropped = 0
         self.unknown: set[str] = set()
-        self.structure = False
-        self.first_text: tuple[int, str] | None = None
-        self.pending: tuple[int, str, str] | None = None  # a malformed line: fatal unless it is the last
         self.block: tuple[str, str] | None = None  # (phase, last op) of the open block; None: none open
 
     @property
@@ -216,41 +200,6 @@ class _Reader:
         return self.cur
 
     # ------------------------------------------------------------ per line
-    def feed(self, line_no: int, text: str, lines: Lines) -> None:
-        if not text.strip():
-            return
-        self._raise_pending(lines)
-        if self.first_text is None:
-            self.first_text = (line_no, text)
-        if _GARBAGE.search(text):
-            self.pending = (line_no, text, "binary garbage (control characters or invalid UTF-8)")
-            return
-        if _TABLE_STYLE.match(text):
-            raise lines.error(line_no, text, "go-tpc --output table is not read; use --output plain")
-        try:
-            self._line(text)
-        except _Malformed as exc:
-            self.pending = (line_no, text, str(exc))
-        except (ValueError, OverflowError) as exc:
-            self.pending = (line_no, text, f"unreadable number: {exc}")
-
-    def cut_last(self, line_no: int, text: str, lines: Lines) -> None:
-        """A last line without newline: cut off mid-write, so the numbers in it may be cut too."""
-        self._raise_pending(lines)
-        if self.first_text is None:
-            self.first_text = (line_no, text)
-        if _FATAL.match(text) and not _GARBAGE.search(text):
-            self._fatal(text)
-            return
-        self.dropped += 1
-        if _OP.match(text) or _TPMC.match(text) or _FINISHED.match(text) or _MAXPROCS.match(text):
-            self.structure = True
-
-    def _raise_pending(self, lines: Lines) -> None:
-        if self.pending is not None:
-            p_no, p_text, reason = self.pending
-            raise lines.error(p_no, p_text, reason)
-
     def _line(self, text: str) -> None:
         m = _OP.match(text)
         if m:
@@ -287,7 +236,7 @@ class _Reader:
         for part in body.split(","):
             key, sep, value = part.strip().partition(":")
             if not sep:
-                raise _Malformed(f"malformed field {part.strip()[:30]!r}")
+                raise Malformed(f"malformed field {part.strip()[:30]!r}")
             pairs.append((key.strip(), value.strip()))
         return self._convert(pairs)
 
@@ -295,8 +244,8 @@ class _Reader:
         fields: dict[str, float] = {}
         for key, value in pairs:
             if not _NUM.match(value):
-                raise _Malformed(f"{key} is not a number: {value[:30]!r}")
-            col, divisor = _column(key)
+                raise Malformed(f"{key} is not a number: {value[:30]!r}")
+            col, divisor = column(key, _PLAIN_KEYS, _LAT_KEY, SCHEMA)
             if col is None:
                 self.unknown.add(key)
                 continue
@@ -306,10 +255,10 @@ class _Reader:
     def _op(self, prefix: str | None, op: str, fields: dict[str, float]) -> None:
         for key, label in (("time_s", "Takes(s)"), ("count", "Count"), ("tpm", "TPM")):
             if key not in fields:
-                raise _Malformed(f"transaction line without {label}")
+                raise Malformed(f"transaction line without {label}")
         count = fields["count"]
         if not count.is_integer() or not 0 <= count <= _INT64_MAX:
-            raise _Malformed("Count is not a whole number")
+            raise Malformed("Count is not a whole number")
         n = int(count)
         time_s = fields["time_s"]
         self.structure = True
@@ -358,23 +307,23 @@ class _Reader:
         try:
             records = json.loads(text)
         except (ValueError, RecursionError) as exc:
-            raise _Malformed(f"malformed JSON block: {exc}") from None
+            raise Malformed(f"malformed JSON block: {exc}") from None
         if not isinstance(records, list) or not all(isinstance(r, dict) for r in records):
-            raise _Malformed("JSON block is not a list of objects")
+            raise Malformed("JSON block is not a list of objects")
         for rec in records:
             if not all(isinstance(v, str) for v in rec.values()):
-                raise _Malformed("JSON values are not strings")
+                raise Malformed("JSON values are not strings")
             if "Operation" in rec:
                 prefix = rec.get("Prefix", "").strip()
                 op = rec["Operation"]
                 if prefix not in ("", "[Current]", "[Summary]") or not re.fullmatch(r"[A-Z][A-Z0-9_]*", op):
-                    raise _Malformed("unknown JSON record; use --output plain")
+                    raise Malformed("unknown JSON record; use --output plain")
                 pairs = [(k, v) for k, v in rec.items() if k not in ("Prefix", "Operation")]
                 self._op(prefix[1:-1] or None, op, self._convert(pairs))
             elif "tpmC" in rec:
                 self._tpmc(", ".join(f"{k}: {v}" for k, v in rec.items()), first="")
             else:
-                raise _Malformed("unknown JSON record; use --output plain")
+                raise Malformed("unknown JSON record; use --output plain")
 
     def _tpmc(self, rest: str, first: str = "tpmC: ") -> None:
         """`tpmC: 9806.5, tpmTotal: 21512.5, efficiency: 76256.0%` (`rest` is what follows `first`)."""
@@ -383,14 +332,14 @@ class _Reader:
             key, sep, value = part.strip().partition(":")
             value = value.strip().removesuffix("%")
             if not sep or not _NUM.match(value):
-                raise _Malformed(f"malformed tpmC field {part.strip()[:30]!r}")
+                raise Malformed(f"malformed tpmC field {part.strip()[:30]!r}")
             key = key.strip()
             if key in _TPMC_KEYS:
                 values[_TPMC_KEYS[key]] = float(value)
             else:
                 self.unknown.add(key)
         if "tpmc" not in values:
-            raise _Malformed("tpmC line without tpmC")
+            raise Malformed("tpmC line without tpmC")
         run = self.cur
         if run.tpmc is not None:
             run = self.new_run()
@@ -400,15 +349,7 @@ class _Reader:
 
     # ------------------------------------------------------------ end
     def finish(self, lines: Lines, host: str | None) -> pd.DataFrame:
-        if self.pending is not None:  # a malformed last line: cut off, not garbage mid-file
-            self.dropped += 1
-        if not self.structure and self.first_text is not None:
-            line_no, text = self.first_text
-            if self.pending is not None and self.pending[0] == line_no:
-                raise lines.error(line_no, text, self.pending[2])
-            raise lines.error(
-                line_no, text, "no go-tpc output found (no transaction lines, Finished or tpmC)"
-            )
+        self.check_end(lines)
         n = len(self.cols["run"])
         if n == 0:
             df = empty_frame(SCHEMA)
@@ -430,19 +371,6 @@ class _Reader:
         return df
 
 
-def _column(key: str) -> tuple[str | None, float]:
-    """A printed key -> (column, divisor to the column's unit); (None, 1) for a key perfkit does not know."""
-    if key in _PLAIN_KEYS:
-        return _PLAIN_KEYS[key], 1.0
-    m = _LAT_KEY.match(key)
-    if m:
-        name = f"p{m[2].replace('.', '')}" if m[2] else m[1].lower()
-        col = "sum_ms" if name == "sum" else f"lat_{name}_ms"
-        if col in SCHEMA:
-            return col, _UNIT_DIVISOR[m[3]]
-    return None, 1.0
-
-
 def _summary(rows: list[dict[str, Any]], tpmc: dict[str, float] | None) -> dict[str, Any]:
     """The run's totals from its summary lines and tpmC line ({} when it printed neither)."""
     if not rows and tpmc is None:
@@ -461,22 +389,17 @@ def _summary(rows: list[dict[str, Any]], tpmc: dict[str, float] | None) -> dict[
         "count": count,
         "errors": sum(r["count"] for r in rows if r["error"]),
         "total_time_s": total_time,
-        "lat_avg_ms": _none(sum_ms / count) if count else None,
-        "lat_p95_ms": _none(new_order["lat_p95_ms"]) if new_order else None,
-        "lat_p99_ms": _none(new_order["lat_p99_ms"]) if new_order else None,
+        "lat_avg_ms": nan_to_none(sum_ms / count) if count else None,
+        "lat_p95_ms": nan_to_none(new_order["lat_p95_ms"]) if new_order else None,
+        "lat_p99_ms": nan_to_none(new_order["lat_p99_ms"]) if new_order else None,
         "tps": count / total_time if total_time and total_time > 0 else None,
         "ops": {
             r["op"]: {
                 "count": r["count"],
-                "tpm": _none(r["tpm"]),
-                "lat_avg_ms": _none(r["lat_avg_ms"]),
-                "lat_p95_ms": _none(r["lat_p95_ms"]),
+                "tpm": nan_to_none(r["tpm"]),
+                "lat_avg_ms": nan_to_none(r["lat_avg_ms"]),
+                "lat_p95_ms": nan_to_none(r["lat_p95_ms"]),
             }
             for r in rows
         },
     }
-
-
-def _none(value: float) -> float | None:
-    """NaN -> None, so attrs stay valid JSON."""
-    return None if math.isnan(value) else value

@@ -73,7 +73,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ._common import SNIFF_BYTES, Lines, Source, coerce, empty_frame
+from ._common import SNIFF_BYTES, Lines, Source, coerce, empty_frame, feed_lines
+from ._golines import GoReader, Malformed, column, nan_to_none
 
 KIND = "goycsb"
 
@@ -127,17 +128,12 @@ _TABLE_STYLE = re.compile(r"^\|\s*OPERATION\s*\|")
 _SECRET_KEY = re.compile(r"password|passwd|pwd|secret|token", re.I)
 _GO_DURATION = re.compile(r"^(?:(\d+(?:\.\d+)?)h)?(?:(\d+(?:\.\d+)?)m)?(?:(\d+(?:\.\d+)?)(s|ms|µs|us|ns))?$")
 _DURATION_UNIT = {"s": 1.0, "ms": 1e-3, "µs": 1e-6, "us": 1e-6, "ns": 1e-9}
-_GARBAGE = re.compile("[\x00-\x08\x0e-\x1f\x7f\ufffd]")
 _SNIFF = re.compile(
     r"""^(?:\*+\ properties\ \*+\s*$
           | [A-Z][A-Z0-9_]*\s+-\ Takes\(s\):\ [^\n]*Count:\ [^\n]*OPS:[ ]
           | Using\ request\ distribution\ ')""",
     re.M | re.X,
 )
-
-
-class _Malformed(Exception):
-    """A line that looks like go-ycsb structure but cannot be read; becomes a ParseError (or is dropped)."""
 
 
 @dataclass
@@ -183,36 +179,25 @@ def parse(source: Source, *, host: str | None = None, tz: str = "UTC") -> pd.Dat
     `tz` is accepted for the common parser signature; go-ycsb prints no wall-clock time.
     """
     del tz
-    lines = Lines(source, KIND)
     reader = _Reader()
-    prev: tuple[int, str] | None = None
-    line_no = 0
-    try:
-        for line_no, text in lines:
-            if prev is not None:
-                reader.feed(*prev, lines)
-            prev = (line_no, text)
-    except (UnicodeDecodeError, OSError) as exc:
-        raise lines.error(line_no + 1, "", f"cannot read: {exc}") from None
-    if prev is not None:
-        if not lines.last_complete and prev[1].strip():
-            reader.cut_last(*prev, lines)
-        else:
-            reader.feed(*prev, lines)
+    lines = feed_lines(source, KIND, reader.feed, reader.cut_last)
     return reader.finish(lines, host)
 
 
-class _Reader:
+class _Reader(GoReader):
     """Walks the lines once; keeps rows as column lists and the per-run facts."""
 
+    REFUSED = (_JSON_STYLE, _TABLE_STYLE)
+    REFUSAL = "go-ycsb outputstyle json/table is not read; use outputstyle=plain"
+    FATAL = _FATAL
+    CUT_STRUCTURE = (_OP, _BANNER, _FINISHED)
+    NOT_FOUND = "no go-ycsb output found (no properties, operation lines or summary)"
+
     def __init__(self) -> None:
+        super().__init__()
         self.cols: dict[str, list[Any]] = {c: [] for c in SCHEMA if c != "host"}
         self.runs: list[_Run] = [_Run(0)]
-        self.dropped = 0
         self.unknown: set[str] = set()
-        self.structure = False
-        self.first_text: tuple[int, str] | None = None
-        self.pending: tuple[int, str, str] | None = None  # a malformed line: fatal unless it is the last
         self.in_props = False
         self.block_last: str | None = None  # last op of the open block; None: no block open
         self.block_final = False
@@ -229,43 +214,6 @@ class _Reader:
         return self.cur
 
     # ------------------------------------------------------------ per line
-    def feed(self, line_no: int, text: str, lines: Lines) -> None:
-        if not text.strip():
-            return
-        self._raise_pending(lines)
-        if self.first_text is None:
-            self.first_text = (line_no, text)
-        if _GARBAGE.search(text):
-            self.pending = (line_no, text, "binary garbage (control characters or invalid UTF-8)")
-            return
-        if _JSON_STYLE.match(text) or _TABLE_STYLE.match(text):
-            raise lines.error(
-                line_no, text, "go-ycsb outputstyle json/table is not read; use outputstyle=plain"
-            )
-        try:
-            self._line(text)
-        except _Malformed as exc:
-            self.pending = (line_no, text, str(exc))
-        except (ValueError, OverflowError) as exc:
-            self.pending = (line_no, text, f"unreadable number: {exc}")
-
-    def cut_last(self, line_no: int, text: str, lines: Lines) -> None:
-        """A last line without newline: cut off mid-write, so the numbers in it may be cut too."""
-        self._raise_pending(lines)
-        if self.first_text is None:
-            self.first_text = (line_no, text)
-        if _FATAL.match(text) and not _GARBAGE.search(text):
-            self._fatal(text)  # go-ycsb's Fatalf ends the stderr message without newline
-            return
-        self.dropped += 1
-        if _OP.match(text) or _BANNER.match(text) or _FINISHED.match(text):
-            self.structure = True
-
-    def _raise_pending(self, lines: Lines) -> None:
-        if self.pending is not None:
-            p_no, p_text, reason = self.pending
-            raise lines.error(p_no, p_text, reason)
-
     def _line(self, text: str) -> None:
         m = _OP.match(text)
         if m:
@@ -324,10 +272,10 @@ class _Reader:
         fields = self._fields(body)
         for key in ("time_s", "count", "ops_s"):
             if key not in fields:
-                raise _Malformed(f"operation line without {_LABEL[key]}")
+                raise Malformed(f"operation line without {_LABEL[key]}")
         count = fields["count"]
         if not count.is_integer() or not 0 <= count <= _INT64_MAX:
-            raise _Malformed("Count is not a whole number")
+            raise Malformed("Count is not a whole number")
         self.structure = True
         self.in_props = False
         run = self.cur
@@ -371,8 +319,8 @@ class _Reader:
             key, sep, value = part.strip().partition(":")
             value = value.strip()
             if not sep or not _NUM.match(value):
-                raise _Malformed(f"malformed field {part.strip()[:30]!r}")
-            col, scale = _column(key.strip())
+                raise Malformed(f"malformed field {part.strip()[:30]!r}")
+            col, scale = column(key.strip(), _PLAIN_KEYS, _LAT_KEY, SCHEMA)
             if col is None:
                 self.unknown.add(key.strip())
                 continue
@@ -381,15 +329,7 @@ class _Reader:
 
     # ------------------------------------------------------------ end
     def finish(self, lines: Lines, host: str | None) -> pd.DataFrame:
-        if self.pending is not None:  # a malformed last line: cut off, not garbage mid-file
-            self.dropped += 1
-        if not self.structure and self.first_text is not None:
-            line_no, text = self.first_text
-            if self.pending is not None and self.pending[0] == line_no:
-                raise lines.error(line_no, text, self.pending[2])
-            raise lines.error(
-                line_no, text, "no go-ycsb output found (no properties, operation lines or summary)"
-            )
+        self.check_end(lines)
         n = len(self.cols["run"])
         if n == 0:
             df = empty_frame(SCHEMA)
@@ -414,24 +354,11 @@ _LABEL = {"time_s": "Takes(s)", "count": "Count", "ops_s": "OPS"}
 _PLAIN_KEYS = {"Takes(s)": "time_s", "Count": "count", "OPS": "ops_s"}
 
 
-def _column(key: str) -> tuple[str | None, float]:
-    """A printed key -> (column, divisor to the column's unit); (None, 1) for a key perfkit does not know."""
-    if key in _PLAIN_KEYS:
-        return _PLAIN_KEYS[key], 1.0
-    m = _LAT_KEY.match(key)
-    if m:
-        name = f"p{m[2].replace('.', '')}" if m[2] else m[1].lower()
-        col = f"lat_{name}_ms"
-        if col in SCHEMA:
-            return col, (1000.0 if m[3] == "us" else 1.0)  # dividing keeps 207 us == 0.207 ms exactly
-    return None, 1.0
-
-
 def _go_duration(text: str) -> float:
     """Go's time.Duration.String(): `59.950856061s`, `517.175465ms`, `1m0.5s`, `1h2m3s` -> seconds."""
     m = _GO_DURATION.match(text)
     if not text or not m:
-        raise _Malformed(f"not a Go duration: {text!r}")
+        raise Malformed(f"not a Go duration: {text!r}")
     hours, minutes, value, unit = m.groups()
     seconds = float(hours or 0) * 3600 + float(minutes or 0) * 60
     if value is not None:
@@ -460,20 +387,19 @@ def _summary(rows: list[dict[str, Any]], finished_s: float | None) -> dict[str, 
         lat_avg = weighted / count if count else math.nan
     times = [r["time_s"] for r in rows if not math.isnan(r["time_s"])]
     return {
-        "ops_s": _none(ops_s),
+        "ops_s": nan_to_none(ops_s),
         "count": count,
         "errors": sum(r["count"] for r in rows if r["error"]),
-        "lat_avg_ms": _none(lat_avg),
-        "lat_p95_ms": _none(total["lat_p95_ms"]) if total is not None else None,
-        "lat_p99_ms": _none(total["lat_p99_ms"]) if total is not None else None,
+        "lat_avg_ms": nan_to_none(lat_avg),
+        "lat_p95_ms": nan_to_none(total["lat_p95_ms"]) if total is not None else None,
+        "lat_p99_ms": nan_to_none(total["lat_p99_ms"]) if total is not None else None,
         "total_time_s": finished_s if finished_s is not None else (max(times) if times else None),
         "ops": {
-            r["op"]: {"count": r["count"], "ops_s": _none(r["ops_s"]), "lat_avg_ms": _none(r["lat_avg_ms"])}
+            r["op"]: {
+                "count": r["count"],
+                "ops_s": nan_to_none(r["ops_s"]),
+                "lat_avg_ms": nan_to_none(r["lat_avg_ms"]),
+            }
             for r in rows
         },
     }
-
-
-def _none(value: float) -> float | None:
-    """NaN -> None, so attrs stay valid JSON."""
-    return None if math.isnan(value) else value

@@ -62,7 +62,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ._common import SNIFF_BYTES, Lines, Source, coerce, empty_frame
+from ._common import SNIFF_BYTES, Lines, Source, coerce, empty_frame, feed_lines
 
 KIND = "sysbench"
 
@@ -196,22 +196,8 @@ def parse(source: Source, *, host: str | None = None, tz: str = "UTC") -> pd.Dat
     `tz` is accepted for the common parser signature; sysbench prints no wall-clock time.
     """
     del tz
-    lines = Lines(source, KIND)
     reader = _Reader()
-    prev: tuple[int, str] | None = None
-    line_no = 0
-    try:
-        for line_no, text in lines:
-            if prev is not None:
-                reader.feed(*prev, lines)
-            prev = (line_no, text)
-    except (UnicodeDecodeError, OSError) as exc:
-        raise lines.error(line_no + 1, "", f"cannot read: {exc}") from None
-    if prev is not None:
-        if not lines.last_complete and prev[1].strip():
-            reader.drop_cut_last(*prev, lines)  # cut off mid-write: the numbers in it may be cut too
-        else:
-            reader.feed(*prev, lines)
+    lines = feed_lines(source, KIND, reader.feed, reader.drop_cut_last)
     return reader.finish(lines, host)
 
 
@@ -263,6 +249,7 @@ class _Reader:
             self.pending = (line_no, text, f"unreadable number: {exc}")
 
     def drop_cut_last(self, line_no: int, text: str, lines: Lines) -> None:
+        """A last line without newline: cut off mid-write, so the numbers in it may be cut too."""
         if self.pending is not None:
             p_no, p_text, reason = self.pending
             raise lines.error(p_no, p_text, reason)
