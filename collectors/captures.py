@@ -2,8 +2,11 @@
 
 The default profile is the Netflix 60-second checklist plus what the seed 000 script collects.
 Each capture is one shell command whose stdout becomes `hosts/<host>/<id>.out` byte for byte.
-Placeholders: `{interval}` (s), `{count}` (samples in the window), `{window}` (s), `{workdir}` (a
-0700 scratch directory on the host, removed at the end). Every command later runs under
+Placeholders: `{interval}` (s), `{count}` (samples in the window), `{reports}` (count + 1, for
+tools whose first report comes at once with no interval behind it — vmstat's and iostat's since-boot
+averages, top's and iotop's first screen, the ss loop's first block — so their last report lands at
+the window's end, as mpstat's, pidstat's and sar's do), `{window}` (s), `{workdir}` (a 0700 scratch
+directory on the host, removed at the end). Every command later runs under
 `LC_ALL=C S_TIME_FORMAT=ISO` and a `timeout` tied to the window (session.py), so nothing
 outlives the run.
 
@@ -27,7 +30,7 @@ class CaptureSpec:
 
     id: str  # file stem in the archive: hosts/<host>/<id>.out
     kind: str  # the parser module that reads it (design.md); may not exist yet
-    command: str  # POSIX shell template with {interval} {count} {window} {workdir}
+    command: str  # POSIX shell template with {interval} {count} {reports} {window} {workdir}
     tool: str  # the binary that must exist on the host (checked with `command -v`)
     phase: str = "window"
     version: str = ""  # shell command whose first output line names the tool's version
@@ -46,14 +49,19 @@ class CaptureSpec:
         """The command with its placeholders filled; values are numbers or a quoted path."""
         count = max(1, window // interval)
         return self.command.format(
-            interval=int(interval), count=count, window=int(window), workdir=shlex.quote(workdir)
+            interval=int(interval),
+            count=count,
+            reports=count + 1,
+            window=int(window),
+            workdir=shlex.quote(workdir),
         )
 
 
 _SS_LOOP = (
     # One block per second: a stamp, `ss -s`, and the TIME_WAIT count (-H: no header line to miscount).
-    'i=0; while [ $i -lt {count} ]; do echo "== $(date +%s)"; ss -s; '
-    'echo "timewait: $(ss -Htan state time-wait | wc -l)"; i=$((i+1)); sleep {interval}; done'
+    # No sleep after the last block: the capture ends with the window.
+    'i=0; while :; do echo "== $(date +%s)"; ss -s; echo "timewait: $(ss -Htan state time-wait | wc -l)"; '
+    "i=$((i+1)); [ $i -lt {reports} ] || break; sleep {interval}; done"
 )
 _SYSCTL_KEYS = (
     "net.ipv4.ip_local_port_range net.ipv4.tcp_tw_reuse net.ipv4.tcp_fin_timeout "
@@ -61,8 +69,8 @@ _SYSCTL_KEYS = (
 )
 
 DEFAULT: tuple[CaptureSpec, ...] = (
-    CaptureSpec("vmstat", "vmstat", "vmstat -w -t {interval} {count}", "vmstat", version="vmstat -V"),
-    CaptureSpec("iostat", "iostat", "iostat -x -d -t {interval} {count}", "iostat", version="iostat -V"),
+    CaptureSpec("vmstat", "vmstat", "vmstat -w -t {interval} {reports}", "vmstat", version="vmstat -V"),
+    CaptureSpec("iostat", "iostat", "iostat -x -d -t {interval} {reports}", "iostat", version="iostat -V"),
     CaptureSpec("mpstat", "mpstat", "mpstat -P ALL {interval} {count}", "mpstat", version="mpstat -V"),
     CaptureSpec("pidstat", "pidstat", "pidstat -u -d -w {interval} {count}", "pidstat", version="pidstat -V"),
     # sa.bin grows by about 4.3 kB a sample on 2 CPUs here: budget 16 kB plus 1 kB per CPU.
@@ -74,11 +82,11 @@ DEFAULT: tuple[CaptureSpec, ...] = (
         version="sar -V",
         host_bytes=(16 << 10, 1 << 10, 0),
     ),
-    CaptureSpec("top", "top", "top -b -H -w 512 -d {interval} -n {count}", "top", version="top -v"),
+    CaptureSpec("top", "top", "top -b -H -w 512 -d {interval} -n {reports}", "top", version="top -v"),
     CaptureSpec(
         "iotop",
         "iotop",
-        "iotop -botqk -d {interval} -n {count}",
+        "iotop -botqk -d {interval} -n {reports}",
         "iotop",
         needs_root=True,
         version="iotop --version",

@@ -172,7 +172,7 @@ def test_collect_dry_run_prints_what_would_run_and_runs_nothing(tmp_path: Path) 
     vm = [line for line in out.splitlines() if "vmstat" in line]
     assert len(vm) == 2 and vm[0].startswith("[window] cd /tmp/perfkit-")
     assert (
-        "env LC_ALL=C S_TIME_FORMAT=ISO timeout -k 5 -s TERM 70 sh -c 'vmstat -w -t 1 60' perfkit-" in vm[0]
+        "env LC_ALL=C S_TIME_FORMAT=ISO timeout -k 5 -s TERM 70 sh -c 'vmstat -w -t 1 61' perfkit-" in vm[0]
     )
 
 

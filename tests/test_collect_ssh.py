@@ -101,7 +101,8 @@ def test_fleet_with_failing_hosts_is_partial_and_keeps_the_rest(sshd_factory, tm
         assert archive.problems == []
         for host in ("db1", "db2"):
             vm = (archive.root / "hosts" / host / "vmstat.out").read_text()
-            assert vm.startswith("--procs--") and len(vm.splitlines()) == 4  # 2 headers + 2 samples
+            # 2 headers, the since-boot line and one sample per second of the 2 s window
+            assert vm.startswith("--procs--") and len(vm.splitlines()) == 5
     assert wait_no_leftovers("fleet", 5) == ""
 
 
