@@ -87,6 +87,21 @@ class LoadHost:
         rc, out, err = self.transport.run(command, timeout=timeout)
         return rc, self.redact((out + err).decode(errors="replace"))
 
+    def time_wait_to(self, port: int) -> int:
+        """TIME_WAIT sockets on the load host whose remote port is `port` (/proc/net/tcp and tcp6)."""
+        with contextlib.suppress(PerfkitError):
+            _rc, out, _err = self.transport.run("cat /proc/net/tcp /proc/net/tcp6 2>/dev/null", timeout=30)
+            return count_time_wait(out.decode(errors="replace"), port)
+        return 0
+
+    def ephemeral_ports(self) -> int:
+        """How many ephemeral ports the load host has (Linux's default range, 32768-60999, if unknown)."""
+        with contextlib.suppress(PerfkitError, ValueError):
+            _rc, out, _err = self.transport.run("cat /proc/sys/net/ipv4/ip_local_port_range", timeout=30)
+            low, high = (int(x) for x in out.split())
+            return high - low + 1
+        return 28232
+
     def which(self, binary: str) -> str:
         """The tool's path on the load host; PerfkitError when it is not there."""
         rc, out = self.run(f"command -v {shlex.quote(binary)}", timeout=30)
@@ -209,6 +224,17 @@ class LoadHost:
         # gone already, or the link is: `timeout` ends the tool on the host
         with contextlib.suppress(PerfkitError):
             self.transport.run(f"kill -{sig} {pid}", timeout=10)
+
+
+def count_time_wait(tables: str, port: int) -> int:
+    """TIME_WAIT entries (state 06) to remote port `port` in /proc/net/tcp{,6} text."""
+    n = 0
+    for line in tables.splitlines():
+        f = line.split()
+        if len(f) > 3 and f[3] == "06" and ":" in f[2]:
+            with contextlib.suppress(ValueError):
+                n += int(f[2].rsplit(":", 1)[1], 16) == port
+    return n
 
 
 def judge_go_tool(res: LoadResult, out: Path, time_s: int, *, kind: str, ended_by_perfkit: bool) -> None:

@@ -36,11 +36,9 @@ from perfkit.errors import PerfkitError
 from perfkit.transport import HostSpec
 
 from . import session
-from ._load import ERROR_SHARE
+from ._load import ERROR_SHARE, LoadHost
 from .mysql_sampler import DbTarget, StatusSampler
 
-# `vmstat 1 N` prints its last sample at N-1 s: one more second covers the load's last one
-WINDOW_MARGIN_S = 1
 TIME_WAIT_SHARE = 0.1  # cool down while TIME_WAIT holds more than this share of the ephemeral ports
 OPEN_TIMEOUT_S = 120  # how long the load waits for the captures' windows to open
 
@@ -217,22 +215,6 @@ def step_name(threads: int) -> str:
     return f"t{threads:04d}"
 
 
-def time_wait_to(port: int) -> int:
-    """TIME_WAIT sockets on this machine whose remote port is `port` (/proc/net/tcp and tcp6)."""
-    n = 0
-    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
-        try:
-            with open(table) as fh:
-                next(fh, None)
-                for line in fh:
-                    f = line.split()
-                    if len(f) > 3 and f[3] == "06" and int(f[2].rsplit(":", 1)[1], 16) == port:
-                        n += 1
-        except OSError:
-            continue
-    return n
-
-
 def run_sweep(
     runner: LoadRunner,
     plan: Plan,
@@ -276,12 +258,13 @@ def run_sweep(
             sampler = StatusSampler(db, root / rel)
             sampler.start()
         port = db.port if db is not None else 3306
-        baseline = time_wait_to(port)
+        load_host = getattr(runner, "host", None) or LoadHost()
+        baseline = load_host.time_wait_to(port)
         aborted = False
         try:
             while not stop.is_set() and (step := planner.next(steps)) is not None:
                 if steps:
-                    _cool_down(steps[-1], port, plan.cooldown_max_s, stop, baseline)
+                    _cool_down(steps[-1], load_host, port, plan.cooldown_max_s, stop, baseline)
                     if stop.is_set():
                         break
                 steps.append(step)
@@ -371,7 +354,8 @@ def _run_step(
         # kept and listed, under its own kind so the sweep model does not count it as a step
         warmup = _file_record(root, warm_rel, _load_host(runner), f"{runner.kind}_warmup", warm.command)
         warmup.update(step=step.name, started_at=_iso(warm.started_at), ended_at=_iso(warm.ended_at))
-    step_opts = _with(opts, window=step.time_s + WINDOW_MARGIN_S, step=step.name)
+    # the captures' last reports land at the window's end (captures.py `{reports}`): the window is the load's
+    step_opts = _with(opts, window=step.time_s, step=step.name)
     opened = threading.Event()
     captured: list[session.Captured] = []
     capture = threading.Thread(
@@ -424,22 +408,17 @@ def _load_host(runner: LoadRunner) -> str:
     return host.name if host is not None else "localhost"
 
 
-def ephemeral_ports() -> int:
-    try:
-        low, high = (int(x) for x in Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split())
-        return high - low + 1
-    except (OSError, ValueError):
-        return 28232  # Linux's default range, 32768-60999
-
-
-def _cool_down(step: StepOutcome, port: int, limit: float, stop: session.Stop, baseline: int) -> None:
-    """Wait, at most `limit`, while the TIME_WAIT sockets to the database hold more than a tenth of the
-    ephemeral ports (they last 60 s on Linux): the next step must not start short of ports. A sweep
-    with persistent connections leaves one per thread and does not wait; a short-connection one does."""
+def _cool_down(
+    step: StepOutcome, host: LoadHost, port: int, limit: float, stop: session.Stop, baseline: int
+) -> None:
+    """Wait, at most `limit`, while the load host's TIME_WAIT sockets to the database hold more than a
+    tenth of its ephemeral ports (they last 60 s on Linux): the next step must not start short of
+    ports. A sweep with persistent connections leaves one per thread and does not wait; a
+    short-connection one does."""
     t0 = time.monotonic()
-    ceiling = max(baseline, int(TIME_WAIT_SHARE * ephemeral_ports()))
-    step.time_wait_after = time_wait_to(port)
-    while time.monotonic() - t0 < limit and not stop.is_set() and time_wait_to(port) > ceiling:
+    ceiling = max(baseline, int(TIME_WAIT_SHARE * host.ephemeral_ports()))
+    step.time_wait_after = host.time_wait_to(port)
+    while time.monotonic() - t0 < limit and not stop.is_set() and host.time_wait_to(port) > ceiling:
         stop.wait(0.5)
     step.cooldown_s = round(time.monotonic() - t0, 3)
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import glob
 import json
 import os
+import socket
 import subprocess
 import sys
 import threading
@@ -23,7 +24,7 @@ from perfkit.collectors.mysql_sampler import DbTarget
 from perfkit.transport import connect
 
 from .conftest import lab_password
-from .sshd import sshd, sshd_factory  # noqa: F401 (fixtures)
+from .sshd import free_port, sshd, sshd_factory  # noqa: F401 (fixtures)
 
 pytestmark = pytest.mark.lab
 
@@ -91,3 +92,31 @@ def test_stopping_a_remote_run_signals_sysbench_even_for_root(
         ["pgrep", "-f", "sysbench oltp_read_only.*--time=60"], capture_output=True, text=True
     )
     assert left.stdout == ""
+
+
+def time_wait_sockets(n: int) -> int:
+    """`n` connections to a fresh loopback listener, each closed by the client first: the client's end
+    of each sits in TIME_WAIT for 60 s with the listener's port as its remote port. Returns that port."""
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen(n)
+        port = server.getsockname()[1]
+        for _ in range(n):
+            client = socket.create_connection(("127.0.0.1", port), timeout=5)
+            conn, _addr = server.accept()
+            client.close()  # the active close: the client's socket goes to TIME_WAIT
+            conn.recv(1)  # EOF
+            conn.close()
+    return port
+
+
+def test_time_wait_is_counted_on_the_load_host_here_and_over_ssh(sshd) -> None:  # noqa: F811
+    """The cool-down between steps watches the load host's TIME_WAIT sockets to the database port."""
+    sshd.known_hosts.write_text(sshd.known_hosts_line() + "\n")
+    port = time_wait_sockets(25)
+    low, high = (int(x) for x in Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split())
+    with LoadHost() as here, LoadHost(connect(sshd.spec())) as there:
+        # the "client host" is this machine through its sshd: both must see the same 25 sockets
+        assert here.time_wait_to(port) == 25 and there.time_wait_to(port) == 25
+        assert here.ephemeral_ports() == there.ephemeral_ports() == high - low + 1
+        assert here.time_wait_to(free_port()) == 0
