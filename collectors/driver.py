@@ -47,6 +47,7 @@ class LoadRunner(Protocol):
     tool: str  # the program, and the name of its output file: load/<step>/<tool>.out
     kind: str  # the parser that reads that output
     version: str | None
+    host: LoadHost  # where it runs
 
     def run(self, threads: int, time_s: int, out: Path, *, stop: object | None = None) -> Any: ...
 
@@ -258,13 +259,12 @@ def run_sweep(
             sampler = StatusSampler(db, root / rel)
             sampler.start()
         port = db.port if db is not None else 3306
-        load_host = getattr(runner, "host", None) or LoadHost()
-        baseline = load_host.time_wait_to(port)
+        baseline = runner.host.time_wait_to(port)
         aborted = False
         try:
             while not stop.is_set() and (step := planner.next(steps)) is not None:
                 if steps:
-                    _cool_down(steps[-1], load_host, port, plan.cooldown_max_s, stop, baseline)
+                    _cool_down(steps[-1], runner.host, port, plan.cooldown_max_s, stop, baseline)
                     if stop.is_set():
                         break
                 steps.append(step)
@@ -352,7 +352,7 @@ def _run_step(
         warm = runner.run(step.threads, plan.warmup_s, root / warm_rel, stop=stop)
         step.warmup_s = round(time.monotonic() - t0, 3)
         # kept and listed, under its own kind so the sweep model does not count it as a step
-        warmup = _file_record(root, warm_rel, _load_host(runner), f"{runner.kind}_warmup", warm.command)
+        warmup = _file_record(root, warm_rel, runner.host.name, f"{runner.kind}_warmup", warm.command)
         warmup.update(step=step.name, started_at=_iso(warm.started_at), ended_at=_iso(warm.ended_at))
     # the captures' last reports land at the window's end (captures.py `{reports}`): the window is the load's
     step_opts = _with(opts, window=step.time_s, step=step.name)
@@ -387,7 +387,7 @@ def _run_step(
     if summary.get("transactions"):
         step.errors = (summary.get("ignored_errors") or 0) / summary["transactions"]
     step.ended_at = session._now()
-    rec = _file_record(root, rel, _load_host(runner), runner.kind, load.command)
+    rec = _file_record(root, rel, runner.host.name, runner.kind, load.command)
     rec.update(
         redacted=load.redacted,
         step=step.name,
@@ -401,11 +401,6 @@ def _run_step(
         threads=step.threads,
     )
     return [rec] if warmup is None else [warmup, rec]
-
-
-def _load_host(runner: LoadRunner) -> str:
-    host = getattr(runner, "host", None)
-    return host.name if host is not None else "localhost"
 
 
 def _cool_down(

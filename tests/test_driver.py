@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from perfkit.collectors import captures, driver, session
-from perfkit.collectors.load_sysbench import LoadResult
+from perfkit.collectors._load import LoadHost, LoadResult
 
 # A curve like oltp_read_write on this 2-vCPU VM: the peak at 4 threads, a slow decline after it.
 CURVE = {1: 200, 2: 380, 3: 600, 4: 820, 5: 805, 6: 790, 8: 780, 11: 760, 16: 700, 32: 650, 64: 600, 128: 560}
@@ -22,6 +22,7 @@ class FakeRunner:
 
     def __init__(self, curve: dict[int, float], p95: dict[int, float] | None = None):
         self.curve, self.p95, self.calls = curve, p95 or {}, []
+        self.host = LoadHost()  # this machine: the cool-down reads its TIME_WAIT count
 
     def run(self, threads: int, time_s: int, out: Path, *, stop: object | None = None) -> LoadResult:
         self.calls.append((threads, time_s))
