@@ -268,7 +268,9 @@ def judge_go_tool(res: LoadResult, out: Path, time_s: int, *, kind: str, ended_b
     if res.timed_out or (res.exit_code == 124 and not ended_by_perfkit):
         res.status, res.reason = "failed", f"{tool} did not exit by itself after {time_s}s"
     elif not summary:
-        res.status, res.reason = "failed", fatal or f"exit {res.exit_code}, no totals printed"
+        lines = out.read_text(errors="replace").strip().splitlines()
+        last = f"; last line: {lines[-1][:240]}" if lines else ""
+        res.status, res.reason = "failed", fatal or f"exit {res.exit_code}, no totals printed{last}"
     elif not summary.get("tps"):
         res.status, res.reason = "failed", "nothing completed"
     elif res.exit_code not in ((0, 124) if ended_by_perfkit else (0,)):

@@ -1,4 +1,4 @@
-"""go-ycsb as perfkit's load generator against MySQL/MariaDB/TiDB: preflight, load, one run per step.
+"""go-ycsb as perfkit's load generator against MySQL/MariaDB/TiDB or TiKV: preflight, load, runs.
 
 Every property, the password included, goes to go-ycsb in a 0600 property file (`-P`) on the load
 host (collectors/_load.py), never in argv; go-ycsb echoes its properties (`"mysql.password"="..."`)
@@ -12,8 +12,10 @@ Success is judged from the parsed output (parsers/goycsb.py), not the exit code 
 
 from __future__ import annotations
 
+import json
 import re
 import shlex
+import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -47,6 +49,7 @@ WORKLOADS: dict[str, dict[str, str]] = {
 _PROPORTIONS = ("readproportion", "updateproportion", "scanproportion", "insertproportion")
 UNBOUNDED_OPS = 1 << 40  # the run is ended by time, not by count
 _SECRET_KEY = re.compile(r"pass|pwd|secret|token", re.I)
+_PD = re.compile(r"[A-Za-z0-9.-]+:\d{1,5}(,[A-Za-z0-9.-]+:\d{1,5})*")
 
 
 @dataclass(frozen=True)
@@ -102,23 +105,37 @@ def _read_props(path: Path) -> dict[str, str]:
 
 @dataclass
 class GoYcsbRunner:
-    """go-ycsb against a MySQL-protocol database, here or on a client host. A context manager."""
+    """go-ycsb against a MySQL-protocol database (`target`), or against TiKV through its PD endpoints
+    (`pd`: `host:port[,host:port...]`, as seed 001 runs it), here or on a client host. A context manager."""
 
-    target: DbTarget
+    target: DbTarget | None
     workload: YcsbWorkload
     binary: str = "go-ycsb"
     host: LoadHost | None = None
     version: str | None = None
+    pd: str | None = None
+    tikv_type: str = "raw"  # raw | txn
     tool: str = field(default="go-ycsb", init=False)
     kind: str = field(default="goycsb", init=False)
 
     def __post_init__(self) -> None:
-        if self.target.socket:
+        if (self.target is None) == (self.pd is None):
+            raise ValueError("go-ycsb: a MySQL target or TiKV's PD endpoints, one of the two")
+        if self.pd is not None and not _PD.fullmatch(self.pd):
+            raise ValueError(f"invalid PD endpoints {self.pd!r}: host:port[,host:port...]")
+        if self.tikv_type not in ("raw", "txn"):
+            raise ValueError("tikv type: raw or txn")
+        if self.target is not None and self.target.socket:
             raise ValueError(
                 "go-ycsb's mysql driver connects over TCP here: give a host and port, not a socket"
             )
-        self.host = self.host or LoadHost(secrets=(self.target.password,))
+        secrets = (self.target.password,) if self.target is not None else ()
+        self.host = self.host or LoadHost(secrets=secrets)
         self._props: str | None = None
+
+    @property
+    def db(self) -> str:
+        return "tikv" if self.pd is not None else "mysql"
 
     def __enter__(self) -> GoYcsbRunner:
         return self
@@ -133,23 +150,26 @@ class GoYcsbRunner:
     def _property_text(self) -> str:
         t = self.target
         props = self.workload.properties()
-        props.update(
-            {
-                "mysql.host": t.host,
-                "mysql.port": str(t.port),
-                "mysql.user": t.user,
-                "mysql.password": t.password,
-                "mysql.db": t.db,
-            }
-        )
+        if t is None:
+            props.update({"tikv.pd": str(self.pd), "tikv.type": self.tikv_type})
+        else:
+            props.update(
+                {
+                    "mysql.host": t.host,
+                    "mysql.port": str(t.port),
+                    "mysql.user": t.user,
+                    "mysql.password": t.password,
+                    "mysql.db": t.db,
+                }
+            )
         for key, value in props.items():
             if "\n" in value:
                 raise PerfkitError(f"go-ycsb property {key}: a newline is not allowed")
         return "".join(f"{k}={v}\n" for k, v in props.items())
 
     def argv(self, command: str, *, threads: int) -> list[str]:
-        """`go-ycsb load|run mysql -P <0600 file> ...`: the password is in the file, not here."""
-        args = [self.binary, command, "mysql", "-P", str(self._props), "--threads", str(threads)]
+        """`go-ycsb load|run mysql|tikv -P <0600 file> ...`: the password is in the file, not here."""
+        args = [self.binary, command, self.db, "-P", str(self._props), "--threads", str(threads)]
         if command == "run":
             args += ["-p", f"operationcount={UNBOUNDED_OPS}", "--interval", "1"]
         return args
@@ -158,27 +178,33 @@ class GoYcsbRunner:
         return " ".join("<0600 property file>" if a == self._props else a for a in argv)
 
     def preflight(self) -> None:
-        """go-ycsb exists on the load host and the database answers to these credentials (L1)."""
+        """go-ycsb exists on the load host and the database answers (to these credentials) (L1)."""
         assert self.host is not None
         self.binary = self.host.which(self.binary)
         rc, out = self.host.run(f"{shlex.quote(self.binary)} --help", timeout=30)
         if rc != 0:
             raise PerfkitError(f"go-ycsb: `{self.binary} --help` failed on {self.host.name}: {out[:200]}")
         self.version = _module_version(self.host, self.binary)
-        check_database(self.target)
+        if self.target is not None:
+            check_database(self.target)
+        else:
+            check_pd(str(self.pd))
         self._props = self.host.secret_file("ycsb.properties", self._property_text())
 
     def prepare(self, *, timeout: float = 3600) -> None:
-        """Drop the table and load `recordcount` records into it."""
+        """Load `recordcount` records (into a freshly dropped table, on MySQL)."""
         assert self.host is not None
-        with self.target.connect() as conn, conn.cursor() as cur:
-            cur.execute(f"DROP TABLE IF EXISTS `{self.workload.table}`")
+        if self.target is not None:
+            with self.target.connect() as conn, conn.cursor() as cur:
+                cur.execute(f"DROP TABLE IF EXISTS `{self.workload.table}`")
         rc, text = self.host.run(shlex.join(self.argv("load", threads=4)) + " 2>&1", timeout=timeout)
         if rc != 0 or "Run finished" not in text:
             last = text.strip().splitlines()[-1:] or [f"exit {rc}"]
             raise PerfkitError(f"go-ycsb load failed (exit {rc}): {last[0][:300]}")
 
     def cleanup(self, *, timeout: float = 600) -> None:
+        if self.target is None:
+            raise PerfkitError("go-ycsb on TiKV: perfkit cannot delete the loaded keys; no cleanup")
         with self.target.connect() as conn, conn.cursor() as cur:
             cur.execute(f"DROP TABLE IF EXISTS `{self.workload.table}`")
 
@@ -190,6 +216,19 @@ class GoYcsbRunner:
         res = self.host.stream(argv, out, limit_s=time_s, end_signal="TERM", stop=stop, shown=shown)
         judge_go_tool(res, out, time_s, kind=self.kind, ended_by_perfkit=True)
         return res
+
+
+def check_pd(endpoints: str, *, timeout: float = 5) -> str:
+    """The first PD endpoint that answers its HTTP API (`/pd/api/v1/version`): its version.
+    PerfkitError naming every endpoint tried otherwise."""
+    tried = []
+    for ep in endpoints.split(","):
+        try:
+            with urllib.request.urlopen(f"http://{ep}/pd/api/v1/version", timeout=timeout) as resp:
+                return str(json.loads(resp.read(65536) or b"{}").get("version", "unknown"))
+        except (OSError, ValueError) as exc:
+            tried.append(f"{ep}: {getattr(exc, 'reason', exc)}")
+    raise PerfkitError(f"TiKV's PD does not answer at {'; '.join(tried)}")
 
 
 def _module_version(host: LoadHost, binary: str) -> str | None:

@@ -517,11 +517,26 @@ def run_sysbench(**kw: Any) -> None:
 )
 @click.option("--recordcount", type=click.IntRange(1), default=10000, show_default=True)
 @click.option("--prop", "props", multiple=True, metavar="NAME=VALUE", help="More go-ycsb properties.")
+@click.option(
+    "--db",
+    "ycsb_db",
+    type=click.Choice(["mysql", "tikv"]),
+    default="mysql",
+    show_default=True,
+    help="MySQL protocol (the --mysql-* options), or TiKV directly through --pd.",
+)
+@click.option("--pd", help="TiKV: PD endpoints, host:port[,host:port...].")
+@click.option("--tikv-type", type=click.Choice(["raw", "txn"]), default="raw", show_default=True)
 def run_ycsb(**kw: Any) -> None:
-    """go-ycsb against MySQL/MariaDB/TiDB, one step per thread count."""
+    """go-ycsb against MySQL/MariaDB/TiDB or TiKV, one step per thread count."""
     from perfkit.collectors.load_goycsb import GoYcsbRunner, YcsbWorkload
 
-    db = _db_target(kw)
+    tikv = kw["ycsb_db"] == "tikv"
+    if tikv != bool(kw["pd"]):
+        raise click.UsageError("--pd goes with --db tikv, and --db tikv needs --pd")
+    if tikv and kw["cleanup"]:
+        raise click.UsageError("--cleanup: perfkit cannot delete the keys go-ycsb loaded into TiKV")
+    db = None if tikv else _db_target(kw)
     try:
         props = tuple(tuple(p.split("=", 1)) for p in kw["props"])
         if any(len(p) != 2 for p in props):
@@ -532,8 +547,17 @@ def run_ycsb(**kw: Any) -> None:
     except ValueError as exc:
         raise click.BadParameter(str(exc)) from None
     record = {"workload": workload.label, "recordcount": workload.recordcount, "properties": dict(props)}
+    if tikv:
+        record.update(pd=kw["pd"], tikv_type=kw["tikv_type"])
     try:
-        runner = GoYcsbRunner(db, workload, binary=kw["binary"], host=_load_host(kw, db))
+        runner = GoYcsbRunner(
+            db,
+            workload,
+            binary=kw["binary"],
+            host=_load_host(kw, db),
+            pd=kw["pd"],
+            tikv_type=kw["tikv_type"],
+        )
     except ValueError as exc:
         raise click.BadParameter(str(exc)) from None
     with runner:
@@ -565,7 +589,7 @@ def _load_host(kw: dict[str, Any], db: Any) -> Any:
     from perfkit.transport import connect, parse_host
 
     if not kw["client_host"]:
-        return LoadHost(secrets=(db.password,))
+        return LoadHost(secrets=_secrets(db))
     spec = parse_host(
         kw["client_host"],
         ssh_config=kw["ssh_config"],
@@ -573,7 +597,11 @@ def _load_host(kw: dict[str, Any], db: Any) -> Any:
         key_filename=kw["identity"],
         accept_new_host_key=kw["accept_new_host_key"],
     )
-    return LoadHost(connect(spec), secrets=(db.password,))
+    return LoadHost(connect(spec), secrets=_secrets(db))
+
+
+def _secrets(db: Any) -> tuple[str, ...]:
+    return (db.password,) if db is not None and db.password else ()
 
 
 def _sweep(kw: dict[str, Any], db: Any, runner: Any, record: dict[str, Any], *, what: str) -> None:
@@ -609,14 +637,15 @@ def _sweep(kw: dict[str, Any], db: Any, runner: Any, record: dict[str, Any], *, 
         kw["identity"],
         kw["accept_new_host_key"],
     )
-    secrets = (db.password,) if db.password else ()
-    opts = session.Options(window=1, specs=captures.profile(kw["profile"]), secrets=secrets)
+    opts = session.Options(window=1, specs=captures.profile(kw["profile"]), secrets=_secrets(db))
     record = {
         "plan_file": str(kw["plan"]) if kw["plan"] else None,
         "options": {k: (str(v) if isinstance(v, Path) else v) for k, v in kw.items() if k != "plan"},
         **record,
         "load_host": runner.host.name,
-        "database": {"host": db.host, "port": db.port, "socket": db.socket, "user": db.user, "db": db.db},
+        "database": None
+        if db is None
+        else {"host": db.host, "port": db.port, "socket": db.socket, "user": db.user, "db": db.db},
     }
     runner.preflight()
     if kw["prepare"]:
