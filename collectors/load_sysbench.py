@@ -80,6 +80,7 @@ class SysbenchRunner:
         self.binary = binary
         self.config: str | None = None
         self.version: str | None = None
+        self.test = workload.test  # a custom Lua script: its path on the load host, after preflight
 
     def __enter__(self) -> SysbenchRunner:
         return self
@@ -114,7 +115,7 @@ class SysbenchRunner:
         w = self.workload
         args = [
             self.binary,
-            w.test,
+            self.test,
             f"--config-file={self.config}",
             f"--tables={w.tables}",
             f"--table-size={w.table_size}",
@@ -147,6 +148,12 @@ class SysbenchRunner:
             raise PerfkitError(f"sysbench: `{self.binary} --version` failed on {self.host.name}: {out[:200]}")
         check_database(self.target)
         self.config = self.host.secret_file("sysbench.cfg", self._config_text())
+        script = self.workload.script
+        if script is not None and self.host.transport.spec.hostname is not None:
+            # a client host has no copy of the user's script: it goes into the runner's private dir
+            # there (one file: a script that `require`s its own modules must be installed there)
+            name = re.sub(r"[^A-Za-z0-9._-]", "_", Path(script).name)
+            self.test = self.host.secret_file(name, Path(script).read_text(encoding="utf-8"))
 
     def prepare(self, *, timeout: float = 3600) -> None:
         self._admin("cleanup", timeout=timeout, check=False)

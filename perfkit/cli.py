@@ -486,10 +486,6 @@ def run_sysbench(**kw: Any) -> None:
         )
     except ValueError as exc:
         raise click.BadParameter(str(exc)) from None
-    if kw["lua_script"] is not None and kw["client_host"]:
-        raise click.UsageError(
-            "--lua with --client-host: the script must exist on the client host; not supported"
-        )
     record = {
         "workload": workload.test,
         "tables": workload.tables,

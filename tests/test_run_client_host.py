@@ -120,3 +120,27 @@ def test_time_wait_is_counted_on_the_load_host_here_and_over_ssh(sshd) -> None: 
         assert here.time_wait_to(port) == 25 and there.time_wait_to(port) == 25
         assert here.ephemeral_ports() == there.ephemeral_ports() == high - low + 1
         assert here.time_wait_to(free_port()) == 0
+
+
+SELECT_1 = """-- a self-contained custom workload: one `SELECT 1` per event
+function thread_init() drv = sysbench.sql.driver(); con = drv:connect() end
+function event() con:query("SELECT 1") end
+function thread_done() con:disconnect() end
+"""
+
+
+def test_a_custom_lua_script_travels_to_the_client_host(sshd, lab_mariadb: Path, tmp_path: Path) -> None:  # noqa: F811
+    sshd.known_hosts.write_text(sshd.known_hosts_line() + "\n")
+    script = tmp_path / "mine" / "select 1.lua"  # a space: the copy's name must be safe on the host
+    script.parent.mkdir()
+    script.write_text(SELECT_1)
+    db = DbTarget(user="perfkit", password=lab_password(lab_mariadb))
+    before = temp_dirs()
+    host = LoadHost(connect(sshd.spec()), secrets=(db.password,))
+    with SysbenchRunner(db, Workload(script=script), host=host) as runner:
+        runner.preflight()
+        assert runner.test.startswith("/tmp/perfkit-load.") and runner.test.endswith("/select_1.lua")
+        res = runner.run(2, 2, tmp_path / "sysbench.out")
+    assert res.status == "ok" and res.summary["tps"] > 0, res
+    assert f"sysbench {runner.test} " in res.command  # the copy ran, not the controller's path
+    assert temp_dirs() == before  # the copy went with the runner's private dir
