@@ -24,6 +24,7 @@ import shlex
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Self
 
 from perfkit.errors import CollectError, ParseError, PerfkitError
 from perfkit.redact import Redactor, redact
@@ -224,6 +225,23 @@ class LoadHost:
         # gone already, or the link is: `timeout` ends the tool on the host
         with contextlib.suppress(PerfkitError):
             self.transport.run(f"kill -{sig} {pid}", timeout=10)
+
+
+class HostedRunner:
+    """What every load runner shares: it owns its LoadHost, and closing the runner closes the host
+    (its private dir with the secrets goes)."""
+
+    host: LoadHost | None
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        if self.host is not None:
+            self.host.close()
 
 
 def count_time_wait(tables: str, port: int) -> int:

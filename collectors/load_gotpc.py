@@ -19,13 +19,13 @@ from pathlib import Path
 
 from perfkit.errors import PerfkitError
 
-from ._load import LoadHost, LoadResult, judge_go_tool
+from ._load import HostedRunner, LoadHost, LoadResult, judge_go_tool
 from .load_sysbench import check_database
 from .mysql_sampler import DbTarget
 
 
 @dataclass
-class GoTpcRunner:
+class GoTpcRunner(HostedRunner):
     """go-tpc tpcc against a MySQL-protocol database, here or on a client host. A context manager."""
 
     target: DbTarget
@@ -42,16 +42,6 @@ class GoTpcRunner:
         if self.target.socket:
             raise ValueError("go-tpc connects over TCP only: give a host and port, not a socket")
         self.host = self.host or LoadHost(secrets=(self.target.password,))
-
-    def __enter__(self) -> GoTpcRunner:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def close(self) -> None:
-        assert self.host is not None
-        self.host.close()
 
     def argv(self, command: str, *, threads: int, time_s: int | None = None) -> list[str]:
         """`go-tpc tpcc ... <command>` without the password (`stream` appends `-p` from stdin)."""

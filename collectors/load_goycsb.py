@@ -21,7 +21,7 @@ from pathlib import Path
 
 from perfkit.errors import PerfkitError
 
-from ._load import LoadHost, LoadResult, judge_go_tool
+from ._load import HostedRunner, LoadHost, LoadResult, judge_go_tool
 from .load_sysbench import check_database
 from .mysql_sampler import DbTarget
 
@@ -104,7 +104,7 @@ def _read_props(path: Path) -> dict[str, str]:
 
 
 @dataclass
-class GoYcsbRunner:
+class GoYcsbRunner(HostedRunner):
     """go-ycsb against a MySQL-protocol database (`target`), or against TiKV through its PD endpoints
     (`pd`: `host:port[,host:port...]`, as seed 001 runs it), here or on a client host. A context manager."""
 
@@ -136,16 +136,6 @@ class GoYcsbRunner:
     @property
     def db(self) -> str:
         return "tikv" if self.pd is not None else "mysql"
-
-    def __enter__(self) -> GoYcsbRunner:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def close(self) -> None:
-        assert self.host is not None
-        self.host.close()
 
     def _property_text(self) -> str:
         t = self.target

@@ -19,7 +19,7 @@ import pymysql
 
 from perfkit.errors import PerfkitError
 
-from ._load import ERROR_SHARE, LoadHost, LoadResult
+from ._load import ERROR_SHARE, HostedRunner, LoadHost, LoadResult
 from .mysql_sampler import DbTarget
 
 BUILTIN = (
@@ -66,7 +66,7 @@ class Workload:
         return str(self.script) if self.script is not None else self.name
 
 
-class SysbenchRunner:
+class SysbenchRunner(HostedRunner):
     """Runs sysbench against `target`, on this machine or on `host` (a client host over SSH).
     Use as a context manager: the host holds the 0600 config file until the runner closes."""
 
@@ -81,15 +81,6 @@ class SysbenchRunner:
         self.config: str | None = None
         self.version: str | None = None
         self.test = workload.test  # a custom Lua script: its path on the load host, after preflight
-
-    def __enter__(self) -> SysbenchRunner:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def close(self) -> None:
-        self.host.close()
 
     def _config_text(self) -> str:
         t = self.target
