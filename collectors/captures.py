@@ -58,9 +58,11 @@ class CaptureSpec:
 
 
 _SS_LOOP = (
-    # One block per second: a stamp, `ss -s`, and the TIME_WAIT count (-H: no header line to miscount).
-    # No sleep after the last block: the capture ends with the window.
-    'i=0; while :; do echo "== $(date +%s)"; ss -s; echo "timewait: $(ss -Htan state time-wait | wc -l)"; '
+    # One block per second: a stamp, `ss -s`, and the TIME_WAIT count. The count reads the kernel's
+    # tables (state 06) rather than `ss -H ... | wc -l`: iproute2 before 4.16 has no -H, and a failing
+    # `ss` would count 0. No sleep after the last block: the capture ends with the window.
+    'i=0; while :; do echo "== $(date +%s)"; ss -s; '
+    'echo "timewait: $(awk \'$4 == "06"\' /proc/net/tcp /proc/net/tcp6 2>/dev/null | wc -l)"; '
     "i=$((i+1)); [ $i -lt {reports} ] || break; sleep {interval}; done"
 )
 _SYSCTL_KEYS = (

@@ -1,0 +1,138 @@
+"""ss parser: the capture loop's blocks, plain and old `ss -s`, cut-off and malformed captures.
+
+Expected values below are read off the raw fixture lines by eye (the `TCP:` line, the transport
+table and the `timewait:` line of the block named), and epochs were converted with `date -u -d @N`.
+"""
+
+from __future__ import annotations
+
+import subprocess
+
+import pandas as pd
+import pytest
+
+from perfkit.errors import ParseError
+from perfkit.parsers import ss
+
+from .conftest import FIXTURES, need_tool
+
+S = FIXTURES / "ss"
+
+
+def test_loop_blocks_with_time_wait() -> None:
+    df = ss.parse(S / "iproute2-6.1-loop-timewait.txt", host="db1")
+    assert len(df) == 4 and df["host"].eq("db1").all()
+    # `== 1795416970` is 2026-11-23 06:56:10 UTC; blocks are one second apart.
+    assert df.loc[0, "timestamp"] == pd.Timestamp("2026-11-23 06:56:10", tz="UTC")
+    assert df["timestamp"].diff().dropna().eq(pd.Timedelta(seconds=1)).all()
+    # Block 2: `TCP:   252 (estab 6, closed 243, orphaned 0, timewait 243)`, `TCP 9 9 0`, `timewait: 243`.
+    row = df.loc[2]
+    assert (row["tcp_total"], row["tcp_estab"], row["tcp_closed"]) == (252, 6, 243)
+    assert (row["tcp_orphaned"], row["tcp_timewait"], row["timewait_sockets"]) == (0, 243, 243)
+    assert (row["tcp_sockets"], row["tcp_ipv4_sockets"], row["tcp_ipv6_sockets"]) == (9, 9, 0)
+    assert row["total"] == 21 and row["udp_sockets"] == 0 and row["frag_queues"] == 0
+    # iproute2 6.1 prints neither synrecv nor ports: NA, not 0.
+    assert df["tcp_synrecv"].isna().all() and df["tcp_ports"].isna().all() and df["total_kernel"].isna().all()
+    assert df.attrs["dropped_lines"] == 0 and df.attrs["unknown_columns"] == []
+
+
+def test_fin_wait_2_counts_in_ss_s_timewait_only() -> None:
+    df = ss.parse(S / "iproute2-6.1-loop-finwait2.txt")
+    # Block 2: `timewait 129` on the TCP: line but `timewait: 9` from `ss state time-wait`.
+    assert df.loc[2, "tcp_timewait"] == 129 and df.loc[2, "timewait_sockets"] == 9
+
+
+def test_plain_ss_s_has_no_timestamp() -> None:
+    df = ss.parse(S / "iproute2-6.1-plain.txt")
+    assert len(df) == 1 and df["timestamp"].isna().all()
+    assert df.loc[0, "total"] == 14 and df.loc[0, "tcp_timewait"] == 10 and df.loc[0, "tcp_sockets"] == 2
+    assert pd.isna(df.loc[0, "timewait_sockets"])
+
+
+def test_plain_outputs_one_after_another_are_separate_rows() -> None:
+    text = (S / "iproute2-6.1-plain.txt").read_text()
+    df = ss.parse(text + text)
+    assert len(df) == 2 and df["tcp_total"].tolist() == [12, 12]
+
+
+def test_old_iproute2_layout_read_by_key() -> None:
+    df = ss.parse(S / "iproute2-3.x-plain.synthetic.txt")
+    row = df.loc[0]
+    # `TCP:   63 (estab 32, closed 27, orphaned 0, synrecv 0, timewait 26/0), ports 0`
+    assert (row["tcp_total"], row["tcp_estab"], row["tcp_closed"]) == (63, 32, 27)
+    assert (row["tcp_synrecv"], row["tcp_timewait"], row["tcp_ports"]) == (0, 26, 0)
+    # `Total: 151 (kernel 182)` and the `*  182  -  -` row; `UDP 9 6 3`.
+    assert row["total"] == 151 and row["total_kernel"] == 182
+    assert (row["udp_sockets"], row["udp_ipv4_sockets"], row["udp_ipv6_sockets"]) == (9, 6, 3)
+
+
+def test_keys_in_any_order_and_unknown_keys_listed() -> None:
+    text = "Total: 5\nTCP:   7 (timewait 3, estab 2, synsent 1, closed 4, orphaned 0)\n"
+    df = ss.parse(text)
+    assert df.loc[0, "tcp_timewait"] == 3 and df.loc[0, "tcp_estab"] == 2 and df.loc[0, "tcp_closed"] == 4
+    assert df.attrs["unknown_columns"] == ["TCP synsent"]
+
+
+def test_cut_last_line_dropped_and_counted() -> None:
+    df = ss.parse(S / "truncated-last-line.txt")
+    # The last line `timewait: 243` was cut to `timewait: 24`: never kept as 24.
+    assert len(df) == 4 and df.attrs["dropped_lines"] == 1
+    assert pd.isna(df.loc[3, "timewait_sockets"]) and df.loc[3, "tcp_timewait"] == 243
+
+
+def test_last_block_with_only_its_stamp_is_dropped() -> None:
+    text = (S / "iproute2-6.1-loop-idle.txt").read_text() + "== 1795416954\n"
+    df = ss.parse(text)
+    assert len(df) == 4 and df.attrs["dropped_lines"] == 1
+
+
+def test_garbage_mid_file_names_the_line() -> None:
+    lines = (S / "iproute2-6.1-loop-idle.txt").read_text().splitlines()
+    lines.insert(5, "UDP oops")
+    with pytest.raises(ParseError) as info:
+        ss.parse("\n".join(lines) + "\n")
+    assert info.value.line_no == 6 and "oops" in info.value.line
+
+
+def test_value_twice_in_one_block_is_an_error() -> None:
+    lines = (S / "iproute2-6.1-loop-idle.txt").read_text().splitlines()
+    lines.insert(3, lines[2])  # the TCP: line twice
+    with pytest.raises(ParseError, match="twice") as info:
+        ss.parse("\n".join(lines) + "\n")
+    assert info.value.line_no == 4
+
+
+def test_data_before_any_block_is_an_error() -> None:
+    with pytest.raises(ParseError, match="not an ss -s capture") as info:
+        ss.parse("TCP:   7 (estab 2, closed 4, orphaned 0, timewait 3)\n")
+    assert info.value.line_no == 1
+
+
+def test_empty_capture() -> None:
+    df = ss.parse("")
+    assert len(df) == 0 and list(df.columns) == list(ss.SCHEMA) and df.attrs["dropped_lines"] == 0
+
+
+def test_sniff() -> None:
+    for path in S.glob("*.txt"):
+        assert ss.sniff(path.read_text()), path.name
+    others = [p for p in FIXTURES.glob("*/*.txt") if p.parent.name != "ss"]
+    assert others and not any(ss.sniff(p.read_text(errors="replace")) for p in others)
+
+
+@pytest.mark.lab
+def test_real_ss_here() -> None:
+    need_tool("ss")
+    from perfkit.collectors import captures
+
+    spec = next(s for s in captures.DEFAULT if s.id == "ss")
+    out = subprocess.run(
+        ["sh", "-c", spec.render(interval=1, window=1, workdir="/tmp")],
+        capture_output=True,
+        text=True,
+        timeout=10,
+        env={"LC_ALL": "C", "PATH": "/usr/sbin:/usr/bin:/sbin:/bin"},
+        check=True,
+    ).stdout
+    df = ss.parse(out)
+    assert len(df) == 2 and df["timestamp"].notna().all() and df["tcp_total"].notna().all()
