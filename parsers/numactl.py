@@ -1,0 +1,282 @@
+"""numactl: `numactl --hardware` (what perfkit runs, under LC_ALL=C), one row per NUMA node.
+
+Reads the layout numactl 2.0.x prints (2.0.16 tested; numactl has no `--version` flag and does not
+translate its output, so there is no locale variant):
+
+    available: 2 nodes (0-1)
+    node 0 cpus: 0 1 2 3
+    node 0 size: 64314 MB
+    node 0 free: 60712 MB
+    node 1 cpus: 4 5 6 7
+    ...
+    node distances:
+    node   0   1
+      0:  10  21
+      1:  21  10
+
+The node list may have gaps (`available: 3 nodes (0-1,3)`: the matrix then has only the present
+nodes, header `node   0   1   3`); a memory-only node (CXL, hot-plugged memory) prints
+`node 3 cpus:` with an empty list; `size`/`free` may be `<not available>` (NaN); a machine
+without distances prints `No distance information available.`; a kernel without NUMA makes
+numactl print only `No NUMA available on this system` (exit 1): an empty frame, not an error.
+CPU lists are read as printed, single numbers or ranges (`0-7`, the compressed form newer
+numactl can print, with an optional `(8)` count).
+
+In VMs the size can be below the RAM (the guest's firmware describes one node).
+
+Schema (one row per node, in file order):
+
+| column | dtype | meaning |
+|---|---|---|
+| host | string | the `host` argument |
+| node | Int64 | node number |
+| cpus | string | the CPU list as printed (`0 1 2 3`; empty for a memory-only node) |
+| cpu_count | Int64 | CPUs in that list (0 for a memory-only node) |
+| size_mb | float64 | memory of the node, MB as numactl prints (MiB: bytes >> 20) |
+| free_mb | float64 | free memory of the node, MB, at capture time |
+
+`df.attrs`:
+
+- `distances`: `{"nodes": [0, 1], "matrix": [[10, 21], [21, 10]]}`, rows and columns in `nodes`
+  order. These are ACPI SLIT distances, relative numbers where 10 means local access (21 reads
+  as "about 2.1 times the local cost"), **not nanoseconds**. Both lists are empty when the
+  capture has no complete matrix (no NUMA, no distance information, or a cut capture).
+- `available_nodes`: the count on the `available:` line (0 for `No NUMA available`, None when
+  the line is missing).
+- `dropped_lines` (a cut-off last line), `notes`.
+
+Tested on: tests/fixtures/numactl/ (README.md there).
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pandas as pd
+
+from perfkit.errors import ParseError
+
+from ._common import Lines, Source, coerce, empty_frame, feed_lines
+
+KIND = "numactl"
+
+SCHEMA: dict[str, str] = {
+    "host": "string",
+    "node": "Int64",
+    "cpus": "string",
+    "cpu_count": "Int64",
+    "size_mb": "float64",
+    "free_mb": "float64",
+}
+
+_MAX_ID = 1 << 20  # node and CPU numbers: libnuma's masks are far smaller; bigger is garbage
+_AVAILABLE = re.compile(r"^available: (\d{1,7}) nodes \(([\d,\-]*)\)$")
+_CPUS = re.compile(r"^node (\d{1,7}) cpus:(.*)$")
+_MEM = re.compile(r"^node (\d{1,7}) (size|free): (?:(\d{1,15}) MB|(<not available>))$")
+_DIST_HEADER = re.compile(r"^node((?:\s+\d{1,7})+)\s*$")
+_DIST_ROW = re.compile(r"^\s*(\d{1,7}):((?:\s+\d{1,5})+)\s*$")
+_CPU_ITEM = re.compile(r"^(\d{1,7})(?:-(\d{1,7}))?$")
+_NO_NUMA = "No NUMA available on this system"
+_NO_DISTANCES = "No distance information available."
+
+
+def sniff(text: str) -> bool:
+    """numactl --hardware starts with `available: N nodes (...)` (or says there is no NUMA)."""
+    for line in text[:4096].splitlines()[:5]:
+        if line.strip():
+            return bool(_AVAILABLE.match(line.rstrip())) or line.strip() == _NO_NUMA
+    return False
+
+
+def parse(source: Source, *, host: str | None = None, tz: str = "UTC") -> pd.DataFrame:
+    """Parse a `numactl --hardware` capture into one row per NUMA node.
+
+    Args:
+        source: path, text stream or string.
+        host: host name for the `host` column.
+        tz: unused (numactl prints no time); accepted for the common parser signature.
+
+    Returns:
+        A frame with exactly the `SCHEMA` columns; attrs `distances`, `available_nodes`,
+        `dropped_lines`, `notes`.
+
+    Raises:
+        ParseError: a line numactl does not print, a node missing from the `available:` list, a
+            distance row whose length does not match the header.
+    """
+    state = _State()
+    try:
+        feed_lines(source, KIND, state.feed, state.cut_last)
+    except ParseError:
+        raise
+    except (ValueError, OverflowError, IndexError) as exc:  # a safety net: nothing else escapes
+        path = state.lines.path if state.lines is not None else None
+        raise ParseError(
+            KIND, path, state.line_no, "", f"cannot parse ({type(exc).__name__}: {exc})"
+        ) from exc
+    attrs = {
+        "distances": state.distances(),
+        "available_nodes": state.available,
+        "dropped_lines": state.dropped,
+        "notes": state.notes,
+    }
+    nodes = state.nodes
+    if not nodes:
+        df = empty_frame(SCHEMA)
+        df.attrs.update(attrs)
+        return df
+    ids = list(nodes)
+    data = {
+        "host": pd.array([host] * len(ids), dtype="string"),
+        "node": pd.array(ids, dtype="Int64"),
+        "cpus": pd.array([nodes[i].get("cpus") for i in ids], dtype="string"),
+        "cpu_count": pd.array([nodes[i].get("cpu_count") for i in ids], dtype="Int64"),
+        "size_mb": np.array([nodes[i].get("size", np.nan) for i in ids], dtype=np.float64),
+        "free_mb": np.array([nodes[i].get("free", np.nan) for i in ids], dtype=np.float64),
+    }
+    df = coerce(pd.DataFrame(data), SCHEMA)
+    df.attrs.update(attrs)
+    return df
+
+
+class _State:
+    """The line walk: `available:`, per-node lines, then the distance matrix."""
+
+    def __init__(self) -> None:
+        self.lines: Lines | None = None
+        self.line_no = 0
+        self.available: int | None = None
+        self.listed: set[int] | None = None  # node numbers from the `available:` line
+        self.nodes: dict[int, dict[str, object]] = {}
+        self.in_distances = False
+        self.dist_nodes: list[int] | None = None
+        self.dist_rows: dict[int, list[int]] = {}
+        self.no_numa = False
+        self.dropped = 0
+        self.notes: list[str] = []
+
+    def feed(self, line_no: int, line: str, lines: Lines) -> None:
+        self.lines, self.line_no = lines, line_no
+        text = line.rstrip()  # numactl ends every matrix line with a space
+        if not text:
+            return
+        if self.no_numa:
+            raise lines.error(line_no, line, f"text after {_NO_NUMA!r}")
+        if self.in_distances:
+            self._distance_line(line_no, line, text, lines)
+            return
+        if m := _AVAILABLE.match(text):
+            if self.available is not None or self.nodes:
+                raise lines.error(line_no, line, "second `available:` line: two captures in one file?")
+            self.available = int(m[1])
+            self.listed = _node_list(m[2], line_no, line, lines)
+            if len(self.listed) != self.available:
+                raise lines.error(
+                    line_no, line, f"{self.available} nodes announced, {len(self.listed)} listed"
+                )
+            return
+        if text == _NO_NUMA:
+            if self.available is not None or self.nodes:
+                raise lines.error(line_no, line, f"{_NO_NUMA!r} after node lines")
+            self.no_numa = True
+            self.available = 0
+            self.notes.append(f"numactl: {_NO_NUMA} (kernel without NUMA): no nodes")
+            return
+        if m := _CPUS.match(text):
+            node = self._node(int(m[1]), line_no, line, lines)
+            cpus = m[2].strip()
+            node["cpus"] = cpus
+            node["cpu_count"] = _cpu_count(cpus, line_no, line, lines)
+            return
+        if m := _MEM.match(text):
+            node = self._node(int(m[1]), line_no, line, lines)
+            node[m[2]] = float(m[3]) if m[3] is not None else np.nan
+            return
+        if text == "node distances:":
+            self.in_distances = True
+            return
+        if text == _NO_DISTANCES:
+            self.notes.append("numactl: no distance information available")
+            return
+        raise lines.error(line_no, line, "not a `numactl --hardware` line")
+
+    def cut_last(self, line_no: int, line: str, lines: Lines) -> None:
+        """A last line without newline was cut mid-write: `size: 66` may be `size: 6618 MB` cut short."""
+        self.lines, self.line_no = lines, line_no
+        self.dropped += 1
+        if self.in_distances:
+            self.notes.append("distance matrix cut off: attrs distances left empty")
+
+    def _node(self, node: int, line_no: int, line: str, lines: Lines) -> dict[str, object]:
+        if node >= _MAX_ID:
+            raise lines.error(line_no, line, f"implausible node number {node}")
+        if self.listed is not None and node not in self.listed:
+            raise lines.error(line_no, line, f"node {node} is not on the `available:` line")
+        return self.nodes.setdefault(node, {})
+
+    def _distance_line(self, line_no: int, line: str, text: str, lines: Lines) -> None:
+        if self.dist_nodes is None:
+            m = _DIST_HEADER.match(text)
+            if m is None:
+                raise lines.error(line_no, line, "expected the distance header `node   0   1 ...`")
+            self.dist_nodes = [int(t) for t in m[1].split()]
+            if len(set(self.dist_nodes)) != len(self.dist_nodes):
+                raise lines.error(line_no, line, "a node appears twice in the distance header")
+            if self.listed is not None and set(self.dist_nodes) != self.listed:
+                raise lines.error(line_no, line, "distance header does not list the `available:` nodes")
+            return
+        m = _DIST_ROW.match(text)
+        if m is None:
+            raise lines.error(line_no, line, "not a distance row `  0:  10  21 ...`")
+        node, values = int(m[1]), [int(t) for t in m[2].split()]
+        if node not in self.dist_nodes or node in self.dist_rows:
+            raise lines.error(line_no, line, f"distance row for node {node}: not in the header, or repeated")
+        if len(values) != len(self.dist_nodes):
+            raise lines.error(
+                line_no, line, f"{len(values)} distances for {len(self.dist_nodes)} nodes in the header"
+            )
+        self.dist_rows[node] = values
+
+    def distances(self) -> dict[str, list]:
+        """The SLIT matrix in header order; empty lists unless every row came."""
+        nodes = self.dist_nodes or []
+        if not nodes or set(self.dist_rows) != set(nodes):
+            if nodes and not any("cut off" in n for n in self.notes):
+                self.notes.append("distance matrix incomplete: attrs distances left empty")
+            return {"nodes": [], "matrix": []}
+        return {"nodes": list(nodes), "matrix": [self.dist_rows[n] for n in nodes]}
+
+
+def _node_list(text: str, line_no: int, line: str, lines: Lines) -> set[int]:
+    """`0-1,3` -> {0, 1, 3} (numactl compresses runs of node numbers into ranges)."""
+    out: set[int] = set()
+    for item in filter(None, text.split(",")):
+        m = _CPU_ITEM.match(item)
+        if m is None:
+            raise lines.error(line_no, line, f"bad node list item {item!r}")
+        lo, hi = int(m[1]), int(m[2] or m[1])
+        if hi < lo or hi >= _MAX_ID:
+            raise lines.error(line_no, line, f"bad node range {item!r}")
+        out.update(range(lo, hi + 1))
+    return out
+
+
+def _cpu_count(cpus: str, line_no: int, line: str, lines: Lines) -> int:
+    """CPUs in a list as printed: `0 1 2 3`, or ranges `0-7, 16-23 (16)` (the count wins when printed)."""
+    tokens = cpus.replace(",", " ").split()
+    printed: int | None = None
+    if tokens and tokens[-1].startswith("(") and tokens[-1].endswith(")") and tokens[-1][1:-1].isdigit():
+        printed = int(tokens.pop()[1:-1])
+    count = 0
+    for tok in tokens:
+        m = _CPU_ITEM.match(tok)
+        if m is None:
+            raise lines.error(line_no, line, f"bad CPU list item {tok!r}")
+        lo, hi = int(m[1]), int(m[2] or m[1])
+        if hi < lo or hi >= _MAX_ID:
+            raise lines.error(line_no, line, f"bad CPU range {tok!r}")
+        count += hi - lo + 1
+    if printed is not None and printed != count:
+        raise lines.error(line_no, line, f"CPU list holds {count} CPUs but says ({printed})")
+    return count
