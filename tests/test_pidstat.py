@@ -1,0 +1,212 @@
+"""pidstat parser: the three tables merged per task, -t threads, -l commands, averages, locales, errors.
+
+Expected values are read off the raw fixture lines (quoted in the comments), not off the parser.
+"""
+
+from __future__ import annotations
+
+import subprocess
+
+import pandas as pd
+import pytest
+
+from perfkit.errors import ParseError
+from perfkit.parsers import pidstat
+
+from .conftest import FIXTURES, need_tool
+
+P = FIXTURES / "pidstat"
+OLTP = P / "sysstat-12.6-u-d-w-iso-oltp.txt"
+
+
+def _task(df: pd.DataFrame, stamp: str, pid: int, tid: int | None = None) -> pd.Series:
+    hit = df[(df["timestamp"] == pd.Timestamp(stamp, tz="UTC")) & (df["pid"] == pid)]
+    hit = hit[hit["tid"].isna()] if tid is None else hit[hit["tid"] == tid]
+    assert len(hit) == 1
+    return hit.iloc[0]
+
+
+def test_three_tables_merged_per_task() -> None:
+    df = pidstat.parse(OLTP)
+    # mariadbd at 06:56:36: `102  27592  45.54  36.63  0.00  0.00  82.18  0  mariadbd` (-u) and
+    # `102  27592  0.00  4265.35  0.00  0  mariadbd` (-d); absent from that interval's -w table
+    r = _task(df, "2026-11-23 06:56:36", 27592)
+    assert (r["uid"], r["usr_pct"], r["system_pct"], r["cpu_pct"], r["cpu"]) == (102, 45.54, 36.63, 82.18, 0)
+    assert (r["kb_rd_s"], r["kb_wr_s"], r["kb_ccwr_s"], r["iodelay"]) == (0.0, 4265.35, 0.0, 0)
+    assert pd.isna(r["cswch_s"]) and pd.isna(r["nvcswch_s"]) and r["command"] == "mariadbd"
+    # kworker 44 is in the -u table (`1.98` %system, CPU 1) and the -w table (`875.25  0.00`)
+    k = _task(df, "2026-11-23 06:56:36", 44)
+    assert (k["system_pct"], k["cpu"], k["cswch_s"], k["nvcswch_s"]) == (1.98, 1, 875.25, 0.0)
+    assert pd.isna(k["kb_wr_s"]) and pd.isna(k["iodelay"])  # not in the -d table: NA, never 0
+
+
+def test_one_row_per_timestamp_and_task() -> None:
+    df = pidstat.parse(OLTP)
+    # 46 = distinct (time, PID) pairs over the non-Average rows, counted with awk (README.md)
+    assert len(df) == 46 and not df.duplicated(["timestamp", "pid", "tid"]).any()
+    assert df["tgid"].isna().all() and df["tid"].isna().all()  # no -t
+    assert sorted(df["timestamp"].unique()) == [
+        pd.Timestamp(f"2026-11-23 06:56:{s}", tz="UTC") for s in (36, 37, 38)
+    ]  # the rows' times; header lines carry the interval start (06:56:35 ...)
+
+
+def test_averages_are_kept_apart() -> None:
+    df = pidstat.parse(OLTP)
+    avg = {a["pid"]: a for a in df.attrs["averages"]}
+    # `Average:      102     27592   43.52   36.54    0.00    0.00   80.07     -  mariadbd`
+    # `Average:      102     27592      0.00   4241.86      0.00       0  mariadbd`
+    m = avg[27592]
+    assert (m["usr_pct"], m["system_pct"], m["cpu_pct"], m["kb_wr_s"], m["iodelay"]) == (
+        43.52,
+        36.54,
+        80.07,
+        4241.86,
+        0,
+    )
+    assert m["cpu"] is None and m["cswch_s"] is None and m["command"] == "mariadbd"
+    assert "timestamp" not in m and m["host"] == "vm"
+    assert df["timestamp"].notna().all()  # no Average row became a sample
+
+
+def test_empty_io_table() -> None:
+    df = pidstat.parse(P / "sysstat-12.6-u-d-w-iso-cpu.txt")
+    first = df[df["timestamp"] == pd.Timestamp("2026-11-23 06:56:15", tz="UTC")]
+    assert first[["kb_rd_s", "kb_wr_s", "kb_ccwr_s"]].isna().all().all()  # header, then a blank line
+    # `06:56:15        0     29992  197.00    2.00    0.00    0.00  199.00     1  sysbench`
+    s = _task(df, "2026-11-23 06:56:15", 29992)
+    assert (s["usr_pct"], s["cpu_pct"], s["cpu"]) == (197.0, 199.0, 1)
+
+
+def test_threads() -> None:
+    df = pidstat.parse(P / "sysstat-12.6-u-d-w-t-iso-oltp.txt")
+    # `06:56:39      102         -     27612   20.59   19.61    0.00   24.51   40.20     0  |__mariadbd`
+    # `06:56:39      102         -     27612      0.00   2160.78      0.00       0  |__mariadbd`
+    # `06:56:39      102         -     27612   8553.92   2540.20  |__mariadbd`
+    t = _task(df, "2026-11-23 06:56:39", 27592, 27612)
+    assert (t["tgid"], t["wait_pct"], t["cpu_pct"], t["kb_wr_s"], t["cswch_s"]) == (
+        27592,
+        24.51,
+        40.2,
+        2160.78,
+        8553.92,
+    )
+    assert t["command"] == "|__mariadbd"
+    # the process row: `102     27592         -   42.16   38.24 ... 80.39     0  mariadbd`
+    p = _task(df, "2026-11-23 06:56:39", 27592)
+    assert (p["tgid"], p["cpu_pct"], p["command"]) == (27592, 80.39, "mariadbd")
+    # both ids printed: `102     27592     27595      2.94      2.94  (mariadbd)__mariadbd`
+    b = _task(df, "2026-11-23 06:56:39", 27592, 27595)
+    assert (b["cswch_s"], b["command"]) == (2.94, "(mariadbd)__mariadbd") and pd.isna(b["cpu_pct"])
+    # `-` TGID rows belong to the process printed above: sysbench's threads
+    assert set(df.loc[df["tid"].isin([30210, 30211]), "pid"]) == {30209}
+    assert len(df) == 20 and not df.duplicated(["timestamp", "pid", "tid"]).any()
+
+
+def test_thread_row_without_process_is_an_error() -> None:
+    text = (
+        "Linux 6.1.0 (db2) \t2026-11-22 \t_x86_64_\t(1 CPU)\n\n"
+        "08:00:00      UID      TGID       TID   cswch/s nvcswch/s  Command\n"
+        "08:00:01        0         -        75      0.98      0.00  |__worker\n"
+    )
+    with pytest.raises(ParseError, match="without its process") as info:
+        pidstat.parse(text)
+    assert info.value.line_no == 4
+
+
+def test_long_command_kept_verbatim() -> None:
+    # pidstat -l prints the whole command line as the last column, spaces included
+    text = (
+        "Linux 6.1.0 (db2) \t2026-11-22 \t_x86_64_\t(1 CPU)\n\n"
+        "08:00:00      UID       PID   cswch/s nvcswch/s  Command\n"
+        "08:00:01      102       812      3.00      1.00  /usr/sbin/mariadbd --user=mysql  --port=3306 \n"
+    )
+    df = pidstat.parse(text)
+    assert df.loc[0, "command"] == "/usr/sbin/mariadbd --user=mysql  --port=3306 "
+    assert (df.loc[0, "pid"], df.loc[0, "cswch_s"]) == (812, 3.0)
+
+
+def test_en_us_twelve_hour_clock_and_zone() -> None:
+    df = pidstat.parse(P / "sysstat-12.6-u-d-w-en_US-12h.txt", tz="America/New_York")
+    # `06:56:20 AM     0     29992  192.08 ...` on 11/23/2026, EST = UTC-5
+    s = _task(df, "2026-11-23 11:56:20", 29992)
+    assert s["usr_pct"] == 192.08 and s["cpu"] == 1
+
+
+def test_midnight_and_de_de_commas() -> None:
+    # header at 23:59:59 (interval start), rows at 00:00:00 of the next day; de_DE decimal commas
+    text = (
+        "Linux 6.1.0 (db2) \t22.11.2026 \t_x86_64_\t(1 CPU)\n\n"
+        "23:59:58      UID       PID    %usr %system  %guest   %wait    %CPU   CPU  Command\n"
+        "23:59:59        0       100   12,50    1,00    0,00    0,00   13,50     0  app\n\n"
+        "23:59:59      UID       PID    %usr %system  %guest   %wait    %CPU   CPU  Command\n"
+        "00:00:00        0       100   10,00    2,00    0,00    0,00   12,00     0  app\n\n"
+        "Durchschn.:      UID       PID    %usr %system  %guest   %wait    %CPU   CPU  Command\n"
+        "Durchschn.:        0       100   11,25    1,50    0,00    0,00   12,75     -  app\n"
+    )
+    df = pidstat.parse(text)
+    assert df["timestamp"].tolist() == [
+        pd.Timestamp("2026-11-22 23:59:59", tz="UTC"),
+        pd.Timestamp("2026-11-23 00:00:00", tz="UTC"),
+    ]
+    assert df["usr_pct"].tolist() == [12.5, 10.0]
+    assert df.attrs["averages"][0]["cpu_pct"] == 12.75
+
+
+def test_task_twice_in_one_table_is_an_error() -> None:
+    lines = OLTP.read_text().splitlines(keepends=True)
+    lines.insert(4, lines[3])  # `06:56:36        0         1 ... process_api` again as line 5
+    with pytest.raises(ParseError, match="twice") as info:
+        pidstat.parse("".join(lines))
+    assert info.value.line_no == 5
+
+
+def test_cut_last_line_dropped_and_counted() -> None:
+    df = pidstat.parse(P / "sysstat-12.6-u-d-w-iso-truncated-last-line.txt")
+    assert len(df) == 46 and df.attrs["dropped_lines"] == 1
+    assert 30215 not in {a["pid"] for a in df.attrs["averages"] if a["cswch_s"] is not None}
+
+
+def test_garbage_mid_file_names_the_line() -> None:
+    lines = OLTP.read_text().splitlines(keepends=True)
+    lines.insert(10, "06:56:36        0        77    oops\n")
+    with pytest.raises(ParseError) as info:
+        pidstat.parse("".join(lines))
+    assert info.value.line_no == 11 and "oops" in info.value.line
+
+
+def test_h_output_is_refused() -> None:
+    text = (
+        "Linux 6.1.0 (db2) \t2026-11-22 \t_x86_64_\t(1 CPU)\n\n#      Time   UID       PID    %usr Command\n"
+    )
+    with pytest.raises(ParseError, match="-h"):
+        pidstat.parse(text)
+
+
+def test_empty_frame() -> None:
+    df = pidstat.parse("")
+    assert list(df.columns) == list(pidstat.SCHEMA) and len(df) == 0
+    assert df.attrs["averages"] == [] and df.attrs["dropped_lines"] == 0
+
+
+def test_sniff() -> None:
+    for path in sorted(P.glob("*.txt")):
+        assert pidstat.sniff(path.read_text()), path.name
+    for path in sorted(FIXTURES.glob("*/*.txt")):
+        if path.parent.name != "pidstat":
+            assert not pidstat.sniff(path.read_text(errors="replace")), path
+
+
+@pytest.mark.lab
+def test_real_pidstat_here() -> None:
+    need_tool("pidstat")
+    out = subprocess.run(
+        ["pidstat", "-u", "-d", "-w", "1", "2"],
+        capture_output=True,
+        text=True,
+        timeout=15,
+        env={"LC_ALL": "C", "S_TIME_FORMAT": "ISO", "PATH": "/usr/bin:/bin"},
+        check=True,
+    ).stdout
+    df = pidstat.parse(out)
+    assert len(df) > 0 and not df.duplicated(["timestamp", "pid", "tid"]).any()
+    assert df.attrs["averages"]
