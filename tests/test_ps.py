@@ -1,0 +1,115 @@
+"""ps parser: values, custom headers, verbatim commands, cut-off and malformed captures."""
+
+from __future__ import annotations
+
+import pytest
+
+from perfkit.errors import ParseError
+from perfkit.parsers import ps
+
+from .conftest import FIXTURES
+
+P = FIXTURES / "ps"
+AUXWW = P / "procps-4.0.2-auxww.txt"
+
+
+def test_auxww_values() -> None:
+    df = ps.parse(AUXWW, host="db1")
+    # 8 lines in the file: the header and 7 processes (PIDs 1-6 and 8, `ps` itself)
+    assert len(df) == 7 and df["host"].eq("db1").all()
+    assert df["pid"].tolist() == [1, 2, 3, 4, 5, 6, 8]
+    # row `root 5  100  0.0 2592 1712 ? R 07:02 0:02 sh -c i=0; while ...` (the busy loop)
+    busy = df.loc[4]
+    assert busy["cpu_pct"] == 100.0 and busy["mem_pct"] == 0.0
+    assert busy["vsz_kb"] == 2592 and busy["rss_kb"] == 1712
+    assert busy["tty"] == "?" and busy["stat"] == "R" and busy["start"] == "07:02"
+    assert busy["time"] == "0:02" and busy["cpu_time_s"] == 2.0
+    assert busy["command"] == "sh -c i=0; while [ $i -lt 3000000 ]; do i=$((i+1)); done"
+    assert df.loc[2, "user"] == "systemd+"  # systemd-timesync, cut by ps to 8 characters
+    assert df.attrs["unknown_columns"] == [] and df.attrs["dropped_lines"] == 0
+
+
+def test_command_kept_verbatim() -> None:
+    # Under LC_ALL=C ps prints each of the 9 UTF-8 bytes of 数据库 as `?`
+    c = ps.parse(AUXWW)
+    assert c.loc[3, "command"] == 'sh -c sleep 60; : <img src=x onerror=alert(1)> ????????? "q"'
+    utf8 = ps.parse(P / "locale-en_US-auxww.txt")
+    assert utf8.loc[3, "command"] == 'sh -c sleep 60; : <img src=x onerror=alert(1)> 数据库 "q"'
+
+
+def test_inner_and_trailing_spaces_of_command_kept() -> None:
+    text = (
+        "USER PID %CPU %MEM VSZ RSS TTY STAT START TIME COMMAND\n"
+        "root 7 0.0 0.1 10 20 pts/0 S+ Nov22 123:45 a  b   <script>x</script> \n"
+    )
+    row = ps.parse(text).loc[0]
+    assert row["command"] == "a  b   <script>x</script> "
+    assert row["start"] == "Nov22" and row["tty"] == "pts/0"
+    assert row["cpu_time_s"] == 123 * 60 + 45  # aux TIME is minutes:seconds, minutes past 59
+
+
+@pytest.mark.parametrize(
+    ("printed", "seconds"),
+    [("0:18", 18.0), ("00:00:02", 2.0), ("1:02:03", 3723.0), ("2-01:00:05", 2 * 86400 + 3605.0)],
+)
+def test_cpu_time_forms(printed: str, seconds: float) -> None:
+    df = ps.parse(f"  PID     TIME CMD\n    1 {printed} init\n")
+    assert df.loc[0, "time"] == printed and df.loc[0, "cpu_time_s"] == seconds
+
+
+def test_vsz_wider_than_its_column() -> None:
+    # `mysql 27592 4.0 0.6 8591354564 171436 ?   Sl ...`: VSZ overflows into RSS's place
+    df = ps.parse(P / "procps-4.0.2-uww-vsz-overflow.txt")
+    assert df.loc[1, "vsz_kb"] == 8591354564 and df.loc[1, "rss_kb"] == 171436
+    assert df.loc[1, "stat"] == "Sl" and df.loc[1, "command"].startswith("/usr/sbin/mariadbd --user=mysql")
+    assert df.loc[0, "command"] == "[kthreadd]"
+
+
+def test_custom_header_by_name() -> None:
+    df = ps.parse(P / "procps-4.0.2-eo-pid-ppid-comm-args.txt")
+    # `      4       1 sh              sh -c sleep 60; : <img ...`: args, not comm, is the command
+    assert df.loc[3, "pid"] == 4 and df.loc[3, "command"].startswith("sh -c sleep 60; :")
+    assert df["cpu_pct"].isna().all() and df["user"].isna().all()
+    assert df.attrs["unknown_columns"] == ["PPID", "COMMAND"]
+    eo = ps.parse(P / "procps-4.0.2-eo-etime-wchan.txt")
+    assert eo.attrs["unknown_columns"] == ["ELAPSED", "WCHAN"]
+    assert eo.loc[4, "time"] == "00:00:02" and eo.loc[4, "rss_kb"] == 1712 and eo.loc[4, "command"] == "sh"
+
+
+def test_multiword_column_refused() -> None:
+    with pytest.raises(ParseError, match="several words"):
+        ps.parse("  PID                  STARTED CMD\n    1 Mon Nov 23 05:45:01 2026 init\n")
+
+
+def test_cut_last_line_dropped_and_counted() -> None:
+    df = ps.parse(P / "truncated-last-line.txt")
+    assert len(df) == 6 and df.attrs["dropped_lines"] == 1
+
+
+def test_garbage_mid_file_names_the_line() -> None:
+    lines = AUXWW.read_text().splitlines()
+    lines.insert(3, "root  x  0.0 0.0 1 1 ? S 07:02 0:00 oops")
+    with pytest.raises(ParseError) as info:
+        ps.parse("\n".join(lines) + "\n")
+    assert info.value.line_no == 4 and "oops" in info.value.line
+
+
+def test_decimal_comma_refused() -> None:
+    with pytest.raises(ParseError, match="LC_ALL=C") as info:
+        ps.parse(
+            "USER PID %CPU %MEM VSZ RSS TTY STAT START TIME COMMAND\nroot 1 0,5 0.0 1 1 ? S 07:02 0:00 x\n"
+        )
+    assert info.value.line_no == 2
+
+
+def test_empty_and_header_only() -> None:
+    for text in ("", "USER PID %CPU %MEM VSZ RSS TTY STAT START TIME COMMAND\n"):
+        df = ps.parse(text)
+        assert len(df) == 0 and list(df.columns) == list(ps.SCHEMA)
+
+
+def test_sniff() -> None:
+    for f in sorted(P.glob("*.txt")):
+        assert ps.sniff(f.read_text()), f.name
+    others = [f for f in FIXTURES.glob("*/*.txt") if f.parent.name != "ps"]
+    assert others and not [f for f in others if ps.sniff(f.read_text(errors="replace"))]
