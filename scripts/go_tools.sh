@@ -33,11 +33,16 @@ build() { # build NAME PACKAGE [go build flags...]
         return
     fi
     say "$name: building $pkg ($(go version | cut -d' ' -f3))"
-    (cd "go/$name" && go build -mod=readonly -trimpath "$@" -o "$BIN/$name.tmp" "$pkg") ||
-        {
-            say "FAILED: go build $pkg"
+    local attempt
+    for attempt in 1 2 3; do # the module download is the part that fails now and then
+        (cd "go/$name" && go build -mod=readonly -trimpath "$@" -o "$BIN/$name.tmp" "$pkg") && break
+        ((attempt < 3)) || {
+            say "FAILED: go build $pkg (3 attempts)"
             exit 1
         }
+        say "$name: attempt $attempt failed; retrying in 10 s"
+        sleep 10
+    done
     mv "$BIN/$name.tmp" "$BIN/$name"
     echo "$want" >"$stamp"
     say "$name: built in $((SECONDS - t0)) s"
