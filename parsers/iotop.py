@@ -1,0 +1,286 @@
+"""iotop: `iotop -botqk -d INTERVAL -n COUNT` (what perfkit runs, as root), one row per thread and iteration.
+
+Reads iotop 0.6 (Debian 12) batch output, with or without `-k`, and older builds such as seed 000's
+`iotop -botq --iter=30 | sed "s/\\(..:..:.. Total\\)/\\n\\1/"` (blank lines before each block). Per
+iteration iotop prints:
+
+    07:20:10 Total DISK READ:         0.00 K/s | Total DISK WRITE:    103108.88 K/s
+    07:20:10 Current DISK READ:       0.00 K/s | Current DISK WRITE:  108837.15 K/s
+        TIME  TID  PRIO  USER     DISK READ  DISK WRITE  SWAPIN      IO    COMMAND
+    07:20:10  1677 be/4 root        0.00 K/s 11456.54 K/s  0.00 % 43.11 % dd if=/dev/zero ...
+
+- `Total DISK READ :` (older, a space before the colon) and `Actual DISK READ:` (older) or
+  `Current DISK READ:` (0.6) are read alike: Actual/Current is what reached the disk, Total what
+  tasks asked for (page cache included).
+- `-q` prints the column header once (only the first iteration); repeats are skipped. The header
+  names hold spaces (`DISK READ`): it is matched as a whole, and rows by a regex, not by a split.
+- Every rate carries its unit, with `-k` too (`-k` only fixes it at `K/s`): `B/s K/s M/s G/s ...`
+  (iotop's 1024 steps), all converted to KiB/s. A wide value pushes the rest of the line right
+  (`336500.29 K/s`): whitespace-separated tokens keep every column right.
+- With `kernel.task_delayacct=0` a single `?unavailable?` replaces both SWAPIN and IO (one token
+  fewer): both are NaN then, and `delayacct_unavailable` is True. Tasks started before delay
+  accounting was switched on still show 0.00 % (iotop issues #38, #21): no way to tell from the text.
+- COMMAND is the rest of the line, verbatim: a process's full command line, a kernel thread in
+  brackets (`[jbd2/sda2-8]`), or a thread's name appended in brackets (`... [raftstore-4-0]`).
+- Rows are threads (TID) unless `-P` (header `PID`): then they are processes, said in `notes`.
+- iotop formats with Python's `%.2f` and `strftime('%H:%M:%S')`: no locale changes the numbers.
+
+Time: iotop prints only a time of day (`-t`) and no date banner. `clock_s` is the seconds since
+midnight of the first day, +86400 each time the clock goes back by more than an hour (midnight);
+a smaller step back is an NTP step, kept as printed and noted. `timestamp` is NaT unless the caller
+passes the capture `date` (the manifest's), read as wall clock in `tz`. Without `-t` both are NaN.
+
+Schema (one row per task line, in file order):
+
+| column | dtype | meaning |
+|---|---|---|
+| timestamp | datetime64[ns, UTC] | the row's time on `date` in `tz`; NaT without `date` |
+| clock_s | float64 | seconds since midnight of the first day (+86400 per rollover) |
+| host | string | the `host` argument |
+| iteration | Int64 | 1-based, one per `Total DISK READ` line |
+| tid | Int64 | TID (PID with `-P`) |
+| prio | string | I/O class/priority as printed: `be/4`, `rt/0`, `idle` |
+| user | string | as printed (a uid when the name is unknown) |
+| read_kb_s | float64 | DISK READ, KiB/s |
+| write_kb_s | float64 | DISK WRITE, KiB/s |
+| swapin_pct | float64 | % of time waiting for swap-in; NaN when `?unavailable?` |
+| io_pct | float64 | % of time waiting for I/O; NaN when `?unavailable?` |
+| delayacct_unavailable | boolean | the row printed `?unavailable?` (task_delayacct off) |
+| command | string | COMMAND verbatim |
+| thread | string | the `[...]` bracket ending COMMAND (`jbd2/sda2-8`, `raftstore-4-0`); NA if none |
+
+`df.attrs`: `totals` (one record per iteration: `iteration`, `clock` as printed, `clock_s`,
+`total_read_kb_s`, `total_write_kb_s`, `actual_read_kb_s`, `actual_write_kb_s`; None for a value
+not printed), `dropped_lines` (a last line cut off mid-write), `unknown_columns` (always empty: the
+header is fixed), `notes`.
+
+Tested on: tests/fixtures/iotop/ (README.md there).
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import date, datetime, timedelta
+from zoneinfo import ZoneInfo
+
+import numpy as np
+import pandas as pd
+
+from perfkit.errors import ParseError
+
+from ._common import Lines, Source, coerce, empty_frame, feed_lines, to_utc
+
+KIND = "iotop"
+
+SCHEMA: dict[str, str] = {
+    "timestamp": "datetime64[ns, UTC]",
+    "clock_s": "float64",
+    "host": "string",
+    "iteration": "Int64",
+    "tid": "Int64",
+    "prio": "string",
+    "user": "string",
+    "read_kb_s": "float64",
+    "write_kb_s": "float64",
+    "swapin_pct": "float64",
+    "io_pct": "float64",
+    "delayacct_unavailable": "boolean",
+    "command": "string",
+    "thread": "string",
+}
+
+# iotop's human_size steps by 1024: the unit letter -> KiB factor.
+_KIB = {"B": 1 / 1024, "K": 1.0, "M": 1024.0, "G": 1024.0**2, "T": 1024.0**3, "P": 1024.0**4}
+_CLOCK = r"(?:(\d{2}):(\d{2}):(\d{2})\s+)?"
+_RATE = r"(\d+\.\d+) ([BKMGTP])/s"
+_TOTAL = re.compile(rf"^{_CLOCK}Total DISK READ ?:\s+{_RATE} \| Total DISK WRITE ?:\s+{_RATE}$")
+_ACTUAL = re.compile(
+    rf"^{_CLOCK}(Actual|Current) DISK READ ?:\s+{_RATE} \| (?:Actual|Current) DISK WRITE ?:\s+{_RATE}$"
+)
+_HEADER = re.compile(
+    r"^\s*(?:TIME\s+)?(TID|PID)\s+PRIO\s+USER\s+DISK READ\s+DISK WRITE\s+SWAPIN\s+IO>?\s+COMMAND\s*$"
+)
+_ROW = re.compile(
+    rf"^{_CLOCK}\s*(\d{{1,10}})\s+(\S+)\s+(\S+)\s+{_RATE}\s+{_RATE}\s+"
+    r"(?:(\d+\.\d+) %\s+(\d+\.\d+) %|(\?unavailable\?))\s+(\S.*)$"
+)
+_THREAD = re.compile(r"\[([^\[\]]+)\]\s*$")
+_ROLLOVER_S = 3600  # back by more than this: the next day; less: a clock step
+
+
+def sniff(text: str) -> bool:
+    """iotop batch output starts with a `Total DISK READ` line or its column header."""
+    for line in text[:4096].splitlines()[:5]:
+        if line.strip():
+            return bool(_TOTAL.match(line) or _HEADER.match(line))
+    return False
+
+
+class _State:
+    """What the walk over the lines collects: rows as columns of strings/numbers, totals, clock."""
+
+    def __init__(self) -> None:
+        self.cols: dict[str, list] = {
+            k: []
+            for k in (
+                "clock_s",
+                "iteration",
+                "tid",
+                "prio",
+                "user",
+                "read_kb_s",
+                "write_kb_s",
+                "swapin_pct",
+                "io_pct",
+                "delayacct_unavailable",
+                "command",
+            )
+        }
+        self.totals: list[dict] = []
+        self.notes: list[str] = []
+        self.dropped = 0
+        self.day = 0
+        self.prev_sod: int | None = None
+        self.last_clock: float = float("nan")
+
+    def clock(self, line_no: int, m: re.Match, lines: Lines, line: str) -> float:
+        """Seconds since the first day's midnight of a line's leading time; NaN without `-t`."""
+        if m[1] is None:
+            return float("nan")
+        h, mi, s = int(m[1]), int(m[2]), int(m[3])
+        if h > 23 or mi > 59 or s > 60:
+            raise lines.error(line_no, line, f"not a time of day: {m[1]}:{m[2]}:{m[3]}")
+        sod = h * 3600 + mi * 60 + min(s, 59)
+        prev = self.prev_sod
+        if prev is not None and sod < prev:
+            if prev - sod > _ROLLOVER_S:
+                self.day += 1
+            else:
+                self.notes.append(
+                    f"line {line_no}: clock went back {prev - sod} s (clock step), kept as printed"
+                )
+        self.prev_sod = sod
+        return float(sod + 86400 * self.day)
+
+
+def parse(
+    source: Source, *, host: str | None = None, tz: str = "UTC", date: date | str | None = None
+) -> pd.DataFrame:
+    """Parse an iotop batch capture into one row per task line.
+
+    Args:
+        source: path, text stream or string.
+        host: host name to put in the `host` column.
+        tz: the capturing host's time zone (for `timestamp`, with `date`).
+        date: the capture's date (manifest), `datetime.date` or `YYYY-MM-DD`; iotop prints none.
+
+    Returns:
+        A frame with exactly the `SCHEMA` columns; `attrs` `totals`, `dropped_lines`,
+        `unknown_columns`, `notes`.
+
+    Raises:
+        ParseError: a line that is none of iotop's (named by number), a row before any `Total` line.
+    """
+    lines0 = Lines(source, KIND)
+    try:
+        ZoneInfo(tz)
+    except (ValueError, KeyError, OSError) as exc:
+        raise ParseError(KIND, lines0.path, 0, "", f"unknown time zone {tz!r} ({exc})") from None
+    day0 = _day(date, lines0)
+    st = _State()
+
+    def feed(line_no: int, line: str, lines: Lines) -> None:
+        if not line.strip():
+            return  # seed 000's sed put a blank line before every block
+        if m := _ROW.match(line):
+            if not st.totals:
+                raise lines.error(line_no, line, "task row before any `Total DISK READ` line")
+            c = st.cols
+            c["clock_s"].append(st.clock(line_no, m, lines, line))
+            c["iteration"].append(len(st.totals))
+            c["tid"].append(int(m[4]))
+            c["prio"].append(m[5])
+            c["user"].append(m[6])
+            c["read_kb_s"].append(float(m[7]) * _KIB[m[8]])
+            c["write_kb_s"].append(float(m[9]) * _KIB[m[10]])
+            unavailable = m[13] is not None
+            c["swapin_pct"].append(float("nan") if unavailable else float(m[11]))
+            c["io_pct"].append(float("nan") if unavailable else float(m[12]))
+            c["delayacct_unavailable"].append(unavailable)
+            c["command"].append(m[14])
+            return
+        if m := _TOTAL.match(line):
+            clock_s = st.clock(line_no, m, lines, line)
+            st.totals.append(
+                {
+                    "iteration": len(st.totals) + 1,
+                    "clock": f"{m[1]}:{m[2]}:{m[3]}" if m[1] else None,
+                    "clock_s": None if np.isnan(clock_s) else clock_s,
+                    "total_read_kb_s": float(m[4]) * _KIB[m[5]],
+                    "total_write_kb_s": float(m[6]) * _KIB[m[7]],
+                    "actual_read_kb_s": None,
+                    "actual_write_kb_s": None,
+                }
+            )
+            return
+        if m := _ACTUAL.match(line):
+            if not st.totals:
+                raise lines.error(line_no, line, f"`{m[4]} DISK READ` line before any `Total DISK READ` line")
+            st.clock(line_no, m, lines, line)
+            st.totals[-1]["actual_read_kb_s"] = float(m[5]) * _KIB[m[6]]
+            st.totals[-1]["actual_write_kb_s"] = float(m[7]) * _KIB[m[8]]
+            return
+        if m := _HEADER.match(line):
+            if m[1] == "PID" and not any("-P" in n for n in st.notes):
+                st.notes.append("header says PID: rows are processes (iotop -P), `tid` holds PIDs")
+            return
+        raise lines.error(line_no, line, "not an iotop batch line (Total/Actual/Current, header or task row)")
+
+    def cut_last(line_no: int, line: str, lines: Lines) -> None:
+        st.dropped += 1  # cut mid-write: its numbers or command may be a prefix of themselves
+
+    feed_lines(source, KIND, feed, cut_last)
+    attrs = {"totals": st.totals, "dropped_lines": st.dropped, "unknown_columns": [], "notes": st.notes}
+    n = len(st.cols["tid"])
+    if n == 0:
+        df = empty_frame(SCHEMA)
+        df.attrs.update(attrs)
+        return df
+    c = st.cols
+    data: dict[str, object] = {k: v for k, v in c.items() if k != "command"}
+    data["clock_s"] = np.array(c["clock_s"], dtype=np.float64)
+    command = pd.Series(c["command"], dtype="string")
+    data["command"] = command
+    data["thread"] = command.str.extract(_THREAD, expand=False).astype("string")
+    data["host"] = pd.array([host] * n, dtype="string")
+    if day0 is not None:
+        data["timestamp"] = _stamps(data["clock_s"], day0, tz)
+    df = coerce(pd.DataFrame(data), SCHEMA)
+    df.attrs.update(attrs)
+    return df
+
+
+def _day(value: date | str | None, lines: Lines) -> date | None:
+    if value is None or isinstance(value, date):
+        return value
+    try:
+        return datetime.strptime(value, "%Y-%m-%d").date()
+    except ValueError:
+        raise ParseError(KIND, lines.path, 0, "", f"capture date {value!r} is not YYYY-MM-DD") from None
+
+
+def _stamps(clock_s: np.ndarray, day0: date, tz: str) -> pd.Series:
+    """UTC timestamps of seconds-since-first-midnight on `day0` in `tz` (one zone lookup per clock)."""
+    cache: dict[float, int] = {}
+    out = np.empty(len(clock_s), dtype=np.int64)
+    nat = np.iinfo(np.int64).min
+    midnight = datetime(day0.year, day0.month, day0.day)
+    for i, sec in enumerate(clock_s):
+        if np.isnan(sec):
+            out[i] = nat
+            continue
+        ns = cache.get(sec)
+        if ns is None:
+            ns = cache[sec] = to_utc(midnight + timedelta(seconds=float(sec)), tz).value
+        out[i] = ns
+    return pd.Series(pd.to_datetime(out, utc=True))
