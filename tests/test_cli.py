@@ -59,8 +59,10 @@ def test_example_finds_what_the_seed_data_says(example_json: tuple[Path, dict]) 
     assert rules["sweep.unstable"]["evidence"]["drift_pct"] < -25
     serial = rules["disk.serial-small-io"]["evidence"]
     assert serial["device"] == "sda" and 270 <= serial["serial_iops_ceiling"] <= 290
-    assert {u["path"] for u in doc["inputs"]["unparsed"]} == {"os_seed000/iotop_1"}
-    assert {p["kind"] for p in doc["inputs"]["parsed"]} == {"iostat", "sysbench"}
+    assert doc["inputs"]["unparsed"] == []  # every file of the example has a parser now
+    parsed = {p["path"]: p for p in doc["inputs"]["parsed"]}
+    assert {p["kind"] for p in parsed.values()} == {"iostat", "sysbench", "iotop"}
+    assert parsed["os_seed000/iotop_1"]["rows"] == 8  # seed 000's one iotop iteration: 8 threads
     # A queue of ~1 with await near service time is a serial stream, not a disk out of capacity.
     assert "disk.saturated" not in rules
 
