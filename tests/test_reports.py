@@ -72,6 +72,15 @@ def test_markdown_lists_what_was_and_was_not_read(tmp_path: Path) -> None:
     out = tmp_path / "r"
     write_reports(analyze_path(ROOT / "examples" / "seed000-tidb-write-only.tar.gz"), out)
     md = (out / "report.md").read_text()
-    assert "Not read:" in md and "os\\_seed000/iotop\\_1" in md and "no parser recognises this format" in md
-    assert "| os\\_seed000/iostatx\\_1 | iostat |" in md
+    assert "| os\\_seed000/iostatx\\_1 | iostat |" in md and "| os\\_seed000/iotop\\_1 | iotop |" in md
+    assert "Not read:" not in md  # every file of the example has a parser
     assert md.splitlines()[2].startswith("**Verdict: sda: one small synchronous IO at a time")
+    # a foreign directory with a file no parser claims: listed with the reason, never dropped
+    foreign = tmp_path / "foreign" / "os_x"
+    foreign.mkdir(parents=True)
+    shutil.copy(FIXTURES / "iostat" / "sysstat-12.6-x-d-t-iso.txt", foreign / "iostatx_1")
+    (foreign / "notes_1").write_text("we changed the raid controller cache on tuesday\n")
+    write_reports(analyze_path(tmp_path / "foreign"), tmp_path / "r2")
+    md = (tmp_path / "r2" / "report.md").read_text()
+    assert "Not read:" in md and "os\\_x/notes\\_1" in md and "no parser recognises this format" in md
+    assert "| os\\_x/iostatx\\_1 | iostat |" in md
