@@ -182,8 +182,9 @@ _INTERVAL_COLUMNS = ["run", "time_s", "threads", "tps", "qps", "lat_ms", "lat_pc
 
 
 def _sysbench_runs(frame: pd.DataFrame, record: dict, path: str) -> Iterator[tuple[pd.DataFrame, dict]]:
+    # sysbench's rows are its intervals already; _load_step picks each run's own
     for run in frame.attrs.get("runs", []):
-        yield (frame[frame["run"] == run["run"]] if len(frame) else frame), run
+        yield frame, run
 
 
 def _threads_of(run: dict, record: dict, path: str) -> int | None:

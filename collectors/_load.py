@@ -255,13 +255,14 @@ def count_time_wait(tables: str, port: int) -> int:
     return n
 
 
-def judge_go_tool(res: LoadResult, out: Path, time_s: int, *, kind: str, ended_by_perfkit: bool) -> None:
+def judge_go_tool(
+    res: LoadResult, out: Path, time_s: int, *, tool: str, kind: str, ended_by_perfkit: bool
+) -> None:
     """Set `res.status`/`reason` for go-ycsb or go-tpc from their parsed output (reliability.md L3:
     their exit codes lie). `ended_by_perfkit`: the run was ended at --time by `timeout`'s signal (exit
     124 is the plan, and the operations cut in flight show as a few errors), not by the tool itself."""
     from perfkit import parsers
 
-    tool = res.command.split()[0].rsplit("/", 1)[-1]
     if res.interrupted:
         res.status, res.reason = "interrupted", "stopped by the user"
         return

@@ -100,5 +100,5 @@ class GoTpcRunner(HostedRunner):
             shown=self.shown(argv),
             secret_arg=("-p", self.target.password),
         )
-        judge_go_tool(res, out, time_s, kind=self.kind, ended_by_perfkit=False)
+        judge_go_tool(res, out, time_s, tool=self.tool, kind=self.kind, ended_by_perfkit=False)
         return res

@@ -204,7 +204,7 @@ class GoYcsbRunner(HostedRunner):
         argv = self.argv("run", threads=threads)
         shown = self.shown(argv)
         res = self.host.stream(argv, out, limit_s=time_s, end_signal="TERM", stop=stop, shown=shown)
-        judge_go_tool(res, out, time_s, kind=self.kind, ended_by_perfkit=True)
+        judge_go_tool(res, out, time_s, tool=self.tool, kind=self.kind, ended_by_perfkit=True)
         return res
 
 

@@ -13,7 +13,7 @@ def judged(fixture: str, exit_code: int, time_s: int, *, ended_by_perfkit: bool)
     kind = fixture.split("/")[0]
     tool = {"goycsb": "go-ycsb", "gotpc": "go-tpc"}[kind]
     res = LoadResult(f"/opt/bin/{tool} run ...", exit_code, 0.0, float(time_s), 1)
-    judge_go_tool(res, FIXTURES / fixture, time_s, kind=kind, ended_by_perfkit=ended_by_perfkit)
+    judge_go_tool(res, FIXTURES / fixture, time_s, tool=tool, kind=kind, ended_by_perfkit=ended_by_perfkit)
     return res
 
 
