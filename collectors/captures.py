@@ -84,7 +84,9 @@ DEFAULT: tuple[CaptureSpec, ...] = (
         version="sar -V",
         host_bytes=(16 << 10, 1 << 10, 0),
     ),
-    CaptureSpec("top", "top", "top -b -H -w 512 -d {interval} -n {reports}", "top", version="top -v"),
+    CaptureSpec(
+        "top", "top", "top -b -H -w 512 -d {interval} -n {reports}", "top", version="top -V || top -v"
+    ),
     CaptureSpec(
         "iotop",
         "iotop",

@@ -33,9 +33,9 @@ import psutil
 
 from perfkit import __version__
 from perfkit.archive import MANIFEST, MANIFEST_VERSION, pack
-from perfkit.errors import CollectError, ConfigError, PerfkitError
+from perfkit.errors import CollectError, CommandTimeout, ConfigError, PerfkitError
 from perfkit.redact import Redactor
-from perfkit.transport import HostSpec, Job, Transport, connect
+from perfkit.transport import LOST, HostSpec, Job, Transport, connect
 
 from . import pprof
 from .captures import PHASES, CaptureSpec
@@ -175,20 +175,28 @@ def wrap(command: str, *, deadline_s: float, workdir: str, run_id: str) -> str:
     `timeout` makes itself a process-group leader and signals the whole group, so a pipeline or
     loop inside `command` dies with it; `-k` follows TERM with KILL. The run tag is `sh`'s $0.
     """
-    env = " ".join(f"{k}={v}" for k, v in ENV.items())
+    return f"cd {shlex.quote(workdir)} && {_EXPORT} && exec {_timed(command, deadline_s, run_id)}"
+
+
+# `export` is a builtin; `env VAR=… cmd` would cost every capture one more exec on the host
+_EXPORT = "export " + " ".join(f"{k}={v}" for k, v in ENV.items())
+
+
+def _timed(command: str, deadline_s: float, run_id: str) -> str:
     return (
-        f"cd {shlex.quote(workdir)} && exec env {env} timeout -k {KILL_AFTER_S} -s TERM "
-        f"{int(deadline_s)} sh -c {shlex.quote(command)} {shlex.quote(tag(run_id))}"
+        f"timeout -k {KILL_AFTER_S} -s TERM {int(deadline_s)} sh -c {shlex.quote(command)} "
+        f"{shlex.quote(tag(run_id))}"
     )
 
 
 # A capture's wrapper is `timeout -k … sh -c CMD perfkit-<run id>`: `timeout` leads its own process
 # group, so killing that group ends the capture and everything it forked. While a run is alive the
-# wrapper's parent is the SSH session's sshd (OpenSSH ≥ 9.8: sshd-session) or, locally, perfkit's
-# Python; a wrapper whose parent is anything else (init, a subreaper) lost its run. At its end a run
-# kills its own wrappers that hang off this connection (the sweep shell's parent: several "hosts" can
-# be one machine) or lost theirs. `pgrep` (C, one pass over /proc) finds the wrappers; the tag is
-# split in two shell variables so the sweep never matches its own command line. At a start the scan
+# wrapper's parent is the SSH session's sshd (OpenSSH ≥ 9.8: sshd-session), locally perfkit's Python,
+# or for a snapshot the control shell (`sh`); a wrapper whose parent is anything else (init, a
+# subreaper) lost its run. At its end a run kills its own wrappers that hang off this connection (the
+# sweep shell's parent, or the sweep shell itself: several "hosts" can be one machine) or lost
+# theirs. `pgrep` (C, one pass over /proc) finds the wrappers; the tag is split in two shell
+# variables so the sweep never matches its own command line. At a start the scan
 # only runs when another run's work dir is in /tmp: a run removes its own when it ends, so one that
 # died leaves its dir behind, and a host with none has nothing to sweep.
 _SWEEP = r"""n=0; pre=perfkit-; rid=%(rid)s; mine=%(mine)s; other=$mine
@@ -198,10 +206,10 @@ for p in $([ $other = 1 ] && pgrep -f '^timeout -k [0-9]+ -s TERM [0-9]+ sh -c '
   case $tag in "$pre"*) ;; *) continue ;; esac
   set -- $(sed 's/.*) //' /proc/$p/stat 2>/dev/null); ppid=$2; pgrp=$3
   case $(cat /proc/$ppid/comm 2>/dev/null) in
-    sshd|sshd-session|perfkit|pytest|python*) live=1 ;; *) live=0 ;;
+    sshd|sshd-session|sh|perfkit|pytest|python*) live=1 ;; *) live=0 ;;
   esac
   if [ "$tag" = "$pre$rid" ]; then ours=1; else ours=0; fi
-  if { [ $mine = 1 ] && [ $ours = 1 ] && { [ "$ppid" = "$PPID" ] || [ $live = 0 ]; }; } ||
+  if { [ $mine = 1 ] && [ $ours = 1 ] && { [ "$ppid" = "$PPID" ] || [ "$ppid" = $$ ] || [ $live = 0 ]; }; } ||
      { [ $mine = 0 ] && [ $ours = 0 ] && [ $live = 0 ]; }; then
     kill -s KILL -- "-$pgrp" 2>/dev/null && n=$((n+1))
   fi
@@ -591,17 +599,26 @@ class _HostRun:
         self.offset: float | None = None
         self.gate = gate or _Gate(1, 0)
         self.abandoned = False
+        self.control = _Control(tr, self.workdir, opts.run_id)
 
     def run(self) -> None:
+        try:
+            self._run()
+        finally:
+            self.control.close()
+
+    def _run(self) -> None:
         self._preflight()
         for phase in PHASES:
+            specs = [s for s in self.opts.specs if s.phase == phase]
             if phase == "window":
                 self.gate.wait(self.spec.name, self.stop)
+                if len(specs) >= MAX_CHANNELS:  # free the control shell's channel for them
+                    self.control.close()
             if not self.tr.alive() or self.stop.is_set():
                 break
-            deadline = self.opts.window + self.opts.grace if phase == "window" else SNAPSHOT_TIMEOUT_S
             sampler = self._start_sampler() if phase == "window" else None
-            self._run_phase([s for s in self.opts.specs if s.phase == phase], deadline=deadline)
+            self._run_phase(specs, window=phase == "window")
             if sampler is not None:
                 self._finish_sampler(sampler)
         for r in self.records.values():
@@ -613,35 +630,50 @@ class _HostRun:
         if self.tr.alive():
             # Only a capture given up on before it exited can have left a process behind.
             sweep = f"\n{sweep_command(self.opts.run_id, mine=True)}" if self.abandoned else ""
-            _, out, _ = self.tr.run(f"rm -rf {shlex.quote(self.workdir)}{sweep}", timeout=SNAPSHOT_TIMEOUT_S)
+            _, out, _ = self.control.run(
+                f"cd / && rm -rf {shlex.quote(self.workdir)}{sweep}", timeout=SNAPSHOT_TIMEOUT_S
+            )
             if self.outcome is not None:
                 self.outcome.leftovers_killed["end"] = leftovers_killed(out)
 
     def _preflight(self) -> None:
-        """Work dir, clock, and which tools exist (with their versions), in one round trip."""
-        tools = sorted({s.tool for s in self.opts.specs})
-        lines = [f"umask 077; mkdir -p {shlex.quote(self.workdir)} || exit 90", 'echo "@@id $(id -u)"']
-        for tool in tools:
-            version = next((s.version for s in self.opts.specs if s.tool == tool and s.version), "")
-            probe = f"({version}) 2>&1 | head -n 1" if version else "echo present"
+        """Work dir, clock, and which tools exist (with their versions), in one round trip.
+
+        Every process here costs the host CPU on every run, so only what this run's captures need is
+        asked, with builtins where they do (`read`, `command -v`) and one process per version probe."""
+        specs = self.opts.specs
+        wd = shlex.quote(self.workdir)
+        lines = [f"umask 077; mkdir -p {wd} || exit 90", "nl='\n'"]
+        if any(s.needs_root for s in specs):
+            lines.append('echo "@@id $(id -u)"')
+        for tool in sorted({s.tool for s in specs}):
+            version = next((s.version for s in specs if s.tool == tool and s.version), "")
+            probe = (
+                f'v=$({{ {version}; }} 2>&1); printf "%s\\n" "${{v%%"$nl"*}}"' if version else "echo present"
+            )
             lines.append(
                 f"if command -v {shlex.quote(tool)} >/dev/null 2>&1; then printf '@@tool %s ' "
-                f"{shlex.quote(tool)}; {probe} || echo; else echo '@@missing {tool}'; fi"
+                f"{shlex.quote(tool)}; {probe}; else echo '@@missing {tool}'; fi"
             )
-        lines.append(f"echo \"@@df $(df -Pk {shlex.quote(self.workdir)} | awk 'NR==2 {{print $4, $2}}')\"")
-        lines.append('echo "@@nproc $(nproc 2>/dev/null || echo 1)"')
-        lines.append('echo "@@delayacct $(cat /proc/sys/kernel/task_delayacct 2>/dev/null)"')
+        lines.append(f"echo @@df; df -Pk {wd}")
+        if any(s.host_bytes[1] for s in specs):
+            lines.append('echo "@@nproc $(nproc 2>/dev/null || echo 1)"')
+        if "iotop" in self.records:
+            lines.append(
+                'd=; { read -r d </proc/sys/kernel/task_delayacct; } 2>/dev/null; echo "@@delayacct $d"'
+            )
         lines.append(sweep_command(self.opts.run_id, mine=False))
         lines.append('echo "@@clock $(date +%s.%N)"')
         t0 = time.time()
-        code, out, err = self.tr.run("\n".join(lines), timeout=SNAPSHOT_TIMEOUT_S)
+        code, out, err = self.control.run("\n".join(lines), timeout=SNAPSHOT_TIMEOUT_S)
         t1 = time.time()
         if code != 0:
             raise CollectError(
                 self.spec.name, f"preflight failed (exit {code}): {err.decode(errors='replace')[:200]}"
             )
         uid, cpus, df_fields = None, 1, ""
-        for line in out.decode(errors="replace").splitlines():
+        lines = out.decode(errors="replace").splitlines()
+        for i, line in enumerate(lines):
             key, _, rest = line.partition(" ")
             if key == "@@tool":
                 tool, _, version = rest.partition(" ")
@@ -660,7 +692,9 @@ class _HostRun:
             elif key == "@@nproc":
                 cpus = int(rest) if rest.strip().isdigit() else 1
             elif key == "@@df":
-                df_fields = rest
+                # `df -P`: a header, then one line per filesystem; the device name may hold spaces
+                fields = lines[i + 2].split() if len(lines) > i + 2 else []
+                df_fields = f"{fields[-3]} {fields[-5]}" if len(fields) >= 6 else rest
             elif key == "@@delayacct" and rest.strip() == "0" and "iotop" in self.records:
                 # iotop then prints ?unavailable? for SWAPIN and IO%: say so where readers look.
                 self.records["iotop"].reason = "kernel.task_delayacct=0: SWAPIN and IO% unavailable"
@@ -728,12 +762,22 @@ class _HostRun:
                 + ")",
             )
 
-    def _run_phase(self, specs: list[CaptureSpec], *, deadline: float) -> None:
-        """Run one phase's captures, at most MAX_CHANNELS at a time (sshd's MaxSessions is 10)."""
+    def _run_phase(self, specs: list[CaptureSpec], *, window: bool) -> None:
+        """Run one phase's captures: the window's each on its own channel, at most MAX_CHANNELS at a
+        time (sshd's MaxSessions is 10); the snapshots one after another in the control shell."""
         queue = [s for s in specs if self.records[s.id].status == "pending"]
         running: list[_Running] = []
+        deadline = self.opts.window + self.opts.grace if window else SNAPSHOT_TIMEOUT_S
+        segments: list[_Segment] = []
+        if queue and not window:
+            for spec, seg in zip(
+                queue, self.control.batch(self._commands(queue), SNAPSHOT_TIMEOUT_S), strict=True
+            ):
+                running.append(self._running(spec, seg))
+                segments.append(seg)
+            queue = []
         # Locally, give up a little after the remote `timeout` would have killed everything.
-        hard_stop = time.monotonic() + deadline + KILL_AFTER_S + 5
+        hard_stop = time.monotonic() + max(1, len(segments)) * (deadline + KILL_AFTER_S) + 5
         while queue or any(not j.done for j in running):
             while queue and sum(not j.done for j in running) < MAX_CHANNELS and not self.stop.is_set():
                 running.append(self._start(queue.pop(0), deadline))
@@ -754,16 +798,216 @@ class _HostRun:
                 queue.clear()
         for j in running:
             j.close()
+        for seg, j in zip(segments, running[: len(segments)], strict=True):
+            if seg.started_at is None:  # the shell died before this snapshot's turn
+                r = j.record
+                r.status, r.truncated, r.exit_code, r.started_at, r.ended_at = (
+                    "skipped",
+                    False,
+                    None,
+                    None,
+                    None,
+                )
+                r.reason = "connection lost before it ran" if not self.tr.alive() else "stopped"
+            else:
+                j.record.started_at = seg.started_at
+
+    def _commands(self, specs: list[CaptureSpec]) -> list[str]:
+        for spec in specs:
+            self.records[spec.id].command = spec.render(
+                interval=self.opts.interval, window=self.opts.window, workdir=self.workdir
+            )
+        return [self.records[spec.id].command for spec in specs]
+
+    def _running(self, spec: CaptureSpec, job: Job) -> _Running:
+        return _Running(
+            spec, self.records[spec.id], self.hostdir, job, self.stop, Redactor(self.opts.secrets)
+        )
 
     def _start(self, spec: CaptureSpec, deadline: float) -> _Running:
-        record = self.records[spec.id]
-        record.command = spec.render(
-            interval=self.opts.interval, window=self.opts.window, workdir=self.workdir
+        (command,) = self._commands([spec])
+        wrapped = wrap(command, deadline_s=deadline, workdir=self.workdir, run_id=self.opts.run_id)
+        return self._running(spec, self.tr.start(wrapped))
+
+
+class _Control:
+    """One `sh` per host, fed over its stdin, for what perfkit runs there besides the window captures:
+    the preflight, the start and end snapshots (one after another), the clean-up.
+
+    Each channel costs the host a login shell and sshd's bookkeeping (about 5 ms of CPU on the
+    benchmark's VM, far more where rc files run), so a host pays one channel for this shell plus one
+    per window capture instead of one per command. Each piece of script ends with a marker carrying a
+    random token, on stdout and on stderr, so what came before it is that piece's output. A dead
+    shell (lost link, killed) is replaced by a new one for the next piece; at EOF it exits.
+    """
+
+    def __init__(self, tr: Transport, workdir: str, run_id: str):
+        self.tr, self.workdir, self.run_id = tr, workdir, run_id
+        self.token = uuid.uuid4().hex
+        self.job: Job | None = None
+        self.out, self.err = bytearray(), bytearray()
+        self.segments: list[_Segment] = []
+        self.code: int | None = None  # the shell's exit code once it is gone
+
+    def run(self, script: str, *, timeout: float) -> tuple[int, bytes, bytes]:
+        """Like `Transport.run`, in this shell (`exit` ends the shell: the next piece starts another)."""
+        (seg,) = self._send([("run", "{\n" + script + "\n} </dev/null")])
+        out, err = bytearray(), bytearray()
+        deadline = time.monotonic() + timeout
+        while seg.poll() is None:
+            if time.monotonic() > deadline:
+                self.kill()
+                exc = CommandTimeout(self.tr.spec.name, f"command not done within {timeout:g}s")
+                exc.stdout, exc.stderr = bytes(out), bytes(err)
+                raise exc
+            _wait_readable([seg], 0.1)
+            o, e = seg.read()
+            out += o
+            err += e
+        o, e = seg.read()
+        return seg.code if seg.code is not None else LOST, bytes(out + o), bytes(err + e)
+
+    def batch(self, commands: list[str], deadline_s: float) -> list[_Segment]:
+        """Start `commands` one after another, each wrapped like a window capture; one job each."""
+        cd = f"cd {shlex.quote(self.workdir)} && {_EXPORT} && "
+        return self._send(
+            [
+                (str(i), f"({cd}exec {_timed(c, deadline_s, self.run_id)}) </dev/null")
+                for i, c in enumerate(commands)
+            ]
         )
-        wrapped = wrap(record.command, deadline_s=deadline, workdir=self.workdir, run_id=self.opts.run_id)
-        return _Running(
-            spec, record, self.hostdir, self.tr.start(wrapped), self.stop, Redactor(self.opts.secrets)
+
+    def _send(self, pieces: list[tuple[str, str]]) -> list[_Segment]:
+        if self.job is None or self.job.poll() is not None:
+            self.job = self.tr.start("exec sh -s", keep_stdin=True)
+            self.out.clear()
+            self.err.clear()
+            self.code = None
+        script = "".join(
+            f"{body}\nprintf '\\n@@end {self.token} {sid} %s\\n' \"$?\"; "
+            f"printf '\\n@@end {self.token} {sid}\\n' >&2\n"
+            for sid, body in pieces
         )
+        self.segments = [_Segment(self, sid) for sid, _ in pieces]
+        self.segments[0].started_at = _now()
+        self.job.send(script.encode())
+        return list(self.segments)
+
+    def fileno(self) -> int:
+        return self.job.fileno() if self.job is not None else -1
+
+    def pump(self) -> None:
+        if self.job is None:
+            return
+        o, e = self.job.read()
+        self.out += o
+        self.err += e
+        if self.code is None and (code := self.job.poll()) is not None:
+            o, e = self.job.read()  # what arrived with the exit status
+            self.out += o
+            self.err += e
+            self.code = code
+        self._split()
+
+    def _split(self) -> None:
+        for seg in self.segments:
+            if seg.code is not None:
+                continue
+            seg.started_at = seg.started_at or _now()
+            if seg.rc is None:
+                seg.rc = _take(self.out, seg.out, f"\n@@end {self.token} {seg.id} ".encode(), rc=True)
+            if not seg.err_done:
+                seg.err_done = (
+                    _take(self.err, seg.err, f"\n@@end {self.token} {seg.id}\n".encode()) is not None
+                )
+            if seg.rc is not None and seg.err_done:
+                seg.code = seg.rc
+                continue
+            if self.code is not None:  # the shell is gone: what it printed was this piece's
+                seg.out += self.out
+                seg.err += self.err
+                self.out.clear()
+                self.err.clear()
+                seg.code = self.code
+                for rest in self.segments:
+                    if rest.code is None:
+                        rest.code = self.code
+            return
+
+    def kill(self) -> None:
+        if self.job is not None:
+            self.job.kill()
+            self.pump()
+
+    def close(self) -> None:
+        """EOF to the shell: it exits once its piece is done; bounded by SNAPSHOT_TIMEOUT_S."""
+        if self.job is None:
+            return
+        job, self.job = self.job, None
+        if job.poll() is None:
+            job.end_input()
+            deadline = time.monotonic() + SNAPSHOT_TIMEOUT_S
+            while job.poll() is None and time.monotonic() < deadline:
+                _wait_readable([job], 0.1)
+                job.read()
+            if job.poll() is None:
+                job.kill()
+        job.close()
+
+
+def _take(src: bytearray, dst: bytearray, marker: bytes, *, rc: bool = False) -> int | None:
+    """Move what precedes `marker` in `src` to `dst` and drop the marker (and, with `rc`, the exit
+    code and newline after it): its value (the code, or 0), or None when the marker is not there yet —
+    then all but a tail that could be the marker's start moves."""
+    at = src.find(marker)
+    if at < 0:
+        keep = len(marker) + 8
+        if len(src) > keep:
+            dst += src[: len(src) - keep]
+            del src[: len(src) - keep]
+        return None
+    end = at + len(marker)
+    code = 0
+    if rc:
+        nl = src.find(b"\n", end)
+        if nl < 0:
+            dst += src[:at]
+            del src[:at]
+            return None
+        code = int(src[end:nl]) if src[end:nl].isdigit() else LOST
+        end = nl + 1
+    dst += src[:at]
+    del src[:end]
+    return code
+
+
+class _Segment(Job):
+    """One piece of what the control shell prints, as a job of its own (so `_Running` takes it)."""
+
+    def __init__(self, control: _Control, sid: str):
+        self.command, self.control, self.id = "", control, sid
+        self.out, self.err = bytearray(), bytearray()
+        self.rc: int | None = None  # from its stdout marker
+        self.err_done = False
+        self.code: int | None = None
+        self.started_at: str | None = None
+
+    def fileno(self) -> int:
+        return self.control.fileno()
+
+    def read(self) -> tuple[bytes, bytes]:
+        self.control.pump()
+        out, err = bytes(self.out), bytes(self.err)
+        self.out.clear()
+        self.err.clear()
+        return out, err
+
+    def poll(self) -> int | None:
+        self.control.pump()
+        return self.code
+
+    def kill(self) -> None:
+        self.control.kill()
 
 
 def _wait_readable(jobs: list[Job], timeout: float) -> None:

@@ -233,6 +233,14 @@ class Job(abc.ABC):
     def kill(self) -> None:
         """Stop the command (best effort, bounded by about ``KILL_GRACE_S``)."""
 
+    def send(self, data: bytes) -> None:
+        """Write to the command's stdin (started with ``keep_stdin``); a dead command ignores it."""
+        raise NotImplementedError(f"{type(self).__name__} has no open stdin")
+
+    def end_input(self) -> None:
+        """Close the command's stdin (started with ``keep_stdin``): it reads EOF. Idempotent."""
+        raise NotImplementedError(f"{type(self).__name__} has no open stdin")
+
     def close(self) -> None:  # noqa: B027 - optional hook
         """Release the job's descriptors. Buffered output stays readable; idempotent."""
 
@@ -243,8 +251,9 @@ class Transport(abc.ABC):
     spec: HostSpec
 
     @abc.abstractmethod
-    def start(self, command: str, *, stdin: bytes | None = None) -> Job:
-        """Start ``command`` under ``sh -c``; stdin is empty (EOF) unless ``stdin`` is given."""
+    def start(self, command: str, *, stdin: bytes | None = None, keep_stdin: bool = False) -> Job:
+        """Start ``command`` under ``sh -c``; stdin is empty (EOF) unless ``stdin`` is given, and
+        stays open for `Job.send` with ``keep_stdin`` (until `Job.end_input`)."""
 
     @abc.abstractmethod
     def alive(self) -> bool:
@@ -321,11 +330,11 @@ class LocalJob(Job):
     callers should select with a short timeout (``Transport.run`` uses 0.1 s).
     """
 
-    def __init__(self, command: str, stdin: bytes | None = None):
+    def __init__(self, command: str, stdin: bytes | None = None, keep_stdin: bool = False):
         self.command = command
         self._proc = subprocess.Popen(
             ["sh", "-c", command],
-            stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
+            stdin=subprocess.PIPE if stdin is not None or keep_stdin else subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             start_new_session=True,
@@ -336,12 +345,21 @@ class LocalJob(Job):
         for pipe in self._pipes:
             os.set_blocking(pipe.fileno(), False)
         self._stdout_fd = self._proc.stdout.fileno()
-        if stdin is not None:
+        if keep_stdin:
+            self.send(stdin or b"")
+        elif stdin is not None:
             threading.Thread(target=self._feed, args=(stdin,), daemon=True, name="perfkit-stdin").start()
 
     def _feed(self, data: bytes) -> None:
+        self.send(data)
+        self.end_input()
+
+    def send(self, data: bytes) -> None:
         with contextlib.suppress(OSError, ValueError):
             self._proc.stdin.write(data)
+            self._proc.stdin.flush()
+
+    def end_input(self) -> None:
         with contextlib.suppress(OSError, ValueError):
             self._proc.stdin.close()
 
@@ -439,10 +457,10 @@ class LocalTransport(Transport):
         self._jobs: list[LocalJob] = []
         self._closed = False
 
-    def start(self, command: str, *, stdin: bytes | None = None) -> Job:
+    def start(self, command: str, *, stdin: bytes | None = None, keep_stdin: bool = False) -> Job:
         if self._closed:
             raise CollectError(self.spec.name, "transport is closed")
-        job = LocalJob(command, stdin)
+        job = LocalJob(command, stdin, keep_stdin)
         self._jobs = [j for j in self._jobs if j.poll() is None] + [job]
         return job
 
@@ -771,6 +789,14 @@ class SSHJob(Job):
         self.poll()
         self.close()
 
+    def send(self, data: bytes) -> None:
+        with contextlib.suppress(Exception):
+            self._chan.sendall(data)
+
+    def end_input(self) -> None:
+        with contextlib.suppress(Exception):
+            self._chan.shutdown_write()
+
     def signal(self, name: str) -> None:
         """Send an RFC 4254 ``signal`` request (``TERM``, ``KILL``, ``INT`` ...); best effort."""
         send = getattr(self._chan.transport, "_send_user_message", None)
@@ -976,7 +1002,7 @@ class SSHTransport(Transport):
                 except Exception:
                     return
 
-    def start(self, command: str, *, stdin: bytes | None = None) -> Job:
+    def start(self, command: str, *, stdin: bytes | None = None, keep_stdin: bool = False) -> Job:
         """Run ``command`` under ``/bin/sh -c`` (whatever the login shell is), no PTY.
 
         Raises:
@@ -1003,7 +1029,9 @@ class SSHTransport(Transport):
                 raise self._fail(HostUnreachable, "connection lost") from None
             raise self._fail(CollectError, f"cannot start command: {e or type(e).__name__}") from None
         job = SSHJob(self, chan, command)
-        if stdin is None:
+        if keep_stdin:
+            job.send(stdin or b"")
+        elif stdin is None:
             chan.shutdown_write()
         else:
             threading.Thread(

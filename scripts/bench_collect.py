@@ -19,8 +19,9 @@ exits, so the tree is complete when the last session ends. The records miss the 
 each process; the listener's `cutime + cstime` delta (exact) includes it, and the difference is
 spread over the processes by count. The listener's own CPU comes from `/proc/PID/schedstat`.
 Classified as (a) **tools** (the subtree of `timeout`'s child: the capture command), **sshd**,
-**capture channels' shells** (the login shell, which `exec`s `sh`, `env` and `timeout` in turn:
-one pid, plus what its rc files ran) and **control commands** (preflight, clean-up). perfkit's
+**capture channels' shells** (the login shell, which `exec`s `sh` and `timeout` in turn: one pid,
+plus what its rc files ran) and **control commands** (the control shell: preflight, the snapshots'
+`timeout` wrappers, clean-up; a snapshot's command under `timeout` counts as a tool). perfkit's
 share on a target (b) = sshd + shells + control, as % of one core over the window.
 
 Two logins (`--runs LOGIN:PROFILE,...`): `rc`, root as this VM has it (bash, started by sshd,
@@ -44,6 +45,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import datetime as dt
 import errno
 import json
@@ -225,7 +227,7 @@ class Split:
 
     tools: float = 0.0  # (a) the capture commands
     sshd: float = 0.0
-    shell: float = 0.0  # capture channels: login shell (+ its rc files) -> sh -> env -> timeout
+    shell: float = 0.0  # window capture channels: login shell (+ its rc files) -> sh -> timeout
     control: float = 0.0  # perfkit's own commands (preflight probes, clean-up), rc files included
     channels: int = 0
     n: Counter = field(default_factory=Counter)  # processes per part
@@ -286,8 +288,17 @@ def classify(roots: list[Node], *, orphans: bool = False) -> Split:
             split.n["tools"] += count(capture)
             tool_comms(capture)
             part = "shell"
-        else:  # a command of perfkit's own (preflight, rm), or calibration's `true`
-            rest, part = kids, "control"
+        else:  # perfkit's control shell (preflight, snapshots, clean-up), or calibration's `true`
+            rest, part = [], "control"
+            for k in kids:
+                if k.comm == "timeout" and k.children:  # a snapshot: its command is a capture tool
+                    *wrapper, capture = sorted(k.children, key=lambda n: n.seq)
+                    split.tools += capture.total() / 1e9
+                    split.n["tools"] += count(capture)
+                    tool_comms(capture)
+                    rest += [dataclasses.replace(k, children=[]), *wrapper]
+                else:
+                    rest.append(k)
         cpu = node.cpu_ns + sum(k.total() for k in rest)
         setattr(split, part, getattr(split, part) + cpu / 1e9)
         split.n[part] += 1 + sum(count(k) for k in rest)
@@ -1020,10 +1031,11 @@ def render(
         "sessions end. **(a) tools**: the subtree of `timeout`'s child (the capture command and what it "
         "forks, e.g. `sadc`, or the `ss` loop's `ss`/`date`/`wc`/`sleep`). **sshd**: the per-connection "
         "sshd processes plus the listener's own CPU. **Capture channels' shell + wrappers**: the process "
-        "sshd starts for each capture channel (the login shell `bash -c`, which `exec`s `sh`, `env`, then "
-        "`timeout`: one pid) and whatever that shell ran before (its rc files). **Control commands**: "
-        "perfkit's other channels (the preflight with its `command -v` and version probes, the clean-up "
-        "`rm`), with their shells. (b) = sshd + shells + control. The exit record is taken before the "
+        "sshd starts for each window capture's channel (the login shell `bash -c`, which `exec`s `sh`, "
+        "then `timeout`: one pid) and whatever that shell ran before (its rc files). **Control "
+        "commands**: perfkit's control shell, one channel per host fed over stdin (the preflight with its "
+        "`command -v` and version probes, the snapshots' `timeout` wrappers, whose commands count as "
+        "tools, the clean-up `rm`). (b) = sshd + shells + control. The exit record is taken before the "
         "kernel tears the process's memory down; the listener's `cutime + cstime` includes that, so the "
         "difference (ms per process in the cross-checks) is spread over the processes by count.",
         "",

@@ -6,6 +6,7 @@ The same runner is tested against real local commands and a real sshd in tests/t
 from __future__ import annotations
 
 import json
+import re
 import stat
 import time
 from datetime import datetime
@@ -24,6 +25,7 @@ from .conftest import FIXTURES
 VMSTAT = (FIXTURES / "vmstat" / "procps-4.0.2-wide-t-gu.txt").read_bytes()
 IOSTAT = (FIXTURES / "iostat" / "sysstat-12.6-x-d-t-iso.txt").read_bytes()
 SPECS = tuple(s for s in captures.DEFAULT if s.id in ("vmstat", "iostat", "uname", "iotop"))
+DF = b"@@df\nFilesystem 1024-blocks Used Available Capacity Mounted on\n/dev/sda1 %d 0 %d 1%% /\n"
 
 
 class FakeJob(Job):
@@ -51,6 +53,48 @@ class FakeJob(Job):
 
     def kill(self) -> None:
         self.killed = True
+
+
+class FakeShell(Job):
+    """The control shell (`exec sh -s`): each piece of script it is sent is answered by the transport,
+    `run` for perfkit's own commands and `output` for a snapshot, framed as the real shell frames it."""
+
+    END = re.compile(r"printf '\\n@@end (\w+) (\S+) %s\\n' \"\$\?\"; printf '\\n@@end \w+ \S+\\n' >&2\n")
+
+    def __init__(self, transport: FakeTransport):
+        self.command, self.transport = "exec sh -s", transport
+        self.out, self.err, self.code = bytearray(), bytearray(), None
+
+    def send(self, data: bytes) -> None:
+        text, start = data.decode(), 0
+        for m in self.END.finditer(text):
+            body, token, sid = text[start : m.start()], m.group(1), m.group(2)
+            start = m.end()
+            self.transport.commands.append(body)
+            if sid == "run":
+                code, out, err = self.transport.run(body, timeout=30)
+            else:
+                code, out, err = 0, self.transport.output(body), b""
+            self.out += out + f"\n@@end {token} {sid} {code}\n".encode()
+            self.err += err + f"\n@@end {token} {sid}\n".encode()
+
+    def end_input(self) -> None:
+        self.code = 0 if self.code is None else self.code
+
+    def fileno(self) -> int:
+        return -1
+
+    def read(self) -> tuple[bytes, bytes]:
+        out, err = bytes(self.out), bytes(self.err)
+        self.out.clear()
+        self.err.clear()
+        return out, err
+
+    def poll(self) -> int | None:
+        return self.code
+
+    def kill(self) -> None:
+        self.code = 143
 
 
 class FakeTransport:
@@ -83,8 +127,7 @@ class FakeTransport:
         self._alive = False
 
     def run(self, command: str, *, timeout: float, stdin: bytes | None = None) -> tuple[int, bytes, bytes]:
-        self.commands.append(command)
-        if command.startswith("rm -rf"):
+        if "rm -rf" in command:
             return 0, b"", b""
         lines = [f"@@id {self.uid}"]
         for tool in sorted({s.tool for s in SPECS}):
@@ -92,7 +135,14 @@ class FakeTransport:
         lines.append("@@clock 1700000000.5")
         return 0, ("\n".join(lines) + "\n").encode(), b""
 
-    def start(self, command: str) -> FakeJob:
+    def output(self, command: str) -> bytes:
+        return self.outputs[
+            next(t for t in self.outputs if f" {t} " in f" {command} " or f"'{t} " in command)
+        ]
+
+    def start(self, command: str, *, keep_stdin: bool = False) -> Job:
+        if command == "exec sh -s":
+            return FakeShell(self)
         self.commands.append(command)
         tool = next(t for t in self.outputs if f" {t} " in f" {command} " or f"'{t} " in command)
         job = FakeJob(self.outputs[tool], 0)
@@ -140,9 +190,11 @@ def test_every_command_is_wrapped_and_tagged(tmp_path: Path) -> None:
 
     run(tmp_path, [HostSpec("db1", "h")], connector)
     started = [c for c in seen[0].commands if "timeout" in c and "@@" not in c]  # not preflight, sweep
-    assert started and all("env LC_ALL=C S_TIME_FORMAT=ISO timeout -k 5 -s TERM" in c for c in started)
-    assert all(c.endswith(" perfkit-testrun") for c in started)
-    assert seen[0].commands[-1] == "rm -rf /tmp/perfkit-testrun"  # every capture exited: nothing to sweep
+    # vmstat, iostat and iotop on channels of their own; uname in the control shell, stdin closed
+    assert sorted(c.startswith("(cd ") for c in started) == [False, False, False, True]
+    assert all("export LC_ALL=C S_TIME_FORMAT=ISO && exec timeout -k 5 -s TERM" in c for c in started)
+    assert all(re.search(r" perfkit-testrun(\) </dev/null)?$", c) for c in started)
+    assert "cd / && rm -rf /tmp/perfkit-testrun\n" in seen[0].commands[-1]  # nothing to sweep
     assert session.sweep_command("testrun", mine=False) in seen[0].commands[0]  # the preflight
     # the tag is never whole in the sweep's own command line, so `pgrep -f` cannot find it there
     assert session.tag("testrun") not in session.sweep_command("testrun", mine=True)
@@ -240,7 +292,7 @@ def test_host_below_the_free_space_floor_is_refused(tmp_path: Path) -> None:
             self, command: str, *, timeout: float, stdin: bytes | None = None
         ) -> tuple[int, bytes, bytes]:
             code, out, err = super().run(command, timeout=timeout)
-            return code, out + b"@@df 51200 104857600\n", err  # 50 MiB free of 100 GiB
+            return code, out + DF % (104857600, 51200), err  # 50 MiB free of 100 GiB
 
     res = run(tmp_path, [HostSpec("db1", "h")], lambda s: FullDisk(s))
     assert res.hosts[0].status == "failed"
@@ -263,7 +315,7 @@ def test_what_a_run_writes_on_the_host_counts_against_its_free_space(tmp_path: P
     class SmallDisk(FakeTransport):
         def run(self, command: str, **kw: object) -> tuple[int, bytes, bytes]:
             code, out, err = super().run(command, timeout=1)
-            return code, out + b"@@df 716800 10485760\n@@nproc 64\n", err  # 700 MiB free of 10 GiB
+            return code, out + DF % (10485760, 716800) + b"@@nproc 64\n", err  # 700 MiB free of 10 GiB
 
     perf = captures.perf_specs("tikv-server")
     res = run(tmp_path, [HostSpec("db1", "h")], lambda s: SmallDisk(s), specs=(*SPECS, *perf))
