@@ -178,6 +178,12 @@ def wrap(command: str, *, deadline_s: float, workdir: str, run_id: str) -> str:
     return f"cd {shlex.quote(workdir)} && {_EXPORT} && exec {_timed(command, deadline_s, run_id)}"
 
 
+def snapshot_line(command: str, *, deadline_s: float, workdir: str, run_id: str) -> str:
+    """The line the control shell runs for one snapshot: `wrap`'s, in a subshell whose stdin is
+    closed (the shell reads its own script from stdin)."""
+    return f"({wrap(command, deadline_s=deadline_s, workdir=workdir, run_id=run_id)}) </dev/null"
+
+
 # `export` is a builtin; `env VAR=… cmd` would cost every capture one more exec on the host
 _EXPORT = "export " + " ".join(f"{k}={v}" for k, v in ENV.items())
 
@@ -609,18 +615,16 @@ class _HostRun:
 
     def _run(self) -> None:
         self._preflight()
-        for phase in PHASES:
-            specs = [s for s in self.opts.specs if s.phase == phase]
-            if phase == "window":
-                self.gate.wait(self.spec.name, self.stop)
-                if len(specs) >= MAX_CHANNELS:  # free the control shell's channel for them
-                    self.control.close()
-            if not self.tr.alive() or self.stop.is_set():
-                break
-            sampler = self._start_sampler() if phase == "window" else None
-            self._run_phase(specs, window=phase == "window")
+        by_phase = {p: [s for s in self.opts.specs if s.phase == p] for p in PHASES}
+        self.gate.wait(self.spec.name, self.stop)
+        if self.tr.alive() and not self.stop.is_set():
+            sampler = self._start_sampler()
+            # the start snapshots run in the control shell as the window opens, not before it
+            self._run_phase(by_phase["window"], batch=by_phase["start"])
             if sampler is not None:
                 self._finish_sampler(sampler)
+        if self.tr.alive() and not self.stop.is_set():
+            self._run_phase([], batch=by_phase["end"])
         for r in self.records.values():
             if r.status == "pending":
                 r.status, r.reason = (
@@ -762,27 +766,40 @@ class _HostRun:
                 + ")",
             )
 
-    def _run_phase(self, specs: list[CaptureSpec], *, window: bool) -> None:
-        """Run one phase's captures: the window's each on its own channel, at most MAX_CHANNELS at a
-        time (sshd's MaxSessions is 10); the snapshots one after another in the control shell."""
+    def _run_phase(self, specs: list[CaptureSpec], *, batch: list[CaptureSpec]) -> None:
+        """Run `specs` (window captures) each on its own channel, and meanwhile `batch` (snapshots)
+        one after another in the control shell. At most MAX_CHANNELS channels at a time, the control
+        shell's included (sshd's MaxSessions is 10): when the window captures need its channel, the
+        shell is closed once its snapshots are done."""
         queue = [s for s in specs if self.records[s.id].status == "pending"]
+        todo = [s for s in batch if self.records[s.id].status == "pending"]
+        deadline = self.opts.window + self.opts.grace
         running: list[_Running] = []
-        deadline = self.opts.window + self.opts.grace if window else SNAPSHOT_TIMEOUT_S
         segments: list[_Segment] = []
-        if queue and not window:
-            for spec, seg in zip(
-                queue, self.control.batch(self._commands(queue), SNAPSHOT_TIMEOUT_S), strict=True
-            ):
-                running.append(self._running(spec, seg))
-                segments.append(seg)
-            queue = []
         # Locally, give up a little after the remote `timeout` would have killed everything.
-        hard_stop = time.monotonic() + max(1, len(segments)) * (deadline + KILL_AFTER_S) + 5
-        while queue or any(not j.done for j in running):
-            while queue and sum(not j.done for j in running) < MAX_CHANNELS and not self.stop.is_set():
+        hard_stop = (
+            time.monotonic()
+            + max(deadline if queue else 0, len(todo) * (SNAPSHOT_TIMEOUT_S + KILL_AFTER_S))
+            + KILL_AFTER_S
+            + 5
+        )
+        while queue or todo or any(not j.done for j in running):
+            channels = sum(not j.done and not isinstance(j.job, _Segment) for j in running)
+            limit = MAX_CHANNELS - self.control.alive()
+            while queue and channels < limit and not self.stop.is_set():
                 running.append(self._start(queue.pop(0), deadline))
+                channels += 1
+            if todo and not self.stop.is_set():
+                commands = self._commands(todo)
+                for spec, seg in zip(todo, self.control.batch(commands, SNAPSHOT_TIMEOUT_S), strict=True):
+                    running.append(self._running(spec, seg))
+                    segments.append(seg)
+                todo = []
+            if queue and segments and all(seg.code is not None for seg in segments):
+                self.control.close()  # its channel is wanted by a window capture
             if self.stop.is_set():
                 queue.clear()
+                todo = []
             _wait_readable([j.job for j in running if not j.done], 0.5)
             for j in running:
                 if not j.done:
@@ -798,7 +815,10 @@ class _HostRun:
                 queue.clear()
         for j in running:
             j.close()
-        for seg, j in zip(segments, running[: len(segments)], strict=True):
+        for j in running:
+            seg = j.job
+            if not isinstance(seg, _Segment):
+                continue
             if seg.started_at is None:  # the shell died before this snapshot's turn
                 r = j.record
                 r.status, r.truncated, r.exit_code, r.started_at, r.ended_at = (
@@ -849,6 +869,9 @@ class _Control:
         self.segments: list[_Segment] = []
         self.code: int | None = None  # the shell's exit code once it is gone
 
+    def alive(self) -> bool:
+        return self.job is not None and self.job.poll() is None
+
     def run(self, script: str, *, timeout: float) -> tuple[int, bytes, bytes]:
         """Like `Transport.run`, in this shell (`exit` ends the shell: the next piece starts another)."""
         (seg,) = self._send([("run", "{\n" + script + "\n} </dev/null")])
@@ -869,10 +892,9 @@ class _Control:
 
     def batch(self, commands: list[str], deadline_s: float) -> list[_Segment]:
         """Start `commands` one after another, each wrapped like a window capture; one job each."""
-        cd = f"cd {shlex.quote(self.workdir)} && {_EXPORT} && "
         return self._send(
             [
-                (str(i), f"({cd}exec {_timed(c, deadline_s, self.run_id)}) </dev/null")
+                (str(i), snapshot_line(c, deadline_s=deadline_s, workdir=self.workdir, run_id=self.run_id))
                 for i, c in enumerate(commands)
             ]
         )

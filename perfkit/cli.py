@@ -98,7 +98,14 @@ def analyze(
 @main.command()
 @click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path), required=False)
 @click.option("--kind", help="Parser to use (default: sniffed from the content). See --list.")
-@click.option("--format", "fmt", type=click.Choice(["csv", "json"]), default="csv", show_default=True)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["csv", "json", "parquet"]),
+    default="csv",
+    show_default=True,
+    help="parquet needs -o and the `parquet` extra (pyarrow).",
+)
 @click.option(
     "-o", "--output", type=click.Path(dir_okay=False, path_type=Path), help="Write here, not stdout."
 )
@@ -114,16 +121,22 @@ def parse(
     tz: str,
     list_kinds: bool,
 ) -> None:
-    """Parse one capture FILE into a table (CSV or JSON records)."""
+    """Parse one capture FILE into a table (CSV, JSON records or Parquet)."""
     from perfkit import parsers
     from perfkit.parsers._common import head
 
     if list_kinds:
+        width = max(map(len, parsers.registry()))
         for name, mod in sorted(parsers.registry().items()):
-            click.echo(f"{name:10s} {mod.__doc__.strip().splitlines()[0]}")
+            click.echo(f"{name:{width}s}  {mod.__doc__.strip().splitlines()[0].removeprefix(name + ': ')}")
         return
     if file is None:
         raise click.UsageError("missing FILE (or --list)")
+    if fmt == "parquet" and output is None:
+        raise click.UsageError("--format parquet writes a binary file: give it with -o")
+    if kind is None:
+        with open(file, "rb") as fh:
+            kind = parsers.sniff_binary_kind(fh.read(4096))
     if kind is None:
         kind = parsers.sniff_kind(head(file))
         if kind is None:
@@ -136,17 +149,30 @@ def parse(
             f"unknown kind {kind!r}; known: {', '.join(sorted(parsers.registry()))}", param_hint="--kind"
         )
     df = parsers.get(kind).parse(file, host=host, tz=tz)
-    if fmt == "csv":
-        text = df.to_csv(index=False, date_format="%Y-%m-%dT%H:%M:%S%z")
+    if fmt == "parquet":
+        _write_parquet(df, output)
     else:
-        text = json.dumps(json.loads(df.to_json(orient="records", date_format="iso")), indent=1) + "\n"
-    if output is None:
-        click.echo(text, nl=False)
-    else:
-        output.write_text(text, encoding="utf-8")
+        if fmt == "csv":
+            text = df.to_csv(index=False, date_format="%Y-%m-%dT%H:%M:%S%z")
+        else:
+            text = json.dumps(json.loads(df.to_json(orient="records", date_format="iso")), indent=1) + "\n"
+        if output is None:
+            click.echo(text, nl=False)
+        else:
+            output.write_text(text, encoding="utf-8")
     dropped = df.attrs.get("dropped_lines", 0)
     if dropped:
         click.echo(f"{file}: {dropped} cut-off last line dropped", err=True)
+
+
+def _write_parquet(df: Any, output: Path) -> None:
+    try:
+        import pyarrow  # noqa: F401 - pandas' parquet engine
+    except ImportError:
+        raise _Fail("--format parquet needs pyarrow: pip install 'perfkit[parquet]'") from None
+    table = df.copy()
+    table.attrs = {}  # notes, totals, …: not table data, and may hold values parquet cannot store
+    table.to_parquet(output, index=False)
 
 
 def _ssh_options(f: Any) -> Any:
@@ -263,6 +289,10 @@ def collect(
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint="--pprof/--tidb-zip") from None
     if dry_run:
+        click.echo(
+            "## per host: window captures on a channel each; start and end snapshots one after another "
+            "in one control shell (`sh -s`, fed over stdin)"
+        )
         for t in targets:
             where = (
                 "local"
@@ -270,20 +300,18 @@ def collect(
                 else f"ssh {t.user + '@' if t.user else ''}{t.hostname}" + (f":{t.port}" if t.port else "")
             )
             click.echo(f"# {t.name} ({where})")
+            workdir = f"/tmp/{session.tag(opts.run_id)}"
             for spec in opts.specs:
-                cmd = spec.render(
-                    interval=interval, window=duration, workdir=f"/tmp/{session.tag(opts.run_id)}"
-                )
-                deadline = duration + opts.grace if spec.phase == "window" else session.SNAPSHOT_TIMEOUT_S
-                click.echo(
-                    f"[{spec.phase}] "
-                    + session.wrap(
-                        cmd,
-                        deadline_s=deadline,
-                        workdir=f"/tmp/{session.tag(opts.run_id)}",
-                        run_id=opts.run_id,
+                cmd = spec.render(interval=interval, window=duration, workdir=workdir)
+                if spec.phase == "window":
+                    line = session.wrap(
+                        cmd, deadline_s=duration + opts.grace, workdir=workdir, run_id=opts.run_id
                     )
-                )
+                else:
+                    line = session.snapshot_line(
+                        cmd, deadline_s=session.SNAPSHOT_TIMEOUT_S, workdir=workdir, run_id=opts.run_id
+                    )
+                click.echo(f"[{spec.phase}] {line}")
         from perfkit.collectors import pprof
 
         services = [(b, pprof.plan) for b in opts.pprof] + [(b, pprof.zip_plan) for b in opts.tidb_zip]

@@ -8,6 +8,7 @@ import json
 import tarfile
 from pathlib import Path
 
+import pandas as pd
 import pytest
 from click.testing import CliRunner
 
@@ -104,6 +105,28 @@ def test_parse_to_csv_and_json(tmp_path: Path) -> None:
     }
     code, text, _ = run("parse", "--list")
     assert code == 0 and "iostat" in text and "vmstat" in text
+    listed = dict(line.split(None, 1) for line in text.splitlines())
+    assert listed["mpstat"].startswith("sysstat per-CPU utilisation, `mpstat -P ALL")
+
+
+def test_parse_to_parquet_keeps_types(tmp_path: Path) -> None:
+    out = tmp_path / "out.parquet"
+    code, _, _ = run(
+        "parse", str(FIXTURES / "vmstat" / "procps-4.0.2-t.txt"), "--format", "parquet", "-o", str(out)
+    )
+    assert code == 0
+    back = pd.read_parquet(out)
+    assert str(back["timestamp"].dtype) == "datetime64[ns, UTC]" and len(back) == 4
+    code, _, err = run("parse", str(FIXTURES / "vmstat" / "procps-4.0.2-t.txt"), "--format", "parquet")
+    assert code == 2 and "give it with -o" in err
+
+
+def test_parse_finds_a_pprof_profile_by_its_bytes(tmp_path: Path) -> None:
+    code, text, _ = run("parse", str(FIXTURES / "pprof" / "go1.26-heap.pb.gz"), "--format", "json")
+    rows = json.loads(text)
+    assert (
+        code == 0 and rows and all(";" in r["stack"] or r["stack"] == r["leaf"] for r in rows if r["stack"])
+    )
 
 
 def one_line_error(code: int, stdout: str, stderr: str, *needles: str) -> None:
@@ -174,8 +197,13 @@ def test_collect_dry_run_prints_what_would_run_and_runs_nothing(tmp_path: Path) 
     vm = [line for line in out.splitlines() if "vmstat" in line]
     assert len(vm) == 2 and vm[0].startswith("[window] cd /tmp/perfkit-")
     assert (
-        "env LC_ALL=C S_TIME_FORMAT=ISO timeout -k 5 -s TERM 70 sh -c 'vmstat -w -t 1 61' perfkit-" in vm[0]
+        "export LC_ALL=C S_TIME_FORMAT=ISO && exec timeout -k 5 -s TERM 70 sh -c 'vmstat -w -t 1 61' perfkit-"
+        in vm[0]
     )
+    # snapshots run in the control shell, whose own stdin is its script: theirs is closed
+    uname = [line for line in out.splitlines() if "uname" in line]
+    assert len(uname) == 2 and uname[0].startswith("[start] (cd /tmp/perfkit-")
+    assert uname[0].endswith(") </dev/null") and "-s TERM 30 sh -c 'uname -a' perfkit-" in uname[0]
 
 
 def test_collect_usage_errors() -> None:
