@@ -1,0 +1,431 @@
+"""numastat: every form of numactl's `numastat` (perfkit runs `numastat -c`), in long form.
+
+Reads numastat 20130723 (numactl 2.0.x, Debian 12's numactl 2.0.16). numastat does not translate
+its output, so there is no locale variant. The forms, each told apart by its own lines:
+
+- `numastat` with no option (compatibility mode, the old perl script's layout): no title, a header
+  of `node0 node1 ...`, lowercase rows `numa_hit numa_miss numa_foreign interleave_hit local_node
+  other_node` in **pages**, cumulative since boot (diff two captures for a rate). No `Total`.
+- `numastat -c` / `-n`: `Per-node numastat info (in MBs):`, Title_Case rows (`Numa_Hit`), headers
+  `Node 0 ... Total` over a dashed ruler, values in MB (pages x page size). `-c` prints whole MB in
+  compact columns; without `-c` two decimals in 16-wide columns.
+- `numastat -m`: `Per-node system memory usage (in MBs):`, /proc/meminfo-like rows (`MemTotal`,
+  `Active(anon)`, `HugePages_Total` ...). Kernel fields numastat does not know print
+  `Token SwapCached not in hash table.` on stdout before the table: kept in `notes`.
+- `numastat -p PID|PATTERN` (one process, or `-v`): per process a title
+  `Per-node process memory usage (in MBs) for PID 1234 (mysqld)` and rows `Huge Heap Stack Private`,
+  a dashed rule, `Total`. Several processes without `-v`: one title
+  `Per-node process memory usage (in MBs)`, header `PID`, one row per process `1234 (mysqld)` (its
+  total), a rule, and a `Total` row over all of them. With `-c` the `PID (name)` label is cut to the
+  column (`111105 (qemu-kvm`, seed 003): the name is kept as printed, without the parentheses.
+
+Wide tables fold: numastat prints as many columns as fit the terminal (`NUMASTAT_WIDTH`, the tty
+width; unlimited when stdout is not a tty), then a blank line and the next columns under the same
+row labels, `Total` in the last part (seed 003: 16 nodes as `Node 0..8` then `Node 9..15 Total`).
+The parts are joined back into one table by row position and label, never shifted. Titled tables
+are sliced on their dashed ruler (numastat right-justifies every data column behind exactly one
+space of gutter, and a label may fill its column or hold spaces: `20469 (Web Content)`); a cell
+whose gutter is not blank overflowed and is a ParseError. Compatibility-mode tables have no ruler
+and single-word labels: split on whitespace, one value per `nodeN` header.
+
+Schema (long form: one row per table cell, tables and rows in file order, columns left to right):
+
+| column | dtype | meaning |
+|---|---|---|
+| host | string | the `host` argument |
+| table | Int64 | 0-based index of the table in the file (one per title; folded parts are one table) |
+| section | string | `numa` (numa_hit ... counters), `meminfo` (`-m`), `process` (`-p`) |
+| pid | Int64 | the process (`-p`); NA for numa/meminfo and for the `Total` row over several processes |
+| process | string | the process name as printed (may be cut with `-c`; `(null)` if it had exited) |
+| metric | string | the row, see below |
+| node | Int64 | NUMA node number; NA in the `Total` column |
+| is_total | boolean | the cell is in numastat's `Total` column (sum over nodes) |
+| pages | float64 | value in pages (compatibility mode only), else NaN |
+| mb | float64 | value in MB (MiB, bytes / 2^20) for every titled form, else NaN |
+
+`metric`: numa rows by their kernel name (`numa_hit`, for `Numa_Hit` too); meminfo rows as printed
+(`MemTotal`, `Active(anon)`); process rows `huge heap stack private total`. In the several-process
+table each `PID (name)` row is that process's `total`; its `Total` row (the sum over the listed
+processes) has metric `total` and pid NA.
+
+Exactly one of `pages` and `mb` is set per row (pages are never converted: the page size is not in
+the capture). A blank cell (no data for that node) is NaN.
+
+`df.attrs`: `nodes` (sorted node numbers seen), `dropped_lines` (a cut-off last line),
+`unknown_columns` (always empty: headers are `Node N`/`nodeN`/`Total` or a ParseError), `notes`
+(skipped kernel tokens, `Found no processes ...`, `Table has no data.`, cut tables).
+
+Tested on: tests/fixtures/numastat/ (README.md there).
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pandas as pd
+
+from perfkit.errors import ParseError
+
+from ._common import Lines, Source, coerce, empty_frame, feed_lines
+
+KIND = "numastat"
+
+SCHEMA: dict[str, str] = {
+    "host": "string",
+    "table": "Int64",
+    "section": "string",
+    "pid": "Int64",
+    "process": "string",
+    "metric": "string",
+    "node": "Int64",
+    "is_total": "boolean",
+    "pages": "float64",
+    "mb": "float64",
+}
+
+_MAX_NODE = 1 << 20  # libnuma's masks are far smaller: bigger is garbage
+_TITLE_NUMA = "Per-node numastat info (in MBs):"
+_TITLE_MEMINFO = "Per-node system memory usage (in MBs):"
+_TITLE_PROCESSES = "Per-node process memory usage (in MBs)"
+_TITLE_PROCESS = re.compile(r"^Per-node process memory usage \(in MBs\) for PID (\d{1,10}) \((.*)\)$")
+_TOKEN_NOTE = re.compile(r"^Token (\S+) not in hash table\.$")
+_NO_MATCH = re.compile(r'^Found no processes containing pattern: ".*"$')
+_NO_DATA = ("Table has no data.", "Table has no non-zero data.")
+_COMPAT_HEADER = re.compile(r"^\s+node\d{1,7}(?:\s+node\d{1,7})*$")
+_COMPAT_ROW = re.compile(r"^([a-z_]+)((?:\s+\d{1,20})+)$")
+_RULER = re.compile(r"^[ -]*-[ -]*$")
+_RUN = re.compile(r"-+")
+_NODE_HEAD = re.compile(r"^Node (\d{1,7})$")
+_VALUE = re.compile(r"^-?\d{1,20}(?:\.\d{1,6})?$")
+_PID_LABEL = re.compile(r"^(\d{1,10}) \((.*?)\)?$")
+_LABEL = re.compile(r"^[A-Za-z][A-Za-z0-9_()]*$")
+
+
+def sniff(text: str) -> bool:
+    """A numastat title, or the compatibility header `node0 ...` followed by a `numa_hit` row."""
+    lines = [ln.rstrip() for ln in text[:4096].splitlines()[:40]]
+    for i, line in enumerate(lines):
+        if line in (_TITLE_NUMA, _TITLE_MEMINFO, _TITLE_PROCESSES) or _TITLE_PROCESS.match(line):
+            return True
+        if _COMPAT_HEADER.match(line) and i + 1 < len(lines) and lines[i + 1].startswith("numa_hit "):
+            return True
+    return False
+
+
+def parse(source: Source, *, host: str | None = None, tz: str = "UTC") -> pd.DataFrame:
+    """Parse a numastat capture (any form above) into one row per table cell.
+
+    Args:
+        source: path, text stream or string.
+        host: host name for the `host` column.
+        tz: unused (numastat prints no time); accepted for the common parser signature.
+
+    Returns:
+        A frame with exactly the `SCHEMA` columns; attrs `nodes`, `dropped_lines`,
+        `unknown_columns`, `notes`.
+
+    Raises:
+        ParseError: a line numastat does not print, a header that is not `Node N`/`Total`, a value
+            that is not a number or overflows its column, a folded part whose row labels differ.
+    """
+    st = _State()
+    try:
+        feed_lines(source, KIND, st.feed, st.cut_last)
+    except ParseError:
+        raise
+    except (ValueError, OverflowError, IndexError) as exc:  # a safety net: nothing else escapes
+        path = st.lines.path if st.lines is not None else None
+        raise ParseError(KIND, path, st.line_no, "", f"cannot parse ({type(exc).__name__}: {exc})") from exc
+    st.close_table()
+    attrs = {
+        "nodes": sorted({n for n in st.cols["node"] if n is not None}),
+        "dropped_lines": st.dropped,
+        "unknown_columns": [],
+        "notes": st.notes,
+    }
+    if not st.cols["metric"]:
+        df = empty_frame(SCHEMA)
+        df.attrs.update(attrs)
+        return df
+    c = st.cols
+    n = len(c["metric"])
+    data = {
+        "host": pd.array([host] * n, dtype="string"),
+        "table": pd.array(c["table"], dtype="Int64"),
+        "section": pd.array(c["section"], dtype="string"),
+        "pid": pd.array(c["pid"], dtype="Int64"),
+        "process": pd.array(c["process"], dtype="string"),
+        "metric": pd.array(c["metric"], dtype="string"),
+        "node": pd.array(c["node"], dtype="Int64"),
+        "is_total": pd.array(c["is_total"], dtype="boolean"),
+        "pages": np.array(c["pages"], dtype=np.float64),
+        "mb": np.array(c["mb"], dtype=np.float64),
+    }
+    df = coerce(pd.DataFrame(data), SCHEMA)
+    df.attrs.update(attrs)
+    return df
+
+
+class _Table:
+    """One titled (or compatibility-mode) table, its folded parts joined."""
+
+    def __init__(self, index: int, section: str, unit: str, pid: int | None, process: str | None, mode: str):
+        self.index, self.section, self.unit = index, section, unit
+        self.pid, self.process = pid, process
+        self.mode = mode  # "single" (one process / system table), "list" (PID rows), "compat"
+        self.labels: list[str] = []  # row labels in the order of the first part
+        self.columns: list[str] = []  # `Node 3`/`node3`/`Total`, in print order over all parts
+        self.cells: dict[tuple[int, str], float] = {}
+        self.part = 0  # folded part being read (0 = first)
+        self.part_rows = 0  # rows read in the current part
+        self.part_cols: list[str] = []
+        self.spans: list[tuple[int, int]] = []  # data column slices from the ruler
+        self.label_end = 0
+
+
+class _State:
+    """The line walk: titles, headers, rulers and rows; folded parts joined per table."""
+
+    def __init__(self) -> None:
+        self.lines: Lines | None = None
+        self.line_no = 0
+        self.tables = 0
+        self.table: _Table | None = None
+        self.expect = "any"  # "header" (after a title or blank line in a table), "ruler", "rows"
+        self.header: tuple[int, str] | None = None
+        self.dropped = 0
+        self.notes: list[str] = []
+        self.cols: dict[str, list] = {k: [] for k in SCHEMA if k != "host"}
+
+    # ------------------------------------------------------------ walk
+
+    def feed(self, line_no: int, line: str, lines: Lines) -> None:
+        self.lines, self.line_no = lines, line_no
+        text = line.rstrip()
+        if not text:
+            if self.table is not None and self.expect in ("rows", "ruler"):
+                self.expect = "header"  # a blank line ends a folded part: the next part's header follows
+            return
+        if self._title(text):
+            return
+        if m := _TOKEN_NOTE.match(text):
+            note = f"numastat skipped kernel field {m[1]} (not in its table)"
+            if note not in self.notes:
+                self.notes.append(note)
+            return
+        if _NO_MATCH.match(text) or text in _NO_DATA:
+            self.notes.append(f"numastat: {text}")
+            return
+        if _COMPAT_HEADER.match(text):
+            self._compat_header(line_no, line, text, lines)
+            return
+        t = self.table
+        if t is None:
+            raise lines.error(line_no, line, "not a numastat line (no title or `node0` header before it)")
+        if t.mode == "compat":
+            self._compat_row(line_no, line, text, lines)
+        elif self.expect == "header":
+            self.header = (line_no, line)
+            self.expect = "ruler"
+        elif self.expect == "ruler":
+            self._ruler(line_no, line, text, lines)
+        else:
+            self._row(line_no, line, text, lines)
+
+    def cut_last(self, line_no: int, line: str, lines: Lines) -> None:
+        """A last line without newline was cut mid-write (`298650` may be `2986503`): dropped."""
+        self.lines, self.line_no = lines, line_no
+        self.dropped += 1
+        if self.table is not None:
+            self.notes.append(f"table {self.table.index} cut off: its last line was dropped")
+
+    # ------------------------------------------------------------ titles and headers
+
+    def _title(self, text: str) -> bool:
+        if text == _TITLE_NUMA:
+            self._open("numa", "mb", None, None, "single")
+        elif text == _TITLE_MEMINFO:
+            self._open("meminfo", "mb", None, None, "single")
+        elif text == _TITLE_PROCESSES:
+            self._open("process", "mb", None, None, "list")
+        elif m := _TITLE_PROCESS.match(text):
+            self._open("process", "mb", int(m[1]), m[2], "single")
+        else:
+            return False
+        return True
+
+    def _open(self, section: str, unit: str, pid: int | None, process: str | None, mode: str) -> None:
+        self.close_table()
+        self.table = _Table(self.tables, section, unit, pid, process, mode)
+        self.tables += 1
+        self.expect = "header"
+
+    def close_table(self) -> None:
+        """Emit the finished table's cells: rows in first-part order, columns in print order."""
+        t = self.table
+        if t is None:
+            return
+        self.table = None
+        if self.expect == "ruler" and self.header is not None:
+            self.notes.append(f"table {t.index}: a header without its dashed ruler was ignored")
+        self.header = None
+        c = self.cols
+        for r, label in enumerate(t.labels):
+            pid, process, metric = self._row_key(t, label)
+            for col in t.columns:
+                if (r, col) not in t.cells:
+                    continue  # a folded part cut off at the end of the file
+                value = t.cells[(r, col)]
+                node = None if col == "Total" else int(col.split()[-1].removeprefix("node"))
+                c["table"].append(t.index)
+                c["section"].append(t.section)
+                c["pid"].append(pid)
+                c["process"].append(process)
+                c["metric"].append(metric)
+                c["node"].append(node)
+                c["is_total"].append(col == "Total")
+                c["pages"].append(value if t.unit == "pages" else np.nan)
+                c["mb"].append(value if t.unit == "mb" else np.nan)
+
+    @staticmethod
+    def _row_key(t: _Table, label: str) -> tuple[int | None, str | None, str]:
+        if t.section == "meminfo":
+            return None, None, label
+        if t.section == "numa":
+            return None, None, label.lower()
+        if label == "Total":
+            return t.pid, t.process, "total"
+        if t.mode == "list":
+            m = _PID_LABEL.match(label)  # checked when the row was read
+            return (int(m[1]), m[2], "total") if m else (None, None, "total")
+        return t.pid, t.process, label.lower()
+
+    def _compat_header(self, line_no: int, line: str, text: str, lines: Lines) -> None:
+        names = text.split()
+        t = self.table
+        if t is None or t.mode != "compat" or self.expect != "header":
+            self._open("numa", "pages", None, None, "compat")
+            t = self.table
+        else:
+            self._next_part(t, line_no, line, lines)
+        if t is None:
+            return
+        for name in names:
+            self._add_column(t, name, int(name[4:]), line_no, line, lines)
+        t.part_cols, t.part_rows = names, 0
+        self.expect = "rows"
+
+    def _compat_row(self, line_no: int, line: str, text: str, lines: Lines) -> None:
+        t = self.table
+        m = _COMPAT_ROW.match(text)
+        if t is None or m is None or self.expect != "rows":
+            raise lines.error(line_no, line, "not a `numastat` row (`numa_hit   123   456`)")
+        values = m[2].split()
+        if len(values) != len(t.part_cols):
+            raise lines.error(line_no, line, f"{len(values)} values under {len(t.part_cols)} node columns")
+        row = self._row_index(t, m[1], line_no, line, lines)
+        for name, value in zip(t.part_cols, values, strict=True):
+            t.cells[(row, name)] = float(value)
+
+    def _ruler(self, line_no: int, line: str, text: str, lines: Lines) -> None:
+        t = self.table
+        if t is None or self.header is None:
+            return
+        if not _RULER.match(text):
+            raise lines.error(line_no, line, "expected the dashed ruler under the `Node N` header")
+        runs = [(m.start(), m.end()) for m in _RUN.finditer(text)]
+        if runs[0][0] == 0:
+            runs = runs[1:]  # the label column's own dashes (`PID` tables)
+        if not runs:
+            raise lines.error(line_no, line, "ruler without a data column")
+        # numastat right-justifies data columns: `width - 1` dashes behind one space of gutter
+        spans = [(start - 1, end) for start, end in runs]
+        if spans[0][0] < 1 or any(a[1] > b[0] for a, b in zip(spans, spans[1:], strict=False)):
+            raise lines.error(line_no, line, "ruler columns overlap")
+        h_no, h_line = self.header
+        head = h_line.rstrip()
+        if len(head) > spans[-1][1]:
+            raise lines.error(h_no, h_line, "header text beyond the ruler")
+        label_head = head[: spans[0][0]].strip()
+        if label_head not in ("", "PID") or (label_head == "PID") != (t.mode == "list"):
+            raise lines.error(h_no, h_line, f"unexpected label header {label_head!r}")
+        self._next_part(t, h_no, h_line, lines)
+        names = []
+        for start, end in spans:
+            name = head[start:end].strip()
+            if name == "Total":
+                self._add_column(t, name, None, h_no, h_line, lines)
+            elif m := _NODE_HEAD.match(name):
+                self._add_column(t, name, int(m[1]), h_no, h_line, lines)
+            else:
+                raise lines.error(h_no, h_line, f"column header {name!r} is not `Node N` or `Total`")
+            names.append(name)
+        t.spans, t.label_end, t.part_cols, t.part_rows = spans, spans[0][0], names, 0
+        self.header = None
+        self.expect = "rows"
+
+    def _add_column(
+        self, t: _Table, name: str, node: int | None, line_no: int, line: str, lines: Lines
+    ) -> None:
+        if node is not None and node >= _MAX_NODE:
+            raise lines.error(line_no, line, f"implausible node number {node}")
+        if name in t.columns:
+            raise lines.error(line_no, line, f"column {name!r} appears twice in one table")
+        t.columns.append(name)
+
+    def _next_part(self, t: _Table, line_no: int, line: str, lines: Lines) -> None:
+        """A header after the first part starts a folded part: the previous part must have had every row."""
+        if not t.columns:
+            return
+        if t.part_rows != len(t.labels):
+            raise lines.error(
+                line_no, line, f"folded part after a part of {t.part_rows} rows, not {len(t.labels)}"
+            )
+        t.part += 1
+
+    # ------------------------------------------------------------ rows
+
+    def _row(self, line_no: int, line: str, text: str, lines: Lines) -> None:
+        t = self.table
+        if t is None:
+            return
+        if _RULER.match(text):
+            return  # the rule numastat draws above a `Total` row
+        if len(text) > t.spans[-1][1]:
+            raise lines.error(line_no, line, "text beyond the last column")
+        label = text[: t.label_end].rstrip()
+        if not label:
+            raise lines.error(line_no, line, "row without a label")
+        if label != "Total":
+            if t.mode == "list":
+                if not _PID_LABEL.match(label):
+                    raise lines.error(line_no, line, f"row label {label!r} is not `PID (name)`")
+            elif not _LABEL.match(label):
+                raise lines.error(line_no, line, f"row label {label!r} is not a numastat row name")
+        row = self._row_index(t, label, line_no, line, lines)
+        for (start, end), name in zip(t.spans, t.part_cols, strict=True):
+            cell = text[start:end]
+            if cell[:1] not in ("", " "):
+                raise lines.error(line_no, line, f"value overflows its column under {name!r}")
+            cell = cell.strip()
+            if not cell:
+                t.cells[(row, name)] = np.nan  # numastat leaves a cell blank when a node had no data
+            elif _VALUE.match(cell):
+                t.cells[(row, name)] = float(cell)
+            else:
+                raise lines.error(line_no, line, f"{cell!r} under {name!r} is not a number")
+
+    def _row_index(self, t: _Table, label: str, line_no: int, line: str, lines: Lines) -> int:
+        """Rows of a later folded part must repeat the first part's labels in the same order."""
+        row = t.part_rows
+        t.part_rows += 1
+        if t.part == 0:
+            if label in t.labels:
+                raise lines.error(line_no, line, f"row {label!r} appears twice in one table")
+            t.labels.append(label)
+            return row
+        if row >= len(t.labels) or t.labels[row] != label:
+            want = t.labels[row] if row < len(t.labels) else "no more rows"
+            raise lines.error(line_no, line, f"folded part: row {label!r} where the first part has {want!r}")
+        return row

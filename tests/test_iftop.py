@@ -1,0 +1,127 @@
+"""iftop -t parser: connection rows, units to bytes/s, totals, cut-off and malformed captures."""
+
+from __future__ import annotations
+
+import pytest
+
+from perfkit import parsers
+from perfkit.errors import ParseError
+from perfkit.parsers import iftop
+
+from .conftest import FIXTURES
+
+F = FIXTURES / "iftop"
+KB, MB = 1024.0, 1024.0**2
+
+
+def test_perfkit_command_on_lo() -> None:
+    df = iftop.parse(F / "iftop-1.0pre4-t-s3-B-lo.txt", host="db1")
+    # line 4 `1 127.0.0.1  =>  7.78KB  6.92KB  6.92KB  27.7KB`; line 5 `<=  0B ...`
+    send, recv = df.iloc[0], df.iloc[1]
+    assert (send["direction"], send["src"], send["dst"], send["rank"]) == (
+        "send",
+        "127.0.0.1",
+        "127.0.0.1",
+        1,
+    )
+    assert send["rate_2s_bytes_s"] == pytest.approx(7.78 * KB) and send["cumulative_bytes"] == pytest.approx(
+        27.7 * KB
+    )
+    assert recv["direction"] == "recv" and recv["rate_40s_bytes_s"] == 0 and recv["cumulative_bytes"] == 0
+    assert df["src_port"].isna().all() and df["host"].eq("db1").all()
+    assert df.attrs["interface"] == "lo" and df.attrs["rate_unit"] == "bytes"
+    tot = df.attrs["totals"][0]
+    # `Peak rate (sent/received/total):  7.78KB  0B  7.78KB`
+    assert tot["peak_send_bytes_s"] == pytest.approx(7.78 * KB) and tot["peak_recv_bytes_s"] == 0
+    assert tot["cumulative_total_bytes"] == pytest.approx(27.7 * KB)
+
+
+def test_bits_converted_to_bytes_cumulative_stays_bytes() -> None:
+    df = iftop.parse(F / "iftop-1.0pre4-t-s3-bits-lo.txt")
+    # `=>  188Kb  142Kb  142Kb  71.0KB`: 188 * 1024 bits / 8 = 24064 bytes/s
+    assert df.iloc[0]["rate_2s_bytes_s"] == 24064 and df.iloc[0]["cumulative_bytes"] == 71.0 * KB
+    assert df.attrs["rate_unit"] == "bits"
+    veth = iftop.parse(F / "iftop-1.0pre4-t-s3-bits-P-L4-veth.txt")
+    # `Total receive rate:  24.6Mb  18.4Mb  18.4Mb` -> 24.6 * 2^20 / 8
+    assert veth.attrs["totals"][0]["recv_2s_bytes_s"] == pytest.approx(24.6 * MB / 8)
+
+
+def test_two_way_traffic_ipv6_ports() -> None:
+    df = iftop.parse(F / "iftop-1.0pre4-t-s3-B-P-L4-veth.txt")
+    # line 4 `1 [fd99::1]:35930 => 586B 293B 293B 1.14KB`; line 5 `[fd99::2]:18081 <= 98.4KB ... 197KB`
+    send, recv = df.iloc[0], df.iloc[1]
+    assert (send["src"], send["src_port"], send["dst"], send["dst_port"]) == (
+        "fd99::1",
+        35930,
+        "fd99::2",
+        18081,
+    )
+    assert (recv["src"], recv["src_port"], recv["dst_port"]) == ("fd99::1", 35930, 18081)
+    assert send["rate_2s_bytes_s"] == 586 and recv["rate_2s_bytes_s"] == pytest.approx(98.4 * KB)
+    assert recv["cumulative_bytes"] == 197 * KB
+    assert df["rank"].tolist() == [1, 1, 2, 2, 3, 3, 4, 4]
+    v4 = iftop.parse(F / "iftop-1.0pre4-t-s3-B-veth-v4v6.txt")
+    # line 7 `10.99.0.2  <=  1.53MB  1.15MB  1.15MB  4.60MB`
+    assert v4.iloc[3]["dst"] == "10.99.0.2" and v4.iloc[3]["rate_2s_bytes_s"] == pytest.approx(1.53 * MB)
+
+
+def test_several_blocks_and_sigterm_cut() -> None:
+    df = iftop.parse(F / "iftop-1.0pre4-t-B-P-L4-lo-sigterm.txt")
+    # blocks 1 and 2 have 4 pairs; block 3 stops after connection 4's `=>` line (4096-byte flush)
+    assert df.groupby("block").size().to_dict() == {1: 8, 2: 8, 3: 6}
+    assert [t["block"] for t in df.attrs["totals"]] == [1, 2]
+    assert df.attrs["dropped_lines"] == 1 and any("unfinished" in n for n in df.attrs["notes"])
+    # block 2 line 23: `1 127.0.0.1:18080 => 704B 352B 352B 1.38KB`, port 38798 on the `<=` line
+    row = df[(df["block"] == 2) & (df["rank"] == 1)].iloc[0]
+    assert row["rate_10s_bytes_s"] == 352 and row["dst_port"] == 38798 and row["src_port"] == 18080
+
+
+def test_cut_last_line_dropped_and_counted() -> None:
+    df = iftop.parse(F / "truncated-last-line.txt")
+    assert df.attrs["dropped_lines"] == 1 and len(df) == 8 and df.attrs["totals"] == []
+
+
+def test_malformed_line_mid_file_names_its_line() -> None:
+    lines = (F / "iftop-1.0pre4-t-s3-B-lo.txt").read_text().splitlines()
+    lines[3] = lines[3].replace("7.78KB", "7,78KB", 1)
+    with pytest.raises(ParseError) as info:
+        iftop.parse("\n".join(lines) + "\n")
+    assert info.value.line_no == 4
+
+
+def test_packet_units_refused() -> None:
+    text = (
+        (F / "iftop-1.0pre4-t-s3-B-lo.txt").read_text().replace("7.78KB     6.92KB", "7.78Kp     6.92Kp", 1)
+    )
+    with pytest.raises(ParseError, match="packet"):
+        iftop.parse(text)
+
+
+def test_recv_line_without_send_line() -> None:
+    lines = (F / "iftop-1.0pre4-t-s3-B-lo.txt").read_text().splitlines()
+    del lines[3]
+    with pytest.raises(ParseError, match="without the `=>` line") as info:
+        iftop.parse("\n".join(lines) + "\n")
+    assert info.value.line_no == 4
+
+
+def test_service_names_leave_port_na() -> None:
+    text = (
+        (F / "iftop-1.0pre4-t-s3-B-P-L4-veth.txt").read_text().replace("[fd99::2]:18081", "[fd99::2]:http ")
+    )
+    df = iftop.parse(text)
+    assert df["dst_port"].isna().all() and df["dst"].eq("fd99::2").all() and df.attrs["notes"]
+
+
+def test_empty_frame() -> None:
+    df = iftop.parse("")
+    assert len(df) == 0 and {c: str(t) for c, t in df.dtypes.items()} == iftop.SCHEMA
+
+
+def test_sniff_own_fixtures_and_not_others() -> None:
+    for path in F.glob("*.txt"):
+        assert iftop.sniff(path.read_text()), path.name
+    for path in FIXTURES.glob("*/*.txt"):
+        if path.parent.name != "iftop":
+            assert not iftop.sniff(path.read_text(errors="replace")), path
+    assert "iftop" in parsers.registry()
