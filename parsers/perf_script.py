@@ -1,0 +1,122 @@
+"""perf_script: raw `perf script` text, folded into stacks in Python (as a foreign tarball may carry it).
+
+Reads `perf script -i perf.data` after `perf record [-a] -g ...` (perf 5.x/6.x): each sample is an
+event header line starting in column 0, in its usual forms
+
+    python3 28855  7398.543791:   10101010 cpu-clock:ppp:
+    swapper     0 [000]  7401.002808:   10101010 cpu-clock:ppp:
+    comm PID/TID [CPU] TIME: [PERIOD] EVENT: ...
+
+followed by indented frames `ADDR SYMBOL+0xOFF (DSO)`, leaf first, and a blank line. perfkit itself
+folds this text on the host with the awk program `_FOLD` in collectors/captures.py (kind `folded`);
+this module applies exactly the same rules, so both give the same stacks and counts:
+
+- the comm is the first blank-separated word of the header (`busy worker` folds as `busy`);
+- a frame line is blanks, hex digits, a space; its symbol is the words between the address and
+  the last word (the DSO), joined by one space; a line of only address and symbol has no DSO;
+- a trailing `+0x...` offset is dropped; a `[unknown]` symbol is named by its DSO's file name,
+  `[libc.so.6]`, unless the DSO is `[unknown]` too; `;` in a symbol becomes `:`;
+- the stack is `comm;root;...;leaf` (frames reversed), counted once per sample (not by period);
+  a sample without frames is not counted; other indented lines (srcline, tracepoint args) are skipped.
+
+Unlike the awk, a non-indented line that is no event header (`comm PID[/TID] [CPU] TIME:`) is a
+ParseError naming its line, and a last line cut mid-write drops its whole sample (its stack would
+lack the root) and is counted. Lines starting with `#` (`perf script --header`) are skipped.
+
+Schema: the folded frame of parsers/folded.py (host, stack, count, comm, leaf, depth), one row per
+distinct stack in first-seen order; attrs `total_samples`, `samples_without_stack`, `dropped_lines`.
+Tested on: tests/fixtures/perf_script/ (see README.md there).
+"""
+
+from __future__ import annotations
+
+import re
+
+import pandas as pd
+
+from . import folded
+from ._common import Lines, Source, feed_lines
+
+KIND = "perf_script"
+SCHEMA: dict[str, str] = dict(folded.SCHEMA)
+_BLANKS = re.compile(r"[ \t]+")
+_FRAME = re.compile(r"^[ \t]+[0-9a-f]+ ")  # the awk's frame pattern, byte for byte
+_HEADER = re.compile(r"^\S.*?[ \t]+-?\d+(?:/-?\d+)?[ \t]+(?:\[\d+\][ \t]+)?\d+\.\d+:")
+_OFFSET = re.compile(r"\+0x[0-9a-f]+$")
+
+
+def sniff(text: str) -> bool:
+    """An event header line followed by an indented frame line, near the start."""
+    lines = text[:8192].splitlines()[:80]
+    return any(
+        _HEADER.match(a) is not None and _FRAME.match(b) is not None
+        for a, b in zip(lines, lines[1:], strict=False)
+    )
+
+
+def parse(source: Source, *, host: str | None = None, tz: str = "UTC") -> pd.DataFrame:
+    """Fold `perf script` text into one row per distinct stack (the folded.py frame).
+
+    Args:
+        source: path, text stream or string.
+        host: host name for the `host` column.
+        tz: unused (sample times are seconds since boot); kept for the common parser signature.
+
+    Raises:
+        ParseError: a non-indented line that is not a perf script event header.
+    """
+    counts: dict[str, int] = {}
+    frames: list[str] = []
+    comm = ""
+    state = {"no_stack": 0, "dropped": 0, "in_sample": False}
+
+    def emit() -> None:
+        if frames:
+            stack = ";".join([comm, *reversed(frames)])
+            counts[stack] = counts.get(stack, 0) + 1
+        elif state["in_sample"]:
+            state["no_stack"] += 1
+        frames.clear()
+        state["in_sample"] = False
+
+    def feed(line_no: int, line: str, lines: Lines) -> None:
+        nonlocal comm
+        if line[:1] not in ("", " ", "\t"):
+            emit()
+            if line.startswith("#"):
+                return
+            if not _HEADER.match(line):
+                raise lines.error(
+                    line_no, line, "not a perf script event header (`comm pid [cpu] time: ...`)"
+                )
+            comm = _BLANKS.split(line, 1)[0]
+            state["in_sample"] = True
+        elif _FRAME.match(line):
+            frames.append(_symbol(_BLANKS.split(line.strip(" \t"))))
+        elif not line.strip(" \t"):
+            emit()
+
+    def cut(line_no: int, line: str, lines: Lines) -> None:
+        frames.clear()  # the sample's root frames may be missing: drop it whole
+        state["in_sample"] = False
+        state["dropped"] = 1
+
+    feed_lines(source, KIND, feed, cut)
+    emit()
+    df = folded.stacks_frame(counts.items(), host=host)
+    df.attrs.update(samples_without_stack=state["no_stack"], dropped_lines=state["dropped"])
+    return df
+
+
+def _symbol(fields: list[str]) -> str:
+    """A frame's name from its fields `[addr, sym..., dso]`, by the awk's rules."""
+    nf = len(fields)
+    if nf == 1:
+        return ""  # `  7f00 ` with nothing after the address: the awk's $2 is empty
+    sym = " ".join(fields[1 : nf - 1]) if nf >= 3 else fields[1]
+    sym = _OFFSET.sub("", sym)
+    if sym == "[unknown]" and nf >= 3:
+        dso = fields[-1].replace("(", "").replace(")", "").rsplit("/", 1)[-1]
+        if dso != "[unknown]":
+            sym = f"[{dso}]"
+    return sym.replace(";", ":")
