@@ -1,0 +1,626 @@
+"""pprof: Go profiles as `net/http/pprof` serves them (profile.proto, gzip-compressed protobuf).
+
+Reads what collectors/pprof.py fetches from a Go service (TiDB, PD, any `net/http/pprof` server):
+`GET /debug/pprof/profile?seconds=N` (CPU), `/debug/pprof/heap`, `/allocs`, `/goroutine`, `/mutex`,
+`/block` (all `debug=0`, the default: protobuf), gzip-compressed as served or already gunzipped.
+The text forms (`?debug=1`, `?debug=2`) and TiKV's SVG flame graph are refused with a message saying
+so. The decoder is hand-written (protobuf varints and length-delimited fields; the field numbers are
+those of github.com/google/pprof proto/profile.proto): no Go, no protobuf library.
+
+A profile is binary, so `parse` needs its bytes: a path (what perfkit.dataset and `perfkit parse`
+pass), a binary stream, or `bytes`. Decoded text cannot carry them (gzip's bytes do not survive UTF-8
+decoding): a non-empty string that is not a path is a ParseError, the empty string the empty frame.
+`sniff(text)` is always False, for the same reason; the kind comes from the manifest (`kind: pprof`),
+or `perfkit parse --kind pprof FILE`. `sniff_bytes(data)` recognises a profile from its first bytes.
+
+Columns (one row per sample):
+  host        the `host` argument
+  stack       `root;...;leaf` function names, the folded format of perf's stackcollapse; frames of
+              functions inlined into a location are expanded (profile.proto: a Location's last Line
+              is the caller the earlier ones were inlined into); `;` inside a name becomes `:`
+  leaf        the innermost function (<NA> for a sample without locations)
+  labels      the sample's labels as `key=value,key=value` in profile order (numeric labels as
+              `key=123` or `key=123unit`), <NA> when the sample has none
+  then one int64 column per sample type, named `<type>_<unit>` from the string table:
+  `samples_count, cpu_nanoseconds` (CPU), `alloc_objects_count, alloc_space_bytes,
+  inuse_objects_count, inuse_space_bytes` (heap, allocs), `goroutine_count`,
+  `contentions_count, delay_nanoseconds` (mutex, block). SCHEMA lists the fixed columns only; the
+  value columns vary by profile and are named in attrs["value_columns"].
+attrs: sample_types ([{type, unit, column}]), value_columns, default_value_column (what
+`go tool pprof` shows by default: default_sample_type, else the last type), period, period_type
+(`type/unit`), duration_ns, time (tz-aware UTC Timestamp from time_nanos, None when unset),
+drop_frames, keep_frames (recorded, not applied: Go's runtime sets neither), comments,
+dropped_lines (always 0: a cut-off profile cannot be read in part and is a ParseError).
+Errors name line 1 (a profile has no lines) and the byte offset in the reason.
+
+`top(frame, col)` is `go tool pprof -top` (function, flat, flat_pct, cum, cum_pct);
+`folded(frame, col)` gives `a;b;c N` lines for flame graphs.
+Tested on: tests/fixtures/pprof/ (see README.md there), against `go tool pprof -top`.
+"""
+
+from __future__ import annotations
+
+import re
+import zlib
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import IO, NamedTuple
+
+import numpy as np
+import pandas as pd
+
+from perfkit.errors import ParseError
+
+from ._common import coerce, empty_frame
+
+KIND = "pprof"
+SCHEMA: dict[str, str] = {"host": "string", "stack": "string", "leaf": "string", "labels": "string"}
+GZIP_MAGIC = b"\x1f\x8b"
+# A pure-Python decoder is slow on giant profiles and a small gzip can expand enormously (a zip
+# bomb from a foreign archive): refuse beyond this instead of exhausting memory.
+MAX_PROFILE_BYTES = 256 << 20
+
+_WIRE_VARINT, _WIRE_I64, _WIRE_LEN, _WIRE_I32 = 0, 1, 2, 5
+# Profile field number -> wire type (profile.proto): messages, strings and packed lists are
+# length-delimited, the int64 fields varints (`comment` may also come packed).
+_PROFILE_WIRE = {n: _WIRE_LEN for n in (1, 2, 3, 4, 5, 6, 11, 16)} | {
+    n: _WIRE_VARINT for n in (7, 8, 9, 10, 12, 13, 14, 15)
+}
+_Lookup = Callable[[int, str], str]  # string-table index, what it is (for the error) -> string
+
+
+# ---------------------------------------------------------------- public API
+
+
+def sniff(text: str) -> bool:
+    """Always False: a profile is gzip-compressed binary, and decoded text has lost its bytes.
+
+    The kind comes from the manifest; for files without one see `sniff_bytes`.
+    """
+    return False
+
+
+def sniff_bytes(data: bytes) -> bool:
+    """Whether the first bytes of a file look like a pprof profile (gzip or raw protobuf).
+
+    A gzip stream is inflated a little. The fields at the start must all be Profile fields with
+    their wire types: Go's runtime writes `period_type` or `time_nanos` first, not `sample_type`,
+    so no single first byte can be required.
+    """
+    if data[:2] == GZIP_MAGIC:
+        try:
+            data = zlib.decompressobj(wbits=31).decompress(data[:4096], 256)
+        except zlib.error:
+            return False
+    data = data[:256]
+    if not re.search(rb"[\x00-\x08\x0b\x0c\x0e-\x1f]", data):
+        return False  # text: every protobuf profile has small varints (control bytes) early on
+    pos = seen = 0
+    try:
+        while pos < len(data):
+            key, pos = _varint(data, pos, len(data))
+            if _PROFILE_WIRE.get(key >> 3) != key & 7 and key not in (13 << 3 | _WIRE_LEN,):
+                return False
+            if key & 7 == _WIRE_LEN:
+                n, pos = _varint(data, pos, len(data))
+                pos += n  # may run past the prefix: the rest of the file is not read here
+            else:
+                _, pos = _varint(data, pos, len(data))
+            if pos <= len(data):
+                seen += 1
+    except _Bad:
+        pass  # a field cut by the end of the prefix: judge what came before
+    return seen >= 2
+
+
+def parse(
+    source: str | Path | bytes | IO[bytes] | IO[str], *, host: str | None = None, tz: str = "UTC"
+) -> pd.DataFrame:
+    """Parse one pprof profile into one row per sample.
+
+    Args:
+        source: a path (str or Path), a binary stream or the profile's bytes, gzipped or not.
+            Text is refused (see the module docstring); "" gives the empty frame.
+        host: host name to put in the `host` column.
+        tz: unused: a profile's time is UTC nanoseconds since the epoch.
+
+    Raises:
+        ParseError: not a protobuf profile (text, SVG, garbage), cut off, or inconsistent (a sample
+            naming a location the profile lacks, values not matching the sample types).
+    """
+    data, path = _read(source)
+    return parse_bytes(data, host=host, path=path)
+
+
+def parse_bytes(data: bytes, *, host: str | None = None, path: str | None = None) -> pd.DataFrame:
+    """Parse a profile's bytes (gzip-compressed or raw protobuf); `path` only names it in errors."""
+    if not data:
+        return _frame_attrs(empty_frame(SCHEMA), None, [])
+    if len(data) > MAX_PROFILE_BYTES:
+        raise ParseError(KIND, path, 1, "", f"profile larger than {MAX_PROFILE_BYTES >> 20} MiB")
+    raw = _gunzip(data, path) if data[:2] == GZIP_MAGIC else bytes(data)
+    if not raw:
+        return _frame_attrs(empty_frame(SCHEMA), None, [])
+    _refuse_text(raw, path)
+    try:
+        prof = _decode_profile(raw)
+        return _build(prof, host)
+    except _Bad as exc:
+        at = raw[exc.offset : exc.offset + 16].hex(" ") if exc.offset >= 0 else ""
+        where = f" at byte {exc.offset}" if exc.offset >= 0 else ""
+        raise ParseError(KIND, path, 1, at, f"not a valid pprof profile{where}: {exc.reason}") from None
+
+
+def top(frame: pd.DataFrame, value_col: str) -> pd.DataFrame:
+    """Per function, as `go tool pprof -top` lists it: flat, flat_pct, cum, cum_pct.
+
+    flat sums the samples whose leaf is the function, cum those whose stack contains it (once per
+    sample, however often recursion repeats it). Percentages are of the total of all samples'
+    absolute values, samples without a stack included (pprof counts them in its total).
+    Sorted as pprof sorts: flat descending, then name. Functions seen only in zero-valued samples
+    are left out, as pprof skips such samples.
+    """
+    cols = {
+        "function": "string",
+        "flat": "int64",
+        "flat_pct": "float64",
+        "cum": "int64",
+        "cum_pct": "float64",
+    }
+    values = frame[value_col].astype("int64")
+    total = int(values.abs().sum())
+    nonzero = frame.loc[values != 0, ["stack", "leaf"]].assign(v=values[values != 0])
+    if nonzero.empty:
+        return empty_frame(cols)
+    by_stack = nonzero.groupby("stack", sort=False, dropna=True)["v"].sum()
+    cum: dict[str, int] = {}
+    for stack, v in by_stack.items():
+        if stack:
+            for name in set(str(stack).split(";")):
+                cum[name] = cum.get(name, 0) + int(v)
+    flat = nonzero.dropna(subset=["leaf"]).groupby("leaf")["v"].sum()
+    out = pd.DataFrame({"function": list(cum), "cum": list(cum.values())})
+    out["flat"] = out["function"].map(flat).fillna(0).astype("int64")
+    div = float(total) if total else np.nan
+    out["flat_pct"] = out["flat"] / div * 100
+    out["cum_pct"] = out["cum"] / div * 100
+    out["_abs"] = out["flat"].abs()
+    out = out.sort_values(["_abs", "function"], ascending=[False, True], kind="stable")
+    return coerce(out[list(cols)], cols)
+
+
+def folded(frame: pd.DataFrame, value_col: str) -> list[str]:
+    """`root;...;leaf N` lines (Brendan Gregg's folded format, as perf's stackcollapse writes it).
+
+    Identical stacks are summed; zero sums and samples without a stack are left out; sorted by stack.
+    """
+    sums = frame.loc[frame["stack"].fillna("") != ""].groupby("stack")[value_col].sum()
+    return [f"{stack} {int(v)}" for stack, v in sums.sort_index().items() if v != 0]
+
+
+# ---------------------------------------------------------------- input
+
+
+def _read(source: str | Path | bytes | IO[bytes] | IO[str]) -> tuple[bytes, str | None]:
+    if isinstance(source, bytes | bytearray | memoryview):
+        return bytes(source), None
+    if isinstance(source, Path) or (isinstance(source, str) and _is_file(source)):
+        try:
+            with open(source, "rb") as fh:
+                return fh.read(MAX_PROFILE_BYTES + 1), str(source)
+        except OSError as exc:
+            raise ParseError(KIND, str(source), 1, "", f"cannot read: {exc.strerror}") from None
+    if isinstance(source, str):
+        return _text(source, None), None
+    name = getattr(source, "name", None)
+    path = name if isinstance(name, str) else None
+    try:
+        got = source.read(MAX_PROFILE_BYTES + 1)
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ParseError(KIND, path, 1, "", f"cannot read: {exc}") from None
+    if isinstance(got, str):
+        return _text(got, path), path
+    return bytes(got), path
+
+
+def _is_file(text: str) -> bool:
+    if not text or "\n" in text or len(text) >= 4096:
+        return False
+    try:
+        return Path(text).is_file()
+    except (OSError, ValueError):
+        return False
+
+
+def _text(text: str, path: str | None) -> bytes:
+    """Decoded text: empty is the empty profile; anything else cannot be a profile any more."""
+    if not text.strip():
+        return b""
+    first = text.lstrip().splitlines()[0]
+    if text.startswith("\x1f"):
+        reason = "a gzip profile decoded as text has lost its bytes: pass its path or bytes"
+    else:
+        reason = _text_reason(text) or "pprof profiles are binary (gzip protobuf): pass a path or bytes"
+    raise ParseError(KIND, path, 1, first[:120], reason)
+
+
+def _text_reason(text: str) -> str | None:
+    head = text.lstrip()[:512]
+    if head.startswith("<?xml") or "<svg" in head:
+        return (
+            "an SVG (a TiKV flame graph?), not a protobuf profile: "
+            "fetch it with Content-Type: application/protobuf"
+        )
+    # debug=1 starts "goroutine profile: total 5" / "heap profile: ..." / "--- mutex:"; debug=2
+    # starts "goroutine 1 [running]:".
+    if re.match(r"(goroutine|heap|mutex|contention|block) profile:|goroutine \d+ \[|--- \w+:", head):
+        return "the text form of a Go profile (debug=1/2); perfkit reads the protobuf form (debug=0)"
+    return None
+
+
+def _gunzip(data: bytes, path: str | None) -> bytes:
+    d = zlib.decompressobj(wbits=31)
+    try:
+        out = d.decompress(data, MAX_PROFILE_BYTES + 1)
+    except zlib.error as exc:
+        raise ParseError(KIND, path, 1, data[:16].hex(" "), f"corrupt gzip stream: {exc}") from None
+    if len(out) > MAX_PROFILE_BYTES:
+        raise ParseError(KIND, path, 1, "", f"profile inflates to more than {MAX_PROFILE_BYTES >> 20} MiB")
+    if not d.eof:
+        raise ParseError(KIND, path, 1, "", "gzip stream cut off: the profile was not fetched completely")
+    return out
+
+
+def _refuse_text(raw: bytes, path: str | None) -> None:
+    """Text that reached us as bytes (a debug=1 dump, an SVG): say what it is."""
+    if b"\x00" in raw[:512]:
+        return
+    try:
+        text = raw[:512].decode("utf-8")
+    except UnicodeDecodeError:
+        return
+    reason = _text_reason(text)
+    if reason:
+        raise ParseError(KIND, path, 1, text.lstrip().splitlines()[0][:120] if text.strip() else "", reason)
+
+
+# ---------------------------------------------------------------- protobuf
+
+
+class _Bad(Exception):
+    def __init__(self, reason: str, offset: int = -1):
+        super().__init__(reason)
+        self.reason, self.offset = reason, offset
+
+
+def _varint(buf: bytes, pos: int, end: int) -> tuple[int, int]:
+    """(value, next position) of the base-128 varint at `pos`; at most 10 bytes (64 bits)."""
+    result = shift = 0
+    start = pos
+    while True:
+        if pos >= end:
+            raise _Bad("varint runs past the end of its message (profile cut off?)", start)
+        b = buf[pos]
+        pos += 1
+        result |= (b & 0x7F) << shift
+        if b < 0x80:
+            return result & 0xFFFFFFFFFFFFFFFF, pos
+        shift += 7
+        if shift >= 70:
+            raise _Bad("varint longer than 10 bytes", start)
+
+
+def _signed(v: int) -> int:
+    """protobuf int64: negative numbers are 10-byte two's complement varints."""
+    return v - (1 << 64) if v >= 1 << 63 else v
+
+
+def _fields(buf: bytes, pos: int, end: int) -> Iterator[tuple[int, int, int, int]]:
+    """(field number, wire type, value or start, end) for each field of the message buf[pos:end].
+
+    Varints give (no, 0, value, 0); length-delimited fields (no, 2, start, end); fixed-width fields
+    are skipped over. Groups (wire types 3, 4) are obsolete and never in a profile: an error.
+    """
+    while pos < end:
+        at = pos
+        key, pos = _varint(buf, pos, end)
+        no, wire = key >> 3, key & 7
+        if no == 0:
+            raise _Bad("field number 0", at)
+        if wire == _WIRE_VARINT:
+            v, pos = _varint(buf, pos, end)
+            yield no, wire, v, 0
+        elif wire == _WIRE_LEN:
+            n, pos = _varint(buf, pos, end)
+            if n > end - pos:
+                raise _Bad(f"field {no} is {n} bytes long, only {end - pos} left (profile cut off?)", at)
+            yield no, wire, pos, pos + n
+            pos += n
+        elif wire in (_WIRE_I64, _WIRE_I32):
+            pos += 8 if wire == _WIRE_I64 else 4
+            if pos > end:
+                raise _Bad(f"fixed-width field {no} runs past the end", at)
+        else:
+            raise _Bad(f"field {no} has invalid wire type {wire}", at)
+
+
+def _ints(buf: bytes, wire: int, a: int, b: int, out: list[int]) -> None:
+    """A repeated integer field: one unpacked varint, or a packed run of them."""
+    if wire == _WIRE_VARINT:
+        out.append(a)
+        return
+    if wire != _WIRE_LEN:
+        raise _Bad("repeated integer field with a fixed-width wire type", a)
+    pos = a
+    while pos < b:
+        v, pos = _varint(buf, pos, b)
+        out.append(v)
+
+
+def _int(wire: int, a: int, what: str) -> int:
+    if wire != _WIRE_VARINT:
+        raise _Bad(f"{what} is not a varint")
+    return a
+
+
+class _Profile(NamedTuple):
+    sample_types: list[tuple[int, int]]
+    samples: list[tuple[list[int], list[int], list[tuple[int, int, int, int]]]]
+    locations: dict[int, list[int]]  # id -> function ids, innermost (inlined) first
+    loc_address: dict[int, int]
+    functions: dict[int, tuple[int, int]]  # id -> (name, system_name) string indices
+    strings: list[str]
+    scalars: dict[int, int]
+    period_type: tuple[int, int] | None
+    comments: list[int]
+
+
+def _decode_profile(buf: bytes) -> _Profile:
+    sample_types: list[tuple[int, int]] = []
+    samples: list[tuple[list[int], list[int], list[tuple[int, int, int, int]]]] = []
+    locations: dict[int, list[int]] = {}
+    loc_address: dict[int, int] = {}
+    functions: dict[int, tuple[int, int]] = {}
+    strings: list[str] = []
+    scalars: dict[int, int] = {}
+    period_type: tuple[int, int] | None = None
+    comments: list[int] = []
+    for no, wire, a, b in _fields(buf, 0, len(buf)):
+        if no in (1, 2, 3, 4, 5, 6, 11) and wire != _WIRE_LEN:
+            raise _Bad(f"Profile field {no} should be a message or string, has wire type {wire}")
+        if no == 1:
+            sample_types.append(_value_type(buf, a, b))
+        elif no == 2:
+            samples.append(_sample(buf, a, b))
+        elif no == 4:
+            lid, addr, funcs = _location(buf, a, b)
+            locations[lid] = funcs
+            loc_address[lid] = addr
+        elif no == 5:
+            fid, name, system_name = _function(buf, a, b)
+            functions[fid] = (name, system_name)
+        elif no == 6:
+            try:
+                strings.append(buf[a:b].decode("utf-8"))
+            except UnicodeDecodeError:
+                strings.append(buf[a:b].decode("utf-8", errors="replace"))
+        elif no == 11:
+            period_type = _value_type(buf, a, b)
+        elif no == 13:
+            _ints(buf, wire, a, b, comments)
+        elif no in (7, 8, 9, 10, 12, 14):
+            scalars[no] = _signed(_int(wire, a, f"Profile field {no}"))
+        # 3 (mappings), 15, 16 and unknown fields: not needed for stacks and values.
+    return _Profile(
+        sample_types, samples, locations, loc_address, functions, strings, scalars, period_type, comments
+    )
+
+
+def _value_type(buf: bytes, a: int, b: int) -> tuple[int, int]:
+    typ = unit = 0
+    for no, wire, x, _ in _fields(buf, a, b):
+        if no == 1:
+            typ = _int(wire, x, "ValueType.type")
+        elif no == 2:
+            unit = _int(wire, x, "ValueType.unit")
+    return typ, unit
+
+
+def _sample(buf: bytes, a: int, b: int) -> tuple[list[int], list[int], list[tuple[int, int, int, int]]]:
+    loc_ids: list[int] = []
+    values: list[int] = []
+    labels: list[tuple[int, int, int, int]] = []
+    for no, wire, x, y in _fields(buf, a, b):
+        if no == 1:
+            _ints(buf, wire, x, y, loc_ids)
+        elif no == 2:
+            _ints(buf, wire, x, y, values)
+        elif no == 3:
+            if wire != _WIRE_LEN:
+                raise _Bad("Sample.label is not a message", x)
+            key = s = num = num_unit = 0
+            for lno, lwire, lx, _ in _fields(buf, x, y):
+                if lno in (1, 2, 3, 4):
+                    v = _int(lwire, lx, "Label field")
+                    if lno == 1:
+                        key = v
+                    elif lno == 2:
+                        s = v
+                    elif lno == 3:
+                        num = _signed(v)
+                    else:
+                        num_unit = v
+            labels.append((key, s, num, num_unit))
+    return loc_ids, [_signed(v) for v in values], labels
+
+
+def _location(buf: bytes, a: int, b: int) -> tuple[int, int, list[int]]:
+    lid = addr = 0
+    funcs: list[int] = []
+    for no, wire, x, y in _fields(buf, a, b):
+        if no == 1:
+            lid = _int(wire, x, "Location.id")
+        elif no == 3:
+            addr = _int(wire, x, "Location.address")
+        elif no == 4:
+            if wire != _WIRE_LEN:
+                raise _Bad("Location.line is not a message", x)
+            fid = 0
+            for lno, lwire, lx, _ in _fields(buf, x, y):
+                if lno == 1:
+                    fid = _int(lwire, lx, "Line.function_id")
+            funcs.append(fid)
+    if lid == 0:
+        raise _Bad("a Location without an id", a)
+    return lid, addr, funcs
+
+
+def _function(buf: bytes, a: int, b: int) -> tuple[int, int, int]:
+    fid = name = system_name = 0
+    for no, wire, x, _ in _fields(buf, a, b):
+        if no == 1:
+            fid = _int(wire, x, "Function.id")
+        elif no == 2:
+            name = _int(wire, x, "Function.name")
+        elif no == 3:
+            system_name = _int(wire, x, "Function.system_name")
+    if fid == 0:
+        raise _Bad("a Function without an id", a)
+    return fid, name, system_name
+
+
+# ---------------------------------------------------------------- frame
+
+
+def _build(prof: _Profile, host: str | None) -> pd.DataFrame:
+    strings = prof.strings
+    if not strings:
+        raise _Bad("no string table (every profile has one, starting with the empty string)")
+    if strings[0] != "":
+        raise _Bad(f"string table starts with {strings[0][:40]!r}, not the empty string")
+    if not prof.sample_types:
+        raise _Bad("no sample types")
+
+    def s(i: int, what: str) -> str:
+        if not 0 <= i < len(strings):
+            raise _Bad(f"{what} names string {i}, the table has {len(strings)}")
+        return strings[i]
+
+    types = [{"type": s(t, "sample type"), "unit": s(u, "sample unit")} for t, u in prof.sample_types]
+    columns = _value_columns(types)
+    for t, c in zip(types, columns, strict=True):
+        t["column"] = c
+
+    names: dict[int, str] = {}
+    for fid, (n, sysn) in prof.functions.items():
+        names[fid] = (s(n, "function name") or s(sysn, "function system name") or "?").replace(";", ":")
+    loc_frames: dict[int, list[str]] = {}
+    for lid, fids in prof.locations.items():
+        if not fids:  # not symbolized: the address stands in for the name, as in pprof
+            loc_frames[lid] = [f"0x{prof.loc_address.get(lid, 0):x}"]
+            continue
+        try:
+            loc_frames[lid] = [names[f] for f in fids]
+        except KeyError as exc:
+            raise _Bad(f"location {lid} names function {exc.args[0]}, which the profile lacks") from None
+
+    ntypes = len(types)
+    stacks: list[str] = []
+    leaves: list[str | None] = []
+    labels: list[str | None] = []
+    values = np.zeros((len(prof.samples), ntypes), dtype=np.int64)
+    cache: dict[tuple[int, ...], tuple[str, str | None]] = {}
+    for i, (loc_ids, vals, labs) in enumerate(prof.samples):
+        if len(vals) != ntypes:
+            raise _Bad(f"sample {i + 1} has {len(vals)} values for {ntypes} sample types")
+        values[i] = vals
+        key = tuple(loc_ids)
+        hit = cache.get(key)
+        if hit is None:
+            leaf_first: list[str] = []
+            for lid in loc_ids:
+                frames = loc_frames.get(lid)
+                if frames is None:
+                    raise _Bad(f"sample {i + 1} names location {lid}, which the profile lacks")
+                leaf_first.extend(frames)
+            hit = cache[key] = (";".join(reversed(leaf_first)), leaf_first[0] if leaf_first else None)
+        stacks.append(hit[0])
+        leaves.append(hit[1])
+        labels.append(_labels(labs, s) if labs else None)
+
+    data: dict[str, object] = {
+        "host": pd.array([host] * len(stacks), dtype="string"),
+        "stack": pd.array(stacks, dtype="string"),
+        "leaf": pd.array(leaves, dtype="string"),
+        "labels": pd.array(labels, dtype="string"),
+    }
+    frame = coerce(pd.DataFrame(data), SCHEMA) if stacks else empty_frame(SCHEMA)
+    for j, col in enumerate(columns):
+        frame[col] = values[:, j]
+    return _frame_attrs(frame, prof, types, s)
+
+
+def _value_columns(types: list[dict[str, str]]) -> list[str]:
+    """`<type>_<unit>` in snake_case; unique, and never one of the fixed columns."""
+    out: list[str] = []
+    for i, t in enumerate(types):
+        base = "_".join(p for p in (_snake(t["type"]), _snake(t["unit"])) if p) or f"value{i}"
+        name, n = base, 2
+        while name in out or name in SCHEMA:
+            name, n = f"{base}_{n}", n + 1
+        out.append(name)
+    return out
+
+
+def _snake(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "_", text.lower()).strip("_")
+
+
+def _labels(labs: list[tuple[int, int, int, int]], s: _Lookup) -> str:
+    parts = []
+    for key, sidx, num, unit in labs:
+        value = s(sidx, "label value") if sidx else f"{num}{s(unit, 'label unit')}"
+        parts.append(f"{s(key, 'label key')}={value}")
+    return ",".join(parts)
+
+
+def _frame_attrs(
+    frame: pd.DataFrame, prof: _Profile | None, types: list[dict[str, str]], s: _Lookup | None = None
+) -> pd.DataFrame:
+    """Profile-level facts go in attrs: they describe the whole profile, not a sample."""
+    attrs: dict[str, object] = {
+        "sample_types": types,
+        "value_columns": [t["column"] for t in types],
+        "default_value_column": None,
+        "period": None,
+        "period_type": None,
+        "duration_ns": None,
+        "time": None,
+        "drop_frames": "",
+        "keep_frames": "",
+        "comments": [],
+        "dropped_lines": 0,
+    }
+    if prof is not None and s is not None:
+        sc = prof.scalars
+        default = s(sc.get(14, 0), "default sample type")
+        by_type = {t["type"]: t["column"] for t in types}
+        attrs["default_value_column"] = (
+            by_type.get(default, types[-1]["column"]) if default else types[-1]["column"]
+        )
+        attrs["period"] = sc.get(12, 0)
+        if prof.period_type is not None:
+            attrs["period_type"] = (
+                f"{s(prof.period_type[0], 'period type')}/{s(prof.period_type[1], 'period unit')}"
+            )
+        attrs["duration_ns"] = sc.get(10, 0) or None
+        if sc.get(9):
+            attrs["time"] = pd.Timestamp(sc[9], unit="ns", tz="UTC")
+        attrs["drop_frames"] = s(sc.get(7, 0), "drop_frames")
+        attrs["keep_frames"] = s(sc.get(8, 0), "keep_frames")
+        attrs["comments"] = [s(c, "comment") for c in prof.comments]
+    frame.attrs.update(attrs)
+    return frame
+
+
+__all__ = ["SCHEMA", "folded", "parse", "parse_bytes", "sniff", "sniff_bytes", "top"]
