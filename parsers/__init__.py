@@ -33,3 +33,12 @@ def sniff_kind(text: str) -> str | None:
     """The kind whose `sniff` claims this text (the first lines of a file), or None."""
     claims = [kind for kind, mod in registry().items() if mod.sniff(text)]
     return claims[0] if len(claims) == 1 else (sorted(claims)[0] if claims else None)
+
+
+def sniff_binary_kind(data: bytes) -> str | None:
+    """The kind whose `sniff_bytes` claims these first bytes of a binary file (e.g. a gzip'd pprof
+    profile), or None. Only parsers of binary formats define `sniff_bytes`."""
+    claims = [
+        k for k, mod in registry().items() if getattr(mod, "sniff_bytes", None) and mod.sniff_bytes(data)
+    ]
+    return sorted(claims)[0] if claims else None

@@ -8,7 +8,7 @@ from __future__ import annotations
 import io
 import re
 from collections.abc import Callable, Iterator
-from datetime import date, datetime
+from datetime import date, datetime, timedelta
 from pathlib import Path
 from typing import IO
 from zoneinfo import ZoneInfo
@@ -174,6 +174,24 @@ def parse_date(text: str) -> date | None:
 def to_utc(naive: datetime, tz: str) -> pd.Timestamp:
     """A wall-clock time on a host whose zone is `tz`, as a UTC timestamp."""
     return pd.Timestamp(naive.replace(tzinfo=ZoneInfo(tz))).tz_convert("UTC")
+
+
+def clock_stamps(clock_s: np.ndarray, day0: date, tz: str) -> pd.Series:
+    """UTC timestamps of seconds since the first midnight on `day0` in `tz`, for tools that print a
+    time of day and no date (top, iotop); one zone lookup per distinct clock. NaN gives NaT."""
+    cache: dict[float, int] = {}
+    out = np.empty(len(clock_s), dtype=np.int64)
+    nat = np.iinfo(np.int64).min
+    midnight = datetime(day0.year, day0.month, day0.day)
+    for i, sec in enumerate(clock_s):
+        if np.isnan(sec):
+            out[i] = nat
+            continue
+        ns = cache.get(sec)
+        if ns is None:
+            ns = cache[sec] = to_utc(midnight + timedelta(seconds=float(sec)), tz).value
+        out[i] = ns
+    return pd.Series(pd.to_datetime(out, utc=True))
 
 
 # ---------------------------------------------------------------- frames

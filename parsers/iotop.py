@@ -60,7 +60,7 @@ Tested on: tests/fixtures/iotop/ (README.md there).
 from __future__ import annotations
 
 import re
-from datetime import date, datetime, timedelta
+from datetime import date, datetime
 from zoneinfo import ZoneInfo
 
 import numpy as np
@@ -68,7 +68,7 @@ import pandas as pd
 
 from perfkit.errors import ParseError
 
-from ._common import Lines, Source, coerce, empty_frame, feed_lines, to_utc
+from ._common import Lines, Source, clock_stamps, coerce, empty_frame, feed_lines
 
 KIND = "iotop"
 
@@ -254,7 +254,7 @@ def parse(
     data["thread"] = command.str.extract(_THREAD, expand=False).astype("string")
     data["host"] = pd.array([host] * n, dtype="string")
     if day0 is not None:
-        data["timestamp"] = _stamps(data["clock_s"], day0, tz)
+        data["timestamp"] = clock_stamps(data["clock_s"], day0, tz)
     df = coerce(pd.DataFrame(data), SCHEMA)
     df.attrs.update(attrs)
     return df
@@ -267,20 +267,3 @@ def _day(value: date | str | None, lines: Lines) -> date | None:
         return datetime.strptime(value, "%Y-%m-%d").date()
     except ValueError:
         raise ParseError(KIND, lines.path, 0, "", f"capture date {value!r} is not YYYY-MM-DD") from None
-
-
-def _stamps(clock_s: np.ndarray, day0: date, tz: str) -> pd.Series:
-    """UTC timestamps of seconds-since-first-midnight on `day0` in `tz` (one zone lookup per clock)."""
-    cache: dict[float, int] = {}
-    out = np.empty(len(clock_s), dtype=np.int64)
-    nat = np.iinfo(np.int64).min
-    midnight = datetime(day0.year, day0.month, day0.day)
-    for i, sec in enumerate(clock_s):
-        if np.isnan(sec):
-            out[i] = nat
-            continue
-        ns = cache.get(sec)
-        if ns is None:
-            ns = cache[sec] = to_utc(midnight + timedelta(seconds=float(sec)), tz).value
-        out[i] = ns
-    return pd.Series(pd.to_datetime(out, utc=True))

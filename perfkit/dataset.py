@@ -9,6 +9,7 @@ Nothing is dropped silently: a file no parser claims, or one whose parse failed,
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import pandas as pd
@@ -16,7 +17,7 @@ import pandas as pd
 from perfkit import parsers
 from perfkit.archive import Archive
 from perfkit.errors import ParseError
-from perfkit.parsers._common import head
+from perfkit.parsers._common import clock_stamps, head
 
 
 @dataclass
@@ -101,8 +102,26 @@ def load_dataset(archive: Archive, *, tz: str = "UTC") -> Dataset:
         except ParseError as exc:
             ds.unparsed.append({"path": rel, "reason": _relative_message(exc, rel)})
             continue
+        if rec is not None and rec.get("started_at"):
+            _anchor_clock(frame, rec["started_at"], file_tz)
         ds.captures.append(Capture(path=rel, kind=kind, host=host, step=step, frame=frame))
     return ds
+
+
+def _anchor_clock(frame: pd.DataFrame, started_at: str, tz: str) -> None:
+    """Timestamps for a capture that prints a time of day and no date (top, iotop: `clock_s`, seconds
+    since its first midnight): the day is the one that puts the first clock nearest the record's
+    start, so a capture started at 23:59:59.9 whose first screen says 00:00:00 lands on the next."""
+    if "clock_s" not in frame.columns or frame.empty or frame["timestamp"].notna().any():
+        return
+    clocks = frame["clock_s"].dropna()
+    if clocks.empty:
+        return
+    start = pd.Timestamp(started_at).tz_convert(tz).tz_localize(None).to_pydatetime()  # host wall clock
+    first = timedelta(seconds=float(clocks.iloc[0]))
+    midnight = datetime(start.year, start.month, start.day)
+    day = min((midnight + timedelta(days=d) for d in (-1, 0, 1)), key=lambda m: abs(m + first - start))
+    frame["timestamp"] = clock_stamps(frame["clock_s"].to_numpy(), day.date(), tz).set_axis(frame.index)
 
 
 def _sniff(path: Path) -> tuple[str | None, str]:
@@ -115,7 +134,8 @@ def _sniff(path: Path) -> tuple[str | None, str]:
     if not start:
         return None, "empty file"
     if start[:2] == b"\x1f\x8b" or start[:4] == b"PK\x03\x04" or b"\x00" in start:
-        return None, "binary file (no parser reads it)"
+        kind = parsers.sniff_binary_kind(start)
+        return (kind, "") if kind else (None, "binary file (no parser reads it)")
     kind = parsers.sniff_kind(head(path))
     if kind is None:
         return None, "no parser recognises this format"
