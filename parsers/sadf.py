@@ -39,11 +39,26 @@ import re
 from array import array
 from datetime import datetime
 
+import numpy as np
 import pandas as pd
+
+from perfkit.errors import ParseError
 
 from . import _common
 from ._sysstat import Sysstat, utc
-from .sar import _TABLES, _check_instance, _classify, _Plan, _Store
+from .sar import (
+    _SMALL_RUN,
+    _TABLES,
+    CHUNK_ROWS,
+    _bad_marks,
+    _check_instance,
+    _classify,
+    _factor,
+    _numbers_ok,
+    _Plan,
+    _read_chunk,
+    _Store,
+)
 from .sar import SCHEMA as _SAR_SCHEMA
 
 KIND = "sadf"
@@ -99,9 +114,10 @@ class _Sadf(Sysstat):
         self.skipped: list[str] = []
         self.unknown: list[str] = []
         self._last_stamp: tuple[str, int] = ("", 0)
+        self._minutes: dict[str, int] = {}  # `YYYY-MM-DD HH:MM:` of a UTC stamp read -> its minute's ns
 
     def run(self) -> pd.DataFrame:
-        _common.feed_lines(self.source, KIND, self.feed, self.cut_last)
+        self.walk()
         frame = self.store.frame()
         frame.attrs.update(
             {
@@ -115,6 +131,161 @@ class _Sadf(Sysstat):
             }
         )
         return frame
+
+    def walk(self) -> None:
+        """`_common.feed_lines` with a fast lane: rows under a read header are buffered, read in chunks.
+
+        A line is buffered when a read table is open and it starts like a row (a host name); header,
+        blank and odd lines go to `feed`, held back one line so a last line cut mid-write is dropped
+        as `feed_lines` drops it.
+        """
+        lines = self.lines = _common.Lines(self.source, KIND)
+        rows: list[str] = []
+        first = 0  # line number of rows[0]: rows of a run are consecutive lines
+        pending: tuple[int, str] | None = None  # a line not yet fed
+        fast = False
+        line_no = limit = 0
+        try:
+            for line_no, line in lines:  # noqa: B007 - line_no is read after the loop
+                if fast and line[:1].isalnum():
+                    if not rows:
+                        first, limit = line_no, line_no + CHUNK_ROWS - 1
+                    rows.append(line)
+                    if line_no >= limit:  # CHUNK_ROWS buffered: bounds memory
+                        self.flush(rows, first)
+                        first, limit = line_no + 1, line_no + CHUNK_ROWS
+                    continue
+                if rows:
+                    self.flush(rows, first)
+                if pending is not None:
+                    self.feed(*pending, lines)
+                    fast = self.plans is not None and not self.skipping
+                    if fast and line[:1].isalnum():
+                        first, limit, pending = line_no, line_no + CHUNK_ROWS - 1, None
+                        rows.append(line)
+                        continue
+                pending = (line_no, line)
+                fast = False
+        except (UnicodeDecodeError, OSError) as exc:
+            raise lines.error(line_no + 1, "", f"cannot read: {exc}") from None
+        if rows and not lines.last_complete:
+            rows.pop()  # the last line, a row cut mid-write
+            self.cut_last(line_no, "", lines)
+        if rows:
+            self.flush(rows, first)
+        if pending is not None:
+            if not lines.last_complete and pending[1].strip():
+                self.cut_last(*pending, lines)
+            else:
+                self.feed(*pending, lines)
+
+    def flush(self, rows: list[str], first: int) -> None:
+        """Read a run of rows: in one chunk when it is plain, else line by line (the exact rules)."""
+        if len(rows) < _SMALL_RUN or not self.chunk(rows, first):
+            for k, row in enumerate(rows):
+                self.feed(first + k, row, self.lines)
+        rows.clear()
+
+    def chunk(self, rows: list[str], first: int) -> bool:
+        """Read rows under the open header with pandas (`sep=";"`); False (nothing changed) unless plain.
+
+        "Plain" is what `feed` would take without complaint: the header's field count, an interval in
+        seconds (no restart or comment record), readable timestamps, numbers in sysstat's grammar with
+        the file's decimal mark, each instance once per time. Anything else goes back to `feed`, so
+        errors and state stay exactly the per-line ones.
+        """
+        plans, ncols = self.plans, self.width
+        if plans is None:
+            return False
+        data = "\n".join(rows).encode("utf-8", "surrogateescape")
+        if data.count(b";") != len(rows) * (ncols - 1) or b";+" in data:
+            return False  # a row with another field count, or `+1` that isdigit() refuses
+        value_cols = {i for plan in plans for i, _, _ in plan.fields}
+        mark = self.decimal
+        if mark is None:  # the first value with a fraction decides, as in Sysstat.number()
+            fields = rows[0].split(";")
+            firsts = [fields[i] for plan in plans for i, _, _ in plan.fields]
+            mark = next(("," if "," in t else "." for t in firsts if "," in t or "." in t), None)
+        host0 = rows[0].split(";", 1)[0].encode("utf-8", "surrogateescape") + b";"
+        body = data
+        dotted = host0[:1].isdigit() or b"." in host0 or b"," in host0
+        if dotted and data.count(b"\n" + host0) == len(rows) - 1 and data.startswith(host0):
+            body = data.replace(b"\n" + host0, b"\n")[len(host0) :]  # a dotted host name is no number
+        if mark is None and (b"," in body or b"." in body):
+            return False
+        if (mark == "," and self.slash_date) or _bad_marks(body, mark) or b" ;" in body or b"; " in body:
+            return False
+        if body.endswith(b" ") or b" \n" in body or b"\r" in body:
+            return False  # pandas skips blanks around a number; sadf's grammar has none
+        text_cols = set(range(ncols)) - value_cols - {1}
+        df = _read_chunk(data, ncols, ";", mark or ".", text_cols)
+        if df is None or len(df) != len(rows) or not _numbers_ok(df, value_cols, mark):
+            return False
+        intervals = df[1]
+        if intervals.dtype.kind not in "iu" or intervals.min() < 0:
+            return False  # a restart or comment record (`-1`), or an interval `feed` refuses
+        stamps = self.chunk_stamps(df[2], first, rows[0])
+        if stamps is None:
+            return False
+        return self.commit(df, plans, stamps, mark)
+
+    def chunk_stamps(self, col: pd.Series, first: int, line: str) -> np.ndarray | None:
+        """UTC ns per row, one `timestamp()` per distinct text; None if one is not readable."""
+        codes, texts = _factor(col)
+        ns = np.empty(len(texts), dtype=np.int64)
+        minutes = self._minutes
+        for k, text in enumerate(texts.tolist()):
+            # `2026-11-23 07:47:26 UTC`: a minute already read gives the time by adding its seconds
+            ss = text[17:19]
+            utc_form = len(text) == 23 and text[19:] == " UTC" and ss.isascii() and ss.isdigit()
+            base = minutes.get(text[:17]) if utc_form else None
+            if base is not None:
+                ns[k] = base + min(int(ss), 59) * 1_000_000_000
+                continue
+            try:
+                ns[k] = self.timestamp(first, line, text)
+            except ParseError:
+                return None
+            if utc_form:
+                minutes[text[:17]] = int(ns[k]) - min(int(ss), 59) * 1_000_000_000
+        return ns[codes]
+
+    def commit(self, df: pd.DataFrame, plans: list[_Plan], stamps: np.ndarray, mark: str | None) -> bool:
+        """Check instances and times per table, then store the chunk; False (nothing stored) if not plain."""
+        n = len(df)
+        done = []
+        for plan in plans:
+            if plan.instance is not None:
+                codes, names = _factor(df[plan.instance])
+                if _TABLES[plan.table].name == "cpu":
+                    names[names == "-1"] = "all"  # sadf's code for the all-CPU row; sar text prints `all`
+                if any(_check_instance(plan.table, v) is not None for v in names.tolist()):
+                    return False
+            else:
+                names = np.array([""], dtype=object)
+                codes = np.zeros(n, dtype=np.int64)
+            state = self.store.new_rows(plan.table, stamps, codes, names)
+            if state is None:
+                return False
+            done.append((plan, names, codes, state))
+        # the chunk is plain: from here on, state changes
+        if mark is not None and self.decimal is None:
+            self.decimal = mark
+        self.intervals.update(np.unique(df[1].to_numpy()).tolist())
+        if self.host is not None:
+            hosts = [self.host] * n
+        else:
+            codes, names = _factor(df[0])
+            hosts = names[codes].tolist()
+        for plan, names, codes, state in done:
+            missing = np.full(n, np.nan)  # for the table's columns this header does not print
+            cols = [missing] * len(self.store.values[plan.table])
+            for i, j, factor in plan.fields:
+                values = df[i].to_numpy(dtype=np.float64)
+                cols[j] = values * factor if factor != 1.0 else values
+            self.store.extend(plan.table, stamps, hosts, names[codes].tolist(), cols)
+            self.store.interval[plan.table] = state
+        return True
 
     def feed(self, line_no: int, line: str, lines: _common.Lines) -> None:
         self.lines = lines

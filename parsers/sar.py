@@ -65,17 +65,23 @@ on: tests/fixtures/sar/*.txt (see README.md there).
 
 from __future__ import annotations
 
+import csv
+import io
 import re
 from array import array
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 
 import numpy as np
 import pandas as pd
+
+from perfkit.errors import ParseError
 
 from . import _common
 from ._sysstat import Sysstat, record_value, utc
 
 KIND = "sar"
+_ROLLOVER_S = 3600  # as parsers/_sysstat.py: a clock going back by more is the next day
 
 
 @dataclass(frozen=True)
@@ -225,7 +231,10 @@ SCHEMA: dict[str, str] = {
 }
 
 _KEYS = frozenset(t.key for t in _TABLES)
+# fields that make `feed` read a line as no data row ("" is what pandas pads a short row with)
+_NOT_ROW_WORDS = _KEYS | {"LINUX", "COM", ""}
 _CPU_ID = re.compile(r"^(?:all|\d+)$")
+_AMPM = re.compile(r"^[AaPp]\.?[Mm]\.?$")  # as parsers/_sysstat.py: a 12-hour clock's second token
 _NUMBER = re.compile(r"^[-+]?\d+(?:[.,]\d+)?$")
 _CPUS = re.compile(r"\((\d+) CPU\)")
 _SNIFF_HEADER = re.compile(
@@ -345,24 +354,74 @@ class _Store:
         for col, v in zip(self.values[t_no], row, strict=True):
             col.append(v)
 
+    def extend(
+        self,
+        t_no: int,
+        stamps: np.ndarray,
+        hosts: list[str | None],
+        instances: list[str],
+        cols: list[np.ndarray],
+    ) -> None:
+        """Append a chunk of rows of one table at once (the vectorised path's `add`)."""
+        self.stamps[t_no].frombytes(np.ascontiguousarray(stamps, dtype=np.int64).tobytes())
+        self.hosts[t_no].extend(hosts)
+        self.instances[t_no].extend(instances)
+        for col, values in zip(self.values[t_no], cols, strict=True):
+            col.frombytes(np.ascontiguousarray(values, dtype=np.float64).tobytes())
+
+    def new_rows(
+        self, t_no: int, keys: np.ndarray, codes: np.ndarray, names: np.ndarray
+    ) -> tuple[object, set[str]] | None:
+        """`is_new` over a chunk: the table's interval state after it, or None if an instance repeats.
+
+        `keys` are the rows' interval keys, `codes` index `names` (the instances). Nothing changes here:
+        the caller commits the returned state once the whole chunk is known to be good.
+        """
+        at, seen = self.interval[t_no]
+        n = len(keys)
+        new_run = np.empty(n, dtype=bool)
+        new_run[0] = keys[0] != at
+        new_run[1:] = keys[1:] != keys[:-1]
+        run = np.cumsum(new_run)
+        if pd.Series(run * len(names) + codes).duplicated().any():
+            return None
+        starts = np.flatnonzero(new_run)
+        first_end = starts[0] if len(starts) else n
+        if not new_run[0] and seen and not seen.isdisjoint(names[codes[:first_end]].tolist()):
+            return None  # the chunk continues the interval before it and repeats one of its instances
+        last = starts[-1] if len(starts) else 0
+        tail = set(names[codes[last:]].tolist())
+        return (int(keys[-1]), tail if len(starts) else seen | tail)
+
     def frame(self) -> pd.DataFrame:
-        parts = []
-        for t_no, table in enumerate(_TABLES):
-            n = len(self.instances[t_no])
-            if n == 0:
-                continue
-            data: dict[str, object] = {
-                "timestamp": utc(self.stamps[t_no]),
-                "host": pd.array(self.hosts[t_no], dtype="string"),
-                "table": pd.array([table.name] * n, dtype="string"),
-                "instance": pd.array(self.instances[t_no], dtype="string"),
-            }
-            for col, values in zip(_table_columns(table), self.values[t_no], strict=True):
-                data[col] = np.frombuffer(values, dtype=np.float64)
-            parts.append(_common.coerce(pd.DataFrame(data), SCHEMA))
-        if not parts:
+        """One frame, tables in _TABLES order; each column built once (no per-table frames to concat)."""
+        counts = [len(names) for names in self.instances]
+        n = sum(counts)
+        if n == 0:
             return _common.empty_frame(SCHEMA)
-        return _common.coerce(pd.concat(parts, ignore_index=True), SCHEMA)
+        ends = np.cumsum(counts)
+        metrics = {col: np.full(n, np.nan) for col in _METRIC_COLS}
+        for t_no, table in enumerate(_TABLES):
+            start = ends[t_no] - counts[t_no]
+            for col, values in zip(_table_columns(table), self.values[t_no], strict=True):
+                metrics[col][start : ends[t_no]] = np.frombuffer(values, dtype=np.float64)
+        data: dict[str, object] = {
+            "timestamp": utc(array("q", b"".join(self.stamps))),
+            "host": _strings([h for hosts in self.hosts for h in hosts]),
+            "table": _strings(np.repeat([t.name for t in _TABLES], counts).tolist()),
+            "instance": _strings([i for names in self.instances for i in names]),
+            **metrics,
+        }
+        frame = pd.DataFrame(data, copy=False)  # one block per column: no consolidation copy
+        if {c: str(t) for c, t in frame.dtypes.items()} != SCHEMA:  # safety net; copies the frame
+            frame = _common.coerce(frame, SCHEMA)
+        return frame
+
+
+def _strings(values: list[str | None]) -> pd.api.extensions.ExtensionArray:
+    """A "string" array (None -> NA) built from its few distinct values: cheaper than one per row."""
+    codes, uniques = pd.factorize(np.asarray(values, dtype=object))
+    return pd.array(np.asarray(uniques, dtype=object), dtype="string").take(codes, allow_fill=True)
 
 
 def _record(host: str | None, t_no: int, instance: str, row: list[float]) -> dict[str, object]:
@@ -373,6 +432,90 @@ def _record(host: str | None, t_no: int, instance: str, row: list[float]) -> dic
         "instance": instance,
         **{c: record_value(v) for c, v in zip(cols, row, strict=True)},
     }
+
+
+CHUNK_ROWS = 65536  # data rows handed to pandas at once: bounds memory, amortises the call
+_SMALL_RUN = 48  # fewer rows than this go through the per-line code: read_csv costs more than it saves
+
+
+def _read_chunk(data: bytes, ncols: int, sep: str, mark: str, text_cols: set[int]) -> pd.DataFrame | None:
+    """Rows -> frame via pandas' C reader; `text_cols` as text, the rest inferred; None if refused.
+
+    Quotes are plain characters (QUOTE_NONE), empty fields stay "" (na_filter off): a field the reader
+    cannot type comes back as text and the caller falls back to the per-line code.
+    """
+    try:
+        return pd.read_csv(
+            io.BytesIO(data),
+            sep=sep,
+            skipinitialspace=sep == " ",
+            header=None,
+            names=range(ncols),
+            index_col=False,
+            dtype=dict.fromkeys(text_cols, str),  # not "category": it turns `07` into 7
+            na_filter=False,
+            decimal=mark,
+            quoting=csv.QUOTE_NONE,
+            engine="c",
+        )
+    except MemoryError:
+        raise
+    except Exception:  # noqa: BLE001 - any refusal (a warning made an error too) means: read line by line
+        return None
+
+
+def _factor(col: pd.Series) -> tuple[np.ndarray, np.ndarray]:
+    """(codes, distinct values as str objects) of a text column: checks run once per distinct value."""
+    codes, names = pd.factorize(col)
+    return codes.astype(np.int64, copy=False), np.asarray(names, dtype=object)
+
+
+def _bad_marks(data: bytes, mark: str | None) -> bool:
+    """True if the chunk may hold a number pandas reads but sysstat's grammar (`[-+]?d+([.,]d+)?`) refuses.
+
+    pandas also takes `.5`, `5.`, `1e5` and skips tabs around a value. These tests look at bytes
+    (numpy, no Python per value) and only ever send a chunk to the per-line code, which decides.
+    """
+    if b"\t" in data or b"\x0b" in data or b"\x0c" in data:
+        return True
+    raw = np.frombuffer(data, dtype=np.uint8)
+    if b"e" in data or b"E" in data:  # an exponent: `e` right after a digit or a mark (`1e5`, `1.e5`)
+        at = np.flatnonzero((raw[1:] | 0x20) == ord("e"))
+        before = raw[at]
+        if ((before - 48 <= 9) | (before == ord(".")) | (before == ord(","))).any():
+            return True
+    if mark is None:
+        return False
+    at = np.flatnonzero(raw == ord(mark))
+    if len(at) == 0:
+        return False
+    if at[0] == 0 or at[-1] == len(raw) - 1:
+        return True
+    before, after = raw[at - 1] - 48, raw[at + 1] - 48  # uint8: anything but 0-9 wraps above 9
+    return bool((before > 9).any() or (after > 9).any())
+
+
+def _numbers_ok(df: pd.DataFrame, cols: set[int], mark: str | None) -> bool:
+    """Every value column typed as a number by pandas, finite, and fractions only with a decimal mark."""
+    for c in cols:
+        kind = df[c].dtype.kind
+        if kind in "iu":
+            continue
+        if kind != "f" or mark is None or not np.isfinite(df[c].to_numpy()).all():
+            return False
+    return True
+
+
+def _rollover(sods: np.ndarray, track: tuple[int, int | None]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Sysstat.stamp()'s midnight rule over a table's chunk: (days, clock steps' row indexes, their sizes)."""
+    day0, prev0 = track
+    prevs = np.empty_like(sods)
+    prevs[0] = sods[0] if prev0 is None else prev0
+    prevs[1:] = sods[:-1]
+    back = prevs - sods
+    roll = back > _ROLLOVER_S
+    steps = np.flatnonzero((back > 0) & ~roll)
+    return day0 + np.cumsum(roll), steps, back[steps]
 
 
 def _check_instance(t_no: int, instance: str) -> str | None:
@@ -403,7 +546,7 @@ class _Sar(Sysstat):
         self.unknown: list[str] = []
 
     def run(self) -> pd.DataFrame:
-        _common.feed_lines(self.source, KIND, self.feed, self.cut_last)
+        self.walk()
         frame = self.store.frame()
         frame.attrs.update(
             {
@@ -417,6 +560,194 @@ class _Sar(Sysstat):
             }
         )
         return frame
+
+    def walk(self) -> None:
+        """`_common.feed_lines` with a fast lane: data rows of a table are buffered, then read in chunks.
+
+        A row is buffered when the line before it left a table open (a header or a row, no blank line)
+        and it starts with a digit (its time). Anything else is structure for `feed`, held back one
+        line: the last line, cut mid-write, is dropped as `feed_lines` drops it.
+        """
+        lines = self.lines = _common.Lines(self.source, KIND)
+        rows: list[str] = []
+        first = 0  # line number of rows[0]: rows of a run are consecutive lines
+        pending: tuple[int, str] | None = None  # a structure line not yet fed
+        fast = False
+        line_no = limit = 0
+        try:
+            for line_no, line in lines:  # noqa: B007 - line_no is read after the loop
+                if fast and line[:1].isdigit():
+                    if not rows:
+                        first, limit = line_no, line_no + CHUNK_ROWS - 1
+                    rows.append(line)
+                    if line_no >= limit:  # CHUNK_ROWS buffered: bounds memory
+                        self.flush(rows, first)
+                        first, limit = line_no + 1, line_no + CHUNK_ROWS
+                    continue
+                if rows:
+                    self.flush(rows, first)
+                if pending is not None:
+                    self.feed(*pending, lines)
+                    fast = self.plans is not None and not self.skipping and not self.after_blank
+                    if fast and line[:1].isdigit():
+                        first, limit, pending = line_no, line_no + CHUNK_ROWS - 1, None
+                        rows.append(line)
+                        continue
+                pending = (line_no, line)
+                fast = False
+        except (UnicodeDecodeError, OSError) as exc:
+            raise lines.error(line_no + 1, "", f"cannot read: {exc}") from None
+        if rows and not lines.last_complete:
+            rows.pop()  # the last line, a row cut mid-write
+            self.cut_last(line_no, "", lines)
+        if rows:
+            self.flush(rows, first)
+        if pending is not None:
+            if not lines.last_complete and pending[1].strip():
+                self.cut_last(*pending, lines)
+            else:
+                self.feed(*pending, lines)
+
+    def flush(self, rows: list[str], first: int) -> None:
+        """Read a run of rows: in one chunk when it is plain, else line by line (the exact rules)."""
+        if len(rows) < _SMALL_RUN or not self.chunk(rows, first):
+            for k, row in enumerate(rows):
+                self.feed(first + k, row, self.lines)
+        rows.clear()
+
+    def chunk(self, rows: list[str], first: int) -> bool:
+        """Read rows of the open table with pandas; False (nothing changed) when any row is not plain.
+
+        "Plain" is what `feed` would take as a data row without complaint: the header's field count,
+        times and instances `feed` reads, numbers in sysstat's grammar with the file's decimal mark,
+        each instance once per interval. Everything else (an error, a header without a blank line,
+        a restart) goes back to `feed`, so errors, notes and state stay exactly the per-line ones.
+        """
+        plans = self.plans
+        if plans is None:
+            return False
+        tokens = rows[0].split()
+        try:
+            sod, used = self.label(first, rows[0], tokens)
+        except ParseError:
+            return False
+        ncols = used + self.width
+        if sod is None or len(tokens) != ncols:  # also keeps pandas from cutting a long first row
+            return False
+        value_cols = {used + i for plan in plans for i, _, _ in plan.fields}
+        mark = self.decimal
+        if mark is None:  # the first value with a fraction decides, as in Sysstat.number()
+            firsts = [tokens[c] for plan in plans for c in (used + i for i, _, _ in plan.fields)]
+            mark = next(("," if "," in t else "." for t in firsts if "," in t or "." in t), None)
+        data = "\n".join(rows).encode("utf-8", "surrogateescape")
+        if mark is None and (b"," in data or b"." in data):
+            return False
+        if (mark == "," and self.slash_date) or _bad_marks(data, mark):
+            return False
+        text_cols = set(range(ncols)) - value_cols
+        df = _read_chunk(data, ncols, " ", mark or ".", text_cols)
+        if df is None or len(df) != len(rows) or not _numbers_ok(df, value_cols, mark):
+            return False
+        factors = {c: _factor(df[c]) for c in text_cols}
+        for c, (_, names) in factors.items():
+            if c >= used and not _NOT_ROW_WORDS.isdisjoint(names.tolist()):
+                return False  # a header without a blank line before it, a restart, a comment, a short row
+            if c == used == 1 and any(_AMPM.match(v) for v in names.tolist()):
+                return False  # `feed` would read this field as half of a 12-hour time
+        sods = self.chunk_clock(factors, used, first, rows[0])
+        if sods is None:
+            return False
+        return self.commit(df, factors, plans, used, sods, first, mark)
+
+    def chunk_clock(
+        self, factors: dict[int, tuple[np.ndarray, np.ndarray]], used: int, first: int, line: str
+    ) -> np.ndarray | None:
+        """Seconds since midnight per row, one `label()` per distinct time; None if one is not a time."""
+        codes, names = factors[0]
+        if used == 2:
+            codes2, names2 = factors[1]
+            uniq, codes = np.unique(codes * len(names2) + codes2, return_inverse=True)
+            labels = [[names[u // len(names2)], names2[u % len(names2)]] for u in uniq.tolist()]
+        else:
+            labels = [[name, "-"] for name in names.tolist()]
+        sods = np.empty(len(labels), dtype=np.int64)
+        for k, tokens in enumerate(labels):
+            try:
+                sod, got = self.label(first, line, tokens)
+            except ParseError:
+                return None
+            if sod is None or got != used:
+                return None
+            sods[k] = sod
+        return sods[codes]
+
+    def commit(
+        self,
+        df: pd.DataFrame,
+        factors: dict[int, tuple[np.ndarray, np.ndarray]],
+        plans: list[_Plan],
+        used: int,
+        sods: np.ndarray,
+        first: int,
+        mark: str | None,
+    ) -> bool:
+        """Check instances and intervals per table, then store the chunk; False (nothing stored) if not."""
+        n = len(df)
+        host = self.host_name()
+        done = []
+        notes: list[tuple[int, int, int, str]] = []  # (row, plan, order, text): per-line order
+        for p_no, plan in enumerate(plans):
+            if plan.instance is not None:
+                codes, names = factors[used + plan.instance]
+                if any(_check_instance(plan.table, v) is not None for v in names.tolist()):
+                    return False
+            else:
+                names = np.array([""], dtype=object)
+                codes = np.zeros(n, dtype=np.int64)
+            days, steps, sizes = _rollover(sods, self.tracks.get(plan.table, (0, None)))
+            keys = days * 86400 + sods
+            state = self.store.new_rows(plan.table, keys, codes, names)
+            if state is None:
+                return False
+            for row, size in zip(steps.tolist(), sizes.tolist(), strict=True):
+                notes.append(
+                    (
+                        row,
+                        p_no,
+                        0,
+                        f"line {first + row}: clock went back {size} s (clock step), kept as printed",
+                    )
+                )
+            done.append((plan, names, codes, days, keys, state))
+        # the chunk is plain: from here on, state changes
+        if mark is not None and self.decimal is None:
+            self.decimal = mark
+        if self.date is None and not self._no_date_noted:
+            self._no_date_noted = True
+            notes.append((0, 0, 1, "no `Linux ...` banner before the rows: no date, timestamps are NaT"))
+        self.notes.extend(text for *_, text in sorted(notes))
+        for plan, names, codes, days, keys, state in done:
+            missing = np.full(n, np.nan)  # for the table's columns this header does not print
+            cols = [missing] * len(self.store.values[plan.table])
+            for i, j, factor in plan.fields:
+                values = df[used + i].to_numpy(dtype=np.float64)
+                cols[j] = values * factor if factor != 1.0 else values
+            self.store.extend(plan.table, self.chunk_stamps(keys), [host] * n, names[codes].tolist(), cols)
+            self.store.interval[plan.table] = state
+            self.day, self.prev_sod = int(days[-1]), int(sods[-1])
+            self.tracks[plan.table] = (self.day, self.prev_sod)
+        return True
+
+    def chunk_stamps(self, keys: np.ndarray) -> np.ndarray:
+        """UTC ns of rows `keys` seconds after the banner's midnight: Sysstat.stamp() per distinct key."""
+        if self.date is None:
+            return np.full(len(keys), np.iinfo(np.int64).min, dtype=np.int64)
+        midnight = datetime(self.date.year, self.date.month, self.date.day)
+        if self.tz == "UTC":  # no zone rules: plain arithmetic
+            return pd.Timestamp(midnight).value + keys * 1_000_000_000
+        uniq, inverse = np.unique(keys, return_inverse=True)
+        ns = [_common.to_utc(midnight + timedelta(seconds=k), self.tz).value for k in uniq.tolist()]
+        return np.asarray(ns, dtype=np.int64)[inverse]
 
     def feed(self, line_no: int, line: str, lines: _common.Lines) -> None:
         self.lines = lines  # errors name the path the walk read
