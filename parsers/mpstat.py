@@ -47,13 +47,23 @@ tests/fixtures/mpstat/*.txt (see README.md there).
 from __future__ import annotations
 
 import re
-from array import array
 
 import numpy as np
 import pandas as pd
 
+from perfkit.errors import ParseError
+
 from . import _common
-from ._sysstat import Sysstat, record_value, utc
+from ._sysstat import (
+    CHUNK_ROWS,
+    Sysstat,
+    numbers_as_printed,
+    plain_bytes,
+    read_chunk,
+    record_value,
+    row_line_nos,
+    utc,
+)
 
 KIND = "mpstat"
 
@@ -116,70 +126,89 @@ def parse(source: _common.Source, *, host: str | None = None, tz: str = "UTC") -
 
 
 class _Mpstat(Sysstat):
+    """The line walk only sorts lines: data rows are buffered, headers and banners handled at once.
+
+    Buffered rows go to pandas a chunk at a time (`_fast`); a chunk it cannot prove it reads as the
+    per-line grammar would goes through `_row` line by line, which also names the first bad line.
+    A header or banner that raises first flushes the rows above it, so errors keep file order.
+    """
+
     def __init__(self, source: _common.Source, host: str | None, tz: str):
         super().__init__(KIND, source, tz)
         self.host = host
         self.plan: list[tuple[int, int]] | None = None  # (field after the label, metric index)
+        self.fields: list[str] | None = None  # the current header's fields after the label
         self.width = 0
         self.header_line_no = 0
         self.unknown: list[str] = []
-        self.stamps = array("q")
-        self.cpus: list[str] = []
-        self.values = [array("d") for _ in _COLS]
         self.averages: list[dict[str, object]] = []
         self.seen: set[str] = set()  # CPUs of the current interval
         self.seen_at: int | None = None
+        # buffered rows: text, and (row index, line number, header line) where a run of lines starts
+        self.rows: list[str] = []
+        self.segs: list[tuple[int, int, int]] = []
+        # the frame, column by column, grown in place (realloc: no second copy at the end)
+        self.n = 0
+        self.stamps = np.empty(0, dtype=np.int64)
+        self.cpu_codes = np.empty(0, dtype=np.int32)
+        self.values = [np.empty(0) for _ in _COLS]
+        self.cpu_names: dict[str, int] = {}
 
     def run(self) -> pd.DataFrame:
-        _common.feed_lines(self.source, KIND, self.feed, self.cut_last)
+        lines, rows, segs = self.lines, self.rows, self.segs
+        pending: tuple[int, str] | None = None  # a non-row line, handled once it is known not to be cut off
+        new_seg = True
+        for line_no, line in lines:
+            if pending is not None:
+                self.structure(*pending)
+                pending = None
+            if line[:1].isdigit() and "CPU" not in line:  # a data row: the hot path
+                if new_seg:
+                    new_seg = False
+                    if len(rows) >= CHUNK_ROWS:
+                        self.flush()
+                    segs.append((len(rows), line_no, self.header_line_no))
+                rows.append(line)
+            else:
+                pending = (line_no, line)
+                new_seg = True
+        last_cut = not lines.last_complete
+        if pending is not None:
+            if last_cut and pending[1].strip():
+                self.cut_last(*pending, lines)
+            else:
+                self.structure(*pending)
+        elif last_cut and rows:  # a data row cut mid-write (still buffered: flushes wait for the next run)
+            rows.pop()
+            self.cut_last(0, "", lines)
+            if segs[-1][0] == len(rows):
+                segs.pop()
+        self.flush()
         return self.assemble()
 
-    def feed(self, line_no: int, line: str, lines: _common.Lines) -> None:
-        self.lines = lines  # errors name the path the walk read
+    def structure(self, line_no: int, line: str) -> None:
+        """A line that is not a plain data row: blank, banner, header, or a row in a rarer form."""
         tokens = line.split()
-        if not tokens or self.banner(line_no, line):
+        if not tokens:
             return
-        sod, used = self.label(line_no, line, tokens)
-        fields = tokens[used:]
-        if fields and fields[0] == "CPU":
-            self.header(line_no, line, fields)
-            return
-        if self.plan is None:
-            raise self.error(line_no, line, "a row before any mpstat `CPU %usr ...` header")
-        if len(fields) != self.width:
-            raise self.error(
-                line_no,
-                line,
-                f"{len(fields)} fields after the time, "
-                f"the header at line {self.header_line_no} has {self.width}",
-            )
-        cpu = fields[0]
-        if not _CPU_ID.match(cpu):
-            raise self.error(line_no, line, f"CPU {cpu!r} is neither `all` nor a number")
-        row = [float("nan")] * len(_COLS)
-        for i, j in self.plan:
-            row[j] = self.number(line_no, line, fields[i])
-        if sod is None:
-            self.averages.append(
-                {
-                    "host": self.host_name(),
-                    "cpu": cpu,
-                    **{c: record_value(v) for c, v in zip(_COLS, row, strict=True)},
-                }
-            )
-            return
-        ns = self.stamp(line_no, sod)
-        key = sod + 86400 * self.day
-        if key != self.seen_at:
-            self.seen_at = key
-            self.seen = set()
-        if cpu in self.seen:
-            raise self.error(line_no, line, f"CPU {cpu} listed twice in the same interval")
-        self.seen.add(cpu)
-        self.stamps.append(ns)
-        self.cpus.append(cpu)
-        for col, v in zip(self.values, row, strict=True):
-            col.append(v)
+        try:
+            if line.startswith("Linux"):
+                self.flush()  # the banner resets the date and day of the rows above it
+                if self.banner(line_no, line):
+                    return
+            sod, used = self.label(line_no, line, tokens)
+            fields = tokens[used:]
+            if fields and fields[0] == "CPU":
+                if fields != self.fields or sod is None:
+                    self.flush()  # rows above were read with the previous plan; averages go apart
+                    self.header(line_no, line, fields)
+                self.header_line_no = line_no
+                return
+        except ParseError:
+            self.flush()  # a bad row above is the first error
+            raise
+        self.segs.append((len(self.rows), line_no, self.header_line_no))
+        self.rows.append(line)
 
     def header(self, line_no: int, line: str, fields: list[str]) -> None:
         plan: list[tuple[int, int]] = []
@@ -196,7 +225,150 @@ class _Mpstat(Sysstat):
             raise self.error(
                 line_no, line, "not a CPU utilisation table (mpstat -I/-N/-A tables are not read)"
             )
-        self.plan, self.width, self.header_line_no = plan, len(fields), line_no
+        self.plan, self.fields, self.width, self.header_line_no = plan, fields, len(fields), line_no
+
+    # ------------------------------------------------------------ chunks
+
+    def flush(self) -> None:
+        rows, segs = self.rows[:], self.segs[:]
+        if not rows:
+            return
+        self.rows.clear()  # taken first: an error below must not see them again
+        self.segs.clear()
+        line_nos = row_line_nos([s[:2] for s in segs], len(rows))
+        if not self._fast(rows, line_nos):
+            self._slow(rows, segs, line_nos)
+
+    def _fast(self, rows: list[str], line_nos: np.ndarray) -> bool:
+        """Read a chunk with pandas and keep it, or return False having changed nothing."""
+        plan, width = self.plan, self.width
+        if plan is None or len(plan) != width - 1:  # unknown columns: their values are not read
+            return False
+        nlab = len(rows[0].split()) - width
+        data = "\n".join(rows).encode("utf-8", "surrogateescape")
+        mark = self.chunk_mark([data])
+        if nlab not in (1, 2) or mark is None or not plain_bytes(data, b"al"):
+            return False
+        df = read_chunk(data, nlab + width, list(range(nlab + 1)), mark)
+        if df is None or len(df) != len(rows):
+            return False
+        numbers = [df[nlab + i] for i, _ in plan]
+        if not numbers_as_printed(data, mark, numbers):
+            return False
+        cpus = df[nlab].array
+        if not all(_CPU_ID.match(c) for c in cpus.categories):
+            return False
+        sods = self._label_seconds(df, nlab)
+        if sods is None:
+            return False
+        clock = self.clock_state()
+        stamps, keys = self.stamp_rows(line_nos, sods)
+        # a CPU twice in one interval (a run of equal keys) is an error `_row` names
+        run = np.cumsum(np.concatenate(([0], keys[1:] != keys[:-1])))
+        codes = cpus.codes.astype(np.int64)
+        pairs = run * len(cpus.categories) + codes
+        if keys[0] == self.seen_at or len(np.unique(pairs)) != len(pairs):
+            self.restore_clock(clock)
+            return False
+        self.commit_mark([data], mark)
+        last = run == run[-1]
+        self.seen_at = int(keys[-1])
+        self.seen = set(cpus.categories[np.unique(codes[last])])
+        remap = np.array([self._cpu_code(c) for c in cpus.categories], dtype=np.int32)
+        columns: list[np.ndarray | float] = [np.nan] * len(_COLS)
+        for (_, j), col in zip(plan, numbers, strict=True):
+            columns[j] = col.to_numpy(dtype=np.float64)
+        self._append(stamps, remap[codes], columns)
+        return True
+
+    def _append(self, stamps: np.ndarray, codes: np.ndarray, columns: list[np.ndarray | float]) -> None:
+        pos, end = self.n, self.n + len(stamps)
+        if end > len(self.stamps):  # grow by half at least: amortised, no view of these arrays exists
+            size = max(end, len(self.stamps) * 3 // 2)
+            for arr in (self.stamps, self.cpu_codes, *self.values):
+                arr.resize(size, refcheck=False)
+        self.stamps[pos:end] = stamps
+        self.cpu_codes[pos:end] = codes
+        for arr, col in zip(self.values, columns, strict=True):
+            arr[pos:end] = col
+        self.n = end
+
+    def _label_seconds(self, df: pd.DataFrame, nlab: int) -> np.ndarray | None:
+        """Seconds since midnight per row, from the distinct labels of the chunk."""
+        first = df[0].array
+        if nlab == 1:
+            tokens = [(t,) for t in first.categories]
+            codes = first.codes
+        else:
+            second = df[1].array
+            pair = first.codes.astype(np.int64) * len(second.categories) + second.codes
+            uniq, codes = np.unique(pair, return_inverse=True)
+            n2 = len(second.categories)
+            tokens = [(first.categories[u // n2], second.categories[u % n2]) for u in uniq.tolist()]
+        sods = self.label_sods(tokens)
+        return None if sods is None else np.array(sods, dtype=np.int64)[codes]
+
+    def _slow(self, rows: list[str], segs: list[tuple[int, int, int]], line_nos: np.ndarray) -> None:
+        stamps: list[int] = []
+        cpus: list[int] = []
+        values: list[list[float]] = [[] for _ in _COLS]
+        header_at = {s[0]: s[2] for s in segs}
+        header_line_no = self.header_line_no
+        for index, line in enumerate(rows):
+            header_line_no = header_at.get(index, header_line_no)
+            got = self._row(int(line_nos[index]), line, header_line_no)
+            if got is not None:
+                stamps.append(got[0])
+                cpus.append(self._cpu_code(got[1]))
+                for col, v in zip(values, got[2], strict=True):
+                    col.append(v)
+        if stamps:
+            self._append(
+                np.array(stamps, dtype=np.int64),
+                np.array(cpus, dtype=np.int32),
+                [np.array(col, dtype=np.float64) for col in values],
+            )
+
+    def _row(self, line_no: int, line: str, header_line_no: int) -> tuple[int, str, list[float]] | None:
+        """One data row by the per-line grammar: (UTC ns, CPU, values), or None for an `Average:` row."""
+        tokens = line.split()
+        sod, used = self.label(line_no, line, tokens)
+        fields = tokens[used:]
+        if self.plan is None:
+            raise self.error(line_no, line, "a row before any mpstat `CPU %usr ...` header")
+        if len(fields) != self.width:
+            raise self.error(
+                line_no,
+                line,
+                f"{len(fields)} fields after the time, the header at line {header_line_no} has {self.width}",
+            )
+        cpu = fields[0]
+        if not _CPU_ID.match(cpu):
+            raise self.error(line_no, line, f"CPU {cpu!r} is neither `all` nor a number")
+        row = [float("nan")] * len(_COLS)
+        for i, j in self.plan:
+            row[j] = self.number(line_no, line, fields[i])
+        if sod is None:
+            self.averages.append(
+                {
+                    "host": self.host_name(),
+                    "cpu": cpu,
+                    **{c: record_value(v) for c, v in zip(_COLS, row, strict=True)},
+                }
+            )
+            return None
+        ns = self.stamp(line_no, sod)
+        key = sod + 86400 * self.day
+        if key != self.seen_at:
+            self.seen_at = key
+            self.seen = set()
+        if cpu in self.seen:
+            raise self.error(line_no, line, f"CPU {cpu} listed twice in the same interval")
+        self.seen.add(cpu)
+        return ns, cpu, row
+
+    def _cpu_code(self, name: str) -> int:
+        return self.cpu_names.setdefault(name, len(self.cpu_names))
 
     def host_name(self) -> str | None:
         return self.host if self.host is not None else self.banner_host
@@ -208,17 +380,22 @@ class _Mpstat(Sysstat):
             "dropped_lines": self.dropped,
             "notes": self.notes,
         }
-        n = len(self.cpus)
+        n = self.n
         if n == 0:
             frame = _common.empty_frame(SCHEMA)
         else:
+            for arr in (self.stamps, self.cpu_codes, *self.values):
+                arr.resize(n, refcheck=False)  # trim the spare capacity
+            names = np.empty(len(self.cpu_names), dtype=object)
+            names[list(self.cpu_names.values())] = list(self.cpu_names)
             data: dict[str, object] = {
                 "timestamp": utc(self.stamps),
-                "host": pd.array([self.host_name()] * n, dtype="string"),
-                "cpu": pd.array(self.cpus, dtype="string"),
+                "host": pd.array(np.full(n, self.host_name(), dtype=object), dtype="string"),
+                "cpu": pd.array(names.take(self.cpu_codes), dtype="string"),
+                **dict(zip(_COLS, self.values, strict=True)),
             }
-            for col, values in zip(_COLS, self.values, strict=True):
-                data[col] = np.frombuffer(values, dtype=np.float64)
-            frame = _common.coerce(pd.DataFrame(data), SCHEMA)
+            frame = pd.DataFrame(data, copy=False)  # one block per column, no copy
+            if {c: str(t) for c, t in frame.dtypes.items()} != SCHEMA:  # safety net; copies the frame
+                frame = _common.coerce(frame, SCHEMA)
         frame.attrs.update(attrs)
         return frame

@@ -48,13 +48,24 @@ from __future__ import annotations
 
 import math
 import re
-from array import array
 
 import numpy as np
 import pandas as pd
 
+from perfkit.errors import ParseError
+
 from . import _common
-from ._sysstat import Sysstat, record_value, utc
+from ._sysstat import (
+    CHUNK_ROWS,
+    Sysstat,
+    label_width,
+    numbers_as_printed,
+    plain_bytes,
+    read_chunk,
+    record_value,
+    row_line_nos,
+    utc,
+)
 
 KIND = "pidstat"
 
@@ -130,76 +141,132 @@ def parse(source: _common.Source, *, host: str | None = None, tz: str = "UTC") -
 
 
 class _Table:
-    """One table header: which field feeds which column."""
+    """One table layout: which field feeds which column (the same for every header printing it)."""
 
-    __slots__ = ("width", "plan", "line_no", "threads")
+    __slots__ = ("width", "plan", "threads")
 
-    def __init__(self, width: int, plan: list[tuple[int, str]], line_no: int, threads: bool):
+    def __init__(self, width: int, plan: list[tuple[int, str]], threads: bool):
         self.width = width  # fields after the time label, Command included
         self.plan = plan  # (field index, schema column) for ids and metrics
-        self.line_no = line_no
         self.threads = threads
 
 
+# A buffered run of rows: (row index in its table's buffer, line number, table, table number, header line).
+_Seg = tuple[int, int, "_Table | None", int, int]
+
+
 class _Pidstat(Sysstat):
+    """The line walk only sorts lines: data rows are buffered per table layout, headers handled at once.
+
+    A chunk (the rows of many intervals) is read by pandas one layout at a time and the tables of
+    each interval merged per task with a groupby (`_fast`); a chunk it cannot prove it reads as the
+    per-line grammar would goes through `_row` line by line, which also names the first bad line. A
+    header or banner that raises first flushes the rows above it, so errors keep file order.
+    """
+
     def __init__(self, source: _common.Source, host: str | None, tz: str):
         super().__init__(KIND, source, tz)
         self.host = host
-        self.table: _Table | None = None
-        self.table_keys: set[tuple[int, int]] = set()  # (pid, tid) already in the current table
-        self.last_tgid: int | None = None  # with -t: the process the `-` TGID rows belong to
         self.unknown: list[str] = []
-        # the frame, column by column; ints held as float64 (exact below 2**53) until assembly
-        self.stamps = array("q")
-        self.cols = {c: array("d") for c in _NUMERIC}
-        self.commands: list[str | None] = []
+        self.layouts: dict[tuple[str, ...], _Table] = {}
+        self.table: _Table | None = None  # the table the next rows belong to
+        self.table_no = 0  # counts header lines: rows of one table share it
+        self.header_line_no = 0
+        self.header_label: str | None = None
+        # buffered rows per layout: rows, runs
+        self.buffers: dict[int, tuple[list[str], list[_Seg]]] = {}
+        # per-line state (kept right after a chunk read by pandas too)
+        self.row_table_no = -1  # the table whose tasks are in table_keys
+        self.table_keys: set[tuple[int, int]] = set()  # (pid, tid) already in that table
+        self.last_tgid: int | None = None  # with -t: the process the `-` TGID rows belong to
         self.interval: int | None = None
         self.rows_at: dict[tuple[int, int], int] = {}  # (pid, tid) -> row, in the current interval
         self.averages: dict[tuple[int, int], dict[str, object]] = {}
+        # the frame, column by column; ints held as float64 (exact below 2**53) until assembly
+        self.n = 0
+        self.stamps = np.empty(0, dtype=np.int64)
+        self.cols = {c: np.empty(0) for c in _NUMERIC}
+        self.cmd_codes = np.empty(0, dtype=np.int32)
+        self.cmd_names: dict[str, int] = {}
 
     def run(self) -> pd.DataFrame:
-        _common.feed_lines(self.source, KIND, self.feed, self.cut_last)
+        lines = self.lines
+        rows, segs = self._buffer()
+        pending: tuple[int, str] | None = None  # a non-row line, handled once it is known not to be cut off
+        new_seg = True
+        for line_no, line in lines:
+            if pending is not None:
+                self.structure(*pending)
+                pending = None
+                rows, segs = self._buffer()
+            # a data row (no header word in it): the hot path
+            if line[:1].isdigit() and "ID" not in line and "USER" not in line:
+                if new_seg:
+                    new_seg = False
+                    segs.append((len(rows), line_no, self.table, self.table_no, self.header_line_no))
+                rows.append(line)
+            else:
+                pending = (line_no, line)
+                new_seg = True
+        if pending is not None:
+            if not lines.last_complete and pending[1].strip():
+                self.cut_last(*pending, lines)
+            else:
+                self.structure(*pending)
+        elif not lines.last_complete and rows:  # a data row cut mid-write (flushes wait for headers)
+            rows.pop()
+            self.cut_last(0, "", lines)
+            if segs[-1][0] == len(rows):
+                segs.pop()
+        self.flush()
         return self.assemble()
 
-    def feed(self, line_no: int, line: str, lines: _common.Lines) -> None:
-        self.lines = lines
+    def _buffer(self) -> tuple[list[str], list[_Seg]]:
+        key = id(self.table)
+        buf = self.buffers.get(key)
+        if buf is None:
+            buf = self.buffers[key] = ([], [])
+        return buf
+
+    def structure(self, line_no: int, line: str) -> None:
+        """A line that is not a plain data row: blank, banner, header, or a row in a rarer form."""
         head = line.split(None, 3)  # the label (1 or 2 tokens) and the first field
-        if not head or self.banner(line_no, line):
+        if not head:
             return
-        if head[0].startswith("#"):
-            raise self.error(line_no, line, "pidstat -h output (one line per task) is not read")
-        sod, used = self.label(line_no, line, head)
-        if len(head) > used and head[used] in _HEADER_FIRST:
-            self.header(line_no, line, line.split()[used:])
-            return
-        table = self.table
-        if table is None:
-            raise self.error(line_no, line, "a row before any pidstat `UID PID ... Command` header")
-        parts = line.split(None, used + table.width - 1)
-        fields = parts[used:]
-        if len(fields) != table.width:
-            raise self.error(
-                line_no,
-                line,
-                f"{len(fields)} fields after the time, the header at line {table.line_no} has {table.width}",
-            )
-        values: dict[str, float] = {}
-        for i, col in table.plan:
-            values[col] = self.value(line_no, line, col, fields[i])
-        pid, tid = self.task(line_no, line, table, values)
-        key = (pid, -1 if tid is None else tid)
-        if key in self.table_keys:
-            raise self.error(
-                line_no, line, f"task {pid}{'' if tid is None else f'/{tid}'} twice in one table"
-            )
-        self.table_keys.add(key)
-        command = fields[-1]
-        if sod is None:
-            self.average(key, values, command)
-        else:
-            self.sample(line_no, sod, key, values, command)
+        try:
+            if line.startswith("Linux"):
+                self.flush()  # the banner resets the date and day of the rows above it
+                if self.banner(line_no, line):
+                    return
+            if head[0].startswith("#"):
+                raise self.error(line_no, line, "pidstat -h output (one line per task) is not read")
+            sod, used = self.label(line_no, line, head)
+            if len(head) > used and head[used] in _HEADER_FIRST:
+                label = " ".join(head[:used])
+                full = sum(len(rows) for rows, _ in self.buffers.values()) >= CHUNK_ROWS
+                if sod is None or (label != self.header_label and full):
+                    self.flush()  # averages go line by line; a full chunk ends where an interval does
+                self.header(line_no, line, line.split()[used:])
+                self.header_label = label
+                return
+        except ParseError:
+            self.flush()  # a bad row above is the first error
+            raise
+        rows, segs = self._buffer()
+        segs.append((len(rows), line_no, self.table, self.table_no, self.header_line_no))
+        rows.append(line)
 
     def header(self, line_no: int, line: str, fields: list[str]) -> None:
+        key = tuple(fields)
+        table = self.layouts.get(key)
+        if table is None:
+            table = self._layout(line_no, line, fields)
+            self.layouts[key] = table
+        self.table = table
+        self.table_no += 1
+        self.header_line_no = line_no
+
+    def _layout(self, line_no: int, line: str, fields: list[str]) -> _Table:
         if fields[-1] != "Command":
             raise self.error(line_no, line, "not a pidstat table header (no `Command` last)")
         plan: list[tuple[int, str]] = []
@@ -217,9 +284,215 @@ class _Pidstat(Sysstat):
         threads = "tgid" in seen
         if not ("pid" in seen or (threads and "tid" in seen)) or ("pid" in seen and threads):
             raise self.error(line_no, line, "a pidstat header needs `PID`, or `TGID TID` (-t)")
-        self.table = _Table(len(fields), plan, line_no, threads)
-        self.table_keys = set()
-        self.last_tgid = None
+        return _Table(len(fields), plan, threads)
+
+    # ------------------------------------------------------------ chunks
+
+    def flush(self) -> None:
+        buffers = [(rows[:], segs[:]) for rows, segs in self.buffers.values() if rows]
+        for rows, segs in self.buffers.values():  # taken first: an error below must not see them again
+            rows.clear()
+            segs.clear()
+        if buffers and not self._fast(buffers):
+            self._slow(buffers)
+
+    def _fast(self, buffers: list[tuple[list[str], list[_Seg]]]) -> bool:
+        """Read a chunk with pandas and keep it, or return False having changed nothing."""
+        parts = [self._read(rows, segs) for rows, segs in buffers]
+        if any(p is None for p in parts):
+            return False
+        datas = [p[0] for p in parts]
+        mark = self.chunk_mark(datas)
+        if mark is None or any(p[1] != mark for p in parts):
+            return False
+        line_nos = np.concatenate([p[2] for p in parts])
+        order = np.argsort(line_nos, kind="stable")  # file order
+        line_nos = line_nos[order]
+        table_no = np.concatenate([p[3] for p in parts])[order]
+        threads = np.concatenate([p[4] for p in parts])[order]
+        cmd = np.concatenate([p[5] for p in parts])[order]
+        labels = [p[6] for p in parts]
+        sods = self._label_seconds(labels)
+        if sods is None:
+            return False
+        sods = sods[order]
+        cols = {c: np.concatenate([p[7][c] for p in parts])[order] for c in _NUMERIC}
+        if table_no[0] == self.row_table_no:
+            return False  # the table goes on from the previous chunk: its keys are per-line state
+        tgid, tid = cols["tgid"], cols["tid"]
+        if threads.any():
+            # `-` TGID: the process printed above in the same table; the first row of a table has one
+            t_rows = np.flatnonzero(threads)
+            t_tgid = tgid[t_rows]
+            firsts = np.concatenate(([True], table_no[t_rows][1:] != table_no[t_rows][:-1]))
+            missing = np.isnan(t_tgid)
+            if (missing & (firsts | np.isnan(tid[t_rows]))).any():
+                return False
+            filled = t_tgid[np.maximum.accumulate(np.where(missing, 0, np.arange(len(t_rows))))]
+            tgid[t_rows] = filled
+            cols["pid"][t_rows] = filled
+        pid = cols["pid"]
+        tid_key = np.where(np.isnan(tid), -1, tid)
+        keys = pd.DataFrame({"t": table_no, "pid": pid, "tid": tid_key})
+        if keys.duplicated().any():  # a task twice in one table: `_row` names it
+            return False
+        clock = self.clock_state()
+        stamps, interval = self.stamp_rows(line_nos, sods)
+        if interval[0] == self.interval:  # the interval goes on from the previous chunk
+            self.restore_clock(clock)
+            return False
+        self.commit_mark(datas, mark)
+        # merge the tables of each interval per task: first appearance, first value printed
+        run = np.cumsum(np.concatenate(([0], interval[1:] != interval[:-1])))
+        frame = pd.DataFrame({"run": run, "pid_k": pid, "tid_k": tid_key, "ts": stamps, "cmd": cmd, **cols})
+        merged = frame.groupby(["run", "pid_k", "tid_k"], sort=False).first()
+        start = self.n
+        self._append(
+            merged["ts"].to_numpy(), merged["cmd"].to_numpy(), {c: merged[c].to_numpy() for c in _NUMERIC}
+        )
+        # per-line state as `_row` would have left it
+        last = merged.index.get_level_values(0) == run[-1]
+        self.rows_at = {
+            (int(p), int(t)): start + int(i)
+            for i, p, t in zip(
+                np.flatnonzero(last),
+                merged.index.get_level_values(1)[last],
+                merged.index.get_level_values(2)[last],
+                strict=True,
+            )
+        }
+        self.interval = int(interval[-1])
+        in_last = table_no == table_no[-1]
+        self.row_table_no = int(table_no[-1])
+        self.table_keys = {(int(p), int(t)) for p, t in zip(pid[in_last], tid_key[in_last], strict=True)}
+        self.last_tgid = int(tgid[in_last][-1]) if threads[-1] else None
+        return True
+
+    def _read(self, rows: list[str], segs: list[_Seg]) -> tuple | None:
+        """One layout's rows -> (data, mark, line numbers, table numbers, -t flags, command codes,
+        label column(s), schema columns); None if not provably what `_row` would read."""
+        table = segs[0][2]
+        if table is None or any(s[2] is not table for s in segs):
+            return None
+        width = table.width
+        nlab = label_width(rows[0])
+        data = "\n".join(rows).encode("utf-8", "surrogateescape")
+        # `-` placeholders (TGID, TID, CPU) read as -1, then NaN; a printed -1 is no placeholder
+        if b" -1 " in data:
+            return None
+        placeholders = 0
+        for _ in range(2):  # twice: `replace` does not see the second of ` - - `
+            if b" - " in data:
+                placeholders += data.count(b" - ")
+                data = data.replace(b" - ", b" -1 ")
+        mark = self.chunk_mark([data])
+        if mark is None:
+            return None
+        df = read_chunk(data, nlab + width, [*range(nlab), nlab + width - 1], mark)
+        if df is None or len(df) != len(rows):
+            return None
+        commands = df[nlab + width - 1].array
+        names = list(commands.categories)
+        if any(not c or c[:1].isspace() for c in names):  # a short row, or blanks `_row` would strip
+            return None
+        counts = np.bincount(commands.codes, minlength=len(names))
+        texts = [
+            (b" " + c.encode("utf-8", "surrogateescape") + b"\n", int(k))
+            for c, k in zip(names, counts, strict=True)
+        ]
+        numbers = [df[nlab + i] for i, _ in table.plan]
+        if not plain_bytes(data, b"", texts) or not numbers_as_printed(data, mark, numbers, texts):
+            return None
+        n = len(rows)
+        cols: dict[str, np.ndarray] = {}
+        found = 0
+        for (_, col), values in zip(table.plan, numbers, strict=True):
+            arr = values.to_numpy()
+            if col in _INTS:
+                if arr.dtype.kind != "i":
+                    return None
+                holes = arr == -1
+                if col in ("tgid", "tid", "cpu"):
+                    found += int(holes.sum())
+                if (arr < 0).sum() != (holes.sum() if col in ("tgid", "tid", "cpu") else 0):
+                    return None
+                arr = np.where(holes, np.nan, arr.astype(np.float64))
+            cols[col] = arr.astype(np.float64, copy=False)
+        if found != placeholders:  # a `-` where `_row` takes no placeholder
+            return None
+        for col in _NUMERIC:
+            if col not in cols:
+                cols[col] = np.full(n, np.nan)
+        line_nos = row_line_nos([s[:2] for s in segs], n)
+        counts_per_seg = np.diff(np.array([s[0] for s in segs] + [n]))
+        table_no = np.repeat(np.array([s[3] for s in segs], dtype=np.int64), counts_per_seg)
+        threads = np.full(n, table.threads)
+        remap = np.array([self._cmd_code(c) for c in names], dtype=np.int32)
+        labels = [df[i].array for i in range(nlab)]
+        return data, mark, line_nos, table_no, threads, remap[commands.codes], labels, cols
+
+    def _label_seconds(self, parts: list[list[pd.Categorical]]) -> np.ndarray | None:
+        """Seconds since midnight per row (layouts concatenated), from the distinct labels."""
+        out = []
+        for labels in parts:
+            if len(labels) == 1:
+                tokens = [(t,) for t in labels[0].categories]
+                codes = labels[0].codes
+            else:
+                first, second = labels
+                n2 = len(second.categories)
+                uniq, codes = np.unique(first.codes.astype(np.int64) * n2 + second.codes, return_inverse=True)
+                tokens = [(first.categories[u // n2], second.categories[u % n2]) for u in uniq.tolist()]
+            sods = self.label_sods(tokens)
+            if sods is None:
+                return None
+            out.append(np.array(sods, dtype=np.int64)[codes])
+        return np.concatenate(out)
+
+    def _slow(self, buffers: list[tuple[list[str], list[_Seg]]]) -> None:
+        """The chunk line by line, in file order."""
+        items = []
+        for rows, segs in buffers:
+            bounds = [s[0] for s in segs] + [len(rows)]
+            for seg, lo, hi in zip(segs, bounds, bounds[1:], strict=False):
+                for k in range(lo, hi):
+                    items.append((seg[1] + k - lo, rows[k], seg))
+        items.sort(key=lambda item: item[0])
+        for line_no, line, seg in items:
+            self._row(line_no, line, seg)
+
+    def _row(self, line_no: int, line: str, seg: _Seg) -> None:
+        """One data row by the per-line grammar."""
+        _, _, table, table_no, header_line_no = seg
+        head = line.split(None, 3)
+        sod, used = self.label(line_no, line, head)
+        if table is None:
+            raise self.error(line_no, line, "a row before any pidstat `UID PID ... Command` header")
+        if table_no != self.row_table_no:  # a new table: its own tasks and `-` TGIDs
+            self.row_table_no, self.table_keys, self.last_tgid = table_no, set(), None
+        parts = line.split(None, used + table.width - 1)
+        fields = parts[used:]
+        if len(fields) != table.width:
+            raise self.error(
+                line_no,
+                line,
+                f"{len(fields)} fields after the time, the header at line {header_line_no} has {table.width}",
+            )
+        values: dict[str, float] = {}
+        for i, col in table.plan:
+            values[col] = self.value(line_no, line, col, fields[i])
+        pid, tid = self.task(line_no, line, table, values)
+        key = (pid, -1 if tid is None else tid)
+        if key in self.table_keys:
+            raise self.error(
+                line_no, line, f"task {pid}{'' if tid is None else f'/{tid}'} twice in one table"
+            )
+        self.table_keys.add(key)
+        command = fields[-1]
+        if sod is None:
+            self.average(key, values, command)
+        else:
+            self.sample(line_no, sod, key, values, command)
 
     def value(self, line_no: int, line: str, col: str, token: str) -> float:
         if token == "-" and col in ("tgid", "tid", "cpu"):  # -t placeholders; CPU of Average rows
@@ -257,12 +530,13 @@ class _Pidstat(Sysstat):
         row = self.rows_at.get(key)
         cols = self.cols
         if row is None:
-            row = len(self.stamps)
+            row = self.n
             self.rows_at[key] = row
-            self.stamps.append(ns)
-            for arr in cols.values():
-                arr.append(_NAN)
-            self.commands.append(command)
+            self._append(
+                np.array([ns], dtype=np.int64),
+                np.array([self._cmd_code(command)], dtype=np.int32),
+                {c: np.array([_NAN]) for c in _NUMERIC},
+            )
         for col, v in values.items():
             if math.isnan(cols[col][row]):  # uid, ids: the first table's; metrics: their own table
                 cols[col][row] = v
@@ -276,6 +550,21 @@ class _Pidstat(Sysstat):
             if rec[col] is None:
                 rec[col] = record_value(int(v) if col in _INTS and v == v else v)
 
+    def _append(self, stamps: np.ndarray, cmd: np.ndarray, cols: dict[str, np.ndarray]) -> None:
+        pos, end = self.n, self.n + len(stamps)
+        if end > len(self.stamps):  # grow by half at least: amortised, no view of these arrays exists
+            size = max(end, len(self.stamps) * 3 // 2)
+            for arr in (self.stamps, self.cmd_codes, *self.cols.values()):
+                arr.resize(size, refcheck=False)
+        self.stamps[pos:end] = stamps
+        self.cmd_codes[pos:end] = cmd
+        for col, arr in self.cols.items():
+            arr[pos:end] = cols[col]
+        self.n = end
+
+    def _cmd_code(self, name: str) -> int:
+        return self.cmd_names.setdefault(name, len(self.cmd_names))
+
     def host_name(self) -> str | None:
         return self.host if self.host is not None else self.banner_host
 
@@ -286,22 +575,28 @@ class _Pidstat(Sysstat):
             "dropped_lines": self.dropped,
             "notes": self.notes,
         }
-        n = len(self.stamps)
+        n = self.n
         if n == 0:
             frame = _common.empty_frame(SCHEMA)
         else:
+            for arr in (self.stamps, self.cmd_codes, *self.cols.values()):
+                arr.resize(n, refcheck=False)  # trim the spare capacity
+            names = np.empty(len(self.cmd_names), dtype=object)
+            names[list(self.cmd_names.values())] = list(self.cmd_names)
             data: dict[str, object] = {
                 "timestamp": utc(self.stamps),
-                "host": pd.array([self.host_name()] * n, dtype="string"),
+                "host": pd.array(np.full(n, self.host_name(), dtype=object), dtype="string"),
             }
             for col in _NUMERIC:
-                values = np.frombuffer(self.cols[col], dtype=np.float64)
+                values = self.cols[col]
                 if col in _INTS:
                     missing = np.isnan(values)
                     data[col] = pd.arrays.IntegerArray(np.where(missing, 0, values).astype(np.int64), missing)
                 else:
                     data[col] = values
-            data["command"] = pd.array(self.commands, dtype="string")
-            frame = _common.coerce(pd.DataFrame(data), SCHEMA)
+            data["command"] = pd.array(names.take(self.cmd_codes), dtype="string")
+            frame = pd.DataFrame(data, copy=False)  # one block per column, no copy
+            if {c: str(t) for c, t in frame.dtypes.items()} != SCHEMA:  # safety net; copies the frame
+                frame = _common.coerce(frame, SCHEMA)
         frame.attrs.update(attrs)
         return frame
