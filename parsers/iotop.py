@@ -68,7 +68,7 @@ import pandas as pd
 
 from perfkit.errors import ParseError
 
-from ._common import Lines, Source, clock_stamps, coerce, empty_frame, feed_lines
+from ._common import Lines, Source, clock_stamps, coerce, empty_frame
 
 KIND = "iotop"
 
@@ -116,37 +116,50 @@ def sniff(text: str) -> bool:
     return False
 
 
+CHUNK_ROWS = 16384  # task rows converted at once: bounds the buffered text, amortises numpy calls
+# Matched rows are regrouped into columns every STAGE_ROWS rows: few enough that the group tuples
+# are still in the CPU cache (holding 16 k rows of them costs more than the match itself).
+STAGE_ROWS = 256
+_STRING_GROUPS = {4: "prio", 5: "user", 13: "command"}  # _ROW group index -> column
+_NUMBER_GROUPS = {3: "tid", 6: "read", 8: "write", 10: "swapin", 11: "io"}
+_UNIT_GROUPS = {7: "read_unit", 9: "write_unit"}
+_UNIT_KIB = np.ones(256)  # unit letter byte -> KiB factor
+for _letter, _factor in _KIB.items():
+    _UNIT_KIB[ord(_letter)] = _factor
+
+
 class _State:
-    """What the walk over the lines collects: rows as columns of strings/numbers, totals, clock."""
+    """What the walk over the lines collects: rows (matched, staged, converted per chunk), totals, clock.
+
+    The walk matches each row with `_ROW` (which checks every value) and keeps its groups; every
+    STAGE_ROWS rows `_stage` joins each number column's texts with newlines, and every CHUNK_ROWS
+    rows `_flush` converts each column with one numpy call instead of one float() per value.
+    """
 
     def __init__(self) -> None:
-        self.cols: dict[str, list] = {
-            k: []
-            for k in (
-                "clock_s",
-                "iteration",
-                "tid",
-                "prio",
-                "user",
-                "read_kb_s",
-                "write_kb_s",
-                "swapin_pct",
-                "io_pct",
-                "delayacct_unavailable",
-                "command",
-            )
-        }
+        self.groups: list[tuple] = []  # matched rows not yet staged
+        self.clocks: list[float] = []
+        self.texts: dict[str, list[str]] = {}  # staged: column -> joined numbers / strings / units
+        self.unavailable: list[bool] = []
+        self.iterations: list[int] = []
+        self.chunks: list[dict[str, np.ndarray]] = []
+        self.strings: dict[str, list[str]] = {name: [] for name in _STRING_GROUPS.values()}
+        self.string_chunks: dict[str, list[pd.api.extensions.ExtensionArray]] = {}
+        self.n = 0
         self.totals: list[dict] = []
         self.notes: list[str] = []
         self.dropped = 0
         self.day = 0
         self.prev_sod: int | None = None
-        self.last_clock: float = float("nan")
+        self._last_clock: tuple[tuple[str, str, str], float] | None = None
 
     def clock(self, line_no: int, m: re.Match, lines: Lines, line: str) -> float:
         """Seconds since the first day's midnight of a line's leading time; NaN without `-t`."""
         if m[1] is None:
             return float("nan")
+        key = (m[1], m[2], m[3])
+        if self._last_clock is not None and self._last_clock[0] == key:
+            return self._last_clock[1]  # the same time as the line before: nothing moves
         h, mi, s = int(m[1]), int(m[2]), int(m[3])
         if h > 23 or mi > 59 or s > 60:
             raise lines.error(line_no, line, f"not a time of day: {m[1]}:{m[2]}:{m[3]}")
@@ -160,7 +173,66 @@ class _State:
                     f"line {line_no}: clock went back {prev - sod} s (clock step), kept as printed"
                 )
         self.prev_sod = sod
-        return float(sod + 86400 * self.day)
+        value = float(sod + 86400 * self.day)
+        self._last_clock = (key, value)
+        return value
+
+    def stage(self) -> None:
+        """Regroup the matched rows into columns: numbers as newline-joined text, units as letters."""
+        columns = list(zip(*self.groups, strict=True))
+        texts = self.texts
+        for index, name in _NUMBER_GROUPS.items():
+            values = columns[index]
+            if name in ("swapin", "io") and None in values:  # `?unavailable?` rows print neither
+                values = ["nan" if v is None else v for v in values]
+            texts.setdefault(name, []).append("\n".join(values))
+        for index, name in _UNIT_GROUPS.items():
+            texts.setdefault(name, []).append("".join(columns[index]))
+        for index, name in _STRING_GROUPS.items():
+            self.strings[name].extend(columns[index])
+        self.unavailable.extend(v is not None for v in columns[12])
+        self.groups.clear()
+        if len(self.unavailable) >= CHUNK_ROWS:
+            self.flush()
+
+    def flush(self) -> None:
+        """Convert the staged rows into one chunk of number columns."""
+        if self.groups:
+            self.stage()
+        rows = len(self.unavailable)
+        if not rows:
+            return
+        joined = {name: ("" if "unit" in name else "\n").join(parts) for name, parts in self.texts.items()}
+        chunk: dict[str, np.ndarray] = {}
+        tid = joined["tid"]
+        # _ROW's \d also takes other scripts' digits, which only int()/float() read
+        if tid.isascii():
+            chunk["tid"] = np.fromstring(tid, dtype=np.int64, sep="\n")
+        else:
+            chunk["tid"] = np.array([int(t) for t in tid.split("\n")], dtype=np.int64)
+        for name in ("read", "write", "swapin", "io"):
+            text = joined[name]
+            if text.isascii():
+                chunk[name] = np.fromstring(text, dtype=np.float64, sep="\n")
+            else:
+                chunk[name] = np.array([float(t) for t in text.split("\n")], dtype=np.float64)
+        for name in ("read", "write"):  # rate x unit factor, as float(m[7]) * _KIB[m[8]]
+            units = np.frombuffer(joined[f"{name}_unit"].encode("ascii"), dtype=np.uint8)
+            chunk[name] = chunk[name] * _UNIT_KIB[units]
+        chunk["unavailable"] = np.array(self.unavailable, dtype=bool)
+        chunk["clock_s"] = np.array(self.clocks, dtype=np.float64)
+        chunk["iteration"] = np.array(self.iterations, dtype=np.int64)
+        for name, texts in self.strings.items():  # Python strings held for a chunk only
+            self.string_chunks.setdefault(name, []).append(_strings(texts))
+            texts.clear()
+        self.clocks.clear()
+        self.iterations.clear()
+        if any(len(v) != rows for v in chunk.values()):  # cannot happen: every row matched _ROW
+            raise ValueError(f"column lengths {[len(v) for v in chunk.values()]} for {rows} rows")
+        self.chunks.append(chunk)
+        self.n += rows
+        self.texts = {}
+        self.unavailable = []
 
 
 def parse(
@@ -181,34 +253,18 @@ def parse(
     Raises:
         ParseError: a line that is none of iotop's (named by number), a row before any `Total` line.
     """
-    lines0 = Lines(source, KIND)
+    lines = Lines(source, KIND)
     try:
         ZoneInfo(tz)
     except (ValueError, KeyError, OSError) as exc:
-        raise ParseError(KIND, lines0.path, 0, "", f"unknown time zone {tz!r} ({exc})") from None
-    day0 = _day(date, lines0)
+        raise ParseError(KIND, lines.path, 0, "", f"unknown time zone {tz!r} ({exc})") from None
+    day0 = _day(date, lines)
     st = _State()
 
-    def feed(line_no: int, line: str, lines: Lines) -> None:
+    def other(line_no: int, line: str) -> None:
+        """Any line but a task row: Total, Actual/Current, the header, blank; else an error."""
         if not line.strip():
             return  # seed 000's sed put a blank line before every block
-        if m := _ROW.match(line):
-            if not st.totals:
-                raise lines.error(line_no, line, "task row before any `Total DISK READ` line")
-            c = st.cols
-            c["clock_s"].append(st.clock(line_no, m, lines, line))
-            c["iteration"].append(len(st.totals))
-            c["tid"].append(int(m[4]))
-            c["prio"].append(m[5])
-            c["user"].append(m[6])
-            c["read_kb_s"].append(float(m[7]) * _KIB[m[8]])
-            c["write_kb_s"].append(float(m[9]) * _KIB[m[10]])
-            unavailable = m[13] is not None
-            c["swapin_pct"].append(float("nan") if unavailable else float(m[11]))
-            c["io_pct"].append(float("nan") if unavailable else float(m[12]))
-            c["delayacct_unavailable"].append(unavailable)
-            c["command"].append(m[14])
-            return
         if m := _TOTAL.match(line):
             clock_s = st.clock(line_no, m, lines, line)
             st.totals.append(
@@ -236,20 +292,66 @@ def parse(
             return
         raise lines.error(line_no, line, "not an iotop batch line (Total/Actual/Current, header or task row)")
 
-    def cut_last(line_no: int, line: str, lines: Lines) -> None:
-        st.dropped += 1  # cut mid-write: its numbers or command may be a prefix of themselves
-
-    feed_lines(source, KIND, feed, cut_last)
+    groups, clocks, iterations = st.groups, st.clocks, st.iterations
+    row_match = _ROW.match
+    held_no, held = 0, ""
+    line_no = 0
+    try:
+        # The last line is held back until it is known to end with a newline (cut mid-write: dropped).
+        for line_no, line in lines:  # noqa: B007 - line_no is read in the handler
+            if held_no:
+                if (m := row_match(held)) and st.totals:  # the hot path: a task row
+                    groups.append(m.groups())
+                    clocks.append(st.clock(held_no, m, lines, held))
+                    iterations.append(len(st.totals))
+                    if len(groups) >= STAGE_ROWS:
+                        st.stage()
+                elif m:
+                    raise lines.error(held_no, held, "task row before any `Total DISK READ` line")
+                else:
+                    other(held_no, held)
+            held_no, held = line_no, line
+    except (UnicodeDecodeError, OSError) as exc:
+        raise lines.error(line_no + 1, "", f"cannot read: {exc}") from None
+    if held_no:
+        if not lines.last_complete and held.strip():
+            st.dropped += 1  # cut mid-write: its numbers or command may be a prefix of themselves
+        elif (m := row_match(held)) and st.totals:
+            groups.append(m.groups())
+            clocks.append(st.clock(held_no, m, lines, held))
+            iterations.append(len(st.totals))
+        elif m:
+            raise lines.error(held_no, held, "task row before any `Total DISK READ` line")
+        else:
+            other(held_no, held)
+    st.flush()
     attrs = {"totals": st.totals, "dropped_lines": st.dropped, "unknown_columns": [], "notes": st.notes}
-    n = len(st.cols["tid"])
+    n = st.n
     if n == 0:
         df = empty_frame(SCHEMA)
         df.attrs.update(attrs)
         return df
-    c = st.cols
-    data: dict[str, object] = {k: v for k, v in c.items() if k != "command"}
-    data["clock_s"] = np.array(c["clock_s"], dtype=np.float64)
-    command = pd.Series(c["command"], dtype="string")
+
+    def column(name: str) -> np.ndarray:
+        return np.concatenate([chunk[name] for chunk in st.chunks])
+
+    def strings(name: str) -> pd.Series:
+        return pd.concat([pd.Series(part) for part in st.string_chunks[name]], ignore_index=True)
+
+    unavailable = column("unavailable")
+    data: dict[str, object] = {
+        "clock_s": column("clock_s"),
+        "iteration": pd.array(column("iteration"), dtype="Int64"),
+        "tid": pd.array(column("tid"), dtype="Int64"),
+        "prio": strings("prio"),
+        "user": strings("user"),
+        "read_kb_s": column("read"),
+        "write_kb_s": column("write"),
+        "swapin_pct": column("swapin"),
+        "io_pct": column("io"),
+        "delayacct_unavailable": pd.array(unavailable, dtype="boolean"),
+    }
+    command = strings("command")
     data["command"] = command
     data["thread"] = command.str.extract(_THREAD, expand=False).astype("string")
     data["host"] = pd.array([host] * n, dtype="string")
@@ -258,6 +360,12 @@ def parse(
     df = coerce(pd.DataFrame(data), SCHEMA)
     df.attrs.update(attrs)
     return df
+
+
+def _strings(texts: list[str]) -> pd.api.extensions.ExtensionArray:
+    """A string array built from the distinct texts (users, classes, commands repeat: cheaper)."""
+    codes, uniques = pd.factorize(np.array(texts, dtype=object))
+    return pd.array(uniques, dtype="string").take(codes)
 
 
 def _day(value: date | str | None, lines: Lines) -> date | None:
