@@ -1,6 +1,9 @@
-"""disk.serial-small-io and disk.saturated, each with cases that fire and cases that must not."""
+"""disk.serial-small-io, disk.saturated and disk.full, each with cases that fire and cases that must not."""
 
 from __future__ import annotations
+
+import copy
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -8,6 +11,9 @@ import pytest
 from perfkit.analyzers import disk
 from perfkit.config import default_thresholds
 from perfkit.dataset import Capture, Dataset
+from perfkit.findings import Skipped
+from perfkit.parsers import df as df_parser
+from perfkit.parsers import ps as ps_parser
 
 
 def iostat_ds(rows: list[dict], device: str = "sda") -> Dataset:
@@ -80,3 +86,92 @@ def test_since_boot_report_is_ignored() -> None:
     ds = iostat_ds([row(2370, 9480, 9.93, 4.14, 100.0)] * 4)
     ds.captures[0].frame.loc[:, "since_boot"] = True
     assert disk.saturated(ds, None, TH) == []
+
+
+# ---------------------------------------------------------------- disk.full
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+def df_ds(*captures: Capture) -> Dataset:
+    return Dataset("x", None, list(captures))
+
+
+def df_cap(text_or_path: str | Path, host: str | None = "db1") -> Capture:
+    return Capture("hosts/db1/df.out", "df", host, None, df_parser.parse(text_or_path, host=host))
+
+
+def ps_cap(text: str, host: str | None = "db1") -> Capture:
+    return Capture("hosts/db1/ps-start.out", "ps", host, None, ps_parser.parse(text, host=host))
+
+
+PS_HEADER = "USER         PID %CPU %MEM    VSZ   RSS TTY      STAT START   TIME COMMAND\n"
+
+
+def test_nearly_full_filesystem_fires() -> None:
+    # Real capture: `pkspace 2048 1952 96 96% /tmp/pk data vol` (a 2 MiB tmpfs filled to 96 %).
+    [f] = disk.full(df_ds(df_cap(FIXTURES / "df" / "coreutils-9.1-P-k.txt")), None, TH)
+    assert f.severity == "warning" and f.hosts == ["db1"]
+    assert f.evidence["mount"] == "/tmp/pk data vol" and f.evidence["filesystem"] == "pkspace"
+    assert f.evidence["capacity_pct"] == 96.0
+    assert f.evidence["free_gib"] == pytest.approx(96 / 1024**2)  # Available 96 KiB
+    assert f.evidence["size_gib"] == pytest.approx(2048 / 1024**2)
+    assert "data_dir" not in f.evidence
+
+
+def test_roomy_filesystems_and_pseudo_mounts_fire_nothing() -> None:
+    # `/` at 17 %, devtmpfs/tmpfs at 0 %, `/proc` with `-`; a snap's squashfs is always 100 %.
+    text = (
+        "Filesystem     1024-blocks     Used Available Capacity Mounted on\n"
+        "/dev/vda         264212084 15578712  79922552      17% /\n"
+        "/dev/loop3           64768    64768         0     100% /snap/core20/2318\n"
+        "proc                     0        0         0        - /proc\n"
+    )
+    assert disk.full(df_ds(df_cap(text)), None, TH) == []
+
+
+def test_data_dir_mount_is_judged_lower_and_critical_when_full() -> None:
+    # A TiKV store whose mount has no space left (Available 0, 100 %): writes stop (seed 004).
+    text = (
+        "Filesystem     1024-blocks      Used Available Capacity Mounted on\n"
+        "/dev/vda         264212084  15578712  79922552      17% /\n"
+        "/dev/nvme1n1    1031069848 979516356         0     100% /data\n"
+    )
+    ps = ps_cap(
+        PS_HEADER + "tidb        2287  310  8.1 9123456 2654321 ?  Ssl  07:02 812:10 "
+        "bin/tikv-server --addr 0.0.0.0:20160 --data-dir /data/tikv-20160 --config conf/tikv.toml\n"
+    )
+    [f] = disk.full(df_ds(df_cap(text), ps), None, TH)
+    assert f.severity == "critical"
+    assert f.evidence["mount"] == "/data" and f.evidence["data_dir"] == "/data/tikv-20160"
+    assert f.evidence["data_dir_program"] == "bin/tikv-server"
+    assert f.evidence["free_gib"] == 0.0
+    assert f.evidence["used_gib"] == pytest.approx(979516356 / 1024**2)
+
+
+def test_data_dir_mount_below_pd_low_space_ratio_fires_as_warning() -> None:
+    # 85 % full with 146 GiB free: under the general 90 % bar, over PD's 80 % low-space-ratio.
+    text = (
+        "Filesystem     1024-blocks      Used Available Capacity Mounted on\n"
+        "/dev/nvme1n1    1031069848 830000000 153000000      85% /data\n"
+    )
+    ps = ps_cap(
+        PS_HEADER
+        + "mysql  900 50.0 30.0 9123456 2654321 ?  Ssl 07:02 8:10 /usr/sbin/mariadbd --datadir=/data/mysql\n"
+    )
+    [f] = disk.full(df_ds(df_cap(text), ps), None, TH)
+    assert f.severity == "warning" and f.evidence["data_dir"] == "/data/mysql"
+    assert f.evidence["capacity_pct"] == 85.0
+    # Without the data dir the general bar applies: nothing.
+    assert disk.full(df_ds(df_cap(text)), None, TH) == []
+
+
+def test_disk_full_threshold_override() -> None:
+    th = copy.deepcopy(TH)
+    th["disk.full"]["min_capacity_pct"] = 97
+    assert disk.full(df_ds(df_cap(FIXTURES / "df" / "coreutils-9.1-P-k.txt")), None, th) == []
+
+
+def test_disk_full_skipped_without_df() -> None:
+    out = disk.full(Dataset("x", None, []), None, TH)
+    assert isinstance(out, Skipped) and "df" in out.reason
