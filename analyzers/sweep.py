@@ -668,45 +668,116 @@ def underdriven(ds: Dataset, sweep: Sweep | None, th: Thresholds) -> list[Findin
                 ],
             )
         )
+    records = {r.get("path"): r for r in (ds.manifest or {}).get("captures", [])}
+    status = [c.frame for c in ds.of("mysql_status") if len(c.frame)]
+    server = pd.concat(status, ignore_index=True) if status else None
     for s in sweep.steps:
-        iv = s.intervals
-        if iv is None or len(iv) < 6 or iv["lat_ms"].isna().all():
-            continue
-        third = len(iv) // 3
-        head, tail = iv.iloc[:third], iv.iloc[-third:]
-        tps_drop = (1 - tail["tps"].mean() / head["tps"].mean()) * 100
-        lat_drop = (1 - tail["lat_ms"].mean() / head["lat_ms"].mean()) * 100
-        if tps_drop >= lim["together_drop_pct"] and lat_drop >= lim["together_drop_pct"]:
-            out.append(
-                Finding(
-                    rule="load.underdriven",
-                    severity="warning",
-                    title=f"TPS and RT fall together inside the {s.threads}-thread step",
-                    summary=(
-                        f"At {s.threads} threads TPS fell {tps_drop:.0f}% and latency fell {lat_drop:.0f}% "
-                        f"between the first and last third of the step: the pressure stopped arriving."
-                    ),
-                    evidence={
-                        "threads": s.threads,
-                        "tps_drop_pct": tps_drop,
-                        "lat_drop_pct": lat_drop,
-                        "tps_first_third": float(head["tps"].mean()),
-                        "tps_last_third": float(tail["tps"].mean()),
-                        "lat_first_third_ms": float(head["lat_ms"].mean()),
-                        "lat_last_third_ms": float(tail["lat_ms"].mean()),
-                    },
-                    explanation=(
-                        "At a bottleneck TPS × RT is constant: one rises as the other falls. Both "
-                        "falling together means fewer requests reach the system — the load is lost "
-                        "before it (client, network, a pool, a load balancer)."
-                    ),
-                    next_steps=[
-                        "Look upstream of the measured tier: the client host, its connection pool, "
-                        "load balancers and ingress on the way."
-                    ],
-                )
-            )
+        together = _fall_together(s, server, records.get(s.source), th)
+        if together is not None:
+            out.append(together)
     return out
+
+
+def _thirds_change(x: pd.Series) -> tuple[float, float, float]:
+    """(mean of the first third, mean of the last third, % drop from the first to the last)."""
+    third = len(x) // 3
+    first, last = float(x.iloc[:third].mean()), float(x.iloc[-third:].mean())
+    return first, last, (1 - last / first) * 100 if first else float("nan")
+
+
+def _server_rt_in_step(server: pd.DataFrame | None, rec: dict | None, th: Thresholds) -> pd.Series | None:
+    """The DB sampler's per-second server RT over the step's load window (connect and exit seconds
+    and the same warm-up share as the client's intervals left out), or None without enough samples."""
+    if server is None or not rec or not rec.get("started_at") or not rec.get("ended_at"):
+        return None
+    start = pd.Timestamp(rec["started_at"]) + pd.Timedelta(seconds=1)
+    end = pd.Timestamp(rec["ended_at"]) - pd.Timedelta(seconds=0.5)
+    rows = server[(server["timestamp"] >= start) & (server["timestamp"] <= end)].sort_values("timestamp")
+    rt = rows["server_rt_ms"].dropna()
+    if len(rt) >= 4:
+        rt = rt.iloc[max(1, math.ceil(len(rt) * th["sweep"]["warmup_fraction"])) :]
+    return rt if len(rt) >= th["load.underdriven"]["min_intervals"] else None
+
+
+def _fall_together(s: Step, server: pd.DataFrame | None, rec: dict | None, th: Thresholds) -> Finding | None:
+    """Inside one step, TPS falling with the RT of the system falling too: the load stopped arriving.
+
+    The system's RT is the database's own (DB sampler) when there is one, else the client's. The
+    database's is the better witness: when requests are lost before the server (an ingress, a pool),
+    the client's RT rises — it includes the wait — while the server's falls with its load (seeds/003:
+    13 511 TPS at 380 ms, then TPS and the application's RT fell together while the client's RT rose).
+    """
+    lim = th["load.underdriven"]
+    iv = s.intervals
+    if iv is None or len(iv) < lim["min_intervals"]:
+        return None
+    tps_first, tps_last, tps_drop = _thirds_change(iv["tps"])
+    lat = iv["lat_ms"]
+    client = _thirds_change(lat) if lat.notna().any() else None
+    srv_rt = _server_rt_in_step(server, rec, th)
+    srv = _thirds_change(srv_rt) if srv_rt is not None else None
+    drop = lim["together_drop_pct"]
+    if not tps_drop >= drop:
+        return None
+    by_server = srv is not None and srv[2] >= drop
+    if not by_server and not (client is not None and client[2] >= drop):
+        return None
+    ev: dict[str, Any] = {
+        "threads": s.threads,
+        "tps_drop_pct": tps_drop,
+        "tps_first_third": tps_first,
+        "tps_last_third": tps_last,
+    }
+    if client is not None:
+        ev.update(lat_drop_pct=client[2], lat_first_third_ms=client[0], lat_last_third_ms=client[1])
+    if srv is not None:
+        ev.update(
+            server_rt_drop_pct=srv[2],
+            server_rt_first_third_ms=srv[0],
+            server_rt_last_third_ms=srv[1],
+            server_samples=len(srv_rt),
+        )
+    ev["judged_by"] = "server RT (DB sampler)" if by_server else "client RT"
+    ev["source"] = s.source
+    p = f"p{s.lat_pct:g} " if s.lat_pct else ""
+    if by_server:
+        client_note = (
+            f"; the client's {p}RT {'rose' if client[2] < 0 else 'fell'} {abs(client[2]):.0f}% "
+            f"({_fmt(client[0])} → {_fmt(client[1])} ms)"
+            if client is not None
+            else ""
+        )
+        title = f"TPS and the database's RT fall together inside the {s.threads}-thread step"
+        summary = (
+            f"At {s.threads} threads TPS fell {tps_drop:.0f}% ({_fmt(tps_first)} → {_fmt(tps_last)}) and the "
+            f"database's RT fell {srv[2]:.0f}% ({_fmt(srv[0], 2)} → {_fmt(srv[1], 2)} ms) between the first "
+            f"and last third of the step{client_note}: the pressure stops before the database."
+        )
+    else:
+        title = f"TPS and RT fall together inside the {s.threads}-thread step"
+        summary = (
+            f"At {s.threads} threads TPS fell {tps_drop:.0f}% and latency fell {client[2]:.0f}% "  # type: ignore[index]
+            f"between the first and last third of the step: the pressure stopped arriving."
+        )
+    return Finding(
+        rule="load.underdriven",
+        severity="warning",
+        title=title,
+        summary=summary,
+        evidence=ev,
+        explanation=(
+            "At a bottleneck TPS × RT is constant: one rises as the other falls. Both falling together "
+            "means fewer requests reach the system — the load is lost before it (client, network, a "
+            "pool, a load balancer). A client RT that rises meanwhile only adds the time requests wait "
+            "on the way; the tier whose RT falls is getting less work, not more."
+        ),
+        next_steps=[
+            "Look upstream of the measured tier: the client host, its connection pool, "
+            "load balancers and ingress on the way.",
+            "Compare the RT of each tier over the step (perfkit analyze --tiers FILE) to find where "
+            "requests wait.",
+        ],
+    )
 
 
 RULES = {

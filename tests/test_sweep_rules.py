@@ -152,3 +152,86 @@ def test_rules_skip_without_load_data() -> None:
     skipped = {s.rule: s.reason for s in result.skipped}
     assert "sweep.knee" in skipped and "no load-generator output" in skipped["sweep.knee"]
     assert skipped["disk.serial-small-io"] == "no iostat capture"
+
+
+# seed 003: 13 511 TPS at 380 ms, then TPS falls and the client's RT rises while the inner tier's RT
+# falls. Client intervals (sysbench's shape) with TPS 13500 -> 9000 and p95 380 -> 520 ms; the DB
+# sampler's per-second server RT over the same window.
+_SEED003_ROWS = [
+    (1, 100, 1000.0, 300.0),  # warm-up interval, dropped
+    (2, 100, 13500.0, 380.0),
+    (3, 100, 13500.0, 380.0),
+    (4, 100, 13500.0, 380.0),
+    (5, 100, 12000.0, 420.0),
+    (6, 100, 11000.0, 450.0),
+    (7, 100, 10000.0, 480.0),
+    (8, 100, 9000.0, 520.0),
+    (9, 100, 9000.0, 520.0),
+    (10, 100, 9000.0, 520.0),
+]
+_T0 = pd.Timestamp("2026-11-23T08:00:00Z")
+
+
+def _server_ds(server_rt_ms: list[float]) -> Dataset:
+    """The sysbench step above plus mysql_status samples at T0+1 s .. T0+10 s, as the parser gives them
+    (questions_s, threads_running_avg = Little's law's in-flight statements, server_rt_ms)."""
+    status = pd.DataFrame(
+        {
+            "timestamp": [_T0 + pd.Timedelta(seconds=i) for i in range(1, len(server_rt_ms) + 1)],
+            "host": "127.0.0.1:3306",
+            "questions_s": 1000.0,
+            "threads_running_avg": [rt / 1000 * 1000 for rt in server_rt_ms],
+            "server_rt_ms": server_rt_ms,
+        }
+    )
+    load = _sysbench_capture(_SEED003_ROWS, 100)
+    manifest = {
+        "captures": [
+            {
+                "path": load.path,
+                "started_at": _T0.isoformat(),
+                "ended_at": (_T0 + pd.Timedelta(seconds=11)).isoformat(),
+            }
+        ]
+    }
+    return Dataset(
+        "x", manifest, [load, Capture("db/global_status.jsonl", "mysql_status", "db", None, status)]
+    )
+
+
+def test_tps_and_server_rt_falling_while_client_rt_rises_is_underdriven() -> None:
+    # 10 samples in [T0+1, T0+10.5]; the first (warm-up share, ceil(10 x 0.1) = 1) dropped: 9 left.
+    ds = _server_ds([210, 200, 200, 200, 180, 170, 160, 150, 150, 150])
+    [f] = [f for f in analyze(ds, default_thresholds()).findings if f.rule == "load.underdriven"]
+    ev = f.evidence
+    # steady client intervals 2..10 (9): first third 13500 TPS / 380 ms, last third 9000 / 520 ms
+    assert ev["tps_drop_pct"] == pytest.approx((1 - 9000 / 13500) * 100)
+    assert ev["lat_drop_pct"] == pytest.approx((1 - 520 / 380) * 100)  # negative: the client's RT rose
+    # server RT: first third 200 ms, last third 150 ms
+    assert (ev["server_rt_first_third_ms"], ev["server_rt_last_third_ms"]) == (200, 150)
+    assert ev["server_rt_drop_pct"] == pytest.approx(25.0) and ev["judged_by"] == "server RT (DB sampler)"
+    assert "fall together" in f.title and "pressure stops before the database" in f.summary
+
+
+def test_server_rt_rising_with_falling_tps_is_not_underdriven() -> None:
+    # the same client data, but the database slows down: it is degrading, the load does arrive
+    ds = _server_ds([200, 200, 200, 200, 230, 260, 290, 320, 320, 320])
+    fired = {f.rule for f in analyze(ds, default_thresholds()).findings}
+    assert "load.underdriven" not in fired and "sweep.unstable" in fired
+
+
+def test_together_threshold_override_stops_the_server_case() -> None:
+    th = default_thresholds()
+    th["load.underdriven"]["together_drop_pct"] = 30  # TPS fell 33%, server RT only 25%
+    ds = _server_ds([210, 200, 200, 200, 180, 170, 160, 150, 150, 150])
+    assert "load.underdriven" not in {f.rule for f in analyze(ds, th).findings}
+
+
+def test_real_sysbench_intervals_without_a_server_do_not_fall_together() -> None:
+    # seed 000's 1200-thread run collapses with p95 rising (856 -> 435 TPS, 2.9 s -> 10.5 s): degrading
+    from perfkit.parsers import sysbench as sb
+
+    frame = sb.parse(FIXTURES / "sysbench" / "seed000-write-only-multi-run.txt")
+    ds = Dataset("x", None, [Capture("seed000.log", "sysbench", None, None, frame)])
+    under = [f for f in analyze(ds, default_thresholds()).findings if f.rule == "load.underdriven"]
+    assert not any("fall together" in f.title for f in under)

@@ -1,0 +1,245 @@
+"""client.saturated: the load generator's own host, not the system under test, sets the ceiling.
+
+A load generator that runs out of CPU cannot send requests faster, so the system under test looks idle
+while throughput flattens (seeds/001: TiKV at 10 % CPU with one go-ycsb host as the limit; sysbench
+issues #51/#482: the client's CPU caps the TPS). Two signs, read on the host that ran the load (the
+`host` of its sysbench/go-ycsb/go-tpc records; a local `perfkit run` records `localhost` for the load
+and the OS captures alike):
+
+- the host: CPU idle (idle + iowait, vmstat or mpstat) near zero, or a vmstat run queue well above its
+  CPU count (threads waiting for a CPU, so every request starts late);
+- the load process itself (top): its CPU at the limit of what its threads (or the CPUs) can use — a
+  client that is its own bottleneck even on an otherwise idle machine.
+
+Judged per sweep step (captures of the same `step` as the load output); the since-boot first vmstat
+line and top's first screen (CPU since the task started) are left out.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+import pandas as pd
+
+from perfkit.config import Thresholds
+from perfkit.dataset import Capture, Dataset
+from perfkit.findings import Finding, Skipped
+
+RULE = "client.saturated"
+LOAD_KINDS = ("sysbench", "goycsb", "gotpc")
+# the load process's name in top's COMMAND (as printed, or the start of a command line with -c)
+_PROCESS = {
+    "sysbench": re.compile(r"^(\S*/)?sysbench\b"),
+    "goycsb": re.compile(r"^(\S*/)?(go-)?ycsb\b"),
+    "gotpc": re.compile(r"^(\S*/)?go-tpc\b"),
+}
+
+
+@dataclass
+class _Step:
+    host: str
+    step: str | None
+    kind: str
+    threads: int | None
+    sources: list[str] = field(default_factory=list)
+    cpus: int | None = None
+    idle_pct: float | None = None
+    idle_from: str = ""
+    runq: float | None = None
+    samples: int = 0
+    window: tuple[str, str] | None = None
+    proc_cpu_pct: float | None = None
+    proc_threads: int | None = None
+    proc_limit_pct: float | None = None
+    top_other: str | None = None
+    top_other_cpu_pct: float | None = None
+
+
+def saturated(ds: Dataset, sweep: Any, th: Thresholds) -> list[Finding] | Skipped:
+    """The load-generator host is CPU/run-queue bound, or the load process uses all the CPU it can."""
+    loads = [(k, c) for k in LOAD_KINDS for c in ds.of(k)]
+    if not loads:
+        return Skipped(RULE, "no load-generator output (sysbench, go-ycsb or go-tpc)")
+    hosts = sorted({c.host for _, c in loads if c.host})
+    if not hosts:
+        return Skipped(RULE, "the load generator's host is unknown (no manifest records its host)")
+    os_kinds = ("vmstat", "mpstat", "top", "nproc")
+    if not any(c.host in hosts for k in os_kinds[:3] for c in ds.of(k)):
+        return Skipped(
+            RULE, f"no vmstat, mpstat or top capture of the load-generator host ({', '.join(hosts)})"
+        )
+    lim = th[RULE]
+    threads_of = _threads_by_source(sweep)
+    out: list[Finding] = []
+    for host in hosts:
+        judged = []
+        for kind, cap in loads:
+            if cap.host != host:
+                continue
+            st = _Step(host, cap.step, kind, threads_of.get(cap.path), sources=[cap.path])
+            same = [c for k in os_kinds for c in ds.of(k) if c.host == host and c.step == cap.step]
+            _measure(st, same, lim)
+            judged.append(st)
+        hot = [s for s in judged if _host_bound(s, lim) or _process_bound(s, lim)]
+        if hot:
+            out.append(_finding(hot, judged, lim))
+    return out
+
+
+def _threads_by_source(sweep: Any) -> dict[str, int]:
+    return {s.source: s.threads for s in (sweep.steps if sweep is not None else [])}
+
+
+def _measure(st: _Step, caps: list[Capture], lim: dict[str, Any]) -> None:
+    by = {k: [c for c in caps if c.kind == k] for k in ("vmstat", "mpstat", "top", "nproc")}
+    for c in by["nproc"]:
+        if len(c.frame) and pd.notna(c.frame["cpus"].iloc[0]):
+            st.cpus = int(c.frame["cpus"].iloc[0])
+    mp = [c.frame[c.frame["cpu"] != "all"] for c in by["mpstat"]]
+    if st.cpus is None and mp and len(mp[0]):
+        st.cpus = int(mp[0]["cpu"].nunique())
+    vm = pd.concat([c.frame[~c.frame["since_boot"].astype(bool)] for c in by["vmstat"]] or [pd.DataFrame()])
+    if len(vm) >= lim["min_samples"]:
+        st.idle_pct = float((vm["id"].astype(float) + vm["wa"].astype(float).fillna(0)).median())
+        st.idle_from = "vmstat id + wa"
+        st.runq = float(vm["r"].astype(float).median())
+        st.samples = len(vm)
+        st.window = _window(vm)
+        st.sources += [c.path for c in by["vmstat"]]
+    else:
+        alls = pd.concat([c.frame[c.frame["cpu"] == "all"] for c in by["mpstat"]] or [pd.DataFrame()])
+        if len(alls) >= lim["min_samples"]:
+            st.idle_pct = float((alls["idle_pct"] + alls["iowait_pct"].fillna(0)).median())
+            st.idle_from = "mpstat all %idle + %iowait"
+            st.samples = len(alls)
+            st.window = _window(alls)
+            st.sources += [c.path for c in by["mpstat"]]
+    for c in by["top"]:
+        _process(st, c, lim)
+
+
+def _process(st: _Step, cap: Capture, lim: dict[str, Any]) -> None:
+    """The load process's CPU per top screen (its threads summed under -H), median over screens."""
+    df = cap.frame[cap.frame["iteration"] > 0]  # screen 0: CPU since each task started
+    if df["iteration"].nunique() < lim["min_samples"] - 1 or df.empty:
+        return
+    cmd = df["command"].fillna("").str.strip()
+    mine = df[cmd.str.match(_PROCESS[st.kind])]
+    if mine.empty:
+        return
+    per = mine.groupby("iteration").agg(cpu=("cpu_pct", "sum"), n=("pid", "count"))
+    summaries = cap.frame.attrs.get("summaries") or [{}]
+    threads_mode = bool(summaries[0].get("threads_mode"))
+    # a process's threads each use at most one CPU: under -H the rows are its threads; a per-process
+    # top shows only the total, so its threads are the configured workers (sysbench adds none that work)
+    n = int(per["n"].median()) if threads_mode else st.threads
+    caps = [x for x in (n, st.cpus) if x]
+    st.proc_cpu_pct = float(per["cpu"].median())
+    st.proc_threads = n
+    st.proc_limit_pct = float(min(caps) * 100) if caps else None
+    others = df[~df.index.isin(mine.index)]
+    if len(others):
+        by = others.assign(name=cmd[others.index].str.split().str[0]).groupby(["iteration", "name"])[
+            "cpu_pct"
+        ]
+        med = by.sum().groupby("name").median().sort_values(ascending=False)
+        st.top_other, st.top_other_cpu_pct = str(med.index[0]), float(med.iloc[0])
+    st.sources.append(cap.path)
+
+
+def _host_bound(s: _Step, lim: dict[str, Any]) -> bool:
+    if s.idle_pct is not None and s.idle_pct <= lim["max_idle_pct"]:
+        return True
+    return s.runq is not None and bool(s.cpus) and s.runq >= lim["min_runq_per_cpu"] * s.cpus  # type: ignore[operator]
+
+
+def _process_bound(s: _Step, lim: dict[str, Any]) -> bool:
+    if s.proc_cpu_pct is None or not s.proc_limit_pct:
+        return False
+    return s.proc_cpu_pct >= lim["min_process_share_pct"] / 100 * s.proc_limit_pct
+
+
+def _window(df: pd.DataFrame) -> tuple[str, str] | None:
+    ts = df["timestamp"].dropna() if "timestamp" in df else pd.Series(dtype=object)
+    return (ts.min().isoformat(), ts.max().isoformat()) if len(ts) else None
+
+
+def _finding(hot: list[_Step], judged: list[_Step], lim: dict[str, Any]) -> Finding:
+    first = min(hot, key=lambda s: (s.threads or 0, s.step or ""))
+    proc_bound = _process_bound(first, lim)
+    host_bound = _host_bound(first, lim)
+    tool = {"sysbench": "sysbench", "goycsb": "go-ycsb", "gotpc": "go-tpc"}[first.kind]
+    at = f"at {first.threads} threads" if first.threads else (f"in step {first.step}" if first.step else "")
+    parts = []
+    if first.idle_pct is not None:
+        parts.append(f"CPU idle {first.idle_pct:.0f}%")
+    if first.runq is not None:
+        parts.append(f"run queue {first.runq:.0f}" + (f" on {first.cpus} CPUs" if first.cpus else ""))
+    if first.proc_cpu_pct is not None:
+        limit = f" of a possible {first.proc_limit_pct:.0f}%" if first.proc_limit_pct else ""
+        parts.append(f"{tool} itself at {first.proc_cpu_pct:.0f}% CPU{limit}")
+    shared = (
+        f" The host is shared: {first.top_other} used {first.top_other_cpu_pct:.0f}% CPU beside the load."
+        if host_bound
+        and not proc_bound
+        and first.top_other
+        and (first.top_other_cpu_pct or 0) > (first.proc_cpu_pct or 0)
+        else ""
+    )
+    ev: dict[str, Any] = {
+        "host": first.host,
+        "tool": tool,
+        "step": first.step,
+        "threads": first.threads,
+        "cpus": first.cpus,
+        "idle_pct_median": first.idle_pct,
+        "idle_from": first.idle_from or None,
+        "run_queue_median": first.runq,
+        "samples": first.samples,
+        "load_process_cpu_pct_median": first.proc_cpu_pct,
+        "load_process_threads": first.proc_threads,
+        "load_process_cpu_limit_pct": first.proc_limit_pct,
+        "busiest_other_process": first.top_other,
+        "busiest_other_cpu_pct_median": first.top_other_cpu_pct,
+        "host_bound": host_bound,
+        "process_bound": proc_bound,
+        "saturated_steps": [s.step or s.threads for s in sorted(hot, key=lambda s: s.threads or 0)],
+        "steps_judged": len(judged),
+        "sources": first.sources,
+    }
+    return Finding(
+        rule=RULE,
+        severity="critical" if proc_bound else "warning",
+        title=f"The load generator's host {first.host} is CPU-bound {at}".strip(),
+        summary=(
+            f"On {first.host}, which ran {tool}, {at} {', '.join(parts)} "
+            f"({len(hot)} of {len(judged)} steps like this): the client cannot send requests any faster."
+            f"{shared}"
+        ).replace("  ", " "),
+        evidence=ev,
+        window=first.window,
+        hosts=[first.host],
+        explanation=(
+            "A load generator short of CPU issues each request late: its threads wait for a CPU before "
+            "sending and again before reading the reply, so the measured RT includes client-side "
+            "queueing and throughput stops at what the client can drive, not what the server can serve "
+            "(the servers then show idle CPU, as TiKV at 10% did in seeds/001). "
+            + (
+                f"Here {tool}'s own threads use all the CPU they can: the client process is the ceiling."
+                if proc_bound
+                else "Here the host's CPUs are used up; whoever uses them, the load is throttled."
+            )
+        ),
+        next_steps=[
+            "Run the load from more or bigger client machines (several go-ycsb/sysbench hosts) and check "
+            "that throughput rises.",
+            "Keep the load generator off the database hosts; pin it away from the server's CPUs.",
+            f"Check the client's own cost per request: {tool} options (report interval, histogram, "
+            "lua script work), connection reuse instead of reconnects.",
+        ],
+    )
+
+
+RULES = {RULE: saturated}

@@ -1,0 +1,96 @@
+"""client.saturated on real captures of a CPU-bound and an idle load-generator host."""
+
+from __future__ import annotations
+
+import pytest
+
+from perfkit.analyzers import client
+from perfkit.analyzers import sweep as sweep_model
+from perfkit.config import default_thresholds
+from perfkit.dataset import Capture, Dataset
+from perfkit.parsers import nproc, sysbench, top, vmstat
+
+from .conftest import FIXTURES
+
+TH = default_thresholds()
+LOAD = FIXTURES / "sysbench" / "1.0.20-rw-t4-summary.txt"
+
+
+def cap(kind: str, mod, name: str, host: str = "lg1", step: str = "t0004") -> Capture:
+    path = FIXTURES / kind / name
+    return Capture(f"hosts/{host}/{step}/{name}", kind, host, step, mod.parse(path, host=host))
+
+
+def load(host: str | None = "lg1", step: str = "t0004") -> Capture:
+    return Capture(f"load/{step}/sysbench.out", "sysbench", host, step, sysbench.parse(LOAD, host=host))
+
+
+def run(ds: Dataset, th: dict | None = None):
+    th = th or TH
+    return client.saturated(ds, sweep_model.build(ds, th), th)
+
+
+def test_cpu_bound_load_host_fires() -> None:
+    ds = Dataset(
+        "x",
+        None,
+        [
+            load(),
+            cap("vmstat", vmstat, "procps-4.0.2-wide-t-cpu-bound.txt"),
+            cap("nproc", nproc, "coreutils-9.1.txt"),
+        ],
+    )
+    [f] = run(ds)
+    ev = f.evidence
+    # vmstat after the since-boot row: id 0 and wa 0 in all 7 lines; r = 6,5,5,5,5,5,5 -> median 5
+    assert ev["idle_pct_median"] == 0 and ev["run_queue_median"] == 5 and ev["samples"] == 7
+    assert ev["cpus"] == 2 and ev["host"] == "lg1" and ev["threads"] == 4
+    assert ev["host_bound"] is True and ev["process_bound"] is False
+    assert f.severity == "warning" and f.hosts == ["lg1"]
+    assert f.window == ("2026-11-23T08:14:28+00:00", "2026-11-23T08:14:34+00:00")
+
+
+def test_load_process_at_its_limit_is_critical() -> None:
+    # top -H: sysbench's 3 threads at 99.9+98.0+95.0 = 292.9 % (screen 1) and 99.9+99.0+95.0 = 293.9 %
+    # (screen 2); screen 0 (since start) left out: median 293.4 % of 3 threads x 100 %
+    ds = Dataset("x", None, [load(), cap("top", top, "procps-4.0.2-H-w512.txt")])
+    [f] = run(ds)
+    assert f.evidence["load_process_cpu_pct_median"] == pytest.approx(293.4)
+    assert f.evidence["load_process_threads"] == 3 and f.evidence["load_process_cpu_limit_pct"] == 300
+    assert f.evidence["process_bound"] is True and f.severity == "critical"
+
+
+def test_idle_load_host_fires_nothing() -> None:
+    ds = Dataset("x", None, [load(), cap("vmstat", vmstat, "procps-4.0.2-wide-t-idle.txt")])
+    assert run(ds) == []
+
+
+def test_busy_database_host_is_not_the_client() -> None:
+    # the CPU-bound vmstat belongs to db1, not to the host that ran sysbench
+    ds = Dataset(
+        "x",
+        None,
+        [
+            load(),
+            cap("vmstat", vmstat, "procps-4.0.2-wide-t-cpu-bound.txt", host="db1"),
+            cap("vmstat", vmstat, "procps-4.0.2-wide-t-idle.txt"),
+        ],
+    )
+    assert run(ds) == []
+
+
+def test_thresholds_override_changes_the_outcome() -> None:
+    th = default_thresholds()
+    th["client.saturated"].update(max_idle_pct=-1, min_runq_per_cpu=100)
+    ds = Dataset("x", None, [load(), cap("vmstat", vmstat, "procps-4.0.2-wide-t-cpu-bound.txt")])
+    assert run(ds, th) == []
+
+
+def test_skipped_when_inputs_are_missing() -> None:
+    assert "no load-generator output" in run(Dataset("x", None, [])).reason
+    unknown = Dataset("x", None, [load(host=None), cap("vmstat", vmstat, "procps-4.0.2-wide-t-idle.txt")])
+    assert "host is unknown" in run(unknown).reason
+    elsewhere = Dataset(
+        "x", None, [load(), cap("vmstat", vmstat, "procps-4.0.2-wide-t-idle.txt", host="db1")]
+    )
+    assert run(elsewhere).reason == "no vmstat, mpstat or top capture of the load-generator host (lg1)"
