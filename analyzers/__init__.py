@@ -19,8 +19,11 @@ from perfkit.findings import SEVERITIES, Finding, Skipped
 Rule = Callable[..., "list[Finding] | Skipped"]
 
 # Rules that point at a cause (a resource, a tier, the load itself) rank above the ones that
-# describe the sweep's shape: the knee says *that* scaling stopped, these say *where*.
+# describe the sweep's shape: the knee says *that* scaling stopped, these say *where*. Last come the
+# ones that qualify the evidence rather than locate a bottleneck: perfkit's own weight on a host, and
+# where the CPU time went inside a process (read beside a cause, never as the verdict).
 SYMPTOM_RULES = ("sweep.knee", "sweep.retrograde", "sweep.unstable", "sweep.not-saturated")
+CONTEXT_RULES = ("collector.overhead", "profile.hotspots")
 
 
 @cache
@@ -74,4 +77,5 @@ def analyze(ds: Dataset, th: Thresholds) -> Analysis:
 
 
 def _rank(f: Finding) -> tuple[int, int, str]:
-    return (f.rule in SYMPTOM_RULES, SEVERITIES.index(f.severity), f.rule)
+    tier = 2 if f.rule in CONTEXT_RULES else 1 if f.rule in SYMPTOM_RULES else 0
+    return (tier, SEVERITIES.index(f.severity), f.rule)

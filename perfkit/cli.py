@@ -74,14 +74,27 @@ def main() -> None:
     type=click.Choice(["critical", "warning"]),
     help=f"Exit {EXIT_FINDINGS} when a finding of this severity or worse exists (CI gates).",
 )
+@click.option(
+    "--tiers",
+    "tiers",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="CSV or YAML of response time per tier per concurrency, client first (load balancers, "
+    "app servers: what perfkit cannot measure); see `perfkit parse --list` (tiers).",
+)
 def analyze(
-    source: Path, outdir: Path | None, as_json: bool, thresholds: Path | None, tz: str, fail_on: str | None
+    source: Path,
+    outdir: Path | None,
+    as_json: bool,
+    thresholds: Path | None,
+    tz: str,
+    fail_on: str | None,
+    tiers: Path | None,
 ) -> None:
     """Analyze an archive directory, a .tar.gz, or a single capture or sweep table (CSV)."""
     from perfkit.pipeline import analyze_path, summary_lines, write_reports
     from perfkit.reports import findings_json
 
-    result = analyze_path(source, thresholds=thresholds, tz=tz)
+    result = analyze_path(source, thresholds=thresholds, tz=tz, tiers=tiers)
     if outdir is not None:
         written = write_reports(result, outdir)
     if as_json:

@@ -19,6 +19,12 @@ from perfkit.archive import Archive
 from perfkit.errors import ParseError
 from perfkit.parsers._common import clock_stamps, head
 
+# Kinds perfkit records on purpose without parsing them, and why.
+KEPT_UNPARSED = {
+    "sa": "sar's binary file, kept as it came (its format depends on the sysstat version); "
+    "its tables were converted on the host by sadf -d (sar-cpu, sar-net, sar-tcp)",
+}
+
 
 @dataclass
 class Capture:
@@ -88,7 +94,8 @@ def load_dataset(archive: Archive, *, tz: str = "UTC") -> Dataset:
         if rec is not None:
             kind = rec.get("kind")
             if kind not in parsers.registry():
-                ds.unparsed.append({"path": rel, "reason": f"no parser for kind {kind!r}"})
+                reason = KEPT_UNPARSED.get(kind, f"no parser for kind {kind!r}")
+                ds.unparsed.append({"path": rel, "reason": reason})
                 continue
             host, step, file_tz = rec.get("host"), rec.get("step"), rec.get("tz", tz)
         else:

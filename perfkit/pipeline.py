@@ -7,41 +7,92 @@ from pathlib import Path
 from perfkit.analyzers import Analysis, analyze
 from perfkit.archive import open_archive
 from perfkit.config import load_thresholds
-from perfkit.dataset import load_dataset
+from perfkit.dataset import Capture, Dataset, load_dataset
 from perfkit.errors import AnalysisError
-from perfkit.reports import findings_json, html, markdown
-from perfkit.reports.plots import all_plots
+from perfkit.reports import findings_json, html, markdown, use
+from perfkit.reports.plots import all_plots, flame_graphs, standalone_svg
 
 
-def analyze_path(source: Path, *, thresholds: Path | None = None, tz: str = "UTC") -> Analysis:
+def analyze_path(
+    source: Path, *, thresholds: Path | None = None, tz: str = "UTC", tiers: Path | None = None
+) -> Analysis:
     """Read an archive directory, a .tar.gz or a single file, and run every rule on it.
+
+    Args:
+        tiers: a file of per-tier response times per load level (parsers/tiers.py), added to the
+            dataset as a `tiers` capture for the rt.localized rule.
 
     Raises:
         ArchiveError: the source cannot be opened safely.
         ConfigError: the thresholds file is invalid.
+        ParseError: the tiers file cannot be read.
         AnalysisError: nothing in the source could be parsed.
     """
     th = load_thresholds(thresholds)
+    tier_capture = _tiers_capture(tiers) if tiers is not None else None
     with open_archive(source) as archive:
         ds = load_dataset(archive, tz=tz)
+        _claim_tier_tables(ds, archive.root, set(archive.records))
+    if tier_capture is not None:
+        ds.captures.append(tier_capture)
     if not ds.captures:
         reasons = "; ".join(f"{u['path']}: {u['reason']}" for u in ds.unparsed[:3]) or "it holds no files"
         raise AnalysisError(f"{source}: nothing perfkit can read ({reasons})")
     return analyze(ds, th)
 
 
+def _tiers_capture(path: Path) -> Capture:
+    """The user's tiers file as a capture: its RTs belong to no host and no single step."""
+    from perfkit.parsers import tiers as tiers_parser
+
+    return Capture(path=str(path), kind="tiers", host=None, step=None, frame=tiers_parser.parse(path))
+
+
+def _claim_tier_tables(ds: Dataset, root: Path, recorded: set[str]) -> None:
+    """A tiers CSV with a `tps` column also looks like a sweep table to the sweep parser's sniff, and
+    sniffing settles ties by name; a sniffed "sweep" whose header names tiers is re-read as tiers, so a
+    `tiers.csv` in a foreign archive neither goes unread nor becomes a bogus sweep."""
+    from perfkit.errors import ParseError
+    from perfkit.parsers import tiers as tiers_parser
+    from perfkit.parsers._common import head
+
+    kept: list[Capture] = []
+    for cap in ds.captures:
+        if cap.kind != "sweep" or cap.path in recorded or not tiers_parser.sniff(head(root / cap.path)):
+            kept.append(cap)
+            continue
+        try:
+            frame = tiers_parser.parse(root / cap.path, host=cap.host)
+        except ParseError as exc:
+            ds.unparsed.append({"path": cap.path, "reason": f"tiers: line {exc.line_no}: {exc.reason}"})
+            continue
+        kept.append(Capture(path=cap.path, kind="tiers", host=cap.host, step=cap.step, frame=frame))
+    ds.captures[:] = kept
+
+
 def write_reports(analysis: Analysis, outdir: Path) -> list[Path]:
     """Write report.html, report.md (with plots/*.png beside it) and findings.json into `outdir`."""
     outdir.mkdir(parents=True, exist_ok=True)
-    plots = all_plots(analysis)
+    ds = analysis.dataset
+    # computed once, rendered three times (HTML, Markdown, JSON)
+    tl = use.timeline(ds, analysis.sweep)
+    rows, procs = use.use_rows(ds), use.top_processes(ds)
+    plots = all_plots(analysis, tl)
+    flames, flame_note = flame_graphs(ds)
     plot_dir = outdir / "plots"
     plot_dir.mkdir(exist_ok=True)
     for p in plots:
         (plot_dir / f"{p.name}.png").write_bytes(p.png)
+    for f in flames:
+        (plot_dir / f"{f.name}.svg").write_text(standalone_svg(f.svg), encoding="utf-8")
     files = {
-        "report.html": html.render(analysis, plots),
-        "report.md": markdown.render(analysis, plots),
-        "findings.json": findings_json.render(analysis),
+        "report.html": html.render(
+            analysis, plots, flames, use_rows=rows, processes=procs, flame_note=flame_note
+        ),
+        "report.md": markdown.render(
+            analysis, plots, flames=flames, use_rows=rows, processes=procs, flame_note=flame_note
+        ),
+        "findings.json": findings_json.render(analysis, use_rows=rows, processes=procs, timeline=tl),
     }
     for name, text in files.items():
         (outdir / name).write_text(text, encoding="utf-8")

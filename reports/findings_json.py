@@ -1,4 +1,9 @@
-"""findings.json: the machine-readable report, in design.md's shape (the JSON contract)."""
+"""findings.json: the machine-readable report, in design.md's shape (the JSON contract).
+
+Beyond design.md's keys (never renamed): `verdict` (the first finding's rule), `use` (the USE
+rows the report's tables show: reports/use.py), `processes` (the busiest processes per host and
+step) and `timeline` (the clock span and the steps on the controller's UTC clock).
+"""
 
 from __future__ import annotations
 
@@ -9,10 +14,21 @@ from perfkit import __version__
 from perfkit.analyzers import Analysis
 from perfkit.findings import jsonable
 
+from . import use
 
-def build(analysis: Analysis) -> dict[str, Any]:
+
+def build(
+    analysis: Analysis,
+    *,
+    use_rows: list[use.UseRow] | None = None,
+    processes: list[use.ProcessRow] | None = None,
+    timeline: use.Timeline | None = None,
+) -> dict[str, Any]:
     """The findings.json document. Keys may be added over time, never renamed."""
     ds = analysis.dataset
+    rows = use.use_rows(ds) if use_rows is None else use_rows
+    procs = use.top_processes(ds) if processes is None else processes
+    tl = use.timeline(ds, analysis.sweep) if timeline is None else timeline
     return jsonable(
         {
             "format_version": 1,
@@ -23,9 +39,12 @@ def build(analysis: Analysis) -> dict[str, Any]:
             "findings": [f.to_dict() for f in analysis.findings],
             "skipped": [s.to_dict() for s in analysis.skipped],
             "inputs": ds.inputs(),
+            "use": [r.to_dict() for r in rows],
+            "processes": [p.to_dict() for p in procs],
+            "timeline": tl.summary(),
         }
     )
 
 
-def render(analysis: Analysis) -> str:
-    return json.dumps(build(analysis), indent=2, ensure_ascii=False) + "\n"
+def render(analysis: Analysis, **parts: Any) -> str:
+    return json.dumps(build(analysis, **parts), indent=2, ensure_ascii=False) + "\n"

@@ -1,7 +1,9 @@
-"""report.html: one self-contained file (CSS and PNG plots inline, nothing remote), Jinja2 with autoescape.
+"""report.html: one self-contained file (CSS, PNG plots and SVG flame graphs inline, nothing remote).
 
-Every string from a capture reaches the page through autoescaping; the only markup we build
-ourselves is the base64 data URI of our own PNGs. A CSP meta tag forbids scripts and any remote load.
+Jinja2 with autoescape: every string from a capture reaches the page escaped. The only markup we
+insert ourselves is the base64 data URI of our own PNGs and the flame graph SVG that
+reports/flamegraph.py builds (it escapes frame names; the CSP meta tag forbids scripts and any
+remote load, so even a flaw there could not run code or fetch anything).
 """
 
 from __future__ import annotations
@@ -11,11 +13,13 @@ import json
 from typing import Any
 
 from jinja2 import Environment, PackageLoader, StrictUndefined
+from markupsafe import Markup
 
 from perfkit import __version__
 from perfkit.analyzers import Analysis
 
-from .plots import Plot
+from . import use
+from .plots import Flame, Plot
 
 
 def _env() -> Environment:
@@ -27,6 +31,7 @@ def _env() -> Environment:
         lstrip_blocks=True,
     )
     env.filters["num"] = _num
+    env.filters["cell"] = use.fmt_cell
     env.filters["compact"] = lambda v: json.dumps(v, ensure_ascii=False, default=str)[:400]
     return env
 
@@ -39,25 +44,50 @@ def _num(value: Any) -> str:
     return str(value)
 
 
-def render(analysis: Analysis, plots: list[Plot]) -> str:
-    images = [
-        {
-            "title": p.title,
-            "note": p.note,
-            "name": p.name,
-            "src": "data:image/png;base64," + base64.b64encode(p.png).decode("ascii"),
-        }
-        for p in plots
-    ]
+def _image(p: Plot) -> dict[str, Any]:
+    return {
+        "title": p.title,
+        "note": p.note,
+        "name": p.name,
+        "src": "data:image/png;base64," + base64.b64encode(p.png).decode("ascii"),
+    }
+
+
+def render(
+    analysis: Analysis,
+    plots: list[Plot],
+    flames: list[Flame] | None = None,
+    *,
+    use_rows: list[use.UseRow] | None = None,
+    processes: list[use.ProcessRow] | None = None,
+    flame_note: str = "",
+) -> str:
+    """The page: verdict, sweep, timeline, then findings and USE tables by resource and host."""
+    ds = analysis.dataset
+    rows = use.use_rows(ds) if use_rows is None else use_rows
+    procs = use.top_processes(ds) if processes is None else processes
+    per_capture = [p for p in plots if p.resource]
+    by_name = {p.name: _image(p) for p in plots}
+    secs = use.sections(analysis.findings, rows, procs, per_capture)
+    for sec in secs:
+        for b in sec.blocks:
+            b.plots = [by_name[p.name] for p in b.plots]
     return (
         _env()
         .get_template("report.html.j2")
         .render(
             a=analysis,
-            ds=analysis.dataset,
+            ds=ds,
             sweep=analysis.sweep,
             verdict=analysis.verdict,
-            plots=images,
+            plot=by_name,
+            sections=secs,
+            flames=[
+                {"name": f.name, "title": f.title, "svg": Markup(f.svg)}  # our renderer's escaped SVG
+                for f in flames or []
+            ],
+            flame_note=flame_note,
+            profiles=[c for c in ds.captures if c.kind in ("folded", "perf_script", "pprof")],
             version=__version__,
         )
     )

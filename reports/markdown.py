@@ -8,7 +8,8 @@ from typing import Any
 
 from perfkit.analyzers import Analysis
 
-from .plots import Plot
+from . import use
+from .plots import Flame, Plot
 
 _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]<>()#+!|~&])")
 
@@ -26,12 +27,95 @@ def fmt(value: Any) -> str:
     return esc("n/a" if value is None else value)
 
 
-def render(analysis: Analysis, plots: list[Plot], plot_dir: str = "plots") -> str:
+def _finding(i: int, f: Any) -> list[str]:
+    hosts = f" — {esc(', '.join(f.hosts))}" if f.hosts else ""
+    verdict = " (the verdict)" if i == 0 else ""
+    out = [
+        f"#### [{f.severity}] {esc(f.title)}{hosts}{verdict}",
+        "",
+        f"`{f.rule}` — {esc(f.summary)}",
+        "",
+        "| evidence | value |",
+        "|---|---|",
+    ]
+    out += [f"| {esc(k)} | {fmt(val)} |" for k, val in f.evidence.items()]
+    out.append("")
+    if f.window:
+        out += [f"Window: {esc(f.window[0])} – {esc(f.window[1])}", ""]
+    out += [f"*Why:* {esc(f.explanation)}", "", "*Next steps:*", ""]
+    out += [f"- {esc(step)}" for step in f.next_steps]
+    out.append("")
+    return out
+
+
+def _image(p: Plot, plot_dir: str) -> list[str]:
+    out = [f"![{esc(p.title)}]({plot_dir}/{p.name}.png)", ""]
+    if p.note:
+        out += [f"*{esc(p.note)}*", ""]
+    return out
+
+
+def _block(sec: use.Section, b: use.HostBlock, plot_dir: str) -> list[str]:
+    out: list[str] = []
+    if b.host is not None:
+        out += [f"### {esc(b.host)}", ""]
+    elif b.table or b.processes:
+        out += ["### host not recorded in the archive", ""]
+    if b.table:
+        t = b.table
+        out += [
+            "| USE | instance | metric | " + " | ".join(esc(c) + " mean (max)" for c in t.columns) + " |",
+            "|---|---|---|" + "---:|" * len(t.columns),
+        ]
+        for r in t.rows:
+            unit = "" if r["unit"] in ("%", "ratio") else f" ({esc(r['unit'])})"
+            cells = " | ".join(use.fmt_cell(c) for c in r["cells"])
+            out.append(f"| {r['check']} | {esc(r['instance'])} | {esc(r['metric'])}{unit} | {cells} |")
+        out += ["", f"Sources: {esc(', '.join(sorted({s for r in t.rows for s in r['sources']})))}", ""]
+    if b.processes:
+        out += [
+            "| busiest processes | pid | step | %CPU mean | %CPU max | source |",
+            "|---|---:|---|---:|---:|---|",
+        ]
+        for p in b.processes:
+            note = f" ({esc(p.note)})" if p.note else ""
+            out.append(
+                f"| {esc(p.command[:100])} | {fmt(p.pid)} | {esc(p.step or '-')} | {fmt(p.cpu_pct_mean)} | "
+                f"{fmt(p.cpu_pct_max)} | {esc(p.source)}{note} |"
+            )
+        out.append("")
+    for i, f in b.findings:
+        out += _finding(i, f)
+    return out
+
+
+def render(
+    analysis: Analysis,
+    plots: list[Plot],
+    plot_dir: str = "plots",
+    *,
+    flames: list[Flame] | None = None,
+    use_rows: list[use.UseRow] | None = None,
+    processes: list[use.ProcessRow] | None = None,
+    flame_note: str = "",
+) -> str:
+    """The same content as report.html: verdict, sweep, timeline, then resources by host."""
     ds = analysis.dataset
+    rows = use.use_rows(ds) if use_rows is None else use_rows
+    procs = use.top_processes(ds) if processes is None else processes
+    by_name = {p.name: p for p in plots}
+    secs = use.sections(analysis.findings, rows, procs, [p for p in plots if p.resource])
     out = [f"# perfkit report: {esc(ds.source)}", ""]
     v = analysis.verdict
     if v:
         out += [f"**Verdict: {esc(v.title)}.** {esc(v.summary)}", ""]
+        if len(analysis.findings) > 1:
+            out += ["Also found:", ""]
+            out += [
+                f"- [{f.severity}] {esc(f.title)}" + (f" — {esc(', '.join(f.hosts))}" if f.hosts else "")
+                for f in analysis.findings[1:]
+            ]
+            out.append("")
     else:
         out += ["**Verdict: no rule found a bottleneck in these inputs.**", ""]
     sweep = analysis.sweep
@@ -73,36 +157,45 @@ def render(analysis: Analysis, plots: list[Plot], plot_dir: str = "plots") -> st
                 f"{fmt(s.little_concurrency)} | {fmt(s.server_qps)} | {fmt(s.server_lat_ms)} | {stable} |"
             )
         out.append("")
-    out += ["## Findings", ""]
+        for name in ("sweep", "tiers"):
+            if name in by_name:
+                out += _image(by_name[name], plot_dir)
+        for sec in secs:
+            if sec.resource == "sweep":
+                for b in sec.blocks:
+                    out += _block(sec, b, plot_dir)
+    if "timeline" in by_name:
+        out += ["## Timeline", ""] + _image(by_name["timeline"], plot_dir)
+    for sec in secs:
+        if sec.resource == "sweep" and sweep is not None:
+            continue
+        out += [f"## {esc(sec.title)}", ""]
+        for b in sec.blocks:
+            out += _block(sec, b, plot_dir)
+            for p in b.plots:
+                out += _image(p, plot_dir)
     if not analysis.findings:
-        out += ["None.", ""]
-    for f in analysis.findings:
-        hosts = f" — {esc(', '.join(f.hosts))}" if f.hosts else ""
-        out += [
-            f"### [{f.severity}] {esc(f.title)}{hosts}",
-            "",
-            f"`{f.rule}` — {esc(f.summary)}",
-            "",
-            "| evidence | value |",
-            "|---|---|",
-        ]
-        out += [f"| {esc(k)} | {fmt(val)} |" for k, val in f.evidence.items()]
-        out += ["", f"*Why:* {esc(f.explanation)}", "", "*Next steps:*", ""]
-        out += [f"- {esc(step)}" for step in f.next_steps]
-        out.append("")
-    if plots:
-        out += ["## Plots", ""]
-        for p in plots:
-            out += [f"![{esc(p.title)}]({plot_dir}/{p.name}.png)", ""]
-            if p.note:
-                out += [f"*{esc(p.note)}*", ""]
+        out += ["No findings.", ""]
+    profiles = [c for c in ds.captures if c.kind in ("folded", "perf_script", "pprof")]
+    if profiles:
+        out += ["## Flame graphs", ""]
+        if flame_note:
+            out += [f"*{esc(flame_note)}*", ""] + [f"- {c.kind} {esc(c.path)}" for c in profiles] + [""]
+        for f in flames or []:
+            out += [f"![{esc(f.title)}]({plot_dir}/{f.name}.svg)", ""]
     if analysis.skipped:
         out += ["## Rules not run", "", "| rule | reason |", "|---|---|"]
         out += [f"| `{s.rule}` | {esc(s.reason)} |" for s in analysis.skipped]
         out.append("")
-    out += ["## Inputs", "", "| file | kind | host | rows | dropped lines |", "|---|---|---|---:|---:|"]
     out += [
-        f"| {esc(c.path)} | {c.kind} | {esc(c.host or '-')} | {len(c.frame)} | {c.dropped_lines} |"
+        "## Inputs",
+        "",
+        "| file | kind | host | step | rows | dropped lines |",
+        "|---|---|---|---|---:|---:|",
+    ]
+    out += [
+        f"| {esc(c.path)} | {c.kind} | {esc(c.host or '-')} | {esc(c.step or '-')} | {len(c.frame)} | "
+        f"{c.dropped_lines} |"
         for c in ds.captures
     ]
     out.append("")

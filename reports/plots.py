@@ -6,6 +6,7 @@ up to `MAX_POINTS` per line and thinned evenly beyond, so a 24 h capture stays a
 
 from __future__ import annotations
 
+import importlib
 import io
 from dataclasses import dataclass
 
@@ -20,7 +21,10 @@ from matplotlib.figure import Figure  # noqa: E402
 from perfkit.analyzers import Analysis  # noqa: E402
 from perfkit.analyzers import usl as usl_model  # noqa: E402
 
+from . import use  # noqa: E402
+
 MAX_POINTS = 2000
+MAX_LINES = 8  # per timeline panel: more hosts/devices than this are listed in the note, not drawn
 
 
 @dataclass(frozen=True)
@@ -29,16 +33,40 @@ class Plot:
     title: str
     png: bytes
     note: str = ""  # e.g. what was thinned or why an axis is a sample index
+    resource: str = ""  # a per-capture plot's resource heading (`cpu`, `disk`); "" for report-wide plots
+    host: str | None = None
 
 
-def all_plots(analysis: Analysis) -> list[Plot]:
-    """Every plot the analysis has data for, in report order."""
+@dataclass(frozen=True)
+class Flame:
+    """A flame graph of one profile capture: inline SVG from reports/flamegraph.py."""
+
+    name: str
+    title: str
+    svg: str
+    host: str | None
+    path: str
+
+
+def all_plots(analysis: Analysis, tl: use.Timeline | None = None) -> list[Plot]:
+    """Every plot the analysis has data for, in report order.
+
+    Names: `sweep`, `tiers` (RT per tier vs threads), `timeline` (one UTC clock, or the steps end to
+    end when nothing has timestamps), `iostat-N`, `vmstat-N` (one per capture).
+    """
     out: list[Plot] = []
     sweep = analysis.sweep
+    ds = analysis.dataset
     if sweep is not None:
         out.append(_sweep_plot(sweep))
-        if any(s.all_intervals is not None for s in sweep.steps):
-            out.append(_timeline_plot(sweep))
+    tiers = use.tier_rt(ds, sweep)
+    if tiers["tier"].nunique() >= 2:
+        out.append(_tier_plot(tiers))
+    tl = tl if tl is not None else use.timeline(ds, sweep)
+    if not tl.empty:
+        out.append(_aligned_timeline_plot(tl, sweep.metric.upper() if sweep is not None else "TPS"))
+    elif sweep is not None and any(s.all_intervals is not None for s in sweep.steps):
+        out.append(_timeline_plot(sweep))
     for i, cap in enumerate(analysis.dataset.of("iostat")):
         p = _iostat_plot(cap, i)
         if p:
@@ -126,6 +154,130 @@ def _timeline_plot(sweep) -> Plot:
     return Plot("timeline", "Throughput over time per step", _png(fig))
 
 
+def _tier_plot(tiers: pd.DataFrame) -> Plot:
+    """Where RT grows as threads grow is where the bottleneck is (rt.localized reads the same)."""
+    fig, ax = plt.subplots(figsize=(11, 3.8))
+    for tier, g in tiers.groupby("tier", sort=True):
+        g = g.sort_values("threads")
+        ax.plot(g["threads"].to_numpy(float), g["rt_ms"].to_numpy(float), "o-", label=str(tier))
+    ax.set_xlabel("threads")
+    ax.set_ylabel("RT (ms)")
+    ax.set_title("Response time per tier vs threads")
+    ax.grid(alpha=0.3)
+    ax.set_ylim(bottom=0)
+    ax.legend(fontsize=8)
+    return Plot("tiers", "Response time per tier vs threads", _png(fig))
+
+
+def _aligned_timeline_plot(tl: use.Timeline, metric: str) -> Plot:
+    """Load and hosts on one UTC clock, panels sharing the x axis, each step a shaded band."""
+    panels = [
+        p
+        for p in ("load", "cpu", "disk")
+        if (not tl.load.empty if p == "load" else (tl.series["panel"] == p).any())
+    ]
+    heights = {"load": 2.6, "cpu": 2.2, "disk": 2.2}
+    fig, axes = plt.subplots(
+        len(panels), 1, figsize=(11, sum(heights[p] for p in panels) + 0.6), sharex=True, squeeze=False
+    )
+    axes = axes[:, 0]
+    notes: list[str] = []
+    for ax, panel in zip(axes, panels, strict=True):
+        if panel == "load":
+            ld = tl.load.sort_values("timestamp")
+            t = ld["timestamp"].dt.tz_convert("UTC").dt.tz_localize(None)
+            for _, g in ld.groupby("threads", sort=True):
+                # one line per step, so the gap between steps is not drawn as a slope
+                ax.plot(t[g.index], g["tps"], "-", color="#1f77b4", lw=1.3)
+            ax.set_ylabel(f"{metric} per interval")
+            ax.set_ylim(bottom=0)
+            if ld["lat_ms"].notna().any():
+                ax2 = ax.twinx()
+                pct = ld["lat_pct"].dropna()
+                for _, g in ld.groupby("threads", sort=True):
+                    ax2.plot(t[g.index], g["lat_ms"], "-", color="#d62728", lw=1, alpha=0.8)
+                ax2.set_ylabel(f"p{pct.iloc[0]:g} ms" if len(pct) else "latency ms", color="#d62728")
+                ax2.set_ylim(bottom=0)
+        else:
+            rows = tl.series[tl.series["panel"] == panel]
+            labels = list(dict.fromkeys(rows["label"]))
+            if len(labels) > MAX_LINES:
+                means = rows.groupby("label")["value"].mean().sort_values(ascending=False)
+                labels = list(means.index[:MAX_LINES])
+                notes.append(f"{panel}: {len(means) - MAX_LINES} quieter series not drawn")
+            for label in labels:
+                g, note = _thin(rows[rows["label"] == label])
+                if note:
+                    notes.append(f"{label}: {note}")
+                ax.plot(
+                    g["timestamp"].dt.tz_convert("UTC").dt.tz_localize(None),
+                    g["value"],
+                    "-",
+                    lw=1.1,
+                    label=label,
+                )
+            ax.set_ylabel("CPU busy %" if panel == "cpu" else "disk %util")
+            ax.set_ylim(0, 105)
+            ax.legend(fontsize=7, ncol=4, loc="upper left")
+        ax.grid(alpha=0.3)
+    for i, s in enumerate(tl.steps):
+        a, b = s.start.tz_convert("UTC").tz_localize(None), s.end.tz_convert("UTC").tz_localize(None)
+        for ax in axes:
+            ax.axvspan(a, b, color="#999" if i % 2 else "#bbb", alpha=0.15, lw=0)
+            ax.axvline(a, color="#777", lw=0.6)
+        label = f"{s.threads} thr" if s.threads is not None else s.name
+        axes[0].text(a, 1.01, label, fontsize=7, va="bottom", transform=axes[0].get_xaxis_transform())
+    if tl.steps or not tl.load.empty:
+        # the load's window sets the x range: a capture left running for hours, or a host clock far
+        # off, must not squeeze the steps into a sliver
+        ends = [s.start for s in tl.steps] + [s.end for s in tl.steps] + list(tl.load["timestamp"])
+        lo, hi = min(ends), max(ends)
+        pad = max(pd.Timedelta(seconds=5), (hi - lo) * 0.05)
+        lo, hi = lo - pad, hi + pad
+        outside = int(((tl.series["timestamp"] < lo) | (tl.series["timestamp"] > hi)).sum())
+        if outside:
+            notes.append(f"{outside} host samples outside the load's window not shown")
+        axes[-1].set_xlim(lo.tz_convert("UTC").tz_localize(None), hi.tz_convert("UTC").tz_localize(None))
+    axes[-1].set_xlabel("time (UTC, controller clock; host clocks corrected by their recorded offset)")
+    fig.autofmt_xdate()
+    return Plot("timeline", "Load and hosts on one clock (UTC), steps shaded", _png(fig), "; ".join(notes))
+
+
+def flame_graphs(ds) -> tuple[list[Flame], str]:
+    """A flame graph per folded / perf_script / pprof capture, and a note when none can be drawn.
+
+    reports/flamegraph.py is imported lazily: without it the section says so and nothing else changes.
+    """
+    caps = [c for c in ds.captures if c.kind in ("folded", "perf_script", "pprof") and len(c.frame)]
+    if not caps:
+        return [], ""
+    try:
+        flamegraph = importlib.import_module(f"{__package__}.flamegraph")
+    except ImportError:
+        return [], "flame graph renderer (reports/flamegraph.py) not installed: profiles listed, not drawn"
+    out = []
+    for i, cap in enumerate(caps):
+        stacks, what = _stacks(cap)
+        if not stacks:
+            continue
+        host = f" on {cap.host}" if cap.host else ""
+        title = f"{cap.kind} {cap.path}{host} ({what})"
+        out.append(Flame(f"flame-{i}", title, flamegraph.svg(stacks, title=title), cap.host, cap.path))
+    return out, ""
+
+
+def _stacks(cap) -> tuple[list[tuple[str, int]], str]:
+    f = cap.frame
+    if cap.kind == "pprof":
+        col = f.attrs.get("default_value_column")
+        if not col or col not in f.columns:
+            return [], ""
+        g = f[f["stack"].notna()].groupby("stack", sort=False)[col].sum()
+        return [(str(s), int(v)) for s, v in g.items() if v > 0], col
+    g = f[f["stack"].notna()].groupby("stack", sort=False)["count"].sum()
+    return [(str(s), int(v)) for s, v in g.items() if v > 0], "samples"
+
+
 def _time_axis(df: pd.DataFrame) -> tuple[pd.Series | np.ndarray, str]:
     """Timestamps when every row has one; else the rows' order (one device's rows: one per sample)."""
     if len(df) and df["timestamp"].notna().all():
@@ -161,7 +313,12 @@ def _iostat_plot(cap, index: int) -> Plot | None:
     host = f" on {cap.host}" if cap.host else ""
     fig.suptitle(f"iostat{host}: {cap.path}", fontsize=9)
     return Plot(
-        f"iostat-{index}", f"Disk utilisation, await and request size{host}", _png(fig), "; ".join(notes)
+        f"iostat-{index}",
+        f"Disk utilisation, await and request size{host}{_during(cap)}",
+        _png(fig),
+        "; ".join(notes),
+        "disk",
+        cap.host,
     )
 
 
@@ -183,4 +340,15 @@ def _vmstat_plot(cap, index: int) -> Plot:
         a.grid(alpha=0.3)
     host = f" on {cap.host}" if cap.host else ""
     fig.suptitle(f"vmstat{host}: {cap.path}", fontsize=9)
-    return Plot(f"vmstat-{index}", f"CPU and run queue{host}", _png(fig), note)
+    return Plot(f"vmstat-{index}", f"CPU and run queue{host}{_during(cap)}", _png(fig), note, "cpu", cap.host)
+
+
+def _during(cap) -> str:
+    return f" during step {cap.step}" if cap.step else ""
+
+
+def standalone_svg(svg: str) -> str:
+    """The flame graph as a file of its own: outside HTML an SVG needs its namespace to render."""
+    if "xmlns=" in svg[:500]:
+        return svg
+    return svg.replace("<svg", '<svg xmlns="http://www.w3.org/2000/svg"', 1)

@@ -16,6 +16,7 @@ from click.testing import CliRunner
 
 from perfkit.cli import main
 from perfkit.collectors import captures, session
+from perfkit.dataset import KEPT_UNPARSED
 from perfkit.pipeline import analyze_path
 from perfkit.transport import LOCAL
 
@@ -63,7 +64,7 @@ def test_collect_local_cli_then_analyze_reads_every_parseable_capture(tmp_path: 
     # every capture of the default profile has a parser now, but sar's binary file (sadf reads it on
     # the host); what a machine lacks (iotop without root, numactl) is listed as not collected
     left = [u for u in result.dataset.unparsed if not u["reason"].startswith("not collected")]
-    assert [u["reason"] for u in left] == ["no parser for kind 'sa'"], left
+    assert [u["reason"] for u in left] == [KEPT_UNPARSED["sa"]], left
     versions = {r["id"]: r["tool_version"] for r in result.dataset.manifest["captures"]}
     if shutil.which("iotop"):
         assert re.fullmatch(r"iotop \d+\.\d+.*", versions["iotop"]), versions["iotop"]

@@ -5,14 +5,17 @@ from __future__ import annotations
 import json
 import re
 import shutil
+import sys
 from pathlib import Path
 
 import pytest
 
 from perfkit.pipeline import analyze_path, write_reports
 from perfkit.reports import html as html_report
+from perfkit.reports import markdown, use
 
 from .conftest import FIXTURES, ROOT
+from .test_use import make_run_archive
 
 PAYLOADS = ["<script>alert(1)</script>", "<img src=x onerror=alert(1)>", '"><svg onload=alert(1)>']
 
@@ -59,7 +62,8 @@ def test_page_is_self_contained(hostile_archive: Path, tmp_path: Path) -> None:
     assert not re.search(r"<script|<link|<iframe", page, re.I)
     for src in re.findall(r'src="([^"]*)"', page):
         assert src.startswith("data:image/png;base64,")
-    assert not re.search(r"https?://", page)
+    # the SVG namespace of an inline flame graph is a name, not a load
+    assert not re.search(r"https?://", page.replace('xmlns="http://www.w3.org/2000/svg"', ""))
 
 
 def test_jinja_autoescape_is_on_and_templates_have_no_safe_filter() -> None:
@@ -70,11 +74,13 @@ def test_jinja_autoescape_is_on_and_templates_have_no_safe_filter() -> None:
 
 def test_markdown_lists_what_was_and_was_not_read(tmp_path: Path) -> None:
     out = tmp_path / "r"
-    write_reports(analyze_path(ROOT / "examples" / "seed000-tidb-write-only.tar.gz"), out)
+    analysis = analyze_path(ROOT / "examples" / "seed000-tidb-write-only.tar.gz")
+    write_reports(analysis, out)
     md = (out / "report.md").read_text()
     assert "| os\\_seed000/iostatx\\_1 | iostat |" in md and "| os\\_seed000/iotop\\_1 | iotop |" in md
     assert "Not read:" not in md  # every file of the example has a parser
-    assert md.splitlines()[2].startswith("**Verdict: sda: one small synchronous IO at a time")
+    # the verdict is the first line after the title (which rule wins is the analyzers' ranking)
+    assert md.splitlines()[2].startswith(f"**Verdict: {markdown.esc(analysis.verdict.title)}.**")
     # a foreign directory with a file no parser claims: listed with the reason, never dropped
     foreign = tmp_path / "foreign" / "os_x"
     foreign.mkdir(parents=True)
@@ -84,3 +90,83 @@ def test_markdown_lists_what_was_and_was_not_read(tmp_path: Path) -> None:
     md = (tmp_path / "r2" / "report.md").read_text()
     assert "Not read:" in md and "os\\_x/notes\\_1" in md and "no parser recognises this format" in md
     assert "| os\\_x/iostatx\\_1 | iostat |" in md
+
+
+def _analysis(source: Path):
+    """The analysis of `source` with every rule; rules are not under test here, the renderers are."""
+    return analyze_path(source)
+
+
+def test_run_archive_report_is_organised_by_resource_and_host(tmp_path: Path) -> None:
+    root = make_run_archive(tmp_path / "run")
+    out = tmp_path / "r"
+    write_reports(_analysis(root), out)
+    page = (out / "report.html").read_text()
+    md = (out / "report.md").read_text()
+    # the verdict first, then the sweep, the timeline, then resources in RESOURCES order
+    order = [page.index(s) for s in ('id="verdict"', 'id="sweep"', 'id="timeline"', 'id="resource-cpu"')]
+    assert order == sorted(order)
+    assert (
+        page.index('id="resource-mem"') < page.index('id="resource-disk"') < page.index('id="resource-net"')
+    )
+    assert '<table class="use">' in page and "4 threads (t0004)" in page and "53.3 (56.4)" in page
+    assert (out / "plots" / "timeline.png").exists()
+    md_lines = md.splitlines()
+    assert md_lines[2].startswith("**Verdict:")
+    heads = [line for line in md_lines if line.startswith("## ")]
+    assert heads[:3] == ["## Sweep", "## Timeline", "## CPU"]
+    assert "### db1" in md and "| utilization | all | busy % \\(100 − idle\\) | 53.3 (56.4) |" in md
+    doc = json.loads((out / "findings.json").read_text())
+    for key in ("format_version", "source", "sweep", "findings", "skipped", "inputs"):
+        assert key in doc  # design.md's contract, unchanged
+    assert doc["timeline"]["steps"][0]["threads"] == 4
+    busy = [r for r in doc["use"] if r["metric"] == use.BUSY and r["host"] == "db1"]
+    assert busy and busy[0]["mean"] == pytest.approx(53.3)
+
+
+def test_every_finding_is_rendered_once_under_its_resource(tmp_path: Path) -> None:
+    analysis = _analysis(ROOT / "examples" / "seed000-tidb-write-only.tar.gz")
+    page = html_report.render(analysis, [])
+    for i, f in enumerate(analysis.findings):
+        assert page.count(f'id="finding-{i}"') == 1
+        section = page.rfind('<h2 id="', 0, page.index(f'id="finding-{i}"'))
+        want = "sweep" if f.rule.startswith("sweep.") else f"resource-{use.resource_of(f.rule)}"
+        assert page.startswith(f'<h2 id="{want}"', section), f.rule
+
+
+def _profile_archive(root: Path) -> Path:
+    (root / "hosts" / "h").mkdir(parents=True)
+    text = (FIXTURES / "folded" / "perf-6.1-python-awk.txt").read_text()
+    (root / "hosts" / "h" / "perf-folded.out").write_text(text + "evil;<script>alert(1)</script> 5\n")
+    shutil.copy(FIXTURES / "sweep" / "seed002-qps-p95.txt", root / "sweep.csv")
+    manifest = {
+        "format_version": 1,
+        "run_id": "p",
+        "status": "complete",
+        "captures": [
+            {"id": "perf-folded", "host": "db1", "kind": "folded", "path": "hosts/h/perf-folded.out"}
+        ],
+    }
+    (root / "manifest.json").write_text(json.dumps(manifest))
+    return root
+
+
+def test_flame_graph_inlined_and_escaped(tmp_path: Path) -> None:
+    pytest.importorskip("perfkit.reports.flamegraph")
+    out = tmp_path / "r"
+    write_reports(_analysis(_profile_archive(tmp_path / "p")), out)
+    page = (out / "report.html").read_text()
+    assert 'id="flame-graphs"' in page and "<svg" in page and "<title>" in page
+    assert "<script>alert(1)</script>" not in page and "&lt;script&gt;alert(1)&lt;/script&gt;" in page
+    assert (out / "plots" / "flame-0.svg").read_text().startswith("<svg")
+    assert "](plots/flame-0.svg)" in (out / "report.md").read_text()
+
+
+def test_flame_graph_section_degrades_without_the_renderer(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setitem(sys.modules, "perfkit.reports.flamegraph", None)  # import raises ImportError
+    out = tmp_path / "r"
+    write_reports(_analysis(_profile_archive(tmp_path / "p")), out)
+    page = (out / "report.html").read_text()
+    assert 'id="flame-graphs"' in page and "<svg" not in page and "not installed" in page
+    assert not list((out / "plots").glob("*.svg"))
+    assert "not installed" in (out / "report.md").read_text()
