@@ -304,11 +304,11 @@ def main() -> int:
     return 0
 
 
-def write_section(path: Path, section: str) -> None:
-    """Replace the `## iostat parser` section of a Markdown file (or append it)."""
+def write_section(path: Path, section: str, title: str = "iostat parser") -> None:
+    """Replace the `## <title>` section of a Markdown file (or append it); other sections stay."""
     head = "# Benchmarks\n\n"
     text = path.read_text() if path.exists() else head
-    pattern = re.compile(r"^## iostat parser\n.*?(?=^## |\Z)", re.S | re.M)
+    pattern = re.compile(rf"^## {re.escape(title)}\n.*?(?=^## |\Z)", re.S | re.M)
     if pattern.search(text):
         text = pattern.sub(lambda _: section + "\n", text, count=1)
     else:
