@@ -50,13 +50,21 @@ Tested on: tests/fixtures/mysqladmin/ (see README.md there).
 
 from __future__ import annotations
 
+import contextlib
+import io
 import re
-from typing import Any
+from collections.abc import Iterator
+from pathlib import Path
+from typing import IO
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.csv as pa_csv
 
-from ._common import Lines, Source, coerce, empty_frame, feed_lines
+from perfkit.errors import ParseError
+
+from ._common import Lines, Source, coerce, empty_frame
 from .mysql_status import COUNTERS as _SAMPLER_COUNTERS
 from .mysql_status import GAUGES as _SAMPLER_GAUGES
 
@@ -156,8 +164,12 @@ _HEADER = re.compile(r"^\|\s*Variable_name\s*\|\s*Value\s*\|$")
 # `| Innodb_buffer_pool_load_status | Buffer pool(s) load completed at 261123  7:49:50 |`:
 # names have no blanks; a value may, and may be empty.
 _ROW = re.compile(r"^\| (\S+) +\|(?: (.*?))? *\|$")
+# The name field of a row split on `|`, as `_ROW` reads it.
+_NAME_FIELD = re.compile(r"^ (\S+) +$")
 _NUMBER = re.compile(r"^-?\d+(?:\.\d+)?$")
 _MESSAGE = re.compile(r"^(?:mysqladmin|mariadb-admin): ")
+_DICT = pa.dictionary(pa.int32(), pa.string())
+CHUNK_ROWS = 131072  # rows split at once: bounds the raw text held, amortises the reader call
 
 
 def sniff(text: str) -> bool:
@@ -167,20 +179,85 @@ def sniff(text: str) -> bool:
 
 
 class _Reader:
-    """Box walker: border -> header -> border -> rows -> border, then the next block."""
+    """Box walker: border -> header -> border -> rows -> border, then the next block.
 
-    def __init__(self) -> None:
+    Only the box structure is walked line by line. Rows are buffered as raw text and split in
+    chunks (`_flush`) by pandas' C reader, a chunk never cutting a block in two; names and values
+    are then checked once per distinct text, not once per line (a capture repeats both).
+    """
+
+    def __init__(self, lines: Lines) -> None:
+        self.lines = lines
         self.state = "none"  # "head": border seen; "sep": header seen; "rows": inside a block
         self.sample = -1
-        self.seen: set[str] = set()
-        self.names: list[str] = []
-        self.values: list[str] = []
-        self.samples: list[int] = []
+        self.seen_rows = False
         self.first_line: dict[int, int] = {}
         self.messages: list[str] = []
         self.dropped = 0
+        # rows of the current chunk, and (row index, line number, sample) where each run of rows starts
+        self.rows: list[str] = []
+        self.segs: list[tuple[int, int, int]] = []
+        # parsed chunks, column by column
+        self.names: dict[str, int] = {}  # variable -> code, in order of first appearance
+        self.texts: dict[str, int] = {}  # non-numeric value -> code
+        self.samples: list[np.ndarray] = []
+        self.codes: list[np.ndarray] = []
+        self.values: list[np.ndarray] = []
+        self.text_codes: list[np.ndarray] = []
+        self.integers = True  # every value printed as an integer (`^-?\d+$`): what -r prints
 
-    def feed(self, line_no: int, line: str, lines: Lines) -> None:
+    def run(self, stream: IO[str]) -> None:
+        """Walk the lines in batches; a structural line is handled when the next line comes (the
+        last one may be cut off mid-write), a row is only buffered."""
+        rows = self.rows
+        held: tuple[int, str] | None = None
+        in_rows = False
+        line_no = 0
+        line = ""
+        while batch := self._read(stream, line_no):
+            for line_no, line in enumerate(batch, line_no + 1):  # noqa: B007, B020 - read after the loop
+                if in_rows and held is None and line[:2] == "| ":  # a variable row: the hot path
+                    rows.append(line)
+                    continue
+                if held is not None:
+                    self._feed(*held)
+                    in_rows = self.state == "rows"
+                    held = None
+                if in_rows and line[:2] == "| ":
+                    self.segs.append((len(rows), line_no, self.sample))
+                    rows.append(line)
+                else:
+                    held = (line_no, line)
+        complete = line_no == 0 or line.endswith("\n")  # as Lines.last_complete
+        if held is not None:
+            if not complete and held[1].strip():
+                self.dropped += 1  # cut off mid-write (feed_lines' rule)
+            else:
+                self._feed(*held)
+        elif not complete:
+            rows.pop()  # the last line was a row, cut off mid-write: its value may be cut too
+            self.dropped += 1
+        self._flush()
+
+    def _read(self, stream: IO[str], line_no: int) -> list[str]:
+        """The next whole lines (about 1 MiB), with their line ends, as Lines reads them."""
+        try:
+            return stream.readlines(1 << 20)
+        except (UnicodeDecodeError, OSError) as exc:
+            raise self.lines.error(line_no + 1, "", f"cannot read: {exc}") from None
+
+    def _feed(self, line_no: int, line: str) -> None:
+        try:
+            self._structural(line_no, line.rstrip("\r\n"))
+        except ParseError:
+            self._flush()  # a bad row before this line is the first error in the file
+            raise
+        if self.state == "sep" and len(self.rows) >= CHUNK_ROWS:
+            self._flush()  # between two blocks: a block's duplicates are found within one chunk
+
+    def _structural(self, line_no: int, line: str) -> None:
+        """Every line but a row inside a block (the state machine, one line at a time, no line end)."""
+        lines = self.lines
         text = line.rstrip()
         if not text.strip():
             if self.state in ("head", "sep"):
@@ -199,27 +276,128 @@ class _Reader:
                 raise lines.error(line_no, line, "not the `| Variable_name | Value |` header")
             self.sample += 1
             self.first_line[self.sample] = line_no
-            self.seen = set()
             self.state = "sep"
             return
-        if self.state == "rows":
-            m = _ROW.match(text)
-            if not m:
-                raise lines.error(line_no, line, "malformed mysqladmin row")
-            if m[1] in self.seen:
-                raise lines.error(line_no, line, f"{m[1]} printed twice in one block")
-            self.seen.add(m[1])
-            self.names.append(m[1])
-            self.values.append(m[2] or "")
-            self.samples.append(self.sample)
-            return
+        if self.state == "rows":  # not `| `: no row (a row is checked in _flush)
+            raise lines.error(line_no, line, "malformed mysqladmin row")
         if self.state == "none" and _MESSAGE.match(text):
             self.messages.append(text)
             return
         raise lines.error(line_no, line, "not mysqladmin extended-status output")
 
-    def cut_last(self, line_no: int, line: str, lines: Lines) -> None:
-        self.dropped += 1
+    def _flush(self) -> None:
+        """Split the buffered rows into names and values; append them to the columns."""
+        rows, segs = self.rows, self.segs
+        if not rows:
+            segs.clear()
+            return
+        split = _split_fast(rows)
+        name_idx, names, printed_idx, printed = split if split is not None else _split_slow(rows)
+        starts = np.array([s[0] for s in segs] + [len(rows)], dtype=np.int64)
+        counts = np.diff(starts)
+        samples = np.repeat(np.array([s[2] for s in segs], dtype=np.int64), counts)
+        remap = np.array([self.names.setdefault(n, len(self.names)) for n in names] + [-1], dtype=np.int64)
+        codes = remap[name_idx]  # -1: malformed row (name_idx -1 takes the appended -1)
+        bad = (codes < 0) | (printed_idx < 0)
+        # a variable twice in one block: (sample, code) seen before; malformed rows never match
+        key = np.where(bad, -1 - np.arange(len(rows)), (samples - samples[0]) * (len(self.names) + 1) + codes)
+        dup = pd.Series(key).duplicated().to_numpy()
+        if bad.any() or dup.any():
+            index = int(np.argmax(bad | dup))
+            line_no = int((np.repeat(np.array([s[1] for s in segs]) - starts[:-1], counts))[index]) + index
+            row = rows[index].rstrip("\r\n")
+            if bad[index]:
+                raise self.lines.error(line_no, row, "malformed mysqladmin row")
+            raise self.lines.error(line_no, row, f"{names[name_idx[index]]} printed twice in one block")
+        # Values: the same tests as on every row, run once per distinct printed text.
+        uniq = pd.Series(printed)
+        numeric = uniq.str.match(_NUMBER.pattern)
+        value = pd.to_numeric(uniq.where(numeric), errors="coerce").astype("float64").to_numpy()
+        self.integers = self.integers and bool(uniq.str.match(r"^-?\d+$").all())
+        text_code = np.array(
+            [
+                -1 if num else self.texts.setdefault(t, len(self.texts))
+                for t, num in zip(printed, numeric, strict=True)
+            ],
+            dtype=np.int32,
+        )
+        self.samples.append(samples)
+        self.codes.append(codes.astype(np.int32))
+        self.values.append(value[printed_idx])
+        self.text_codes.append(text_code[printed_idx])
+        self.seen_rows = True
+        rows.clear()
+        segs.clear()
+
+
+def _split_fast(rows: list[str]) -> tuple[np.ndarray, list[str], np.ndarray, list[str]] | None:
+    """Rows -> (name index, names, printed index, printed values) by Arrow's CSV reader, split on `|`.
+
+    Each row starts with `| ` (the walk checked). A row with exactly three `|` reads as
+    `'' | ' NAME   ' | ' VALUE   ' | tail`, where `_ROW` gives the same answer field by field (a
+    name cannot hold a `|`, nor can the value with three `|` in all); each distinct field text is
+    checked once. Index -1 marks a malformed row. None when Arrow refuses the chunk (a row with
+    more or fewer `|`, a `\\r` inside a line ...): `_split_slow` then reads it with `_ROW`, the
+    rare forms (and the error) row by row. (pandas' reader would turn ` 1 ` into the number 1.)
+    """
+    try:
+        table = pa_csv.read_csv(
+            io.BytesIO("".join(rows).encode("utf-8")),  # rows keep their line ends; a lone surrogate raises
+            read_options=pa_csv.ReadOptions(column_names=["lead", "name", "value", "tail"]),
+            parse_options=pa_csv.ParseOptions(delimiter="|", quote_char=False, ignore_empty_lines=False),
+            convert_options=pa_csv.ConvertOptions(
+                column_types=dict.fromkeys(("name", "value", "tail"), _DICT),
+                include_columns=["name", "value", "tail"],
+            ),
+        )
+    except MemoryError:
+        raise
+    except Exception:  # noqa: BLE001 - any refusal goes the slow way, which finds the bad row
+        return None
+    if table.num_rows != len(rows):
+        return None
+    (name_field, name_codes), (value_field, value_codes), (tail, tail_codes) = (
+        _dictionary(table.column(c)) for c in ("name", "value", "tail")
+    )
+    names: list[str] = []
+    name_at = np.full(len(name_field), -1, dtype=np.int64)
+    for i, field in enumerate(name_field):
+        m = _NAME_FIELD.match(field)
+        if m:
+            name_at[i] = len(names)
+            names.append(m[1])
+    printed: list[str] = []
+    value_at = np.full(len(value_field), -1, dtype=np.int64)
+    for i, field in enumerate(value_field):
+        if not field or field[0] == " ":  # `(?: (.*?))? *\|$`: one blank, the value, blanks
+            value_at[i] = len(printed)
+            printed.append(field[1:].rstrip(" "))
+    tail_ok = np.array([not t or t.isspace() for t in tail], dtype=bool)  # what rstrip() removed
+    name_idx = name_at[name_codes]
+    name_idx[~tail_ok[tail_codes]] = -1
+    return name_idx, names, value_at[value_codes], printed
+
+
+def _dictionary(column: pa.ChunkedArray) -> tuple[list[str], np.ndarray]:
+    """A dictionary-typed column -> (distinct texts, index per row)."""
+    column = column.unify_dictionaries()
+    values = column.chunk(0).dictionary.to_pylist() if column.num_chunks else []
+    codes = [chunk.indices.to_numpy(zero_copy_only=False) for chunk in column.chunks]
+    return values, np.concatenate(codes).astype(np.int64) if codes else np.empty(0, dtype=np.int64)
+
+
+def _split_slow(rows: list[str]) -> tuple[np.ndarray, list[str], np.ndarray, list[str]]:
+    """`_split_fast`'s result by `_ROW`, row by row."""
+    names: dict[str, int] = {}
+    printed: dict[str, int] = {}
+    name_idx = np.full(len(rows), -1, dtype=np.int64)
+    printed_idx = np.full(len(rows), -1, dtype=np.int64)
+    for i, row in enumerate(rows):
+        m = _ROW.match(row.rstrip())
+        if m:
+            name_idx[i] = names.setdefault(m[1], len(names))
+            printed_idx[i] = printed.setdefault(m[2] or "", len(printed))
+    return name_idx, list(names), printed_idx, list(printed)
 
 
 def parse(
@@ -245,15 +423,17 @@ def parse(
     """
     if not interval_s > 0:
         raise ValueError(f"interval_s must be > 0, not {interval_s!r}")
-    reader = _Reader()
-    lines = feed_lines(source, KIND, reader.feed, reader.cut_last)
+    lines = Lines(source, KIND)
+    reader = _Reader(lines)
+    with _text_stream(source, lines) as stream:
+        reader.run(stream)
     notes: list[str] = []
     if reader.messages:
         notes.append("mysqladmin said: " + " | ".join(reader.messages))
     if reader.state != "none" and reader.sample >= 0:
         notes.append(f"block {reader.sample} has no closing border (capture cut off)")
     blocks = reader.sample + 1
-    if not reader.names:
+    if not reader.seen_rows:
         df = empty_frame(SCHEMA)
         df.attrs.update(
             runs=max(blocks, 0),
@@ -263,48 +443,100 @@ def parse(
             notes=notes,
         )
         return df
-    raw = pd.DataFrame({"sample": reader.samples, "variable": reader.names, "printed": reader.values})
-    numeric = raw["printed"].str.match(_NUMBER.pattern)
-    raw["value"] = pd.to_numeric(raw["printed"].where(numeric), errors="coerce").astype("float64")
-    raw["text"] = raw["printed"].where(~numeric)
+    sample = np.concatenate(reader.samples)
+    code = np.concatenate(reader.codes)
+    value = np.concatenate(reader.values)
+    text_code = np.concatenate(reader.text_codes)
+    names = np.array(list(reader.names), dtype=object)
     if relative is None:
-        relative = _detect_relative(raw, blocks)
+        relative = _detect_relative(sample, code, value, names, reader.integers, blocks)
         if relative is None:
             raise lines.error(
                 reader.first_line.get(1, 1), "", "cannot tell whether mysqladmin ran with -r: pass relative="
             )
     if relative:
-        known = raw["variable"].isin(_NOT_INTEGER)
-        raw.loc[known, "value"] = np.nan  # strtoull's 0 for OFF, 2 for 2.18: not the value
-        raw.loc[known, "text"] = None
-        if known.any():
+        known_name = np.array([n in _NOT_INTEGER for n in names])
+        known = known_name[code]
+        value[known] = np.nan  # strtoull's 0 for OFF, 2 for 2.18: not the value
+        text_code[known] = -1
+        if known_name.any():
             notes.append(
-                f"-r capture: {raw.loc[known, 'variable'].nunique()} text or fractional variables NaN "
+                f"-r capture: {int(known_name.sum())} text or fractional variables NaN "
                 "(mysqladmin -r prints them as truncated integers)"
             )
-        complete = (
-            raw if reader.state == "none" else raw[raw["sample"] < reader.sample]
-        )  # a cut block is short
-        if complete.groupby("sample")["variable"].agg(tuple).nunique() > 1:
+        complete = len(sample) if reader.state == "none" else int(np.searchsorted(sample, reader.sample))
+        if _blocks_differ(sample[:complete], code[:complete]):  # a cut block is short
             notes.append(
                 "-r blocks list different variables: mysqladmin pairs rows by position (differences suspect)"
             )
-    raw["relative"] = bool(relative) & (raw["sample"] > 0)
-    raw = raw.sort_values(["variable", "sample"], kind="stable")
-    by_var = raw.groupby("variable", sort=False)
-    raw["absolute"] = by_var["value"].cumsum() if relative else raw["value"]
-    raw["counter"] = raw["variable"].map(_is_counter).astype(bool)
-    step = by_var["sample"].diff()
-    change = by_var["absolute"].diff()
+    # Per variable in file order (= sample order): cumulative sums and differences, by code.
+    by_var = pd.Series(value).groupby(code, sort=False)
+    absolute = by_var.cumsum() if relative else pd.Series(value)
+    counter = np.array([_is_counter(n) for n in names], dtype=bool)[code]
+    step = pd.Series(sample).groupby(code, sort=False).diff()
+    change = absolute.groupby(code, sort=False).diff()
     rate = change / (step * interval_s)
-    raw["per_s"] = rate.where(raw["counter"] & (change >= 0))
-    raw = raw.sort_index()  # back to the order mysqladmin printed
-    raw["host"] = host
-    df = coerce(raw, SCHEMA)
+    per_s = rate.where(counter & (change >= 0))
+    texts = pa.array(list(reader.texts), type=pa.large_string())
+    n = len(sample)
+    df = pd.DataFrame(
+        {
+            "host": _strings(pa.array([host], type=pa.large_string()), np.zeros(n, dtype=np.int32)),
+            "sample": pd.arrays.IntegerArray(sample, np.zeros(n, dtype=bool)),
+            "variable": _strings(pa.array(names, type=pa.large_string()), code),
+            "value": value,
+            "text": _strings(texts, text_code),
+            "relative": bool(relative) & (sample > 0),
+            "absolute": absolute.to_numpy(dtype=np.float64),
+            "counter": counter,
+            "per_s": per_s.to_numpy(dtype=np.float64),
+        },
+        copy=False,
+    )
+    df = coerce(df, SCHEMA)  # a no-op safety net when the dtypes are right
     df.attrs.update(
         runs=blocks, relative=bool(relative), interval_s=interval_s, dropped_lines=reader.dropped, notes=notes
     )
     return df
+
+
+@contextlib.contextmanager
+def _text_stream(source: Source, lines: Lines) -> Iterator[IO[str]]:
+    """`source` as a text stream that keeps line ends, decoded as `Lines` decodes it.
+
+    Read in batches, not through `Lines`' generator: two generator steps per line cost more than
+    everything else this parser does with a row.
+    """
+    if lines.path is not None and isinstance(source, str | Path):
+        try:
+            fh = open(source, encoding="utf-8", errors="replace", newline="")  # noqa: SIM115 - closed below
+        except OSError as exc:
+            raise lines.error(0, "", f"cannot read: {exc.strerror}") from None
+        with fh:
+            yield fh
+    elif isinstance(source, str):
+        yield io.StringIO(source, newline="")
+    elif isinstance(source, io.TextIOBase) or hasattr(source, "encoding"):
+        yield source  # type: ignore[misc]
+    else:
+        yield io.TextIOWrapper(source, encoding="utf-8", errors="replace", newline="")  # type: ignore[arg-type]
+
+
+def _strings(table: pa.Array, index: np.ndarray) -> pd.arrays.ArrowStringArray:
+    """`table[index]` as a `string` column, NA where index is -1 (no Python string per row)."""
+    dictionary = pa.DictionaryArray.from_arrays(pa.array(index, mask=index < 0), table)
+    return pd.arrays.ArrowStringArray(dictionary.cast(pa.large_string()))
+
+
+def _blocks_differ(sample: np.ndarray, code: np.ndarray) -> bool:
+    """Whether the blocks (runs of one sample) list different variables, or in another order."""
+    if len(sample) == 0:
+        return False
+    starts = np.flatnonzero(np.r_[True, sample[1:] != sample[:-1]])
+    sizes = np.diff(np.r_[starts, len(sample)])
+    if (sizes != sizes[0]).any():
+        return True
+    return bool((code.reshape(len(starts), sizes[0]) != code[: sizes[0]]).any())
 
 
 def _is_counter(name: str) -> bool:
@@ -313,16 +545,18 @@ def _is_counter(name: str) -> bool:
     return name in _KNOWN_COUNTERS or _COUNTER_FAMILY.match(name) is not None
 
 
-def _detect_relative(raw: pd.DataFrame, blocks: int) -> bool | None:
+def _detect_relative(
+    sample: np.ndarray, code: np.ndarray, value: np.ndarray, names: np.ndarray, integers: bool, blocks: int
+) -> bool | None:
     """True for -r, False for absolute blocks, None when the text does not say."""
-    integer = raw["printed"].str.match(r"^-?\d+$")
-    if not integer.all():
+    if not integers:
         return False  # -r prints integers only (text and fractions go through strtoull)
-    if raw["variable"].isin(_NOT_INTEGER).any():
+    if any(n in _NOT_INTEGER for n in names):
         return True  # a known text/fraction variable printed as an integer: strtoull did that
     if blocks < 2:
         return False  # one block is absolute either way
-    uptime: Any = raw[raw["variable"] == "Uptime"].set_index("sample")["value"]
+    uptime_code = np.flatnonzero(names == "Uptime")
+    uptime = value[code == uptime_code[0]] if len(uptime_code) else value[:0]
     if len(uptime) >= 2:
-        return bool((uptime.diff().dropna() < 0).any())
+        return bool((np.diff(uptime) < 0).any())
     return None
