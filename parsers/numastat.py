@@ -60,13 +60,16 @@ Tested on: tests/fixtures/numastat/ (README.md there).
 
 from __future__ import annotations
 
+import itertools
 import re
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
 from perfkit.errors import ParseError
 
+from ._chunks import Interned, block_pieces, has_cr, text_chunks, walk_text
 from ._common import Lines, Source, coerce, empty_frame, feed_lines
 
 KIND = "numastat"
@@ -101,6 +104,30 @@ _VALUE = re.compile(r"^-?\d{1,20}(?:\.\d{1,6})?$")
 _PID_LABEL = re.compile(r"^(\d{1,10}) \((.*?)\)?$")
 _LABEL = re.compile(r"^[A-Za-z][A-Za-z0-9_()]*$")
 
+# The fast path reads a whole numa or meminfo table (not folded) at once: its title, header and ruler
+# by `_FAST_TITLE`, the header and ruler parsed once per distinct layout by the line walk itself
+# (`_layout`), then its rows by a regex made for that layout (`_Layout.rows`): the label, then each
+# cell exactly as wide as its ruler span (gutter included), as `_row` slices it. The cells are then
+# checked all at once (`_FAST_CELL`: one number per cell) and converted by numpy.
+_FAST_TITLE = re.compile(
+    r"(Per-node numastat info \(in MBs\):|Per-node system memory usage \(in MBs\):) *\n([^\n]*)\n([^\n]*)\n"
+)
+_FAST_CELL = re.compile(r"^ *(-?[0-9]{1,20}(?:\.[0-9]{1,6})?)$", re.MULTILINE)  # `_VALUE`, ASCII, not blank
+_STRINGS = ("section", "process", "metric")
+
+
+class _Fallback(Exception):
+    """A cell the fast path cannot read as the line walk would: the line walk reads the whole capture."""
+
+
+@dataclass
+class _Layout:
+    section: str
+    columns: list[str]
+    nodes: list[int | None]
+    totals: list[bool]
+    rows: re.Pattern[str]
+
 
 def sniff(text: str) -> bool:
     """A numastat title, or the compatibility header `node0 ...` followed by a `numa_hit` row."""
@@ -131,40 +158,130 @@ def parse(source: Source, *, host: str | None = None, tz: str = "UTC") -> pd.Dat
     """
     st = _State()
     try:
-        feed_lines(source, KIND, st.feed, st.cut_last)
+        try:
+            fast = _fast(source, st)
+        except _Fallback:
+            fast = False
+        if not fast:  # a stream, CR line ends, or a blank cell: the line walk over the whole capture
+            st = _State()
+            feed_lines(source, KIND, st.feed, st.cut_last)
     except ParseError:
         raise
     except (ValueError, OverflowError, IndexError) as exc:  # a safety net: nothing else escapes
         path = st.lines.path if st.lines is not None else None
         raise ParseError(KIND, path, st.line_no, "", f"cannot parse ({type(exc).__name__}: {exc})") from exc
     st.close_table()
+    st.flush()
+    c = {k: np.concatenate(v) if v else np.empty(0) for k, v in st.parts.items()}
     attrs = {
-        "nodes": sorted({n for n in st.cols["node"] if n is not None}),
+        "nodes": sorted({int(n) for n in np.unique(c["node"][~np.isnan(c["node"])])}),
         "dropped_lines": st.dropped,
         "unknown_columns": [],
         "notes": st.notes,
     }
-    if not st.cols["metric"]:
+    n = len(c["metric"])
+    if not n:
         df = empty_frame(SCHEMA)
         df.attrs.update(attrs)
         return df
-    c = st.cols
-    n = len(c["metric"])
-    data = {
-        "host": pd.array([host] * n, dtype="string"),
-        "table": pd.array(c["table"], dtype="Int64"),
-        "section": pd.array(c["section"], dtype="string"),
-        "pid": pd.array(c["pid"], dtype="Int64"),
-        "process": pd.array(c["process"], dtype="string"),
-        "metric": pd.array(c["metric"], dtype="string"),
-        "node": pd.array(c["node"], dtype="Int64"),
-        "is_total": pd.array(c["is_total"], dtype="boolean"),
-        "pages": np.array(c["pages"], dtype=np.float64),
-        "mb": np.array(c["mb"], dtype=np.float64),
-    }
-    df = coerce(pd.DataFrame(data), SCHEMA)
+    data: dict[str, object] = {"host": pd.array([host] * n, dtype="string")}
+    for k in SCHEMA:
+        if k in _STRINGS:
+            data[k] = st.strings[k].array(c[k])
+        elif k in ("table", "pid", "node"):
+            data[k] = pd.array(c[k], dtype="Int64")
+        elif k == "is_total":
+            data[k] = pd.array(c[k], dtype="boolean")
+        elif k != "host":
+            data[k] = c[k]
+    df = coerce(pd.DataFrame(data, copy=False), SCHEMA)
     df.attrs.update(attrs)
     return df
+
+
+def _fast(source: Source, st: _State) -> bool:
+    """Read a path or string piece by piece (pieces end where a title starts): whole numa/meminfo
+    tables by regex, any other line by the line walk, in file order. False for a stream or CR."""
+    chunks = text_chunks(source)
+    if chunks is None:
+        return False
+    lines = Lines(source, KIND)
+    st.lines = lines
+    layouts: dict[tuple[str, str, str], _Layout | None] = {}
+    try:
+        for piece, first_no in block_pieces(chunks, lambda text: text.rfind("\nPer-node ") + 1):
+            if has_cr(piece):
+                return False
+            body = piece[: piece.rfind("\n") + 1]  # a cut last line goes to the line walk
+            line_no = first_no
+            pos = 0
+            while pos < len(body):
+                if body.startswith("Per-node ", pos) and (title := _FAST_TITLE.match(body, pos)):
+                    end = _fast_table(st, body, title, layouts, complete=len(body) == len(piece))
+                    if end:
+                        line_no += body.count("\n", pos, end)
+                        pos = end
+                        continue
+                end = body.index("\n", pos) + 1
+                st.flush_fast()
+                st.feed(line_no, body[pos : end - 1], lines)
+                line_no += 1
+                pos = end
+            st.flush_fast()
+            walk_text(piece[len(body) :], line_no, lines, st.feed, st.cut_last)
+    except OSError:
+        return False  # the line walk raises it as a ParseError
+    return True
+
+
+def _layout(title: str, header: str, ruler: str) -> _Layout | None:
+    """The columns and the row regex of a table with this title, header and ruler, read by the line
+    walk itself (its checks included); None when the walk refuses them or the spans are not contiguous."""
+    probe = _State()
+    dummy = Lines("", KIND)
+    try:
+        for no, line in enumerate((title, header, ruler), 1):
+            probe.feed(no, line, dummy)
+    except ParseError:
+        return None
+    t = probe.table
+    if t is None or probe.expect != "rows" or t.part != 0:
+        return None
+    spans = t.spans
+    if spans[0][0] != t.label_end or any(a[1] != b[0] for a, b in zip(spans, spans[1:], strict=False)):
+        return None  # text between spans is ignored by `_row`: not read by a fixed-width regex
+    cells = "".join(f"( [ 0-9.\\-]{{{end - start - 1}}})" for start, end in spans)
+    rows = re.compile(f"^([A-Za-z][A-Za-z0-9_() ]{{{t.label_end - 1}}}){cells}\n", re.MULTILINE)
+    nodes = [None if col == "Total" else int(col.split()[-1].removeprefix("node")) for col in t.part_cols]
+    totals = [col == "Total" for col in t.part_cols]
+    return _Layout(t.section, list(t.part_cols), nodes, totals, rows)
+
+
+def _fast_table(st: _State, body: str, title: re.Match[str], layouts: dict, *, complete: bool) -> int:
+    """Queue the table whose title `title` matched and return the offset after it (and the blank lines
+    after it), or 0 when it is not read whole here (the line walk reads it)."""
+    key = title.groups()
+    layout = layouts[key] if key in layouts else layouts.setdefault(key, _layout(*key))
+    if layout is None:
+        return 0
+    start = title.end()
+    # the table ends at the next title: a blank line then a header there would be a folded part
+    end = body.find("\nPer-node ", start - 1) + 1 or len(body)
+    if end == len(body) and not complete:
+        return 0  # the capture's cut last table: the line walk notes it
+    rows_end = start + len(body[start:end].rstrip(" \t\n")) + 1
+    rows = layout.rows.findall(body, start, rows_end)
+    # matches start at a line start and end at a newline: equal counts mean no line was skipped
+    if not rows or len(rows) != body.count("\n", start, rows_end) or rows_end > end:
+        return 0
+    labels = [row[0].rstrip() for row in rows]
+    if len(set(labels)) != len(labels) or any(" " in label for label in labels):
+        return 0  # the line walk reports the duplicate or the label
+    st.close_table()
+    st.fast.append((st.tables, layout, labels, rows))
+    st.open_fast = st.tables
+    st.tables += 1
+    return end
 
 
 class _Table:
@@ -197,6 +314,66 @@ class _State:
         self.dropped = 0
         self.notes: list[str] = []
         self.cols: dict[str, list] = {k: [] for k in SCHEMA if k != "host"}
+        self.fast: list[tuple[int, _Layout, list[str], list[tuple[str, ...]]]] = []  # queued fast tables
+        self.open_fast: int | None = None  # a fast table the line walk would still hold open (until a title)
+        # cells converted so far, in file order: arrays per column (string columns as `Interned` codes)
+        self.strings = {k: Interned() for k in _STRINGS}
+        self.parts: dict[str, list[np.ndarray]] = {k: [] for k in SCHEMA if k != "host"}
+
+    def flush(self) -> None:
+        """Move the line walk's cells so far into `parts`."""
+        c = self.cols
+        if not c["metric"]:
+            return
+        for k, v in c.items():
+            if k in _STRINGS:
+                self.parts[k].append(self.strings[k].codes(v))
+            elif k == "is_total":
+                self.parts[k].append(np.array(v, dtype=bool))
+            else:
+                self.parts[k].append(np.array(v, dtype=np.float64))
+            v.clear()
+
+    def flush_fast(self) -> None:
+        """Convert the queued fast tables into `parts` (after the line walk's cells before them).
+
+        Raises:
+            _Fallback: a blank or unreadable cell (the line walk reads it as NaN or reports it).
+        """
+        if not self.fast:
+            return
+        self.flush()
+        cells = list(itertools.chain.from_iterable(row[1:] for *_, rows in self.fast for row in rows))
+        found = _FAST_CELL.findall("\n".join(cells))
+        if len(found) != len(cells):  # one match a line at most: a cell was blank or not a number
+            raise _Fallback()
+        values = np.fromstring(" ".join(found), dtype=np.float64, sep=" ")
+        table: list[int] = []
+        metric: list[str] = []
+        node: list[int | None] = []
+        is_total: list[bool] = []
+        section: list[str] = []
+        for index, layout, labels, _ in self.fast:
+            k = len(layout.columns)
+            n = len(labels) * k
+            table += [index] * n
+            section += [layout.section] * n
+            for label in labels:
+                metric += [label.lower() if layout.section == "numa" else label] * k
+            node += layout.nodes * len(labels)
+            is_total += layout.totals * len(labels)
+        n = len(values)
+        p = self.parts
+        p["table"].append(np.array(table, dtype=np.float64))
+        p["section"].append(self.strings["section"].codes(section))
+        p["pid"].append(np.full(n, np.nan))
+        p["process"].append(np.full(n, -1, dtype=np.int64))
+        p["metric"].append(self.strings["metric"].codes(metric))
+        p["node"].append(np.array(node, dtype=np.float64))
+        p["is_total"].append(np.array(is_total, dtype=bool))
+        p["pages"].append(np.full(n, np.nan))
+        p["mb"].append(values)
+        self.fast.clear()
 
     # ------------------------------------------------------------ walk
 
@@ -237,8 +414,9 @@ class _State:
         """A last line without newline was cut mid-write (`298650` may be `2986503`): dropped."""
         self.lines, self.line_no = lines, line_no
         self.dropped += 1
-        if self.table is not None:
-            self.notes.append(f"table {self.table.index} cut off: its last line was dropped")
+        index = self.table.index if self.table is not None else self.open_fast
+        if index is not None:
+            self.notes.append(f"table {index} cut off: its last line was dropped")
 
     # ------------------------------------------------------------ titles and headers
 
@@ -257,6 +435,7 @@ class _State:
 
     def _open(self, section: str, unit: str, pid: int | None, process: str | None, mode: str) -> None:
         self.close_table()
+        self.open_fast = None
         self.table = _Table(self.tables, section, unit, pid, process, mode)
         self.tables += 1
         self.expect = "header"

@@ -52,6 +52,7 @@ import re
 import numpy as np
 import pandas as pd
 
+from ._chunks import Interned, has_cr, text_chunks, walk_text
 from ._common import Lines, Source, coerce, empty_frame, feed_lines
 
 KIND = "perf_stat"
@@ -88,6 +89,33 @@ _SPREAD = re.compile(r"\(\s*\+-\s*[\d.,]+%\s*\)")
 _METRIC = re.compile(r"^(-?[\d.,]+|nan|inf|-inf)\s*(.*)$")
 _DE_CSV = re.compile(r",[A-Za-z][^,]*,\d+,\d{1,3},\d{2}(?:,|$)")  # run-time, then pct `100,00`
 _NOT = {"<not supported>": "not supported", "<not counted>": "not counted"}
+# The common `-I` line of perf 5.x/6.x under LC_ALL=C, read by one regex: time, a plain count (or
+# `<not supported>`), an optional unit, the event, an optional `# value unit` metric whose words are
+# one space apart (as `_text_row` joins them). Anything else (a cpu column, a percentage, grouping,
+# spreads, a count with a point but no unit) goes through `_text_row`, which knows every form.
+_FAST_ROW = re.compile(
+    r"^(\d+\.\d{9}) +(?:(\d+(?:\.\d+)?)|(<not supported>)) +(?:([A-Za-z%/]+) +)?([A-Za-z_][^\s#(\[]*)"
+    r"(?: +#(?: +(-?\d+(?:\.\d+)?)(?: +([^\s(\[]+(?: [^\s(\[]+)*))?)?)?$"
+)
+
+# `_FAST_ROW` over a whole chunk (leading/trailing spaces as `strip` removes them): `findall` gives one
+# tuple per row; with the `# time` headers they must account for every line. Stricter than
+# `_FAST_ROW` (ASCII only, in the classes `_EVENT_CH`/`_WORD_CH`: `[^\s#(\[]`, `[^\s(\[]`), with
+# possessive quantifiers: Python's regex engine costs per character tried, and backtracking over
+# perf's column padding doubled it. A count with a point must have a unit (the lookahead): without one
+# it is a perf 3.x msec clock or a de_DE count, which `_text_row` decides (the chunk is walked).
+_EVENT_CH = r"[\x21\x22\x24-\x27\x29-\x5a\x5c-\x7e]"
+_WORD_CH = r"[\x21-\x27\x29-\x5a\x5c-\x7e]"
+_CHUNK_ROW = re.compile(
+    r"^ *([0-9]+\.[0-9]{9}) ++(?:([0-9]+(?:\.[0-9]+(?= ++[A-Za-z%/]+ ++[A-Za-z_]))?)|<not supported>)"
+    r" ++(?:([A-Za-z%/]+) ++)?"
+    rf"([A-Za-z_]{_EVENT_CH}*+)"
+    rf"(?: ++#(?: ++(-?[0-9]+(?:\.[0-9]+)?)(?: ++({_WORD_CH}++(?: {_WORD_CH}++)*+))?)?)? *\n",
+    re.MULTILINE,
+)
+# after a newline: the regex engine then jumps from one `\n#` to the next instead of trying every character
+_CHUNK_HEAD = re.compile(r"\n#[ \t]+time\b[^\n]*")
+_STRING_COLS = ("cpu", "event", "unit", "status", "metric_unit")
 
 
 def sniff(text: str) -> bool:
@@ -119,6 +147,11 @@ class _Report:
     def feed(self, line_no: int, line: str, lines: Lines) -> None:
         s = line.strip()
         if not s:
+            return
+        m = _FAST_ROW.match(s) if self.mode == "text" and not self.after_footer else None
+        # a count with a point and no unit is a perf 3.x msec clock or a de_DE count: `_text_row` decides
+        if m is not None and (m[2] is None or m[4] is not None or "." not in m[2]):
+            self._fast_row(m)
             return
         head = _HEADER.match(s)
         if head:
@@ -160,6 +193,21 @@ class _Report:
         else:
             self._preamble(line_no, line)
 
+    def _fast_row(self, m: re.Match[str]) -> None:
+        """The row `_text_row` gives for a line `_FAST_ROW` matched, without its token walk."""
+        c = self.cols
+        counted = m[2] is not None
+        metric = m[6]
+        c["interval_s"].append(float(m[1]))
+        c["cpu"].append(None)
+        c["event"].append(m[5])
+        c["value"].append(float(m[2]) if counted else math.nan)
+        c["unit"].append(m[4])
+        c["running_pct"].append(100.0 if counted else math.nan)
+        c["status"].append("counted" if counted else "not supported")
+        c["metric_value"].append(float(metric) if metric is not None else math.nan)
+        c["metric_unit"].append(m[7])
+
     def _preamble(self, line_no: int, line: str) -> None:
         self.attrs["preamble_lines"] += 1  # type: ignore[operator]
         if self.first_preamble is None:
@@ -182,41 +230,148 @@ def parse(source: Source, *, host: str | None = None, tz: str = "UTC") -> pd.Dat
             decimal-comma locale.
     """
     rep = _Report()
-    lines = feed_lines(source, KIND, rep.feed, rep.cut)
+    segments = _Segments()
+    lines = _fast(source, rep, segments)
+    if lines is None:  # a stream, or CR line ends: the line walk over the whole capture
+        rep, segments = _Report(), _Segments()
+        lines = feed_lines(source, KIND, rep.feed, rep.cut)
+    segments.flush(rep)
     if rep.mode is None and rep.first_preamble is not None:
         raise lines.error(
             *rep.first_preamble,
             "not a perf stat capture (no `Performance counter stats` header, no -x, rows)",
         )
     attrs = {"header_generation": rep.mode, **rep.attrs}
-    if not rep.cols["event"]:
+    cols = segments.columns()
+    n = len(cols["interval_s"])
+    if not n:
         df = empty_frame(SCHEMA)
         df.attrs.update(attrs)
         return df
-    data: dict[str, object] = {
-        k: pd.array(v, dtype=SCHEMA[k]) if SCHEMA[k] == "string" else np.array(v, dtype="float64")
-        for k, v in rep.cols.items()
-    }
-    n = len(rep.cols["event"])
-    data["host"] = pd.array([host] * n, dtype="string")
-    data["ipc"] = _ipc(rep.cols)
-    df = coerce(pd.DataFrame(data), SCHEMA)
+    data: dict[str, object] = {"host": pd.array([host] * n, dtype="string")}  # SCHEMA's order: no copy
+    data.update({k: segments.strings[k].array(v) if k in segments.strings else v for k, v in cols.items()})
+    data["ipc"] = _ipc(cols, list(segments.strings["event"].index))
+    df = coerce(pd.DataFrame(data, copy=False), SCHEMA)
     df.attrs.update(attrs)
     return df
 
 
-def _ipc(cols: dict[str, list]) -> np.ndarray:
-    """instructions / cycles per (interval, cpu), on the instructions row."""
-    cycles: dict[tuple, float] = {}
-    for t, cpu, ev, val in zip(cols["interval_s"], cols["cpu"], cols["event"], cols["value"], strict=True):
-        if ev.split(":")[0] in ("cycles", "cpu-cycles") and val > 0:
-            cycles[(repr(t), cpu)] = val
+class _Segments:
+    """Rows as arrays, in file order: chunks read by `_CHUNK_ROW`, and the line walk's rows between
+    them (flushed from `_Report.cols`). String columns are codes into one `Interned` table each."""
+
+    def __init__(self) -> None:
+        self.strings = {k: Interned() for k in _STRING_COLS}
+        self.parts: dict[str, list[np.ndarray]] = {k: [] for k in SCHEMA if k not in ("host", "ipc")}
+
+    def flush(self, rep: _Report) -> None:
+        """Move the line walk's rows so far into the arrays."""
+        if not rep.cols["event"]:
+            return
+        for k, v in rep.cols.items():
+            self.parts[k].append(
+                self.strings[k].codes(v) if k in self.strings else np.array(v, dtype=np.float64)
+            )
+            v.clear()
+
+    def add_chunk(self, found: list[tuple[str, ...]]) -> None:
+        """Rows of `_CHUNK_ROW` matches, as `_Report._fast_row` makes them."""
+        times, values, units, events, mvals, munits = zip(*found, strict=True)
+        counted = np.fromiter(map(bool, values), dtype=bool, count=len(values))
+        n = len(times)
+        # the groups are digit runs checked by the regex: numpy's text reader converts them at once
+        # (empty groups, `<not supported>` counts and absent metrics, are skipped by the separator)
+        value = np.full(n, np.nan)
+        value[counted] = _floats(values)
+        has_metric = np.fromiter(map(bool, mvals), dtype=bool, count=n)
+        metric = np.full(n, np.nan)
+        metric[has_metric] = _floats(mvals)
+        st = self.strings
+        p = self.parts
+        p["interval_s"].append(_floats(times))
+        p["cpu"].append(np.full(n, -1, dtype=np.int64))
+        p["event"].append(st["event"].codes(events))
+        p["value"].append(value)
+        p["unit"].append(st["unit"].codes(units, empty_is_na=True))
+        p["running_pct"].append(np.where(counted, 100.0, np.nan))
+        status = st["status"]
+        p["status"].append(np.where(counted, status.code("counted"), status.code("not supported")))
+        p["metric_value"].append(metric)
+        p["metric_unit"].append(st["metric_unit"].codes(munits, empty_is_na=True))
+
+    def columns(self) -> dict[str, np.ndarray]:
+        return {
+            k: np.concatenate(v) if v else np.empty(0, dtype=np.int64 if k in self.strings else np.float64)
+            for k, v in self.parts.items()
+        }
+
+
+def _floats(texts: tuple[str, ...]) -> np.ndarray:
+    """Numbers (checked by a regex) as float64, exactly as `float` reads them; empty texts skipped."""
+    return np.fromstring(" ".join(texts), dtype=np.float64, sep=" ")
+
+
+def _fast(source: Source, rep: _Report, segments: _Segments) -> Lines | None:
+    """Read a path or string chunk by chunk: a chunk of only `-I` rows and `# time` headers (the body
+    of a `perf stat -I` capture) by one `findall`, any other chunk by the line walk; None for a stream
+    or a capture with CR line ends (the caller walks it whole)."""
+    chunks = text_chunks(source)
+    if chunks is None:
+        return None
+    lines = Lines(source, KIND)
+    first_no = 1
+    try:
+        for chunk in chunks:
+            if has_cr(chunk):
+                return None
+            body = chunk[: chunk.rfind("\n") + 1]  # a cut last line is the line walk's
+            start = 0
+            if rep.mode is None:  # the walk finds the header (and skips a preamble) line by line
+                while rep.mode is None and start < len(body):
+                    end = body.index("\n", start) + 1
+                    rep.feed(first_no + body.count("\n", 0, start), body[start : end - 1], lines)
+                    start = end
+            rest = body[start:]
+            if rest and _fast_chunk(rest, rep, segments):
+                start = len(body)
+            walk_text(chunk[start:], first_no + chunk.count("\n", 0, start), lines, rep.feed, rep.cut)
+            first_no += chunk.count("\n")
+    except OSError:
+        return None  # the line walk raises it as a ParseError
+    return lines
+
+
+def _fast_chunk(text: str, rep: _Report, segments: _Segments) -> bool:
+    """Add the rows of `text` if it is only `-I` rows and `# time` headers in the text mode; else False."""
+    if rep.mode != "text" or rep.after_footer:
+        return False
+    found = _CHUNK_ROW.findall(text)
+    # matches start at a line start and end at a newline: equal counts mean no line was skipped
+    if not found or len(found) + len(_CHUNK_HEAD.findall("\n" + text)) != text.count("\n"):
+        return False
+    segments.flush(rep)
+    segments.add_chunk(found)
+    return True
+
+
+def _ipc(cols: dict[str, np.ndarray], events: list[str]) -> np.ndarray:
+    """instructions / cycles per (interval, cpu), on the instructions row (`events`: the event codes)."""
     out = np.full(len(cols["event"]), np.nan)
-    for i, (t, cpu, ev, val) in enumerate(
-        zip(cols["interval_s"], cols["cpu"], cols["event"], cols["value"], strict=True)
-    ):
-        if ev.split(":")[0] == "instructions" and (repr(t), cpu) in cycles:
-            out[i] = val / cycles[(repr(t), cpu)]
+    base = [ev.split(":")[0] for ev in events]
+    cycle_codes = [i for i, b in enumerate(base) if b in ("cycles", "cpu-cycles")]
+    insn_codes = [i for i, b in enumerate(base) if b == "instructions"]
+    value = cols["value"]
+    is_cycles = np.isin(cols["event"], cycle_codes) & (value > 0)
+    is_insn = np.isin(cols["event"], insn_codes)
+    if not is_cycles.any() or not is_insn.any():
+        return out
+    # only the cycles and instructions rows: a dict keyed as before (NaN intervals match each other)
+    times, cpus = cols["interval_s"].tolist(), cols["cpu"].tolist()
+    cycles = {(repr(times[i]), cpus[i]): value[i] for i in np.flatnonzero(is_cycles).tolist()}
+    for i in np.flatnonzero(is_insn).tolist():
+        key = (repr(times[i]), cpus[i])
+        if key in cycles:
+            out[i] = value[i] / cycles[key]
     return out
 
 

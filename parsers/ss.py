@@ -44,11 +44,13 @@ Tested on: tests/fixtures/ss/ (see README.md there).
 
 from __future__ import annotations
 
+import itertools
 import re
 
 import numpy as np
 import pandas as pd
 
+from ._chunks import block_pieces, has_cr, text_chunks, walk_text
 from ._common import Lines, Source, coerce, empty_frame, feed_lines
 
 KIND = "ss"
@@ -226,6 +228,74 @@ class _Reader:
             self.unknown.append(name)
 
 
+# The loop's block exactly as iproute2 6.x prints it (12 lines, every count present). A capture made
+# only of these blocks is read by one regex per chunk, its counts converted column-wise; anything
+# else (old iproute2, plain `ss -s`, unknown keys, a cut last line, CR line ends) goes line by line.
+_N = "([0-9]{1,18})"
+_T = "[ \t]+"
+_FAST_BLOCK = re.compile(
+    "^== ([0-9]{1,11})[ \t]*\n"
+    f"Total:{_T}{_N}[ \t]*\n"
+    f"TCP:{_T}{_N}{_T}\\(estab {_N}, closed {_N}, orphaned {_N}, timewait {_N}\\)[ \t]*\n"
+    "\n"
+    f"Transport{_T}Total{_T}IP{_T}IPv6[ \t]*\n"
+    + "".join(f"{name}{_T}{_N}{_T}{_N}{_T}{_N}[ \t]*\n" for name in ("RAW", "UDP", "TCP", "INET", "FRAG"))
+    + "\n"
+    f"timewait:[ \t]*{_N}[ \t]*\n",
+    re.MULTILINE,
+)
+_FAST_LINES = 12
+# the fast block's groups after the epoch, in order
+_FAST_FIELDS = (
+    "total",
+    "tcp_total",
+    "tcp_estab",
+    "tcp_closed",
+    "tcp_orphaned",
+    "tcp_timewait",
+    *_TABLE_FIELDS,
+    *_FRAG_FIELDS.values(),
+    "timewait_sockets",
+)
+
+
+def _fast(source: Source) -> tuple[list[np.ndarray], str, int] | None:
+    """Counts of the complete loop blocks, one row per block (epoch first), an array per piece; and the
+    capture's last piece when that is not only complete blocks (a cut last line, a last block cut by
+    SIGTERM) with its first line number, for the line walk; None if the capture is not the loop's."""
+    chunks = text_chunks(source)
+    if chunks is None:
+        return None
+    parts: list[np.ndarray] = []
+    tail: tuple[str, int] | None = None
+    try:
+        # every block starts with its stamp: pieces are cut there
+        for piece, first_no in block_pieces(chunks, lambda text: text.rfind("\n== ") + 1):
+            if tail is not None or has_cr(piece):
+                return None  # an irregular piece before the last one: the line walk reads the capture
+            if not _fast_blocks(piece, parts):
+                tail = (piece, first_no)
+    except OSError:
+        return None  # the line walk raises it as a ParseError
+    if not parts or any((part[:, 0] >= _MAX_EPOCH).any() for part in parts):
+        return None  # no loop block, or a bad stamp, which the line walk names
+    return (parts, *(tail or ("", 0)))
+
+
+def _fast_blocks(text: str, parts: list[np.ndarray]) -> bool:
+    """Append the counts of `text` to `parts` if it is only complete loop blocks; else False."""
+    if not text.endswith("\n"):
+        return False  # a cut last line: the line walk handles it
+    found = _FAST_BLOCK.findall(text)
+    # matches start at a line start and end at a newline: equal counts mean no line was skipped
+    if not found or text.count("\n") != _FAST_LINES * len(found):
+        return False
+    # every group is a digit run (checked by the regex): numpy's text reader converts them at once
+    flat = " ".join(itertools.chain.from_iterable(found))
+    parts.append(np.fromstring(flat, dtype=np.int64, sep=" ").reshape(len(found), -1))
+    return True
+
+
 def parse(source: Source, *, host: str | None = None, tz: str = "UTC") -> pd.DataFrame:
     """Parse an `ss` capture (stamped loop or plain `ss -s`) into one row per summary.
 
@@ -239,17 +309,33 @@ def parse(source: Source, *, host: str | None = None, tz: str = "UTC") -> pd.Dat
             or a table row that does not fit the table's header.
     """
     del tz
+    fast = _fast(source)
     reader = _Reader()
-    feed_lines(source, KIND, reader.feed, reader.cut_last)
+    if fast is None:
+        feed_lines(source, KIND, reader.feed, reader.cut_last)
+    elif fast[1]:
+        walk_text(fast[1], fast[2], Lines(source, KIND), reader.feed, reader.cut_last)
     blocks = reader.blocks
     if blocks and not blocks[-1].values:
         # The capture stopped after `date` but before `ss -s` printed a number: nothing measured.
         reader.dropped += blocks.pop().lines
     attrs = {"dropped_lines": reader.dropped, "unknown_columns": reader.unknown}
-    if not blocks:
+    frames = [] if fast is None else [_fast_frame(fast[0], host)]
+    if blocks:
+        frames.append(_blocks_frame(blocks, host))
+    if not frames:
         df = empty_frame(SCHEMA)
-        df.attrs.update(attrs)
-        return df
+    elif len(frames) == 1:
+        df = frames[0]
+    else:
+        df = coerce(pd.concat(frames, ignore_index=True), SCHEMA)
+    df.attrs.clear()
+    df.attrs.update(attrs)
+    return df
+
+
+def _blocks_frame(blocks: list[_Block], host: str | None) -> pd.DataFrame:
+    """The frame of the line walk's blocks."""
     n = len(blocks)
     data: dict[str, object] = {
         col: pd.array([b.values.get(col) for b in blocks], dtype="Int64") for col in COUNTS
@@ -257,6 +343,24 @@ def parse(source: Source, *, host: str | None = None, tz: str = "UTC") -> pd.Dat
     epochs = np.array([np.nan if b.epoch is None else b.epoch for b in blocks], dtype=np.float64)
     data["timestamp"] = pd.to_datetime(epochs, unit="s", utc=True)
     data["host"] = pd.array([host] * n, dtype="string")
-    df = coerce(pd.DataFrame(data), SCHEMA)
-    df.attrs.update(attrs)
-    return df
+    return coerce(pd.DataFrame(data, copy=False), SCHEMA)
+
+
+def _fast_frame(parts: list[np.ndarray], host: str | None) -> pd.DataFrame:
+    """The frame of `_fast`'s counts: what the line walk builds for the same blocks."""
+    # one column at a time from the pieces' arrays: no second copy of the whole table
+    n = sum(len(part) for part in parts)
+    epochs = np.concatenate([part[:, 0] for part in parts]).astype(np.float64)
+    # in SCHEMA's order: `coerce` then keeps the frame as it is, without a copy
+    data: dict[str, object] = {
+        "timestamp": pd.to_datetime(epochs, unit="s", utc=True).as_unit("ns"),
+        "host": pd.array([host] * n, dtype="string"),
+    }
+    for col in COUNTS:
+        if col in _FAST_FIELDS:
+            j = 1 + _FAST_FIELDS.index(col)
+            values = np.concatenate([part[:, j] for part in parts])
+            data[col] = pd.arrays.IntegerArray(values, np.zeros(n, dtype=bool))
+        else:
+            data[col] = pd.array([None] * n, dtype="Int64")
+    return coerce(pd.DataFrame(data, copy=False), SCHEMA)
