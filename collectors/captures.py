@@ -125,11 +125,14 @@ DEFAULT: tuple[CaptureSpec, ...] = (
     # Per-node memory of the 10 largest processes by RSS (the database, the load generator): reading
     # numa_maps walks a process's mappings under its mmap lock (a large buffer pool's page faults
     # wait meanwhile), so only those that matter, once, after the window, when the load is over and
-    # its memory is placed.
+    # its memory is placed. One numastat per process: with several pids, one that exits between `ps`
+    # and numastat's read (or one it may not read) fails them all.
     CaptureSpec(
         "numastat-procs",
         "numastat",
-        "numastat -p $(ps -eo pid= --sort=-rss | head -n 10)",
+        "for p in $(ps -eo pid= --sort=-rss | head -n 10); do "
+        'numastat -p "$p" || echo "numastat -p $p failed: the process exited or is not readable" >&2; '
+        "done",
         "numastat",
         phase="end",
     ),
