@@ -251,7 +251,11 @@ def top_writer(ds: Dataset, sweep: Any, th: Thresholds) -> list[Finding] | Skipp
     database (journal thread, logger, backup, a capture tool): it competes with the database for
     the device, or says the database's writes cost more than their own bytes.
     """
-    iotop, pidstat = tasks(ds, "iotop"), tasks(ds, "pidstat")
+    iotop = tasks(ds, "iotop")
+    # pidstat -d is the fallback for hosts without iotop intervals: on a day of captures its task
+    # rows are millions, so they are built only when some host needs them
+    fallback = {c.host for c in ds.of("pidstat")} - {h for h, t in iotop.items() if t.samples}
+    pidstat = tasks(ds, "pidstat") if fallback else {}
     if not iotop and not pidstat:
         return Skipped("io.top-writer", "no iotop or pidstat capture")
     lim = th["io.top-writer"]

@@ -109,9 +109,10 @@ def _manifest_cpu(ds: Dataset) -> tuple[dict[str | None, float], dict[str, Any]]
 def overhead(ds: Dataset, sweep: Any, th: Thresholds) -> list[Finding] | Skipped:
     """perfkit's capture tools (or perfkit itself) using more than a set share of a core or writing
     more than a set rate: the measurement is visibly loading the host it measures."""
-    top = _top_cpu(ds)
     pidstat, iotop = tasks(ds, "pidstat"), tasks(ds, "iotop")
     pid_cpu = _task_means(pidstat, "cpu_pct")
+    # top -H is the CPU fallback for hosts without pidstat: millions of thread rows over a day
+    top = _top_cpu(ds) if {c.host for c in ds.of("top")} - set(pid_cpu) else {}
     pid_wr = _task_means(pidstat, "write_kb_s")
     io_wr = _task_means(iotop, "write_kb_s")
     io_rd = _task_means(iotop, "read_kb_s")
