@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pandas as pd
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -9,7 +10,7 @@ from hypothesis import strategies as st
 from perfkit.errors import ParseError
 from perfkit.parsers import sweep, tiers
 
-from .conftest import FIXTURES
+from .conftest import FIXTURES, ROOT
 
 SEED003 = [("seed003-long.txt", "long"), ("seed003-wide.txt", "wide"), ("seed003-yaml.txt", "yaml")]
 
@@ -101,3 +102,9 @@ def test_mutated_tiers_files_parse_or_raise_parse_error(text: str, at: int, junk
         assert exc.kind == "tiers" and exc.line_no >= 0
         return
     assert list(df.columns) == list(tiers.SCHEMA)
+
+
+def test_the_example_config_is_seed_003() -> None:
+    example = tiers.parse(ROOT / "configs" / "tiers.yaml")
+    fixture = tiers.parse(FIXTURES / "tiers" / "seed003-yaml.txt")
+    pd.testing.assert_frame_equal(example, fixture)
