@@ -45,13 +45,12 @@ import pandas as pd
 from perfkit.errors import ParseError
 
 from . import _common
-from ._sysstat import Sysstat, utc
+from ._sysstat import utc
 from .sar import (
-    _SMALL_RUN,
     _TABLES,
-    CHUNK_ROWS,
     _bad_marks,
     _check_instance,
+    _Chunked,
     _classify,
     _factor,
     _numbers_ok,
@@ -97,7 +96,7 @@ def parse(source: _common.Source, *, host: str | None = None, tz: str = "UTC") -
     return _Sadf(source, host, tz).run()
 
 
-class _Sadf(Sysstat):
+class _Sadf(_Chunked):
     """Reuses parsers/_sysstat.py for the decimal mark and errors; times come from each row."""
 
     def __init__(self, source: _common.Source, host: str | None, tz: str):
@@ -132,59 +131,11 @@ class _Sadf(Sysstat):
         )
         return frame
 
-    def walk(self) -> None:
-        """`_common.feed_lines` with a fast lane: rows under a read header are buffered, read in chunks.
+    def row_start(self, line: str) -> bool:
+        return line[:1].isalnum()  # a row starts with the host name
 
-        A line is buffered when a read table is open and it starts like a row (a host name); header,
-        blank and odd lines go to `feed`, held back one line so a last line cut mid-write is dropped
-        as `feed_lines` drops it.
-        """
-        lines = self.lines = _common.Lines(self.source, KIND)
-        rows: list[str] = []
-        first = 0  # line number of rows[0]: rows of a run are consecutive lines
-        pending: tuple[int, str] | None = None  # a line not yet fed
-        fast = False
-        line_no = limit = 0
-        try:
-            for line_no, line in lines:  # noqa: B007 - line_no is read after the loop
-                if fast and line[:1].isalnum():
-                    if not rows:
-                        first, limit = line_no, line_no + CHUNK_ROWS - 1
-                    rows.append(line)
-                    if line_no >= limit:  # CHUNK_ROWS buffered: bounds memory
-                        self.flush(rows, first)
-                        first, limit = line_no + 1, line_no + CHUNK_ROWS
-                    continue
-                if rows:
-                    self.flush(rows, first)
-                if pending is not None:
-                    self.feed(*pending, lines)
-                    fast = self.plans is not None and not self.skipping
-                    if fast and line[:1].isalnum():
-                        first, limit, pending = line_no, line_no + CHUNK_ROWS - 1, None
-                        rows.append(line)
-                        continue
-                pending = (line_no, line)
-                fast = False
-        except (UnicodeDecodeError, OSError) as exc:
-            raise lines.error(line_no + 1, "", f"cannot read: {exc}") from None
-        if rows and not lines.last_complete:
-            rows.pop()  # the last line, a row cut mid-write
-            self.cut_last(line_no, "", lines)
-        if rows:
-            self.flush(rows, first)
-        if pending is not None:
-            if not lines.last_complete and pending[1].strip():
-                self.cut_last(*pending, lines)
-            else:
-                self.feed(*pending, lines)
-
-    def flush(self, rows: list[str], first: int) -> None:
-        """Read a run of rows: in one chunk when it is plain, else line by line (the exact rules)."""
-        if len(rows) < _SMALL_RUN or not self.chunk(rows, first):
-            for k, row in enumerate(rows):
-                self.feed(first + k, row, self.lines)
-        rows.clear()
+    def table_open(self) -> bool:
+        return self.plans is not None and not self.skipping
 
     def chunk(self, rows: list[str], first: int) -> bool:
         """Read rows under the open header with pandas (`sep=";"`); False (nothing changed) unless plain.

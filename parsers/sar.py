@@ -528,7 +528,78 @@ def _check_instance(t_no: int, instance: str) -> str | None:
 # ---------------------------------------------------------------- sar text
 
 
-class _Sar(Sysstat):
+class _Chunked(Sysstat):
+    """The line walk shared by sar and sadf: `feed` for structure, pandas for runs of plain rows.
+
+    Subclasses say what starts a row and when a table is open for the fast lane, and read a run of
+    rows in `chunk` (False: nothing changed, the rows go through `feed` one by one).
+    """
+
+    def row_start(self, line: str) -> bool:
+        raise NotImplementedError
+
+    def table_open(self) -> bool:
+        raise NotImplementedError
+
+    def chunk(self, rows: list[str], first: int) -> bool:
+        raise NotImplementedError
+
+    def walk(self) -> None:
+        """`_common.feed_lines` with a fast lane: data rows of a table are buffered, then read in chunks.
+
+        A line is buffered when the line before it left a readable table open (`table_open`) and it
+        starts like a row (`row_start`). Anything else is structure for `feed`, held back one line:
+        the last line, cut mid-write, is dropped as `feed_lines` drops it.
+        """
+        lines = self.lines = _common.Lines(self.source, self.kind)
+        rows: list[str] = []
+        first = 0  # line number of rows[0]: rows of a run are consecutive lines
+        pending: tuple[int, str] | None = None  # a structure line not yet fed
+        fast = False
+        line_no = limit = 0
+        try:
+            for line_no, line in lines:  # noqa: B007 - line_no is read after the loop
+                if fast and self.row_start(line):
+                    if not rows:
+                        first, limit = line_no, line_no + CHUNK_ROWS - 1
+                    rows.append(line)
+                    if line_no >= limit:  # CHUNK_ROWS buffered: bounds memory
+                        self.flush(rows, first)
+                        first, limit = line_no + 1, line_no + CHUNK_ROWS
+                    continue
+                if rows:
+                    self.flush(rows, first)
+                if pending is not None:
+                    self.feed(*pending, lines)
+                    fast = self.table_open()
+                    if fast and self.row_start(line):
+                        first, limit, pending = line_no, line_no + CHUNK_ROWS - 1, None
+                        rows.append(line)
+                        continue
+                pending = (line_no, line)
+                fast = False
+        except (UnicodeDecodeError, OSError) as exc:
+            raise lines.error(line_no + 1, "", f"cannot read: {exc}") from None
+        if rows and not lines.last_complete:
+            rows.pop()  # the last line, a row cut mid-write
+            self.cut_last(line_no, "", lines)
+        if rows:
+            self.flush(rows, first)
+        if pending is not None:
+            if not lines.last_complete and pending[1].strip():
+                self.cut_last(*pending, lines)
+            else:
+                self.feed(*pending, lines)
+
+    def flush(self, rows: list[str], first: int) -> None:
+        """Read a run of rows: in one chunk when it is plain, else line by line (the exact rules)."""
+        if len(rows) < _SMALL_RUN or not self.chunk(rows, first):
+            for k, row in enumerate(rows):
+                self.feed(first + k, row, self.lines)
+        rows.clear()
+
+
+class _Sar(_Chunked):
     def __init__(self, source: _common.Source, host: str | None, tz: str):
         super().__init__(KIND, source, tz)
         self.host = host
@@ -561,59 +632,11 @@ class _Sar(Sysstat):
         )
         return frame
 
-    def walk(self) -> None:
-        """`_common.feed_lines` with a fast lane: data rows of a table are buffered, then read in chunks.
+    def row_start(self, line: str) -> bool:
+        return line[:1].isdigit()  # a row starts with its time
 
-        A row is buffered when the line before it left a table open (a header or a row, no blank line)
-        and it starts with a digit (its time). Anything else is structure for `feed`, held back one
-        line: the last line, cut mid-write, is dropped as `feed_lines` drops it.
-        """
-        lines = self.lines = _common.Lines(self.source, KIND)
-        rows: list[str] = []
-        first = 0  # line number of rows[0]: rows of a run are consecutive lines
-        pending: tuple[int, str] | None = None  # a structure line not yet fed
-        fast = False
-        line_no = limit = 0
-        try:
-            for line_no, line in lines:  # noqa: B007 - line_no is read after the loop
-                if fast and line[:1].isdigit():
-                    if not rows:
-                        first, limit = line_no, line_no + CHUNK_ROWS - 1
-                    rows.append(line)
-                    if line_no >= limit:  # CHUNK_ROWS buffered: bounds memory
-                        self.flush(rows, first)
-                        first, limit = line_no + 1, line_no + CHUNK_ROWS
-                    continue
-                if rows:
-                    self.flush(rows, first)
-                if pending is not None:
-                    self.feed(*pending, lines)
-                    fast = self.plans is not None and not self.skipping and not self.after_blank
-                    if fast and line[:1].isdigit():
-                        first, limit, pending = line_no, line_no + CHUNK_ROWS - 1, None
-                        rows.append(line)
-                        continue
-                pending = (line_no, line)
-                fast = False
-        except (UnicodeDecodeError, OSError) as exc:
-            raise lines.error(line_no + 1, "", f"cannot read: {exc}") from None
-        if rows and not lines.last_complete:
-            rows.pop()  # the last line, a row cut mid-write
-            self.cut_last(line_no, "", lines)
-        if rows:
-            self.flush(rows, first)
-        if pending is not None:
-            if not lines.last_complete and pending[1].strip():
-                self.cut_last(*pending, lines)
-            else:
-                self.feed(*pending, lines)
-
-    def flush(self, rows: list[str], first: int) -> None:
-        """Read a run of rows: in one chunk when it is plain, else line by line (the exact rules)."""
-        if len(rows) < _SMALL_RUN or not self.chunk(rows, first):
-            for k, row in enumerate(rows):
-                self.feed(first + k, row, self.lines)
-        rows.clear()
+    def table_open(self) -> bool:
+        return self.plans is not None and not self.skipping and not self.after_blank
 
     def chunk(self, rows: list[str], first: int) -> bool:
         """Read rows of the open table with pandas; False (nothing changed) when any row is not plain.
