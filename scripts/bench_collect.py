@@ -469,7 +469,7 @@ def schedstat_s_task(tid: int) -> float:
 
 def _where(frame) -> str:
     path = frame.f_code.co_filename
-    for marker in ("site-packages/", "/work/main/", "lib/python3.11/"):
+    for marker in ("site-packages/", f"{ROOT}/", "lib/python3.11/"):
         if marker in path:
             path = path.split(marker, 1)[1]
             break
