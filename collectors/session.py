@@ -54,8 +54,8 @@ _STOP_REASONS = {
     "disk_full": "archive disk full; output so far kept",
 }
 SAMPLER_ID = "psutil"
-# sshd's default MaxSessions is 10 channels per connection. Control commands (preflight, clean-up)
-# run before and after the phases, never during one, so a phase may use all of them.
+# sshd's default MaxSessions is 10 channels per connection, the control shell's included: window
+# captures get the rest while it is open, all of them once its snapshots are done (`_run_phase`).
 MAX_CHANNELS = 10
 
 EXIT_OK, EXIT_FAILED, EXIT_PARTIAL, EXIT_INTERRUPTED = 0, 1, 3, 130
