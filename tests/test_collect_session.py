@@ -370,3 +370,38 @@ def test_a_host_later_than_the_slack_does_not_hold_the_others(tmp_path: Path, mo
     res = run(tmp_path, [HostSpec(n, "h") for n in ("early", "late")], connector)
     opened = window_opened(res)
     assert (opened["late"] - opened["early"]).total_seconds() > 1.0
+
+
+def test_ten_window_captures_and_the_control_shell_stay_within_max_sessions(tmp_path: Path) -> None:
+    """sshd refuses an 11th channel: with the control shell open, the 10th window capture waits until
+    the shell's snapshots are done and the shell is closed."""
+
+    class Counting(FakeTransport):
+        def __init__(self, spec: HostSpec) -> None:
+            super().__init__(spec)
+            self.shells: list[FakeShell] = []
+            self.most = 0
+
+        def start(self, command: str, *, keep_stdin: bool = False) -> Job:
+            job = super().start(command, keep_stdin=keep_stdin)
+            if isinstance(job, FakeShell):
+                self.shells.append(job)
+            open_now = sum(j.poll() is None for j in [*self.jobs, *self.shells])
+            self.most = max(self.most, open_now)
+            return job
+
+    window = tuple(
+        captures.CaptureSpec(f"vmstat{i}", "vmstat", f"vmstat -w -t 1 {i + 2}", "vmstat") for i in range(10)
+    )
+    uname = next(s for s in captures.DEFAULT if s.id == "uname")
+    seen: list[Counting] = []
+
+    def connector(spec: HostSpec) -> Counting:
+        seen.append(Counting(spec))
+        return seen[0]
+
+    res = run(tmp_path, [HostSpec("db1", "h")], connector, specs=(*window, uname))
+    assert res.manifest["status"] == "complete", res.manifest["reason"]
+    assert all(r["status"] == "ok" for r in res.manifest["captures"])
+    assert seen[0].most <= session.MAX_CHANNELS
+    assert len(seen[0].shells) == 2  # the second one runs the clean-up after the window
