@@ -1,21 +1,31 @@
-"""Chunked reading shared by the parsers of long, regular captures (ss, iftop, perf_stat, numastat).
+"""Chunked reading shared by the parsers of long, regular captures.
 
-Their fast paths read whole chunks of lines with one regex each instead of a Python call per line;
-these helpers cut the text into pieces at block boundaries, walk the irregular pieces line by line
-with the parser's own `feed`, and build string columns without one object per row.
+Their fast paths read whole chunks of lines with one regex each, or hand whole runs of data rows to
+pandas, instead of a Python call per line:
+
+- `text_chunks`/`block_pieces`/`walk_text` (ss, iftop, perf_stat, numastat) cut the text into pieces
+  at block boundaries and walk the irregular pieces line by line with the parser's own `feed`;
+- `ByteScan` (the sysstat tables) finds the few structure lines (headers, banners, blanks) of a
+  table capture by regex over multi-MB byte chunks and hands the runs of data rows between them
+  over as bytes, never as one Python string per line;
+- `Interned` builds string columns without one object per row.
 """
 
 from __future__ import annotations
 
+import io
+import re
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
 
-from ._common import Lines, Source, _looks_like_path
+from ._common import Lines, Source, _looks_like_path, text_column
 
 _CHUNK_CHARS = 1 << 18  # text read at once: bounds memory (the frame is small), amortises the regex call
+_CHUNK_BYTES = 1 << 22  # bytes `ByteScan` reads at once: a few ms of regex per chunk, a few MB of memory
 
 
 def text_chunks(source: Source) -> Iterator[str] | None:
@@ -126,4 +136,113 @@ class Interned:
         return self.index.setdefault(text, len(self.index))
 
     def array(self, codes: np.ndarray) -> pd.api.extensions.ExtensionArray:
-        return pd.array(list(self.index), dtype="string").take(codes, allow_fill=True)
+        return text_column(list(self.index), codes)
+
+
+class Rows(NamedTuple):
+    """A run of consecutive data rows: whole lines, each ending with `\\n` (CR already turned into LF)."""
+
+    data: bytes
+    first_no: int  # line number of the first row
+    count: int
+
+
+class ByteScan:
+    """Iterate a capture as `Rows` runs and `(line_no, text)` structure lines, in file order.
+
+    `marks` are byte regexes; a match marks the line that holds the byte at its end (`m.end()`) as a
+    structure line, so `rb"\\n(?![0-9])"` marks every line not starting with a digit (blank ones
+    too) and `rb"CPU"` every line holding `CPU`. Every other line is a data row. Each pattern is
+    searched on its own: an alternation of them defeats the regex engine's literal-prefix search.
+
+    Lines are numbered and decoded as `Lines` does (CR, LF and CRLF end a line; undecodable bytes
+    replaced in structure lines). A last line cut off mid-write (no line end, not blank) is not
+    yielded: it is left in `cut` for the parser's `cut_last`, as `feed_lines` does. With
+    `empty=False` empty lines are not yielded either (they still end a run of rows).
+    """
+
+    def __init__(self, source: Source, kind: str, marks: Sequence[re.Pattern[bytes]], *, empty: bool = True):
+        self.lines = Lines(source, kind)  # the path, and `error()` for the parser
+        self.cut: tuple[int, str] | None = None
+        self._source = source
+        self._marks = marks
+        self._empty = empty
+
+    def __iter__(self) -> Iterator[Rows | tuple[int, str]]:
+        line_no = 1
+        rest = b""
+        for raw in self._raw():
+            block = rest + raw
+            cut = block.rfind(b"\n") + 1
+            if cut == 0:
+                rest = block
+                continue
+            rest = block[cut:]
+            buf = _lf(block[:cut])
+            yield from self._split(buf, line_no)
+            line_no += buf.count(b"\n")
+        if not rest:
+            return
+        # no LF after the last line: the lines of `rest` end at CRs, the last one at none (or at a CR,
+        # which `Lines` does not count as a complete line either)
+        cut = rest.rfind(b"\r", 0, len(rest) - 1) + 1
+        buf = _lf(rest[:cut])
+        yield from self._split(buf, line_no)
+        line_no += buf.count(b"\n")
+        last = rest[cut:].decode("utf-8", "replace").rstrip("\r")
+        if last.strip():
+            self.cut = (line_no, last)
+        else:
+            yield from self._split(last.encode("utf-8", "surrogatepass") + b"\n", line_no)
+
+    def _split(self, buf: bytes, line_no: int) -> Iterator[Rows | tuple[int, str]]:
+        """`buf`: whole LF-terminated lines, the first numbered `line_no`."""
+        hay = b"\n" + buf  # every line, the first too, follows a newline
+        size = len(hay)
+        starts = set()
+        for rx in self._marks:
+            for m in rx.finditer(hay):
+                if m.end() < size:
+                    starts.add(hay.rfind(b"\n", 0, m.end()) + 1)
+        pos = 1
+        for start in sorted(starts):
+            if start < pos:
+                continue
+            if start > pos:
+                count = hay.count(b"\n", pos, start)
+                yield Rows(hay[pos:start], line_no, count)
+                line_no += count
+            end = hay.index(b"\n", start)
+            if end > start or self._empty:
+                yield line_no, hay[start:end].decode("utf-8", "replace")
+            line_no += 1
+            pos = end + 1
+        if pos < size:
+            yield Rows(hay[pos:], line_no, hay.count(b"\n", pos))
+
+    def _raw(self) -> Iterator[bytes]:
+        src = self._source
+        if self.lines.path is not None and isinstance(src, str | Path):
+            try:
+                fh = open(src, "rb")  # noqa: SIM115 - closed below
+            except OSError as exc:
+                raise self.lines.error(0, "", f"cannot read: {exc.strerror}") from None
+            with fh:
+                while data := fh.read(_CHUNK_BYTES):
+                    yield data
+        elif isinstance(src, str):
+            for start in range(0, len(src), _CHUNK_BYTES):
+                yield src[start : start + _CHUNK_BYTES].encode("utf-8", "surrogatepass")
+        elif isinstance(src, io.TextIOBase) or hasattr(src, "encoding"):
+            while text := src.read(_CHUNK_BYTES):  # type: ignore[union-attr]
+                yield text.encode("utf-8", "surrogatepass")
+        else:
+            while data := src.read(_CHUNK_BYTES):  # type: ignore[union-attr]
+                yield data
+
+
+def _lf(data: bytes) -> bytes:
+    """CRLF and lone CR as LF: `Lines` ends a line at either."""
+    if b"\r" not in data:
+        return data
+    return data.replace(b"\r\n", b"\n").replace(b"\r", b"\n")

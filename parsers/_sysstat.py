@@ -34,7 +34,7 @@ _COMMA = re.compile(r"^[-+]?\d+(?:,\d+)?$")
 _ROLLOVER_S = 3600  # a clock going back by more than this is the next day; less is a clock step
 _LOCALE_HINT = "capture not taken under LC_ALL=C"
 
-CHUNK_ROWS = 16384  # data rows handed to pandas at once: bounds memory, amortises the call
+CHUNK_ROWS = 65536  # data rows handed to pandas at once: bounds memory, amortises the call
 # Bytes of a chunk pandas may read: digits, blanks, signs, decimal marks, the `:` of clocks, AM/PM and
 # non-ASCII (zh_CN clocks). Any other byte could make a token pandas reads as a number and the
 # per-line grammar refuses (`1e5`, `inf`, `+5`), so such a chunk goes line by line.
@@ -95,17 +95,22 @@ class Sysstat:
         first = tokens[0]
         if first in _AVERAGE_LABELS:
             return None, 1
-        if len(tokens) > 1 and _AMPM.match(tokens[1]):
-            clock, used = _common.parse_clock(f"{first} {tokens[1]}"), 2
+        key = (first, tokens[1]) if len(tokens) > 1 and _AMPM.match(tokens[1]) else (first,)
+        sod = self._sods.get(key)  # headers and rows repeat each clock
+        if sod is not None:
+            return sod, len(key)
+        if len(key) == 2:
+            clock = _common.parse_clock(f"{first} {tokens[1]}")
         else:
-            clock, used = _common.parse_clock(first), 1
+            clock = _common.parse_clock(first)
             if clock is None and (zh := _ZH_CLOCK.match(first)):
                 h, mi, s = int(zh[1]), int(zh[2]), int(zh[3])
                 clock = (h, mi, min(s, 59)) if h < 24 and mi < 60 and s <= 60 else None
         if clock is None:
             hint = f" ({_LOCALE_HINT}?)" if first.endswith(":") else ""
             raise self.error(line_no, line, f"line starts with neither a time nor an Average label{hint}")
-        return clock[0] * 3600 + clock[1] * 60 + clock[2], used
+        sod = self._sods[key] = clock[0] * 3600 + clock[1] * 60 + clock[2]
+        return sod, len(key)
 
     def stamp(self, line_no: int, sod: int) -> int:
         """UTC nanoseconds of a data row printed at `sod` seconds after midnight (NaT without a date)."""
@@ -136,6 +141,7 @@ class Sysstat:
     def label_sods(self, tokens: list[tuple[str, ...]]) -> list[int] | None:
         """Seconds since midnight of each distinct time label of a chunk; None if one is not a plain
         time (an `Average:` label, a decimal mark in it, a bad clock): the chunk then goes line by line."""
+        self._iso_sods([t[0] for t in tokens if len(t) == 1 and t not in self._sods])
         sods = []
         for toks in tokens:
             sod = self._sods.get(toks)
@@ -148,9 +154,31 @@ class Sysstat:
                     return None
                 if sod is None or used != len(toks):
                     return None
-                self._sods[toks] = sod
             sods.append(sod)
         return sods
+
+    def _iso_sods(self, clocks: list[str]) -> None:
+        """Remember the seconds since midnight of the `HH:MM:SS` clocks among `clocks` (numpy, no
+        regex: a day holds 86,400 of them); other forms are left to `label()`."""
+        plain = [c for c in clocks if len(c) == 8 and c.isascii()]
+        if not plain:
+            return
+        chars = np.frombuffer("".join(plain).encode("ascii"), dtype=np.uint8).reshape(-1, 8)
+        digits = chars.astype(np.int64) - ord("0")
+        h = digits[:, 0] * 10 + digits[:, 1]
+        m = digits[:, 3] * 10 + digits[:, 4]
+        sec = digits[:, 6] * 10 + digits[:, 7]
+        ok = (
+            ((digits[:, [0, 1, 3, 4, 6, 7]] >= 0) & (digits[:, [0, 1, 3, 4, 6, 7]] <= 9)).all(axis=1)
+            & (chars[:, 2] == ord(":"))
+            & (chars[:, 5] == ord(":"))
+            & (h <= 23)
+            & (m <= 59)
+            & (sec <= 60)
+        )
+        sods = h * 3600 + m * 60 + np.minimum(sec, 59)  # `parse_clock` reads a leap second as :59
+        for clock, sod in zip(np.array(plain, dtype=object)[ok].tolist(), sods[ok].tolist(), strict=True):
+            self._sods[(clock,)] = sod
 
     def clock_state(self) -> tuple[int, int | None, int, bool]:
         """What `stamp()` changes, to undo a chunk that turns out to need the per-line path."""
@@ -163,17 +191,46 @@ class Sysstat:
     def stamp_rows(self, line_nos: np.ndarray, sods: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(UTC ns, sod + 86400 × day) of each row, as `stamp()` row by row would give them.
 
-        `stamp()` only changes state where the time changes, so it runs once per run of equal times.
+        `stamp()` only changes state where the time changes, so only runs of equal times count; a
+        chunk without clock steps (the usual) is stamped with numpy, else run by run with `stamp()`.
         """
         n = len(sods)
         starts = np.flatnonzero(np.concatenate(([True], sods[1:] != sods[:-1])))
-        ns_at = np.empty(len(starts), dtype=np.int64)
-        day_at = np.empty(len(starts), dtype=np.int64)
-        for k, i in enumerate(starts.tolist()):
-            ns_at[k] = self.stamp(int(line_nos[i]), int(sods[i]))
-            day_at[k] = self.day
         counts = np.diff(np.append(starts, n))
-        return np.repeat(ns_at, counts), np.repeat(sods[starts] + 86400 * day_at, counts)
+        at = sods[starts]
+        prev = np.concatenate(([at[0] if self.prev_sod is None else self.prev_sod], at[:-1]))
+        back = at < prev
+        if self.date is None or (back & (prev - at <= _ROLLOVER_S)).any():
+            ns_at = np.empty(len(starts), dtype=np.int64)
+            day_at = np.empty(len(starts), dtype=np.int64)
+            for k, i in enumerate(starts.tolist()):
+                ns_at[k] = self.stamp(int(line_nos[i]), int(sods[i]))
+                day_at[k] = self.day
+        else:
+            day_at = self.day + np.cumsum(back)
+            self.day, self.prev_sod = int(day_at[-1]), int(at[-1])
+            ns_at = self._utc_ns(day_at, at)
+        return np.repeat(ns_at, counts), np.repeat(at + 86400 * day_at, counts)
+
+    def _utc_ns(self, days: np.ndarray, sods: np.ndarray) -> np.ndarray:
+        """UTC ns of wall-clock times `days` after the banner's date plus `sods` seconds, as `stamp()`
+        gives them: numpy for every time the zone maps to one instant, `to_utc` for the rest (a
+        time skipped or repeated at a DST change)."""
+        assert self.date is not None
+        midnight = np.datetime64(self.date, "ns").astype(np.int64)
+        naive = midnight + (days * 86400 + sods) * 1_000_000_000
+        if self.tz == "UTC":
+            return naive
+        local = pd.DatetimeIndex(naive.view("M8[ns]")).tz_localize(
+            self.tz, ambiguous="NaT", nonexistent="NaT"
+        )
+        ns = local.asi8.copy()
+        for k in np.flatnonzero(local.isna()).tolist():
+            wall = datetime(self.date.year, self.date.month, self.date.day) + timedelta(
+                days=int(days[k]), seconds=int(sods[k])
+            )
+            ns[k] = _common.to_utc(wall, self.tz).value
+        return ns
 
     def chunk_mark(self, datas: list[bytes]) -> str | None:
         """The decimal mark of a chunk if `number()` would accept it; None: go line by line."""
@@ -277,6 +334,7 @@ def read_chunk(data: bytes, ncols: int, text_cols: list[int], mark: str) -> pd.D
                 na_filter=False,
                 decimal=mark,
                 engine="c",
+                low_memory=False,  # one pass over the chunk: a fifth faster; chunks are bounded anyway
             )
     except MemoryError:
         raise
@@ -310,7 +368,7 @@ def numbers_as_printed(
             minus += int((values < 0).sum())
         else:
             return False
-    return int(np.count_nonzero(np.frombuffer(data, dtype=np.uint8) == ord("-"))) == minus
+    return data.count(b"-") == minus
 
 
 def _bare_marks(data: bytes, mark: str) -> int:

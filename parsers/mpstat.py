@@ -51,9 +51,8 @@ import re
 import numpy as np
 import pandas as pd
 
-from perfkit.errors import ParseError
-
 from . import _common
+from ._chunks import ByteScan, Rows
 from ._sysstat import (
     CHUNK_ROWS,
     Sysstat,
@@ -61,7 +60,6 @@ from ._sysstat import (
     plain_bytes,
     read_chunk,
     record_value,
-    row_line_nos,
     utc,
 )
 
@@ -92,6 +90,10 @@ _SNIFF_HEADER = re.compile(
     r"\bCPU\s+%usr\s+%nice\s+%sys\s+%iowait\s+%irq\b"
 )  # sar -u ALL: %steal before %irq
 _CPU_ID = re.compile(r"^(?:all|\d+)$")
+# lines read one by one: those starting with neither a digit nor a line end (banner, `Average:`);
+# rows, headers (time + `CPU`) and blank lines come in runs, read by `_chunk` in bulk
+_MARKS = (re.compile(rb"\n(?![0-9\n])"),)
+_HEADER_WORD = re.compile(rb"CPU")
 
 
 def sniff(text: str) -> bool:
@@ -144,71 +146,45 @@ class _Mpstat(Sysstat):
         self.averages: list[dict[str, object]] = []
         self.seen: set[str] = set()  # CPUs of the current interval
         self.seen_at: int | None = None
-        # buffered rows: text, and (row index, line number, header line) where a run of lines starts
-        self.rows: list[str] = []
-        self.segs: list[tuple[int, int, int]] = []
+        self.pending: list[Rows] = []  # runs of rows, headers and blank lines not yet read
+        self.pending_lines = 0
         # the frame, column by column, grown in place (realloc: no second copy at the end)
-        self.n = 0
-        self.stamps = np.empty(0, dtype=np.int64)
-        self.cpu_codes = np.empty(0, dtype=np.int32)
-        self.values = [np.empty(0) for _ in _COLS]
+        self.parts = _common.Parts(len(_COLS) + 2)  # the frame's columns: stamps, CPU codes, values
         self.cpu_names: dict[str, int] = {}
 
     def run(self) -> pd.DataFrame:
-        lines, rows, segs = self.lines, self.rows, self.segs
-        pending: tuple[int, str] | None = None  # a non-row line, handled once it is known not to be cut off
-        new_seg = True
-        for line_no, line in lines:
-            if pending is not None:
-                self.structure(*pending)
-                pending = None
-            if line[:1].isdigit() and "CPU" not in line:  # a data row: the hot path
-                if new_seg:
-                    new_seg = False
-                    if len(rows) >= CHUNK_ROWS:
-                        self.flush()
-                    segs.append((len(rows), line_no, self.header_line_no))
-                rows.append(line)
+        scan = ByteScan(self.source, KIND, _MARKS)
+        self.lines = scan.lines
+        for item in scan:
+            if isinstance(item, Rows):
+                self.pending.append(item)
+                self.pending_lines += item.count
+                if self.pending_lines >= CHUNK_ROWS:
+                    self.flush(final=False)
             else:
-                pending = (line_no, line)
-                new_seg = True
-        last_cut = not lines.last_complete
-        if pending is not None:
-            if last_cut and pending[1].strip():
-                self.cut_last(*pending, lines)
-            else:
-                self.structure(*pending)
-        elif last_cut and rows:  # a data row cut mid-write (still buffered: flushes wait for the next run)
-            rows.pop()
-            self.cut_last(0, "", lines)
-            if segs[-1][0] == len(rows):
-                segs.pop()
+                self.flush()
+                self.walk([item])
+        if scan.cut is not None:
+            self.cut_last(*scan.cut, scan.lines)
         self.flush()
         return self.assemble()
 
-    def structure(self, line_no: int, line: str) -> None:
-        """A line that is not a plain data row: blank, banner, header, or a row in a rarer form."""
+    def structure(self, line_no: int, line: str) -> bool:
+        """A line that is not a plain data row: blank, banner, header (False), or a row in a rarer form
+        (True: the caller reads it as a row)."""
         tokens = line.split()
         if not tokens:
-            return
-        try:
-            if line.startswith("Linux"):
-                self.flush()  # the banner resets the date and day of the rows above it
-                if self.banner(line_no, line):
-                    return
-            sod, used = self.label(line_no, line, tokens)
-            fields = tokens[used:]
-            if fields and fields[0] == "CPU":
-                if fields != self.fields or sod is None:
-                    self.flush()  # rows above were read with the previous plan; averages go apart
-                    self.header(line_no, line, fields)
-                self.header_line_no = line_no
-                return
-        except ParseError:
-            self.flush()  # a bad row above is the first error
-            raise
-        self.segs.append((len(self.rows), line_no, self.header_line_no))
-        self.rows.append(line)
+            return False
+        if line.startswith("Linux") and self.banner(line_no, line):
+            return False
+        sod, used = self.label(line_no, line, tokens)
+        fields = tokens[used:]
+        if fields and fields[0] == "CPU":
+            if fields != self.fields or sod is None:
+                self.header(line_no, line, fields)  # averages go apart
+            self.header_line_no = line_no
+            return False
+        return True
 
     def header(self, line_no: int, line: str, fields: list[str]) -> None:
         plan: list[tuple[int, int]] = []
@@ -229,28 +205,92 @@ class _Mpstat(Sysstat):
 
     # ------------------------------------------------------------ chunks
 
-    def flush(self) -> None:
-        rows, segs = self.rows[:], self.segs[:]
-        if not rows:
+    def flush(self, *, final: bool = True) -> None:
+        """Read the pending lines; unless `final`, only up to the last header: a chunk read by pandas
+        must start with an interval (the per-line state of one going on is not carried over)."""
+        if not self.pending:
             return
-        self.rows.clear()  # taken first: an error below must not see them again
-        self.segs.clear()
-        line_nos = row_line_nos([s[:2] for s in segs], len(rows))
-        if not self._fast(rows, line_nos):
-            self._slow(rows, segs, line_nos)
+        raw = b"".join(r.data for r in self.pending)
+        first_no = self.pending[0].first_no
+        self.pending.clear()  # taken first: an error below must not see them again
+        self.pending_lines = 0
+        buf = np.frombuffer(raw, dtype=np.uint8)
+        ends = np.flatnonzero(buf == 10)  # the runs are whole lines
+        starts = np.concatenate(([0], ends[:-1] + 1))
+        cpu_at = np.array([m.start() for m in _HEADER_WORD.finditer(raw)], dtype=np.int64)
+        heads = np.searchsorted(ends, cpu_at)  # the line holding each `CPU`
+        if not final and len(heads) and heads[-1] > 0:
+            last = int(heads[-1])
+            self.pending.append(Rows(raw[starts[last] :], first_no + last, len(ends) - last))
+            self.pending_lines = len(ends) - last
+            raw, ends, starts = raw[: starts[last]], ends[:last], starts[:last]
+            keep = heads < last
+            cpu_at, heads = cpu_at[keep], heads[keep]
+        if not self._chunk(raw, first_no, starts, ends, heads, cpu_at):
+            text = raw.decode("utf-8", "replace").split("\n")[:-1]
+            self.walk(list(enumerate(text, first_no)))
 
-    def _fast(self, rows: list[str], line_nos: np.ndarray) -> bool:
+    def _chunk(
+        self,
+        raw: bytes,
+        first_no: int,
+        starts: np.ndarray,
+        ends: np.ndarray,
+        heads: np.ndarray,
+        cpu_at: np.ndarray,
+    ) -> bool:
+        """Take the repeated headers and blank lines out of a chunk in bulk and read its rows with
+        pandas; False (nothing changed but perhaps the plan its first header sets) if it cannot
+        prove that gives what `walk` would."""
+        if len(heads) != len(np.unique(heads)):
+            return False
+        header_tails = {raw[p : ends[h]] for h, p in zip(heads.tolist(), cpu_at.tolist(), strict=True)}
+        if len(header_tails) > 1:
+            return False
+        rows = np.ones(len(ends), dtype=bool)
+        rows[heads] = False
+        rows[starts == ends] = False  # blank lines
+        lines = np.flatnonzero(rows)
+        if header_tails:
+            labels = {
+                tuple(raw[starts[h] : p].decode("utf-8", "replace").split())
+                for h, p in zip(heads.tolist(), cpu_at.tolist(), strict=True)
+            }
+            if self.label_sods(list(labels)) is None:
+                return False
+            fields = header_tails.pop().decode("utf-8", "replace").split()
+            if fields != self.fields:
+                if len(lines) and lines[0] < heads[0]:
+                    return False  # rows read with the previous plan above the new header
+                first = int(heads[0])
+                self.header(
+                    first_no + first, raw[starts[first] : ends[first]].decode("utf-8", "replace"), fields
+                )
+        if len(lines):
+            gaps = np.flatnonzero(np.diff(lines) != 1)
+            run_first = lines[np.concatenate(([0], gaps + 1))]
+            run_last = lines[np.concatenate((gaps, [len(lines) - 1]))]
+            data = b"".join(
+                raw[a : b + 1]
+                for a, b in zip(starts[run_first].tolist(), ends[run_last].tolist(), strict=True)
+            )
+            if not self._fast(data, len(lines), first_no + lines):
+                return False
+        if len(heads):
+            self.header_line_no = first_no + int(heads[-1])
+        return True
+
+    def _fast(self, data: bytes, n: int, line_nos: np.ndarray) -> bool:
         """Read a chunk with pandas and keep it, or return False having changed nothing."""
         plan, width = self.plan, self.width
         if plan is None or len(plan) != width - 1:  # unknown columns: their values are not read
             return False
-        nlab = len(rows[0].split()) - width
-        data = "\n".join(rows).encode("utf-8", "surrogateescape")
+        nlab = len(data[: data.find(b"\n")].split()) - width
         mark = self.chunk_mark([data])
         if nlab not in (1, 2) or mark is None or not plain_bytes(data, b"al"):
             return False
         df = read_chunk(data, nlab + width, list(range(nlab + 1)), mark)
-        if df is None or len(df) != len(rows):
+        if df is None or len(df) != n:
             return False
         numbers = [df[nlab + i] for i, _ in plan]
         if not numbers_as_printed(data, mark, numbers):
@@ -267,7 +307,7 @@ class _Mpstat(Sysstat):
         run = np.cumsum(np.concatenate(([0], keys[1:] != keys[:-1])))
         codes = cpus.codes.astype(np.int64)
         pairs = run * len(cpus.categories) + codes
-        if keys[0] == self.seen_at or len(np.unique(pairs)) != len(pairs):
+        if keys[0] == self.seen_at or _repeats(pairs):
             self.restore_clock(clock)
             return False
         self.commit_mark([data], mark)
@@ -282,16 +322,9 @@ class _Mpstat(Sysstat):
         return True
 
     def _append(self, stamps: np.ndarray, codes: np.ndarray, columns: list[np.ndarray | float]) -> None:
-        pos, end = self.n, self.n + len(stamps)
-        if end > len(self.stamps):  # grow by half at least: amortised, no view of these arrays exists
-            size = max(end, len(self.stamps) * 3 // 2)
-            for arr in (self.stamps, self.cpu_codes, *self.values):
-                arr.resize(size, refcheck=False)
-        self.stamps[pos:end] = stamps
-        self.cpu_codes[pos:end] = codes
-        for arr, col in zip(self.values, columns, strict=True):
-            arr[pos:end] = col
-        self.n = end
+        n = len(stamps)
+        values = [np.full(n, col) if isinstance(col, float) else col for col in columns]
+        self.parts.add([stamps, codes, *values])
 
     def _label_seconds(self, df: pd.DataFrame, nlab: int) -> np.ndarray | None:
         """Seconds since midnight per row, from the distinct labels of the chunk."""
@@ -308,15 +341,15 @@ class _Mpstat(Sysstat):
         sods = self.label_sods(tokens)
         return None if sods is None else np.array(sods, dtype=np.int64)[codes]
 
-    def _slow(self, rows: list[str], segs: list[tuple[int, int, int]], line_nos: np.ndarray) -> None:
+    def walk(self, items: list[tuple[int, str]]) -> None:
+        """Lines by the per-line grammar, in file order: the rare forms, and chunks `_chunk` refused."""
         stamps: list[int] = []
         cpus: list[int] = []
         values: list[list[float]] = [[] for _ in _COLS]
-        header_at = {s[0]: s[2] for s in segs}
-        header_line_no = self.header_line_no
-        for index, line in enumerate(rows):
-            header_line_no = header_at.get(index, header_line_no)
-            got = self._row(int(line_nos[index]), line, header_line_no)
+        for line_no, line in items:
+            if not (line[:1].isdigit() and "CPU" not in line) and not self.structure(line_no, line):
+                continue
+            got = self._row(line_no, line, self.header_line_no)
             if got is not None:
                 stamps.append(got[0])
                 cpus.append(self._cpu_code(got[1]))
@@ -380,22 +413,28 @@ class _Mpstat(Sysstat):
             "dropped_lines": self.dropped,
             "notes": self.notes,
         }
-        n = self.n
+        n = self.parts.rows
         if n == 0:
             frame = _common.empty_frame(SCHEMA)
         else:
-            for arr in (self.stamps, self.cpu_codes, *self.values):
-                arr.resize(n, refcheck=False)  # trim the spare capacity
-            names = np.empty(len(self.cpu_names), dtype=object)
-            names[list(self.cpu_names.values())] = list(self.cpu_names)
+            stamps, codes, *values = self.parts.columns()
             data: dict[str, object] = {
-                "timestamp": utc(self.stamps),
-                "host": pd.array(np.full(n, self.host_name(), dtype=object), dtype="string"),
-                "cpu": pd.array(names.take(self.cpu_codes), dtype="string"),
-                **dict(zip(_COLS, self.values, strict=True)),
+                "timestamp": utc(stamps),
+                "host": _common.text_column([self.host_name()], np.zeros(n, dtype=np.intp)),
+                "cpu": _common.text_column(list(self.cpu_names), codes),
+                **dict(zip(_COLS, values, strict=True)),
             }
             frame = pd.DataFrame(data, copy=False)  # one block per column, no copy
             if {c: str(t) for c, t in frame.dtypes.items()} != SCHEMA:  # safety net; copies the frame
                 frame = _common.coerce(frame, SCHEMA)
         frame.attrs.update(attrs)
         return frame
+
+
+def _repeats(values: np.ndarray) -> bool:
+    """True when a non-negative int appears twice; a count per value where that is cheap (it is here:
+    values are interval × CPUs + CPU, so their range is about the number of rows), else a hash."""
+    top = int(values.max())
+    if top < 4 * len(values):
+        return bool(np.bincount(values, minlength=top + 1).max() > 1)
+    return len(np.unique(values)) != len(values)
