@@ -128,11 +128,12 @@ def parse(source: _common.Source, *, host: str | None = None, tz: str = "UTC") -
 
 
 class _Mpstat(Sysstat):
-    """The line walk only sorts lines: data rows are buffered, headers and banners handled at once.
+    """No Python call per line: `ByteScan` hands over runs of rows, headers and blank lines as bytes.
 
-    Buffered rows go to pandas a chunk at a time (`_fast`); a chunk it cannot prove it reads as the
-    per-line grammar would goes through `_row` line by line, which also names the first bad line.
-    A header or banner that raises first flushes the rows above it, so errors keep file order.
+    A run is cut at its last header into chunks of whole intervals; `_chunk` takes the repeated
+    headers and blank lines out in bulk and `_fast` reads the rows with pandas. A chunk either
+    cannot prove it reads as the per-line grammar would goes through `walk` line by line, which
+    also names the first bad line; so do banners and `Average:` lines, after the rows above them.
     """
 
     def __init__(self, source: _common.Source, host: str | None, tz: str):
