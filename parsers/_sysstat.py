@@ -164,19 +164,7 @@ class Sysstat:
         if not plain:
             return
         chars = np.frombuffer("".join(plain).encode("ascii"), dtype=np.uint8).reshape(-1, 8)
-        digits = chars.astype(np.int64) - ord("0")
-        h = digits[:, 0] * 10 + digits[:, 1]
-        m = digits[:, 3] * 10 + digits[:, 4]
-        sec = digits[:, 6] * 10 + digits[:, 7]
-        ok = (
-            ((digits[:, [0, 1, 3, 4, 6, 7]] >= 0) & (digits[:, [0, 1, 3, 4, 6, 7]] <= 9)).all(axis=1)
-            & (chars[:, 2] == ord(":"))
-            & (chars[:, 5] == ord(":"))
-            & (h <= 23)
-            & (m <= 59)
-            & (sec <= 60)
-        )
-        sods = h * 3600 + m * 60 + np.minimum(sec, 59)  # `parse_clock` reads a leap second as :59
+        ok, sods = iso_clocks(chars)
         for clock, sod in zip(np.array(plain, dtype=object)[ok].tolist(), sods[ok].tolist(), strict=True):
             self._sods[(clock,)] = sod
 
@@ -284,6 +272,24 @@ class Sysstat:
     def cut_last(self, line_no: int, line: str, lines: _common.Lines) -> None:
         """A last line without its newline was cut mid-write: its numbers may be cut too. Drop it."""
         self.dropped += 1
+
+
+def iso_clocks(chars: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Rows of 8 ASCII bytes -> (which are `HH:MM:SS` clocks `parse_clock` accepts, their seconds
+    since midnight); vectorised for the clocks of a whole day."""
+    digits = chars.astype(np.int64) - ord("0")
+    h = digits[:, 0] * 10 + digits[:, 1]
+    m = digits[:, 3] * 10 + digits[:, 4]
+    sec = digits[:, 6] * 10 + digits[:, 7]
+    ok = (
+        ((digits[:, [0, 1, 3, 4, 6, 7]] >= 0) & (digits[:, [0, 1, 3, 4, 6, 7]] <= 9)).all(axis=1)
+        & (chars[:, 2] == ord(":"))
+        & (chars[:, 5] == ord(":"))
+        & (h <= 23)
+        & (m <= 59)
+        & (sec <= 60)
+    )
+    return ok, h * 3600 + m * 60 + np.minimum(sec, 59)  # `parse_clock` reads a leap second as :59
 
 
 def utc(stamps: array) -> pd.DatetimeIndex:

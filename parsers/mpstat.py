@@ -56,6 +56,7 @@ from ._chunks import ByteScan, Rows
 from ._sysstat import (
     CHUNK_ROWS,
     Sysstat,
+    iso_clocks,
     numbers_as_printed,
     plain_bytes,
     read_chunk,
@@ -245,21 +246,18 @@ class _Mpstat(Sysstat):
         prove that gives what `walk` would."""
         if len(heads) != len(np.unique(heads)):
             return False
-        header_tails = {raw[p : ends[h]] for h, p in zip(heads.tolist(), cpu_at.tolist(), strict=True)}
-        if len(header_tails) > 1:
-            return False
         rows = np.ones(len(ends), dtype=bool)
         rows[heads] = False
         rows[starts == ends] = False  # blank lines
         lines = np.flatnonzero(rows)
-        if header_tails:
-            labels = {
-                tuple(raw[starts[h] : p].decode("utf-8", "replace").split())
-                for h, p in zip(heads.tolist(), cpu_at.tolist(), strict=True)
-            }
-            if self.label_sods(list(labels)) is None:
+        if len(heads):
+            # every header ends like the first (`CPU` once in it, so each occurrence is one header)
+            tail = raw[cpu_at[0] : ends[heads[0]] + 1]
+            if tail.count(b"CPU") != 1 or raw.count(tail) != len(heads):
                 return False
-            fields = header_tails.pop().decode("utf-8", "replace").split()
+            if not self._header_labels(raw, starts[heads], cpu_at):
+                return False
+            fields = tail.decode("utf-8", "replace").split()
             if fields != self.fields:
                 if len(lines) and lines[0] < heads[0]:
                     return False  # rows read with the previous plan above the new header
@@ -280,6 +278,20 @@ class _Mpstat(Sysstat):
         if len(heads):
             self.header_line_no = first_no + int(heads[-1])
         return True
+
+    def _header_labels(self, raw: bytes, starts: np.ndarray, cpu_at: np.ndarray) -> bool:
+        """True when the text before `CPU` in each header is a time `label()` reads (and no more)."""
+        width = cpu_at - starts
+        size = int(width[0])
+        if size > 8 and (width == size).all():  # the usual `HH:MM:SS` and blanks: numpy
+            block = np.frombuffer(raw, dtype=np.uint8)[starts[:, None] + np.arange(size)]
+            if (block[:, 8:] == ord(" ")).all() and iso_clocks(block[:, :8])[0].all():
+                return True
+        labels = {
+            tuple(raw[a:b].decode("utf-8", "replace").split())
+            for a, b in zip(starts.tolist(), cpu_at.tolist(), strict=True)
+        }
+        return self.label_sods(list(labels)) is not None
 
     def _fast(self, data: bytes, n: int, line_nos: np.ndarray) -> bool:
         """Read a chunk with pandas and keep it, or return False having changed nothing."""
@@ -331,7 +343,7 @@ class _Mpstat(Sysstat):
         """Seconds since midnight per row, from the distinct labels of the chunk."""
         first = df[0].array
         if nlab == 1:
-            tokens = [(t,) for t in first.categories]
+            tokens = [(t,) for t in first.categories.tolist()]
             codes = first.codes
         else:
             second = df[1].array

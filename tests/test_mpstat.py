@@ -184,3 +184,57 @@ def test_real_mpstat_here() -> None:
         ["usr_pct", "nice_pct", "sys_pct", "iowait_pct", "irq_pct", "soft_pct", "steal_pct", "idle_pct"]
     ]
     assert total.sum(axis=1).between(99, 101).all()  # guest is inside usr; each share is rounded
+
+
+def _line_by_line(text: str, tz: str) -> pd.DataFrame:
+    """The per-line grammar alone (`walk`), the oracle of the bulk path."""
+    state = mpstat._Mpstat(text, None, tz)
+    state.walk(list(enumerate(text.split("\n")[:-1], 1)))
+    return state.assemble()
+
+
+def _long_capture() -> str:
+    """Intervals of the real ISO fixture repeated across midnight, with what sends chunks line by
+    line: a clock step back, a header without %gnice (an older sysstat), a CPU listed twice."""
+    lines = (M / "sysstat-12.6-P-ALL-iso.txt").read_text().splitlines()
+    banner, header, rows = lines[0], lines[2], lines[3:6]
+    label = lambda s: f"{s // 3600 % 24:02d}:{s // 60 % 60:02d}:{s % 60:02d}"  # noqa: E731
+    out = [banner.replace("2026-11-23", "2026-11-22"), ""]
+    sod = 23 * 3600 + 50 * 60
+    for k in range(1200):
+        head = header.replace("  %gnice", "") if 500 <= k < 520 else header
+        out.append(label(sod) + head[8:])
+        sod += 1 if k != 700 else -5  # a clock step back: noted with its line number
+        for row in rows:
+            tokens = row.split()
+            if 500 <= k < 520:
+                del tokens[-2]  # %gnice
+            out.append(label(sod) + row[8:] if not 500 <= k < 520 else "  ".join([label(sod), *tokens[1:]]))
+        out.append("")
+    return "\n".join(out) + "\n"
+
+
+def test_bulk_path_reads_as_the_line_grammar(monkeypatch: pytest.MonkeyPatch) -> None:
+    from perfkit.parsers import _chunks
+
+    text = _long_capture()
+    expected = _line_by_line(text, "Europe/Berlin")
+    # small chunks: many cuts at headers, chunks of both plans, runs split across reads
+    monkeypatch.setattr(mpstat, "CHUNK_ROWS", 97)
+    monkeypatch.setattr(_chunks, "_CHUNK_BYTES", 4093)
+    got = mpstat.parse(text, tz="Europe/Berlin")
+    pd.testing.assert_frame_equal(got, expected)
+    assert got.attrs == expected.attrs
+    assert len(got) == 3600 and got["timestamp"].is_monotonic_increasing is False  # the step back
+    assert any("clock went back 5 s" in note for note in got.attrs["notes"])
+    assert got["gnice_pct"].isna().sum() == 60  # 20 intervals x 3 CPUs of the older header
+
+
+def test_bulk_path_names_a_cpu_twice_as_the_line_grammar(monkeypatch: pytest.MonkeyPatch) -> None:
+    text = _long_capture().replace("\n23:55:01       0 ", "\n23:55:01       1 ", 1)
+    with pytest.raises(ParseError) as want:
+        _line_by_line(text, "UTC")
+    monkeypatch.setattr(mpstat, "CHUNK_ROWS", 97)
+    with pytest.raises(ParseError) as got:
+        mpstat.parse(text)
+    assert str(got.value) == str(want.value) and "listed twice" in str(got.value)
