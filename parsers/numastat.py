@@ -104,16 +104,21 @@ _VALUE = re.compile(r"^-?\d{1,20}(?:\.\d{1,6})?$")
 _PID_LABEL = re.compile(r"^(\d{1,10}) \((.*?)\)?$")
 _LABEL = re.compile(r"^[A-Za-z][A-Za-z0-9_()]*$")
 
-# The fast path reads a whole numa or meminfo table (not folded) at once: its title, header and ruler
-# by `_FAST_TITLE`, the header and ruler parsed once per distinct layout by the line walk itself
-# (`_layout`), then its rows by a regex made for that layout (`_Layout.rows`): the label, then each
-# cell exactly as wide as its ruler span (gutter included), as `_row` slices it. The cells are then
-# checked all at once (`_FAST_CELL`: one number per cell) and converted by numpy.
+# The fast paths read whole numa or meminfo tables (not folded): their title, header and ruler by
+# `_FAST_TITLE`, the header and ruler parsed once per distinct layout by the line walk itself
+# (`_layout`). A run of tables that repeat one layout and one set of row labels (a capture of
+# `numastat -c` every second) is read as bytes by numpy (`_fast_run`): each row exactly as wide as the
+# ruler, each cell sliced as `_row` slices it and converted from its digits (`_numbers`). Any other such
+# table is read by a regex made for its layout (`_Layout.rows`), its cells checked all at once
+# (`_FAST_CELL`: one number per cell) and converted by numpy (`_fast_table`).
 _FAST_TITLE = re.compile(
     r"(Per-node numastat info \(in MBs\):|Per-node system memory usage \(in MBs\):) *\n([^\n]*)\n([^\n]*)\n"
 )
 _FAST_CELL = re.compile(r"^ *(-?[0-9]{1,20}(?:\.[0-9]{1,6})?)$", re.MULTILINE)  # `_VALUE`, ASCII, not blank
 _STRINGS = ("section", "process", "metric")
+_MIN_RUN = 16  # fewer tables than this in a run (layouts alternating): `_fast_table` reads them faster
+_TITLE_START = np.frombuffer(b"Per-node ", dtype=np.uint8)
+_FAST_LABEL = re.compile(r"[A-Za-z][A-Za-z0-9_()]* *")  # `_LABEL` padded to its column
 
 
 class _Fallback(Exception):
@@ -127,17 +132,31 @@ class _Layout:
     nodes: list[int | None]
     totals: list[bool]
     rows: re.Pattern[str]
+    label_end: int
+    spans: list[tuple[int, int]]
 
 
 def sniff(text: str) -> bool:
     """A numastat title, or the compatibility header `node0 ...` followed by a `numa_hit` row."""
     lines = [ln.rstrip() for ln in text[:4096].splitlines()[:40]]
     for i, line in enumerate(lines):
-        if line in (_TITLE_NUMA, _TITLE_MEMINFO, _TITLE_PROCESSES) or _TITLE_PROCESS.match(line):
+        if _is_title(line):
             return True
         if _COMPAT_HEADER.match(line) and i + 1 < len(lines) and lines[i + 1].startswith("numa_hit "):
             return True
     return False
+
+
+def _is_title(line: str) -> bool:
+    """A line the line walk reads as a title (a line that only starts with `Per-node ` may be a row)."""
+    text = line.rstrip()
+    return text in (_TITLE_NUMA, _TITLE_MEMINFO, _TITLE_PROCESSES) or _TITLE_PROCESS.match(text) is not None
+
+
+def _title_at(text: str, pos: int) -> bool:
+    """The line at `pos` is a title (not if it has no newline: it may be cut)."""
+    end = text.find("\n", pos)
+    return end >= 0 and _is_title(text[pos:end])
 
 
 def parse(source: Source, *, host: str | None = None, tz: str = "UTC") -> pd.DataFrame:
@@ -174,7 +193,7 @@ def parse(source: Source, *, host: str | None = None, tz: str = "UTC") -> pd.Dat
     st.flush()
     c = {k: np.concatenate(v) if v else np.empty(0) for k, v in st.parts.items()}
     attrs = {
-        "nodes": sorted({int(n) for n in np.unique(c["node"][~np.isnan(c["node"])])}),
+        "nodes": sorted(int(n) for n in pd.unique(c["node"][~np.isnan(c["node"])])),
         "dropped_lines": st.dropped,
         "unknown_columns": [],
         "notes": st.notes,
@@ -184,12 +203,14 @@ def parse(source: Source, *, host: str | None = None, tz: str = "UTC") -> pd.Dat
         df = empty_frame(SCHEMA)
         df.attrs.update(attrs)
         return df
-    data: dict[str, object] = {"host": pd.array([host] * n, dtype="string")}
+    data: dict[str, object] = {"host": pd.array([host], dtype="string").take(np.zeros(n, dtype=np.intp))}
     for k in SCHEMA:
         if k in _STRINGS:
             data[k] = st.strings[k].array(c[k])
         elif k in ("table", "pid", "node"):
-            data[k] = pd.array(c[k], dtype="Int64")
+            na = np.isnan(c[k])
+            c[k][na] = 0  # the others are whole numbers: tables counted, numbers read as int
+            data[k] = pd.arrays.IntegerArray(c[k].astype(np.int64), na)
         elif k == "is_total":
             data[k] = pd.array(c[k], dtype="boolean")
         elif k != "host":
@@ -200,8 +221,9 @@ def parse(source: Source, *, host: str | None = None, tz: str = "UTC") -> pd.Dat
 
 
 def _fast(source: Source, st: _State) -> bool:
-    """Read a path or string piece by piece (pieces end where a title starts): whole numa/meminfo
-    tables by regex, any other line by the line walk, in file order. False for a stream or CR."""
+    """Read a path or string piece by piece (pieces end where a title starts): a piece of repeated
+    numa/meminfo tables at once (`_fast_run`), else whole tables by regex and any other line by the
+    line walk (`_fast_piece`), in file order. False for a stream or CR."""
     chunks = text_chunks(source)
     if chunks is None:
         return False
@@ -209,29 +231,172 @@ def _fast(source: Source, st: _State) -> bool:
     st.lines = lines
     layouts: dict[tuple[str, str, str], _Layout | None] = {}
     try:
-        for piece, first_no in block_pieces(chunks, lambda text: text.rfind("\nPer-node ") + 1):
+        pieces = block_pieces(chunks, lambda text: text.rfind("\nPer-node ") + 1)
+        ahead = next(pieces, None)
+        while ahead is not None:
+            piece, first_no = ahead
+            ahead = next(pieces, None)
             if has_cr(piece):
                 return False
-            body = piece[: piece.rfind("\n") + 1]  # a cut last line goes to the line walk
-            line_no = first_no
-            pos = 0
-            while pos < len(body):
-                if body.startswith("Per-node ", pos) and (title := _FAST_TITLE.match(body, pos)):
-                    end = _fast_table(st, body, title, layouts, complete=len(body) == len(piece))
-                    if end:
-                        line_no += body.count("\n", pos, end)
-                        pos = end
-                        continue
-                end = body.index("\n", pos) + 1
-                st.flush_fast()
-                st.feed(line_no, body[pos : end - 1], lines)
-                line_no += 1
-                pos = end
-            st.flush_fast()
-            walk_text(piece[len(body) :], line_no, lines, st.feed, st.cut_last)
+            # a piece grown past four chunks without a title ends mid-table: its last table goes on
+            closed = ahead is None or _title_at(ahead[0], 0)
+            while closed and piece:
+                if piece.startswith("Per-node "):
+                    read = _fast_run(st, piece, layouts)
+                elif read := piece.find("\nPer-node ") + 1:  # the lines before the first title
+                    _fast_piece(st, piece[:read], first_no, layouts, lines, closed=_title_at(piece, read))
+                if not read:
+                    break
+                piece, first_no = piece[read:], first_no + piece.count("\n", 0, read)
+            if piece:
+                _fast_piece(st, piece, first_no, layouts, lines, closed=closed)
     except OSError:
         return False  # the line walk raises it as a ParseError
     return True
+
+
+def _fast_piece(st: _State, piece: str, first_no: int, layouts: dict, lines: Lines, *, closed: bool) -> None:
+    """Whole numa/meminfo tables by regex (`_fast_table`), any other line by the line walk."""
+    body = piece[: piece.rfind("\n") + 1]  # a cut last line goes to the line walk
+    line_no = first_no
+    pos = 0
+    while pos < len(body):
+        if body.startswith("Per-node ", pos) and (title := _FAST_TITLE.match(body, pos)):
+            end = _fast_table(st, body, title, layouts, complete=closed and len(body) == len(piece))
+            if end:
+                line_no += body.count("\n", pos, end)
+                pos = end
+                continue
+        end = body.index("\n", pos) + 1
+        st.flush_fast()
+        st.feed(line_no, body[pos : end - 1], lines)
+        line_no += 1
+        pos = end
+    st.flush_fast()
+    walk_text(piece[len(body) :], line_no, lines, st.feed, st.cut_last)
+
+
+def _fast_run(st: _State, piece: str, layouts: dict) -> int:
+    """Read the numa or meminfo tables at the start of a piece (which ends where a table ends) that
+    repeat its first title, header, ruler and row labels (numastat run every second prints the same
+    table each time, until a number outgrows a `-c` column): all their cells at once.
+
+    It takes only what the line walk reads the same way: each line that starts with `Per-node ` starts
+    the same title, header and ruler (a layout `_layout` accepts) up to the first that does not; each
+    table has the same number of rows right after its ruler, each exactly as wide as the ruler, with
+    the first table's labels (checked once) and cells `_numbers` reads; every other line is empty.
+
+    Returns:
+        The offset after the tables read (where the next title starts); 0 if none, and for a run of
+        fewer than `_MIN_RUN` tables that does not end the piece.
+    """
+    if not (piece.startswith("Per-node ") and piece.endswith("\n") and piece.isascii()):
+        return 0
+    title = _FAST_TITLE.match(piece)
+    if title is None:
+        return 0
+    key = title.groups()
+    layout = layouts[key] if key in layouts else layouts.setdefault(key, _layout(*key))
+    if layout is None:
+        return 0
+    buf = np.frombuffer(piece.encode("ascii"), dtype=np.uint8)
+    ends = np.flatnonzero(buf == 10)
+    starts = np.concatenate(([0], ends[:-1] + 1))
+    maybe = np.flatnonzero((buf[starts] == _TITLE_START[0]) & (ends - starts >= len(_TITLE_START)))
+    heads = maybe[(_at(buf, starts[maybe], len(_TITLE_START)) == _TITLE_START).all(axis=1)]
+    if (np.diff(heads) < 3).any():
+        return 0  # a header or ruler that starts like a title
+    block = np.frombuffer(piece[: title.end()].encode("ascii"), dtype=np.uint8)
+    same = np.zeros(len(heads), dtype=bool)
+    fits = heads[starts[heads] + len(block) <= len(buf)]
+    same[: len(fits)] = (_at(buf, starts[fits], len(block)) == block).all(axis=1)
+    n_tables = len(heads) if same.all() else int(same.argmin())
+    if n_tables < len(heads):
+        if n_tables < _MIN_RUN or not _title_at(piece, int(starts[heads[n_tables]])):
+            return 0  # a few tables, or a line like a title that the line walk reads in the last one
+        heads, ends, starts = heads[:n_tables], ends[: heads[n_tables]], starts[: heads[n_tables] + 1]
+    length = ends - starts[: len(ends)]
+    width = layout.spans[-1][1]
+    kind = np.zeros(len(ends), dtype=np.int8)  # 0 other, 1 row, 2 empty, 3 title/header/ruler
+    kind[length == width] = 1
+    kind[length == 0] = 2
+    kind[np.concatenate((heads, heads + 1, heads + 2))] = 3
+    rows = np.flatnonzero(kind == 1)
+    n_rows, rest = divmod(len(rows), len(heads))
+    if (kind == 0).any() or rest or not n_rows:
+        return 0
+    # equal counts are not enough: row i of table k must be line heads[k] + 3 + i
+    if (rows.reshape(len(heads), n_rows) != heads[:, None] + 3 + np.arange(n_rows)).any():
+        return 0
+    text = _at(buf, starts[heads + 3], n_rows * (width + 1)).reshape(len(rows), width + 1)
+    labels = text[:n_rows, : layout.label_end]
+    if not (text[:, : layout.label_end].reshape(len(heads), -1) == labels.reshape(1, -1)).all():
+        return 0
+    names = [label.tobytes().decode("ascii") for label in labels]
+    if not all(_FAST_LABEL.fullmatch(name) for name in names) or len({*names}) != n_rows:
+        return 0  # the line walk reports the label or the duplicate
+    if len(widths := {end - start for start, end in layout.spans}) == 1:  # all cells at once
+        values = _numbers(text[:, layout.label_end : width].reshape(-1, widths.pop()))
+    else:
+        columns = [_numbers(np.ascontiguousarray(text[:, start:end])) for start, end in layout.spans]
+        values = None if any(c is None for c in columns) else np.column_stack(columns).ravel()
+    if values is None:
+        return 0
+    metric = [name.rstrip().lower() if layout.section == "numa" else name.rstrip() for name in names]
+    st.close_table()
+    st.flush_fast()
+    k = len(layout.columns)
+    st.add(
+        table=np.repeat(np.arange(st.tables, st.tables + len(heads)), n_rows * k),
+        section=np.broadcast_to(st.strings["section"].code(layout.section), values.shape),
+        metric=np.tile(np.repeat([st.strings["metric"].code(m) for m in metric], k), len(heads)),
+        node=np.tile(np.array(layout.nodes, dtype=np.float64), len(rows)),
+        is_total=np.tile(layout.totals, len(rows)),
+        mb=values,
+    )
+    st.open_fast = st.tables + len(heads) - 1
+    st.tables += len(heads)
+    return len(piece) if len(ends) == len(starts) else int(starts[-1])
+
+
+def _at(buf: np.ndarray, offsets: np.ndarray, size: int) -> np.ndarray:
+    """The `size` bytes at each offset, one row each (no index array as large as the result)."""
+    return np.lib.stride_tricks.sliding_window_view(buf, size)[offsets]
+
+
+def _numbers(cells: np.ndarray) -> np.ndarray | None:
+    """`float(cell)` of each cell (one row of ASCII codes per cell: the gutter space, then a
+    right-justified `_VALUE`), from its digits; None unless every cell is one with at most 15 digits
+    (then the digits as an integer, divided by a power of ten, round as `float` rounds the text)."""
+    space = cells == 32
+    digit = cells - 48 < 10  # unsigned: wraps below `0`
+    if not space[:, 0].all() or not digit[:, -1].all():
+        return None  # no gutter, or not right-justified
+    # spaces, then no space up to the end: the only space after a non-space is the next gutter
+    flat = space.ravel()
+    if np.count_nonzero(flat[1:] > flat[:-1]) != len(cells) - 1:
+        return None
+    if cells.shape[1] > 16 and (digit.sum(axis=1) > 15).any():
+        return None
+    powers = 10.0 ** np.arange(cells.shape[1] - 1, -1, -1)
+    if (digit | space).all():  # whole numbers, as `numastat -c` prints them
+        return (cells & 15) @ powers  # the digit's value; 0 for a space
+    minus = cells == 45
+    dot = cells == 46
+    if not (digit | space | minus | dot).all():
+        return None
+    # a sign right after the spaces and before a digit; a dot after a digit (and so before one)
+    signs, dots, digits, flat = minus.ravel(), dot.ravel(), digit.ravel(), space.ravel()
+    if (signs[1:] & ~flat[:-1]).any() or (signs[:-1] & ~digits[1:]).any() or (dots[1:] & ~digits[:-1]).any():
+        return None
+    fraction = np.where(dot.any(axis=1), cells.shape[1] - 1 - dot.argmax(axis=1), 0)
+    if (dot.sum(axis=1) > 1).any() or (fraction > 6).any():
+        return None
+    mantissa = np.zeros(len(cells), dtype=np.int64)
+    for j in range(1, cells.shape[1]):
+        mantissa = np.where(digit[:, j], mantissa * 10 + (cells[:, j] & 15), mantissa)
+    value = mantissa / 10.0**fraction
+    return np.where(minus.any(axis=1), -value, value)
 
 
 def _layout(title: str, header: str, ruler: str) -> _Layout | None:
@@ -254,7 +419,7 @@ def _layout(title: str, header: str, ruler: str) -> _Layout | None:
     rows = re.compile(f"^([A-Za-z][A-Za-z0-9_() ]{{{t.label_end - 1}}}){cells}\n", re.MULTILINE)
     nodes = [None if col == "Total" else int(col.split()[-1].removeprefix("node")) for col in t.part_cols]
     totals = [col == "Total" for col in t.part_cols]
-    return _Layout(t.section, list(t.part_cols), nodes, totals, rows)
+    return _Layout(t.section, list(t.part_cols), nodes, totals, rows, t.label_end, spans)
 
 
 def _fast_table(st: _State, body: str, title: re.Match[str], layouts: dict, *, complete: bool) -> int:
@@ -269,7 +434,10 @@ def _fast_table(st: _State, body: str, title: re.Match[str], layouts: dict, *, c
     end = body.find("\nPer-node ", start - 1) + 1 or len(body)
     if end == len(body) and not complete:
         return 0  # the capture's cut last table: the line walk notes it
-    rows_end = start + len(body[start:end].rstrip(" \t\n")) + 1
+    if end < len(body) and not _title_at(body, end):
+        return 0  # not a title: the line walk reads it in this table
+    # only empty lines after the rows: a line of spaces or a row with trailing ones is the line walk's
+    rows_end = start + len(body[start:end].rstrip("\n")) + 1
     rows = layout.rows.findall(body, start, rows_end)
     # matches start at a line start and end at a newline: equal counts mean no line was skipped
     if not rows or len(rows) != body.count("\n", start, rows_end) or rows_end > end:
@@ -334,6 +502,32 @@ class _State:
                 self.parts[k].append(np.array(v, dtype=np.float64))
             v.clear()
 
+    def add(
+        self,
+        *,
+        table: np.ndarray,
+        section: np.ndarray,
+        metric: np.ndarray,
+        node: np.ndarray,
+        is_total: np.ndarray,
+        mb: np.ndarray,
+    ) -> None:
+        """Append cells of numa/meminfo tables read whole (after the line walk's cells before them);
+        `section` and `metric` as `Interned` codes."""
+        self.flush()
+        n = len(mb)
+        p = self.parts
+        p["table"].append(table)
+        p["section"].append(section)
+        # constant columns as read-only views of one value: only their concatenation takes memory
+        p["pid"].append(np.broadcast_to(np.nan, n))
+        p["process"].append(np.broadcast_to(-1, n))
+        p["metric"].append(metric)
+        p["node"].append(node)
+        p["is_total"].append(is_total)
+        p["pages"].append(np.broadcast_to(np.nan, n))
+        p["mb"].append(mb)
+
     def flush_fast(self) -> None:
         """Convert the queued fast tables into `parts` (after the line walk's cells before them).
 
@@ -342,7 +536,6 @@ class _State:
         """
         if not self.fast:
             return
-        self.flush()
         cells = list(itertools.chain.from_iterable(row[1:] for *_, rows in self.fast for row in rows))
         found = _FAST_CELL.findall("\n".join(cells))
         if len(found) != len(cells):  # one match a line at most: a cell was blank or not a number
@@ -362,17 +555,14 @@ class _State:
                 metric += [label.lower() if layout.section == "numa" else label] * k
             node += layout.nodes * len(labels)
             is_total += layout.totals * len(labels)
-        n = len(values)
-        p = self.parts
-        p["table"].append(np.array(table, dtype=np.float64))
-        p["section"].append(self.strings["section"].codes(section))
-        p["pid"].append(np.full(n, np.nan))
-        p["process"].append(np.full(n, -1, dtype=np.int64))
-        p["metric"].append(self.strings["metric"].codes(metric))
-        p["node"].append(np.array(node, dtype=np.float64))
-        p["is_total"].append(np.array(is_total, dtype=bool))
-        p["pages"].append(np.full(n, np.nan))
-        p["mb"].append(values)
+        self.add(
+            table=np.array(table),
+            section=self.strings["section"].codes(section),
+            metric=self.strings["metric"].codes(metric),
+            node=np.array(node, dtype=np.float64),
+            is_total=np.array(is_total, dtype=bool),
+            mb=values,
+        )
         self.fast.clear()
 
     # ------------------------------------------------------------ walk

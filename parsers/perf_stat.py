@@ -48,6 +48,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Iterator
 
 import numpy as np
 import pandas as pd
@@ -98,23 +99,24 @@ _FAST_ROW = re.compile(
     r"(?: +#(?: +(-?\d+(?:\.\d+)?)(?: +([^\s(\[]+(?: [^\s(\[]+)*))?)?)?$"
 )
 
-# `_FAST_ROW` over a whole chunk (leading/trailing spaces as `strip` removes them): `findall` gives one
-# tuple per row; with the `# time` headers they must account for every line. Stricter than
-# `_FAST_ROW` (ASCII only, in the classes `_EVENT_CH`/`_WORD_CH`: `[^\s#(\[]`, `[^\s(\[]`), with
-# possessive quantifiers: Python's regex engine costs per character tried, and backtracking over
-# perf's column padding doubled it. A count with a point must have a unit (the lookahead): without one
-# it is a perf 3.x msec clock or a de_DE count, which `_text_row` decides (the chunk is walked).
+# A chunk of `-I` rows and `# time` headers is read at once as bytes (`_chunk_rows`): numpy splits it
+# into space-separated tokens and checks each row against `_FAST_ROW`'s grammar token by token, a bit
+# stricter: only ASCII, the event and the metric's words in `_EVENT_CH`/`_WORD_CH` (`[^\s#(\[]`,
+# `[^\s(\[]`), numbers of at most 15 digits (converted exactly from their digits), and a count with a
+# point only before a unit and an event (without one it is a perf 3.x msec clock or a de_DE count,
+# which `_text_row` decides). A chunk with any other line is walked line by line.
+_CHUNK_HEAD = re.compile(r"#[ \t]+time\b")
 _EVENT_CH = r"[\x21\x22\x24-\x27\x29-\x5a\x5c-\x7e]"
 _WORD_CH = r"[\x21-\x27\x29-\x5a\x5c-\x7e]"
-_CHUNK_ROW = re.compile(
-    r"^ *([0-9]+\.[0-9]{9}) ++(?:([0-9]+(?:\.[0-9]+(?= ++[A-Za-z%/]+ ++[A-Za-z_]))?)|<not supported>)"
-    r" ++(?:([A-Za-z%/]+) ++)?"
-    rf"([A-Za-z_]{_EVENT_CH}*+)"
-    rf"(?: ++#(?: ++(-?[0-9]+(?:\.[0-9]+)?)(?: ++({_WORD_CH}++(?: {_WORD_CH}++)*+))?)?)? *\n",
-    re.MULTILINE,
-)
-# after a newline: the regex engine then jumps from one `\n#` to the next instead of trying every character
-_CHUNK_HEAD = re.compile(r"\n#[ \t]+time\b[^\n]*")
+_UNIT_TEXT = re.compile(r"[A-Za-z%/]+")
+_EVENT_TEXT = re.compile(rf"[A-Za-z_]{_EVENT_CH}*")
+_WORDS_TEXT = re.compile(rf"{_WORD_CH}+(?: {_WORD_CH}+)*")
+_SOLID = bytes(0 if b in b" \n" else 1 for b in range(256))  # `bytes.translate`: 1 in a token
+# spaces around a chunk's bytes: its fixed-width windows (17 bytes up to a number's end, `<not supported>`,
+# 8-byte words from a text's start) stay inside
+_PAD = 32
+_BLOCK = 8
+_NOT_SUPPORTED = np.frombuffer(b"<not supported>", dtype=np.uint8)
 _STRING_COLS = ("cpu", "event", "unit", "status", "metric_unit")
 
 
@@ -248,7 +250,8 @@ def parse(source: Source, *, host: str | None = None, tz: str = "UTC") -> pd.Dat
         df = empty_frame(SCHEMA)
         df.attrs.update(attrs)
         return df
-    data: dict[str, object] = {"host": pd.array([host] * n, dtype="string")}  # SCHEMA's order: no copy
+    # in SCHEMA's order: no copy
+    data: dict[str, object] = {"host": pd.array([host], dtype="string").take(np.zeros(n, dtype=np.intp))}
     data.update({k: segments.strings[k].array(v) if k in segments.strings else v for k, v in cols.items()})
     data["ipc"] = _ipc(cols, list(segments.strings["event"].index))
     df = coerce(pd.DataFrame(data, copy=False), SCHEMA)
@@ -274,30 +277,10 @@ class _Segments:
             )
             v.clear()
 
-    def add_chunk(self, found: list[tuple[str, ...]]) -> None:
-        """Rows of `_CHUNK_ROW` matches, as `_Report._fast_row` makes them."""
-        times, values, units, events, mvals, munits = zip(*found, strict=True)
-        counted = np.fromiter(map(bool, values), dtype=bool, count=len(values))
-        n = len(times)
-        # the groups are digit runs checked by the regex: numpy's text reader converts them at once
-        # (empty groups, `<not supported>` counts and absent metrics, are skipped by the separator)
-        value = np.full(n, np.nan)
-        value[counted] = _floats(values)
-        has_metric = np.fromiter(map(bool, mvals), dtype=bool, count=n)
-        metric = np.full(n, np.nan)
-        metric[has_metric] = _floats(mvals)
-        st = self.strings
-        p = self.parts
-        p["interval_s"].append(_floats(times))
-        p["cpu"].append(np.full(n, -1, dtype=np.int64))
-        p["event"].append(st["event"].codes(events))
-        p["value"].append(value)
-        p["unit"].append(st["unit"].codes(units, empty_is_na=True))
-        p["running_pct"].append(np.where(counted, 100.0, np.nan))
-        status = st["status"]
-        p["status"].append(np.where(counted, status.code("counted"), status.code("not supported")))
-        p["metric_value"].append(metric)
-        p["metric_unit"].append(st["metric_unit"].codes(munits, empty_is_na=True))
+    def add_rows(self, cols: dict[str, np.ndarray]) -> None:
+        """Rows read by `_chunk_rows`, after the line walk's rows before them."""
+        for k, v in cols.items():
+            self.parts[k].append(v)
 
     def columns(self) -> dict[str, np.ndarray]:
         return {
@@ -306,22 +289,17 @@ class _Segments:
         }
 
 
-def _floats(texts: tuple[str, ...]) -> np.ndarray:
-    """Numbers (checked by a regex) as float64, exactly as `float` reads them; empty texts skipped."""
-    return np.fromstring(" ".join(texts), dtype=np.float64, sep=" ")
-
-
 def _fast(source: Source, rep: _Report, segments: _Segments) -> Lines | None:
-    """Read a path or string chunk by chunk: a chunk of only `-I` rows and `# time` headers (the body
-    of a `perf stat -I` capture) by one `findall`, any other chunk by the line walk; None for a stream
-    or a capture with CR line ends (the caller walks it whole)."""
+    """Read a path or string a block of chunks at a time: a block of only `-I` rows and `# time` headers
+    (the body of a `perf stat -I` capture) at once (`_chunk_rows`), any other by the line walk; None for
+    a stream or a capture with CR line ends (the caller walks it whole)."""
     chunks = text_chunks(source)
     if chunks is None:
         return None
     lines = Lines(source, KIND)
     first_no = 1
     try:
-        for chunk in chunks:
+        for chunk in _blocks(chunks):
             if has_cr(chunk):
                 return None
             body = chunk[: chunk.rfind("\n") + 1]  # a cut last line is the line walk's
@@ -332,26 +310,202 @@ def _fast(source: Source, rep: _Report, segments: _Segments) -> Lines | None:
                     rep.feed(first_no + body.count("\n", 0, start), body[start : end - 1], lines)
                     start = end
             rest = body[start:]
+            n_lines = chunk.count("\n")
             if rest and _fast_chunk(rest, rep, segments):
                 start = len(body)
-            walk_text(chunk[start:], first_no + chunk.count("\n", 0, start), lines, rep.feed, rep.cut)
-            first_no += chunk.count("\n")
+            line_no = first_no + (n_lines if start == len(body) else chunk.count("\n", 0, start))
+            walk_text(chunk[start:], line_no, lines, rep.feed, rep.cut)
+            first_no += n_lines
     except OSError:
         return None  # the line walk raises it as a ParseError
     return lines
+
+
+def _blocks(chunks: Iterator[str]) -> Iterator[str]:
+    """Chunks joined `_BLOCK` at a time: numpy's cost per call is then spread over more rows."""
+    batch: list[str] = []
+    for chunk in chunks:
+        batch.append(chunk)
+        if len(batch) == _BLOCK:
+            yield "".join(batch)
+            batch.clear()
+    if batch:
+        yield "".join(batch)
 
 
 def _fast_chunk(text: str, rep: _Report, segments: _Segments) -> bool:
     """Add the rows of `text` if it is only `-I` rows and `# time` headers in the text mode; else False."""
     if rep.mode != "text" or rep.after_footer:
         return False
-    found = _CHUNK_ROW.findall(text)
-    # matches start at a line start and end at a newline: equal counts mean no line was skipped
-    if not found or len(found) + len(_CHUNK_HEAD.findall("\n" + text)) != text.count("\n"):
+    cols = _chunk_rows(text, segments.strings)
+    if cols is None:
         return False
     segments.flush(rep)
-    segments.add_chunk(found)
+    segments.add_rows(cols)
     return True
+
+
+def _chunk_rows(text: str, strings: dict[str, Interned]) -> dict[str, np.ndarray] | None:
+    """The rows of `text` (whole lines) as `_Report._fast_row` makes them (string columns as codes of
+    `strings`), if every line is a `# time` header (`_CHUNK_HEAD`) or a row of the grammar of
+    `_FAST_ROW`, tokens separated by spaces: time, count (or `<not supported>`), unit (optional: a
+    count with a point needs one), event, then optionally `#`, the metric value and its words (one
+    space apart). None otherwise."""
+    if not text.isascii():
+        return None
+    pad = b" " * _PAD
+    raw = b"".join((pad, text.encode("ascii"), pad))
+    buf = np.frombuffer(raw, dtype=np.uint8)
+    ends = np.flatnonzero(buf == 10)
+    starts = np.concatenate(([_PAD], ends[:-1] + 1))
+    head = buf[starts] == ord("#")
+    heads = zip(starts[head] - _PAD, ends[head] - _PAD, strict=True)
+    if head.all() or not all(_CHUNK_HEAD.match(text, start, end) for start, end in heads):
+        return None
+    # tokens: runs of bytes other than space and newline (the pads make them start and end inside)
+    solid = np.frombuffer(raw.translate(_SOLID), dtype=bool)
+    edges = np.flatnonzero(solid[1:] != solid[:-1]) + 1
+    tok_start, tok_end = edges[0::2], edges[1::2]
+    if not len(tok_start):
+        return None
+    # the rows: k their first token, n their token count
+    k = np.searchsorted(tok_start, starts[~head])
+    n = np.searchsorted(tok_start, ends[~head]) - k
+
+    def token(j: np.ndarray | int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Whether each row has a token `j`, and its start and end."""
+        at = np.minimum(k + j, len(tok_start) - 1)
+        return j < n, tok_start[at], tok_end[at]
+
+    def hash_at(j: np.ndarray) -> np.ndarray:
+        has, start, end = token(j)
+        return has & (end - start == 1) & (buf[start] == ord("#"))
+
+    has, start, end = token(1)
+    not_sup = np.zeros(len(k), dtype=bool)
+    maybe = np.flatnonzero(has & (end - start == 4) & (buf[start] == ord("<")))
+    after = np.minimum(k[maybe] + 2, len(tok_start) - 1)  # if the bytes match: `supported>`, all of it
+    not_sup[maybe] = (_at(buf, start[maybe], len(_NOT_SUPPORTED)) == _NOT_SUPPORTED).all(axis=1) & (
+        tok_end[after] - tok_start[after] == 10
+    )
+    i = 2 + not_sup  # the token after the count: the unit if two tokens come before `#` (or the end)
+    with_unit = (n > i + 1) & ~hash_at(i + 1)
+    tail = i + 1 + with_unit  # where `#` may be
+    n_tail = n - tail
+    if not ((n > i) & ((n_tail == 0) | hash_at(tail))).all():
+        return None
+    counted = ~not_sup
+    count, mval = k[counted] + 1, (k + tail + 1)[n_tail >= 2]
+    # the rows of an interval share its time: each run of one text is read once
+    new = np.ones(len(k), dtype=bool)
+    length = tok_end[k] - tok_start[k]
+    width = int(length.max())
+    if width > 17:
+        return None  # 16 digits at least
+    times = np.where(np.arange(width) >= (width - length)[:, None], _at(buf, tok_end[k] - width, width), 0)
+    new[1:] = (times[1:] != times[:-1]).any(axis=1)
+    interval = _number(buf, tok_start[k][new], tok_end[k][new], signed=False)
+    value = _number(buf, tok_start[count], tok_end[count], signed=False)
+    metric = _number(buf, tok_start[mval], tok_end[mval], signed=True)
+    if interval is None or value is None or metric is None:
+        return None
+    # the time has nine decimals; a count with a point is a perf 3.x clock or de_DE without a unit
+    if (interval[1] != 9).any() or (value[1][~with_unit[counted]] != 0).any():
+        return None
+    interval_s = interval[0][np.cumsum(new) - 1]
+    unit, event = (k + i)[with_unit], k + i + with_unit
+    worded = n_tail >= 3
+    words_from, words_to = (k + tail + 2)[worded], (k + n - 1)[worded]
+    events = _codes(strings["event"], _EVENT_TEXT, buf, tok_start[event], tok_end[event])
+    units = _codes(strings["unit"], _UNIT_TEXT, buf, tok_start[unit], tok_end[unit])
+    metric_units = _codes(strings["metric_unit"], _WORDS_TEXT, buf, tok_start[words_from], tok_end[words_to])
+    if events is None or units is None or metric_units is None:
+        return None
+    status = strings["status"]
+    return {
+        "interval_s": interval_s,
+        "cpu": np.full(len(k), -1, dtype=np.int64),
+        "event": events,
+        "value": _scatter(value[0], counted, np.nan),
+        "unit": _scatter(units, with_unit, -1),
+        "running_pct": np.where(counted, 100.0, np.nan),
+        "status": np.where(counted, status.code("counted"), status.code("not supported")),
+        "metric_value": _scatter(metric[0], n_tail >= 2, np.nan),
+        "metric_unit": _scatter(metric_units, worded, -1),
+    }
+
+
+def _scatter(values: np.ndarray, where: np.ndarray, missing: float) -> np.ndarray:
+    """`values` at the places `where` is true, `missing` elsewhere."""
+    out = np.full(len(where), missing, dtype=values.dtype)
+    out[where] = values
+    return out
+
+
+def _at(buf: np.ndarray, offsets: np.ndarray, size: int) -> np.ndarray:
+    """The `size` bytes at each offset, one row each (no index array as large as the result)."""
+    return np.lib.stride_tricks.sliding_window_view(buf, size)[offsets]
+
+
+def _number(
+    buf: np.ndarray, start: np.ndarray, end: np.ndarray, *, signed: bool
+) -> tuple[np.ndarray, np.ndarray] | None:
+    """`float` of the tokens `buf[start:end]` and their decimal places, if each is `[0-9]+(\\.[0-9]+)?`
+    (with `-?` first if `signed`) of at most 15 digits; else None. The value comes from the digits:
+    as one integer (exact in float64), divided by a power of ten, it rounds as `float` rounds the text."""
+    if not len(start):
+        return np.empty(0), np.empty(0, dtype=np.int64)
+    length = end - start
+    width = int(length.max())
+    if width > 17:
+        return None  # 16 digits at least
+    col = np.arange(width)
+    window = _at(buf, end - width, width)  # right-aligned: a token's last byte in the last column
+    lead = width - length  # the column of its first byte
+    digit = (col >= lead[:, None]) & (window - ord("0") < 10)
+    point = (col >= lead[:, None]) & (window == ord("."))
+    sign = window[np.arange(len(start)), lead] == ord("-") if signed else np.zeros(len(start), dtype=bool)
+    n_digits, n_points = digit.sum(axis=1), point.sum(axis=1)
+    at_point = np.where(n_points > 0, point.argmax(axis=1), -1)
+    # only digits, the sign and one point at most, with a digit before it (not the sign) and after it
+    if (n_digits + n_points + sign != length).any() or (n_points > 1).any() or (n_digits > 15).any():
+        return None
+    if (n_digits == 0).any() or (
+        (n_points > 0) & ((at_point <= lead + sign) | (at_point == width - 1))
+    ).any():
+        return None
+    places = np.where(n_points > 0, width - 1 - at_point, 0)
+    # the digits as one integer, the point read as a 0 digit (then taken out): at most 17 digits
+    whole = np.where(digit, window & 15, 0).astype(np.int64) @ 10 ** np.arange(width - 1, -1, -1)
+    low = whole % 10**places
+    mantissa = np.where(n_points > 0, (whole - low) // 10 + low, whole)  # < 10**15: exact as a float
+    number = mantissa / 10.0**places
+    return np.where(sign, -number, number), places
+
+
+def _codes(
+    interned: Interned, grammar: re.Pattern[str], buf: np.ndarray, start: np.ndarray, end: np.ndarray
+) -> np.ndarray | None:
+    """`interned` codes of the texts `buf[start:end]` (ASCII), told apart by a hash of their bytes;
+    None if one does not match `grammar` or two texts share a hash (then the chunk is walked)."""
+    if not len(start):
+        return np.empty(0, dtype=np.int64)
+    words = -(-int((end - start).max()) // 8)
+    window = _at(buf, start, 8 * words)
+    window[np.arange(8 * words) >= (end - start)[:, None]] = 0
+    columns = window.view(np.uint64)
+    key = columns[:, 0].copy()
+    for j in range(1, words):
+        key = key * np.uint64(0x9E3779B97F4A7C15) + columns[:, j]  # wraps around: a hash
+    codes, uniques = pd.factorize(key)
+    sample = np.empty(len(uniques), dtype=np.int64)
+    sample[codes] = np.arange(len(codes))  # a row of each hash
+    if words > 1 and (window != window[sample[codes]]).any():
+        return None
+    texts = [buf[start[row] : end[row]].tobytes().decode("ascii") for row in sample]
+    if not all(grammar.fullmatch(text) for text in texts):
+        return None
+    return np.array([interned.code(text) for text in texts], dtype=np.int64)[codes]
 
 
 def _ipc(cols: dict[str, np.ndarray], events: list[str]) -> np.ndarray:
