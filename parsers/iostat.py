@@ -47,14 +47,26 @@ A column the version does not print is NaN, never 0; derived columns are NaN whe
 The first report after the banner is the average since boot (`since_boot=True`); sysstat 12.x
 with `-y` prints a second blank line after the banner instead, and then nothing is marked.
 
+Large captures (`_Parser.run_bulk`, paths and text): the lines up to the first device row go through
+the line walk's own methods; after that, a capture whose every line is a device row, a blank line, a
+stamp or the same header again (`iostat -x -d [-t]`, ASCII, LF line ends, a complete last line) is
+read in 8 MB blocks: numpy sorts the lines by their first byte, the stamps' minutes are read once
+each by the line walk's `_timestamp` and their seconds with numpy, and runs of device rows are handed
+to pandas as bytes in the very chunks the line walk would make (so pandas reads the same bytes the
+same way). Anything else (banners or `avg-cpu:` mid-file, a changed header, indented rows, a cut-off
+last line, a chunk pandas refuses, a stream) starts over with the line walk, which names the bad line.
+
 Tested on: tests/fixtures/iostat/*.txt (see README.md there).
 """
 
 from __future__ import annotations
 
 import io
+import os
 import re
+from collections.abc import Iterator
 from datetime import datetime, timedelta
+from pathlib import Path
 from zoneinfo import ZoneInfo
 
 import numpy as np
@@ -99,6 +111,9 @@ _NUMERIC = [col for col, dtype in SCHEMA.items() if dtype == "float64"]
 _J = {col: j for j, col in enumerate(_NUMERIC)}
 
 CHUNK_ROWS = 131072  # device rows handed to pandas at once: bounds memory, amortises the call
+_BLOCK_BYTES = 1 << 23  # read at once by the fast path: a few ms of numpy per block, a few MB of memory
+# What the per-line methods raise on input they cannot read (an out-of-range date, ...).
+_CANNOT_PARSE = (ValueError, TypeError, KeyError, IndexError, OverflowError, UnicodeError)
 _NAT = np.iinfo(np.int64).min  # the int64 behind NaT
 
 # Value count after the device name -> the header that version prints (headerless fragments only).
@@ -146,12 +161,19 @@ def parse(source: _common.Source, *, host: str | None = None, tz: str = "UTC") -
         ZoneInfo(tz)
     except (ValueError, KeyError, OSError) as exc:
         raise ParseError(KIND, lines.path, 0, "", f"unknown time zone {tz!r} ({exc})") from None
+    if isinstance(source, str | Path):  # a stream cannot be read twice: it goes line by line
+        try:
+            frame = _Parser(lines, host, tz).run_bulk(source)
+        except (ParseError, OSError, *_CANNOT_PARSE):
+            frame = None  # the line walk below raises it again, with its line
+        if frame is not None:
+            return frame
     state = _Parser(lines, host, tz)
     try:
         return state.run()
     except ParseError:
         raise
-    except (ValueError, TypeError, KeyError, IndexError, OverflowError, UnicodeError) as exc:
+    except _CANNOT_PARSE as exc:
         raise lines.error(state.line_no, "", f"cannot parse ({type(exc).__name__}: {exc})") from exc
 
 
@@ -244,6 +266,12 @@ class _Parser:
         self.dropped = 0
         self._minutes: dict[str, int] = {}  # stamp without its seconds -> UTC ns of that minute
         self._seconds_at: dict[int, int] = {}  # stamp length -> where its seconds are
+        # the fast path's chunk: runs of row lines as bytes, and its reports (arrays per block)
+        self._pieces: list[bytes] = []
+        self._piece_rows = 0
+        self._reports: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
+        self._in_run = False  # the last line read in bulk was a device row: a report may go on
+        self._last_row: tuple[int, bytes] | None = None  # line number and text of the last device row
 
     # ------------------------------------------------------------ the line walk
 
@@ -391,6 +419,182 @@ class _Parser:
             f"-x column order ({header})"
         )
 
+    # ------------------------------------------------------------ the fast path
+
+    def run_bulk(self, source: str | Path) -> pd.DataFrame | None:
+        """The fast path (module docstring): the frame `run()` would give, or None when the capture is
+        not that plain (the caller then starts over with `run()`)."""
+        line_no = 1  # of the next block's first line
+        started = False
+        cut = False
+        for block, end in _line_blocks(source, self.lines):
+            cut = end < len(block)
+            if not end:
+                continue
+            if not block.isascii() or b"\r" in block:
+                return None  # decoding and CR line ends are the line walk's
+            start, first_no = 0, line_no
+            if not started:
+                found = self._prologue(block, end, line_no)
+                if found is None or self.layout is None or self.watch_blanks or self.after_banner:
+                    return None
+                start, first_no = found
+                self._reserve(_row_bound(source, self.lines, self.layout.ncols))
+                started = True
+            count = self._bulk_block(block, start, end, first_no)
+            if count is None:
+                return None
+            line_no = first_no + count
+        if cut or not started:
+            return None  # a cut-off last line: `run()` decides what to drop
+        last_no, last = self._last_row  # set: the prologue ends at a device row
+        if last_no > self.last_struct and len(last.decode("ascii").split()) < self.layout.ncols:
+            return None  # a short last row: `run()` drops it
+        if not self._flush_pieces():
+            return None
+        self.line_no = line_no - 1
+        return self._assemble()
+
+    def _prologue(self, block: bytes, end: int, line_no: int) -> tuple[int, int] | None:
+        """Walk the lines of `block[:end]` before the first device row as `run()` does: (byte offset, line
+        number) of that row, or None when one of them is not structure."""
+        pos = 0
+        while pos < end:
+            stop = block.index(b"\n", pos)
+            line = block[pos:stop].decode("ascii")
+            if line >= "b":
+                return pos, line_no
+            if not line:
+                if self.watch_blanks:
+                    self._blank()
+            elif line == self.header_line:
+                self.last_struct = line_no
+            elif self._structural(line_no, line) is not None or self.pending is not None:
+                return None
+            pos = stop + 1
+            line_no += 1
+        return None
+
+    def _bulk_block(self, block: bytes, start: int, end: int, first_no: int) -> int | None:
+        """Take the whole lines `block[start:end]`, the first numbered `first_no`: how many they are, or
+        None. Offsets into the block are absolute (no copy of it is made)."""
+        buf = np.frombuffer(block, dtype=np.uint8, count=end - start, offset=start)
+        ends = np.flatnonzero(buf == ord("\n"))
+        starts = np.empty_like(ends)
+        starts[0] = 0
+        starts[1:] = ends[:-1] + 1
+        first = buf[starts]  # a blank line's is its "\n"
+        row = first >= ord("b")  # `run()`'s test for a device row
+        stamp = (first - ord("0")) < 10  # uint8: a byte below "0" wraps past 9
+        head = first == ord("D")
+        if not (row | stamp | head | (first == ord("\n"))).all():
+            return None
+        header = self.header_line.encode()
+        # every "D" line is the header again (an occurrence of it is a whole line, the count says all)
+        heads = block.count(b"\n" + header + b"\n", start, end) + block.startswith(header + b"\n", start)
+        if np.count_nonzero(head) != heads:
+            return None
+        carried = self.ts  # the stamp of rows before the block's first stamp line
+        at = np.flatnonzero(stamp)
+        ts_at = np.empty(0, dtype=np.int64)
+        if len(at):
+            ts_at = self._bulk_stamps(buf, starts[at], ends[at], first_no + at)
+            if ts_at is None:
+                return None
+        structure = np.flatnonzero(stamp | head)
+        if len(structure):
+            self.last_struct = first_no + int(structure[-1])
+        # runs of device rows: each a report, but for a first one that goes on from the previous block
+        shifted = np.zeros_like(row)
+        shifted[1:] = row[:-1]
+        firsts = np.flatnonzero(row & ~shifted)
+        shifted[:] = False
+        shifted[:-1] = row[1:]
+        lasts = np.flatnonzero(row & ~shifted)
+        run_ts = np.append(carried, ts_at)[np.searchsorted(at, firsts)]  # the last stamp before the run
+        if len(ts_at):
+            self.ts = int(ts_at[-1])
+        if not len(firsts):
+            self._in_run = False
+            return len(ends)
+        new = np.ones(len(firsts), dtype=bool)
+        new[0] = not (self._in_run and firsts[0] == 0)
+        self._in_run = bool(row[-1])
+        run_samples = self.sample + np.cumsum(new)
+        self.sample = int(run_samples[-1])
+        run_boots = np.zeros(len(firsts), dtype=bool)
+        if self.since_boot_armed and new.any():
+            run_boots[np.argmax(new)] = True
+            self.since_boot_armed = False
+        counts = lasts - firsts + 1
+        lo_bytes, hi_bytes = (starts[firsts] + start).tolist(), (ends[lasts] + start + 1).tolist()
+        self._last_row = (first_no + int(lasts[-1]), block[lo_bytes[-1] : hi_bytes[-1] - 1])
+        # a report starting when CHUNK_ROWS rows are buffered starts the next chunk, as in `_begin`
+        lo = 0
+        while lo < len(firsts):
+            before = self._piece_rows + np.cumsum(counts[lo:]) - counts[lo:]
+            due = np.flatnonzero((before >= CHUNK_ROWS) & new[lo:])
+            hi = lo + int(due[0]) if len(due) else len(firsts)
+            if hi > lo:
+                part = np.flatnonzero(new[lo:hi]) + lo  # the runs that start a report
+                self._reports.append((before[part - lo], run_samples[part], run_ts[part], run_boots[part]))
+                self._pieces.extend(block[a:b] for a, b in zip(lo_bytes[lo:hi], hi_bytes[lo:hi], strict=True))
+                self._piece_rows += int(counts[lo:hi].sum())
+            if hi < len(firsts) and not self._flush_pieces():
+                return None
+            lo = hi
+        return len(ends)
+
+    def _bulk_stamps(
+        self, buf: np.ndarray, starts: np.ndarray, ends: np.ndarray, line_nos: np.ndarray
+    ) -> np.ndarray | None:
+        """UTC ns of a block's stamp lines, as `_timestamp` gives them: it reads the first line of each
+        minute, numpy adds the seconds of the others as its cached path does. None when a line is one
+        this cannot vouch for (another length, a line `_structural` takes for a device row, an error)."""
+        width = int(ends[0] - starts[0])
+        if (ends - starts != width).any():
+            return None
+        text = buf[starts[:, None] + np.arange(width)]
+        if ((text == ord(" ")).sum(axis=1) > 8).any():
+            return None
+        self._timestamp(int(line_nos[0]), text[0].tobytes().decode("ascii"))
+        pos = self._seconds_at.get(width)
+        if self.pending is not None or pos is None:
+            return None
+        digits = text[:, pos : pos + 2] - ord("0")
+        if digits.shape[1] != 2 or (digits > 9).any():
+            return None
+        seconds = digits[:, 0].astype(np.int64) * 10 + digits[:, 1]
+        minute = np.delete(text, [pos, pos + 1], axis=1)
+        new = np.ones(len(text), dtype=bool)
+        np.any(minute[1:] != minute[:-1], axis=1, out=new[1:])
+        firsts = np.flatnonzero(new)
+        bases = np.empty(len(firsts), dtype=np.int64)
+        for k, i in enumerate(firsts.tolist()):
+            line = text[i].tobytes().decode("ascii")
+            if i:
+                self._timestamp(int(line_nos[i]), line)
+            base = self._minutes.get(line[:pos] + line[pos + 2 :])
+            if self.pending is not None or self._seconds_at.get(width) != pos or base is None:
+                return None
+            if self.ts != base + int(seconds[i]) * 1_000_000_000:
+                return None
+            bases[k] = base
+        return np.repeat(bases, np.diff(np.append(firsts, len(text)))) + seconds * 1_000_000_000
+
+    def _flush_pieces(self) -> bool:
+        """Hand the fast path's chunk to `_store`; False when pandas refuses it."""
+        if not self._piece_rows:
+            return True
+        data = b"".join(self._pieces)
+        first_row = data[: data.index(b"\n")].decode("ascii")
+        seg_rows, samples, stamps, boots = (np.concatenate(part) for part in zip(*self._reports, strict=True))
+        ok = self._store(data, first_row, self._piece_rows, seg_rows, samples, stamps, boots)
+        self._pieces.clear()
+        self._reports.clear()
+        self._piece_rows = 0
+        return ok
+
     # ------------------------------------------------------------ timestamps
 
     def _timestamp(self, line_no: int, line: str) -> None:
@@ -463,12 +667,36 @@ class _Parser:
             rows.clear()
             segs.clear()
             return
-        decimal = "," if "," in rows[0] else "."
-        df = _read_rows(rows, layout, decimal)
+        data = "\n".join(rows).encode("utf-8", "surrogateescape")
+        seg_rows, _, samples, stamps, boots = (np.array(field) for field in zip(*segs, strict=True))
+        if not self._store(data, rows[0], len(rows), seg_rows, samples, stamps, boots):
+            raise self._locate(layout)
+        rows.clear()
+        segs.clear()
+
+    def _store(
+        self,
+        data: bytes,
+        first_row: str,
+        nrows: int,
+        seg_rows: np.ndarray,
+        samples: np.ndarray,
+        stamps: np.ndarray,
+        boots: np.ndarray,
+    ) -> bool:
+        """Read a chunk of `nrows` rows (`data`, starting with `first_row`) with pandas' C reader and
+        append the numbers to the columns; False when pandas refuses it.
+
+        Each report of the chunk starts at row `seg_rows[k]`, with sample number, stamp and since-boot
+        flag `samples[k]`, `stamps[k]`, `boots[k]`.
+        """
+        layout = self.layout
+        decimal = "," if "," in first_row else "."
+        df = _read_rows(data, first_row, nrows, layout, decimal)
         if df is None:
-            raise self._locate(layout, decimal)
+            return False
         pos = self.n
-        end = pos + len(rows)
+        end = pos + nrows
         self._reserve(end)
         numbers = self.numbers
         for i, j, factor in layout.plan:
@@ -485,13 +713,12 @@ class _Parser:
         self.codes[pos:end] = remap[devices.codes]
         del df, devices
 
-        counts = np.diff(np.array([*(s[0] for s in segs), len(rows)], dtype=np.int64))
-        self.stamps[pos:end] = np.repeat(np.array([s[3] for s in segs], dtype=np.int64), counts)
-        self.samples[pos:end] = np.repeat(np.array([s[2] for s in segs], dtype=np.int64), counts)
-        self.boots[pos:end] = np.repeat(np.array([s[4] for s in segs], dtype=bool), counts)
+        counts = np.diff(np.append(seg_rows, nrows))
+        self.stamps[pos:end] = np.repeat(stamps, counts)
+        self.samples[pos:end] = np.repeat(samples, counts)
+        self.boots[pos:end] = np.repeat(boots, counts)
         self.n = end
-        rows.clear()
-        segs.clear()
+        return True
 
     def _device_code(self, name: str) -> int:
         return self.device_codes.setdefault(name, len(self.device_codes))
@@ -500,12 +727,20 @@ class _Parser:
         """Grow every column array to `size` rows, in place (realloc: no copy of what is there)."""
         if size <= len(self.stamps):
             return
+        if self.n == 0:  # nothing to keep: new arrays, whose pages take memory only once written
+            self.numbers = [np.empty(size) for _ in _NUMERIC]
+            self.codes = np.empty(size, dtype=np.int32)
+            self.stamps = np.empty(size, dtype=np.int64)
+            self.samples = np.empty(size, dtype=np.int64)
+            self.boots = np.empty(size, dtype=bool)
+            return
         for arr in (*self.numbers, self.codes, self.stamps, self.samples, self.boots):
             arr.resize(size, refcheck=False)  # no views of these arrays exist while parsing
 
-    def _locate(self, layout: _Layout, decimal: str) -> ParseError:
+    def _locate(self, layout: _Layout) -> ParseError:
         """pandas refused a chunk: find the first bad row in Python and name its line."""
         rows, segs = self.rows, self.segs
+        decimal = "," if "," in rows[0] else "."
         starts = np.array([s[0] for s in segs] + [len(rows)], dtype=np.int64)
         firsts = np.array([s[1] for s in segs], dtype=np.int64)
         line_nos = np.repeat(firsts - starts[:-1], np.diff(starts)) + np.arange(len(rows))
@@ -544,15 +779,13 @@ class _Parser:
             return frame
         for arr in (*self.numbers, self.codes, self.stamps, self.samples, self.boots):
             arr.resize(n, refcheck=False)  # trim the spare capacity
-        names = np.empty(len(self.device_codes), dtype=object)
-        names[list(self.device_codes.values())] = list(self.device_codes)
         host = self.host if self.host is not None else self.banner_host
         data = {
             "timestamp": pd.DatetimeIndex(self.stamps.view("M8[ns]")).tz_localize("UTC"),
-            "host": pd.array(np.full(n, host if host is not None else pd.NA, dtype=object), dtype="string"),
+            "host": _common.text_column([host], np.zeros(n, dtype=np.intp)),
             "sample": pd.arrays.IntegerArray(self.samples, np.zeros(n, dtype=bool)),
             "since_boot": self.boots,
-            "device": pd.array(names.take(self.codes), dtype="string"),
+            "device": _common.text_column(list(self.device_codes), self.codes),  # codes in insertion order
             **dict(zip(_NUMERIC, self.numbers, strict=True)),
         }
         frame = pd.DataFrame(data, copy=False)  # one block per column, no copy
@@ -562,17 +795,47 @@ class _Parser:
         return frame
 
 
-def _read_rows(rows: list[str], layout: _Layout, decimal: str) -> pd.DataFrame | None:
-    """Rows -> frame (column 0 the device as category, then one number per header column); None if refused.
+def _line_blocks(source: str | Path, lines: _common.Lines) -> Iterator[tuple[bytes, int]]:
+    """The source in blocks `(data, end)` whose whole lines are `data[:end]`; the rest of a block is
+    the line it cut in two, which comes whole as a block of its own next. A block whose rest is left is
+    the last: the source ends in a cut-off line. No block is copied to cut it at a line end (that would
+    cost as much as reading it)."""
+    if lines.path is not None:
+        with open(source, "rb") as fh:
+            while data := fh.read(_BLOCK_BYTES):
+                end = data.rfind(b"\n") + 1
+                yield data, end
+                if end < len(data):
+                    line = data[end:] + fh.readline()
+                    yield line, line.rfind(b"\n") + 1
+    else:
+        text = str(source)
+        start = 0
+        while start < len(text):
+            stop = text.find("\n", start + _BLOCK_BYTES) + 1 or len(text)
+            data = text[start:stop].encode("utf-8", "surrogatepass")
+            yield data, data.rfind(b"\n") + 1
+            start = stop
+
+
+def _row_bound(source: str | Path, lines: _common.Lines, ncols: int) -> int:
+    """Rows a capture of this size holds at most when each has `ncols` values: room reserved once
+    (pages not written cost no memory; the arrays are trimmed at the end)."""
+    size = os.path.getsize(source) if lines.path is not None else len(source)
+    return size // (2 * ncols) + 1
+
+
+def _read_rows(data: bytes, first_row: str, nrows: int, layout: _Layout, decimal: str) -> pd.DataFrame | None:
+    """`nrows` rows -> frame (column 0 the device as category, then one number per header column); None
+    if refused.
 
     sysstat separates values by spaces only, which pandas' fast `sep=" "` tokenizer reads; tabs or
     trailing blanks (pasted fragments) go through `\\s+`. With `sep=" "` a first row with one value
     too many would be cut silently (a ParserWarning), so the first row's count is checked here;
     any later row with a wrong count makes the tokenizer fail.
     """
-    if len(rows[0].split()) != layout.ncols:
+    if len(first_row.split()) != layout.ncols:
         return None
-    data = "\n".join(rows).encode("utf-8", "surrogateescape")
     for sep, extra in ((" ", {"skipinitialspace": True}), (r"\s+", {})):
         try:
             df = pd.read_csv(
@@ -591,7 +854,7 @@ def _read_rows(rows: list[str], layout: _Layout, decimal: str) -> pd.DataFrame |
             raise
         except Exception:  # noqa: BLE001 - any refusal (a warning made an error too) is located row by row
             continue
-        if len(df) == len(rows) and all(df[i].dtype.kind in "fiu" for i in range(1, layout.ncols)):
+        if len(df) == nrows and all(df[i].dtype.kind in "fiu" for i in range(1, layout.ncols)):
             return df
     return None
 

@@ -10,16 +10,30 @@ since boot), then vmstat's own names, which every reader knows: r, b (tasks), sw
 cache (KiB as vmstat prints by default), si, so, bi, bo (per second), in, cs (per second),
 us, sy, id, wa, st, gu (percent of CPU time). A column the version does not print is NA.
 Tested on: tests/fixtures/vmstat/ (see README.md there).
+
+Fast path (`_parse_regular`, paths and text): a capture that is exactly vmstat's own output (its
+first two lines the header, repeats of that same header pair, rows of digits and blanks ending with
+a `YYYY-MM-DD HH:MM:SS` stamp, perhaps one cut-off row at the end) is read in 1 MB blocks: the header
+pairs are cut out with `bytes.replace`, numpy checks that every stamp is in place, and the rows go to
+pandas' C reader with the stamps' `-` and `:` deleted (two more integers, YYYYMMDD and HHMMSS).
+Anything else (blank or foreign lines, a changed header, a malformed row, a minus sign, CR line
+ends, an invalid date, a stream) goes to the line walk, which also names the first bad line.
 """
 
 from __future__ import annotations
 
 import io
+import itertools
+import os
+import re
+from collections.abc import Iterator
+from datetime import date
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from ._common import Lines, Source, coerce, empty_frame
+from ._common import Lines, Source, coerce, empty_frame, text_column
 
 KIND = "vmstat"
 COUNTS = (
@@ -54,6 +68,16 @@ _KNOWN_EXTRA = {"inact", "active"}
 CHUNK_ROWS = 65536  # sample rows read at once
 # Bytes the C reader is trusted on (see _Chunks): anything else goes row by row.
 _TRUSTED = b"0123456789 \n:-"
+_BLOCK_BYTES = 1 << 20  # read at once by the fast path: bounds memory, amortises each pandas call
+# The `-t` stamp with the blank before it, as the last 20 bytes of a row: where its separators and
+# digits are.
+_STAMP_AT = np.arange(-20, 0)
+_STAMP_SEPS = np.array([0, 5, 8, 11, 14, 17])
+_STAMP_SEP_BYTES = np.frombuffer(b" -- ::", dtype=np.uint8)
+_STAMP_DIGITS = np.array([i for i in range(20) if i not in _STAMP_SEPS])
+_EPOCH_DAY = date(1970, 1, 1).toordinal()
+# A cut-off last row the line walk drops: digit first, trusted bytes, no token past int64.
+_CUT_ROW = re.compile(rb" *[0-9][0-9:-]{0,17}(?: +[0-9:-]{1,18})* *")
 
 
 def sniff(text: str) -> bool:
@@ -78,6 +102,15 @@ def parse(source: Source, *, host: str | None = None, tz: str = "UTC") -> pd.Dat
     Raises:
         ParseError: a header that is not vmstat's C-locale header, or a malformed row mid-file.
     """
+    if isinstance(source, str | Path):  # a stream cannot be read twice: it goes line by line
+        df = _parse_regular(source, host, tz)
+        if df is not None:
+            return df
+    return _parse_lines(source, host, tz)
+
+
+def _parse_lines(source: Source, host: str | None, tz: str) -> pd.DataFrame:
+    """The line walk: reads every capture the fast path leaves, and names the first bad line."""
     lines = Lines(source, KIND)
     chunks = _Chunks(lines)
     columns: list[str] | None = None
@@ -102,13 +135,11 @@ def parse(source: Source, *, host: str | None = None, tz: str = "UTC") -> pd.Dat
             chunks.flush()  # a bad row before the pending one is the first error
             raise lines.error(*pending, "malformed vmstat row")
         last_line = line_no
-        if tokens[0] == "procs" or tokens[0].startswith("--procs"):
-            # The last dash group names the timestamp column (translated under other locales).
-            has_time = tokens[-1].strip("-") not in ("cpu", "")
+        if _is_procs(tokens):
+            has_time = _has_time(tokens)
             continue
         if tokens[:2] == ["r", "b"]:
-            # With -t the second header line ends with the zone abbreviation (UTC, CST, ...).
-            names = tokens[:-1] if has_time else tokens
+            names = _names(tokens, has_time)
             missing = sorted(_REQUIRED - set(names))
             if missing:
                 chunks.flush()
@@ -120,7 +151,7 @@ def parse(source: Source, *, host: str | None = None, tz: str = "UTC") -> pd.Dat
                     f"{', '.join(foreign) or 'nothing else'}): capture not taken under LC_ALL=C",
                 )
             if columns is None:
-                unknown = [n for n in names if n not in COUNTS and n not in _KNOWN_EXTRA]
+                unknown = _unknown(names)
             if names != columns or width != len(names) + (2 if has_time else 0):
                 chunks.flush()  # rows so far have the old layout
             columns = names
@@ -150,7 +181,7 @@ def parse(source: Source, *, host: str | None = None, tz: str = "UTC") -> pd.Dat
         return df
     arr = chunks.numbers()
     n = len(arr)
-    data: dict[str, object] = {name: arr[:, i] for i, name in enumerate(columns) if name in COUNTS}
+    data: dict[str, object] = {name: arr[:, i] for name, i in _counts_at(columns).items()}
     data["host"] = pd.array([host] * n, dtype="string")
     data["since_boot"] = np.arange(n) == 0
     if has_time:
@@ -162,6 +193,220 @@ def parse(source: Source, *, host: str | None = None, tz: str = "UTC") -> pd.Dat
     df = coerce(pd.DataFrame(data), SCHEMA)
     df.attrs.update(dropped_lines=dropped, unknown_columns=unknown)
     return df
+
+
+def _is_procs(tokens: list[str]) -> bool:
+    """The first header line (`procs -----memory----- ...`)."""
+    return tokens[0] == "procs" or tokens[0].startswith("--procs")
+
+
+def _has_time(procs: list[str]) -> bool:
+    # The last dash group names the timestamp column (translated under other locales).
+    return procs[-1].strip("-") not in ("cpu", "")
+
+
+def _names(header: list[str], has_time: bool) -> list[str]:
+    # With -t the second header line ends with the zone abbreviation (UTC, CST, ...).
+    return header[:-1] if has_time else header
+
+
+def _unknown(names: list[str]) -> list[str]:
+    return [n for n in names if n not in COUNTS and n not in _KNOWN_EXTRA]
+
+
+def _counts_at(names: list[str]) -> dict[str, int]:
+    """Schema column -> printed column (the last one if a name repeats)."""
+    return {name: i for i, name in enumerate(names) if name in COUNTS}
+
+
+def _parse_regular(source: str | Path, host: str | None, tz: str) -> pd.DataFrame | None:
+    """The fast path (module docstring); None when the capture is not that regular.
+
+    Every line it accepts is one the line walk reads the same way: the header lines are the first two
+    lines byte for byte, every other line is a row of trusted bytes (see `_Chunks`) that pandas reads
+    as `width` int64 fields, with a valid stamp in place.
+    """
+    is_path = Lines(source, KIND).path is not None
+    blocks = _line_blocks(source, is_path)
+    try:
+        first = next(blocks, b"")
+        parts = first.split(b"\n", 2)
+        if len(parts) < 3:
+            return None
+        layout = _regular_layout(parts[0], parts[1])
+        if layout is None:
+            return None
+        names, has_time = layout
+        ncols = len(names)
+        at = _counts_at(names)
+        # room for as many rows as the source can hold (a row has at least one digit and a blank
+        # per value): pages never written take no memory, and the arrays are trimmed at the end
+        size = os.path.getsize(source) if is_path else len(source)
+        cap = size // (2 * ncols + (20 if has_time else 0)) + 1
+        out = {name: np.empty(cap, dtype=np.int64) for name in at}
+        stamps = np.empty(cap, dtype=np.int64)
+        procs = parts[0] + b"\n"
+        head = procs + parts[1] + b"\n"  # the header pair, at the start of a block
+        n = 0
+        tail = b""  # a cut-off last line
+        held = b""  # a `procs` line that ended a block: it goes with the header line in the next
+        for data in itertools.chain([first], blocks):
+            if held:
+                data, held = held + data, b""
+            if not data.endswith(b"\n"):
+                cut = data.rfind(b"\n") + 1
+                data, tail = data[:cut], data[cut:]
+            elif data == procs or data.endswith(b"\n" + procs):
+                data, held = data[: -len(procs)], procs
+            body = data.replace(b"\n" + head, b"\n")
+            if body.startswith(head):
+                body = body[len(head) :]
+            if not body:  # nothing but header pairs
+                continue
+            got = _read_block(body, ncols, has_time)
+            if got is None:
+                return None
+            values, when = got
+            end = n + len(values)
+            for name, i in at.items():
+                out[name][n:end] = values[:, i]
+            if has_time:
+                stamps[n:end] = when
+            n = end
+    except OSError:
+        return None  # the line walk says why the source cannot be read
+    if n == 0 or held or (tail and not _CUT_ROW.fullmatch(tail)):
+        return None
+    for arr in (*out.values(), stamps):
+        arr.resize(n, refcheck=False)  # no views of these arrays exist yet
+    if has_time:
+        naive = pd.DatetimeIndex(stamps.view("M8[ns]"), copy=False)
+        timestamp = naive.tz_localize(tz, ambiguous="NaT", nonexistent="NaT").tz_convert("UTC").array
+    else:
+        timestamp = pd.array(np.full(n, np.datetime64("NaT"), dtype="M8[ns]"), dtype=SCHEMA["timestamp"])
+    since_boot = np.zeros(n, dtype=bool)
+    since_boot[0] = True
+    data: dict[str, object] = {
+        "timestamp": timestamp,
+        "host": text_column([host], np.zeros(n, dtype=np.intp)),
+        "since_boot": since_boot,
+    }
+    for name in COUNTS:
+        if name in out:
+            data[name] = pd.arrays.IntegerArray(out[name], np.zeros(n, dtype=bool))
+        else:
+            data[name] = pd.arrays.IntegerArray(np.zeros(n, dtype=np.int64), np.ones(n, dtype=bool))
+    df = pd.DataFrame(data, copy=False)
+    # a cut-off last row: the line walk drops it and counts it
+    df.attrs.update(dropped_lines=1 if tail else 0, unknown_columns=_unknown(names))
+    return df
+
+
+def _line_blocks(source: str | Path, is_path: bool) -> Iterator[bytes]:
+    """The source in blocks of whole lines (the last may end in a cut-off line). A block is completed
+    to its line end by reading on, not cut there: a copy to cut it costs as much as reading it."""
+    if is_path:
+        with open(source, "rb") as fh:
+            while data := fh.read(_BLOCK_BYTES):
+                yield data + fh.readline()
+    else:
+        text = str(source)
+        start = 0
+        while start < len(text):
+            stop = text.find("\n", start + _BLOCK_BYTES) + 1 or len(text)
+            yield text[start:stop].encode("utf-8", "surrogatepass")
+            start = stop
+
+
+def _regular_layout(procs: bytes, header: bytes) -> tuple[list[str], bool] | None:
+    """(column names, has_time) of a header pair the line walk accepts; None for any other."""
+    try:
+        p, h = procs.decode().split(), header.decode().split()
+    except UnicodeDecodeError:
+        return None
+    if b"\r" in procs + header or not p or not _is_procs(p) or h[:2] != ["r", "b"]:
+        return None
+    has_time = _has_time(p)
+    names = _names(h, has_time)
+    if _REQUIRED - set(names):
+        return None
+    return names, has_time
+
+
+def _read_block(body: bytes, ncols: int, has_time: bool) -> tuple[np.ndarray, np.ndarray | None] | None:
+    """Rows of a block (whole lines) -> (int64 matrix, naive stamps in ns); None when any row is not
+    plainly `ncols` integers (and a stamp)."""
+    width = ncols + (2 if has_time else 0)
+    if len(body[: body.index(b"\n")].split()) != width:
+        return None  # with sep=" " pandas would cut a first row with too many fields
+    if has_time:
+        rows = _stamped_rows(body)
+        if rows is None:
+            return None
+        body = body.translate(None, b"-:")  # the stamp as two integers, YYYYMMDD and HHMMSS
+    else:
+        if body.translate(None, _TRUSTED):
+            return None
+        rows = body.count(b"\n")
+    try:
+        frame = pd.read_csv(
+            io.BytesIO(body),
+            sep=" ",
+            skipinitialspace=True,
+            header=None,
+            names=range(width),
+            na_filter=False,
+            low_memory=False,  # one pass: no per-column concatenation of internal chunks
+            engine="c",
+        )
+    except MemoryError:
+        raise
+    except Exception:  # noqa: BLE001 - any refusal goes to the line walk, which names the bad row
+        return None
+    if len(frame) != rows or any(dtype != np.int64 for dtype in frame.dtypes):
+        return None
+    values = frame.to_numpy()
+    if not has_time:
+        return values, None
+    when = _stamps(values[:, ncols], values[:, ncols + 1])
+    return None if when is None else (values[:, :ncols], when)
+
+
+def _stamped_rows(body: bytes) -> int | None:
+    """How many rows a block has when each is digits and blanks ending with ` YYYY-MM-DD HH:MM:SS`
+    (the block's only `-` and `:`: deleting them leaves every other token whole); else None."""
+    marks = body.translate(None, b"0123456789 ")
+    rows = len(marks) // 5
+    if marks != b"--::\n" * rows:
+        return None
+    buf = np.frombuffer(body, dtype=np.uint8)
+    ends = np.flatnonzero(buf == ord("\n"))
+    if np.diff(ends, prepend=-1).min() < 22:  # a line too short to hold a number and a stamp
+        return None
+    text = buf[ends[:, None] + _STAMP_AT]
+    digits = text[:, _STAMP_DIGITS] - ord("0")  # uint8: a byte below "0" wraps past 9
+    if not ((text[:, _STAMP_SEPS] == _STAMP_SEP_BYTES).all() and (digits < 10).all()):
+        return None
+    return rows
+
+
+def _stamps(dates: np.ndarray, clocks: np.ndarray) -> np.ndarray | None:
+    """Stamps read as YYYYMMDD and HHMMSS -> naive ns; None unless every stamp is one that
+    `pd.to_datetime(format="%Y-%m-%d %H:%M:%S")` reads to the same instant (no NaT, in range)."""
+    hour, minute, second = clocks // 10000, clocks // 100 % 100, clocks % 100
+    if hour.max() > 23 or minute.max() > 59 or second.max() > 59:
+        return None
+    starts = np.flatnonzero(np.diff(dates, prepend=-1))  # runs of one date: a date is looked up once
+    try:
+        ordinals = [date(d // 10000, d // 100 % 100, d % 100).toordinal() for d in dates[starts].tolist()]
+    except ValueError:  # not a date (month 13, February 30, year 0)
+        return None
+    if dates.min() < 1970_00_00 or dates.max() >= 2200_00_00:  # the ns range (to 2262) with room
+        return None
+    epoch_days = np.repeat(
+        np.array(ordinals, dtype=np.int64) - _EPOCH_DAY, np.diff(starts, append=len(dates))
+    )
+    return (((epoch_days * 24 + hour) * 60 + minute) * 60 + second) * 1_000_000_000
 
 
 class _Chunks:
