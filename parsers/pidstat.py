@@ -40,6 +40,15 @@ A value from a table in which the task did not appear is NaN/NA, never 0. `df.at
 (the `Average:` tables merged the same way, as a list of records without `timestamp`; None for a
 missing value), `unknown_columns`, `dropped_lines` (a last line cut mid-write), `notes`.
 
+Large captures (a day at 1 s is 8 M lines): the bytes are cut into data rows, headers and blank
+lines with numpy over multi-MB blocks (`ByteScan`, `_block`), a header seen before but for its time
+is taken without the per-line grammar, and the rows of each table layout go to pandas in chunks;
+each chunk's tables are merged per interval and task with numpy. A chunk is read so only when
+`plain_bytes` and `numbers_as_printed` (parsers/_sysstat.py) prove the per-line grammar would read
+the same numbers, its `-` placeholders stand where that grammar takes them, and its tables have the
+usual shape (each metric printed by one layout, a task at most once per table and interval, one
+time per table); any other chunk goes line by line, which also names the first bad line.
+
 Not read: `pidstat -h` (one line per task), `-o JSON`. Tested on: tests/fixtures/pidstat/*.txt
 (see README.md there).
 """
@@ -48,6 +57,7 @@ from __future__ import annotations
 
 import math
 import re
+from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -55,6 +65,7 @@ import pandas as pd
 from perfkit.errors import ParseError
 
 from . import _common
+from ._chunks import ByteScan, Rows
 from ._sysstat import (
     CHUNK_ROWS,
     Sysstat,
@@ -109,10 +120,17 @@ _METRICS = {
 _IDS = {"UID": "uid", "PID": "pid", "TGID": "tgid", "TID": "tid"}
 _NUMERIC = [c for c in SCHEMA if c not in ("timestamp", "host", "command")]
 _INTS = frozenset(c for c, t in SCHEMA.items() if t == "Int64")
+_TASK = frozenset({"uid", "pid", "tgid", "tid"})  # a task's ids: the same in every table listing it
 _HEADER_FIRST = frozenset({"UID", "USER", "PID", "TGID"})
+_HEADER_FIRST_B = frozenset(word.encode() for word in _HEADER_FIRST)
 _UINT = re.compile(r"^\d+$")
 _SNIFF_HEADER = re.compile(r"(?:^|\s)(?:(?:UID|USER)\s+)?(?:PID|TGID\s+TID)\s+\S.*\sCommand\s*$")
 _NAN = float("nan")
+# ByteScan's structure lines: those starting with neither a digit nor a line end (banner, `Average:`);
+# the headers (a time, then `UID`, `USER`, `PID` or `TGID`) and blank lines among the rows are found in
+# `_block`; rows in a rarer form among either go back to the rows in `structure`
+_MARKS = (re.compile(rb"\n(?![0-9\n])"),)
+_HEADER_WORDS = (b"ID", b"USER")
 
 
 def sniff(text: str) -> bool:
@@ -143,25 +161,49 @@ def parse(source: _common.Source, *, host: str | None = None, tz: str = "UTC") -
 class _Table:
     """One table layout: which field feeds which column (the same for every header printing it)."""
 
-    __slots__ = ("width", "plan", "threads")
+    __slots__ = ("width", "plan", "columns", "threads")
 
     def __init__(self, width: int, plan: list[tuple[int, str]], threads: bool):
         self.width = width  # fields after the time label, Command included
         self.plan = plan  # (field index, schema column) for ids and metrics
+        self.columns = frozenset(col for _, col in plan)
         self.threads = threads
+
+
+class _Part(NamedTuple):
+    """One layout's rows of a chunk as pandas read them."""
+
+    table: _Table
+    data: bytes  # the rows, `-` placeholders made `-1`
+    line_nos: np.ndarray
+    table_no: np.ndarray
+    sods: np.ndarray  # seconds since midnight of the rows' time
+    cmd: np.ndarray  # codes into `cmd_names`
+    cols: dict[str, np.ndarray]  # the layout's columns, float64, NaN for a `-`
 
 
 # A buffered run of rows: (row index in its table's buffer, line number, table, table number, header line).
 _Seg = tuple[int, int, "_Table | None", int, int]
 
 
+class _Buffer:
+    """The rows buffered for one table layout: runs of LF-terminated lines, where each starts, how many."""
+
+    __slots__ = ("blocks", "segs", "n")
+
+    def __init__(self) -> None:
+        self.blocks: list[bytes] = []
+        self.segs: list[_Seg] = []
+        self.n = 0
+
+
 class _Pidstat(Sysstat):
-    """The line walk only sorts lines: data rows are buffered per table layout, headers handled at once.
+    """The walk only sorts lines: data rows are buffered per table layout, headers handled at once.
 
     A chunk (the rows of many intervals) is read by pandas one layout at a time and the tables of
-    each interval merged per task with a groupby (`_fast`); a chunk it cannot prove it reads as the
-    per-line grammar would goes through `_row` line by line, which also names the first bad line. A
-    header or banner that raises first flushes the rows above it, so errors keep file order.
+    each interval merged per task (`_fast`); a chunk it cannot prove it reads as the per-line grammar
+    would goes through `_row` line by line, which also names the first bad line. A header or banner
+    that raises first flushes the rows above it, so errors keep file order.
     """
 
     def __init__(self, source: _common.Source, host: str | None, tz: str):
@@ -173,8 +215,10 @@ class _Pidstat(Sysstat):
         self.table_no = 0  # counts header lines: rows of one table share it
         self.header_line_no = 0
         self.header_label: str | None = None
-        # buffered rows per layout: rows, runs
-        self.buffers: dict[int, tuple[list[str], list[_Seg]]] = {}
+        self.heads: dict[bytes, _Table] = {}  # a header line after its time -> its table
+        self.clocks: tuple[pd.Index, np.ndarray] | None = None  # the last time labels read, their seconds
+        self.buffers: dict[int, _Buffer] = {}  # by id() of the layout
+        self.buffered = 0  # rows in them
         # per-line state (kept right after a chunk read by pandas too)
         self.row_table_no = -1  # the table whose tasks are in table_keys
         self.table_keys: set[tuple[int, int]] = set()  # (pid, tid) already in that table
@@ -190,43 +234,98 @@ class _Pidstat(Sysstat):
         self.cmd_names: dict[str, int] = {}
 
     def run(self) -> pd.DataFrame:
-        lines = self.lines
-        rows, segs = self._buffer()
-        pending: tuple[int, str] | None = None  # a non-row line, handled once it is known not to be cut off
-        new_seg = True
-        for line_no, line in lines:
-            if pending is not None:
-                self.structure(*pending)
-                pending = None
-                rows, segs = self._buffer()
-            # a data row (no header word in it): the hot path
-            if line[:1].isdigit() and "ID" not in line and "USER" not in line:
-                if new_seg:
-                    new_seg = False
-                    segs.append((len(rows), line_no, self.table, self.table_no, self.header_line_no))
-                rows.append(line)
+        scan = ByteScan(self.source, KIND, _MARKS)
+        self.lines = scan.lines
+        for item in scan:
+            if isinstance(item, Rows):
+                self._block(item.data, item.first_no)
             else:
-                pending = (line_no, line)
-                new_seg = True
-        if pending is not None:
-            if not lines.last_complete and pending[1].strip():
-                self.cut_last(*pending, lines)
-            else:
-                self.structure(*pending)
-        elif not lines.last_complete and rows:  # a data row cut mid-write (flushes wait for headers)
-            rows.pop()
-            self.cut_last(0, "", lines)
-            if segs[-1][0] == len(rows):
-                segs.pop()
+                self.structure(*item)
+        if scan.cut is not None:
+            self.cut_last(*scan.cut, scan.lines)
         self.flush()
         return self.assemble()
 
-    def _buffer(self) -> tuple[list[str], list[_Seg]]:
+    def _block(self, data: bytes, line_no: int) -> None:
+        """Lines starting with a digit, or blank: data rows, and the headers and blank lines among them."""
+        buf = np.frombuffer(data, dtype=np.uint8)
+        ends = np.flatnonzero(buf == 0x0A)
+        starts = np.concatenate(([0], ends + 1))  # line i is data[starts[i]:ends[i]]
+        found = np.concatenate([_find(buf, word) for word in _HEADER_WORDS])
+        heads = np.unique(np.searchsorted(ends, found))  # the lines holding a header word
+        lo = np.concatenate(([0], heads + 1))  # the runs of other lines: before, between, after them
+        hi = np.append(heads, len(ends))
+        # a run's rows end with its last line that is not blank (blank lines follow a table); a blank
+        # line among them makes the run go one row at a time
+        blank = starts[:-1] == ends
+        filled = np.maximum.accumulate(np.where(blank, -1, np.arange(len(ends))))
+        rows = np.where(hi > lo, filled[np.maximum(hi - 1, 0)] + 1 - lo, 0).clip(0)
+        blanks = np.concatenate(([0], np.cumsum(blank)))
+        clean = blanks[lo + rows] == blanks[lo]
+        bounds = starts[lo].tolist(), starts[lo + rows].tolist()
+        runs = zip(lo.tolist(), rows.tolist(), clean.tolist(), *bounds, strict=True)
+        lines = [data[a:b] for a, b in zip(starts[heads].tolist(), ends[heads].tolist(), strict=True)]
+        splits = [line.partition(b" ") for line in lines]  # (time label, blank, the rest)
+        times = self._times({label for label, _, _ in splits})
+        after = [*zip((line_no + heads).tolist(), lines, splits, strict=True), None]  # each run's header
+        for (first, count, regular, start, end), head in zip(runs, after, strict=True):
+            if count and regular:
+                self._add(data[start:end], line_no + first, count)
+            elif count:
+                for k, line in enumerate(data[start:end].split(b"\n")):
+                    if line:
+                        self._add(line + b"\n", line_no + first + k, 1)
+            if head is not None:
+                head_no, line, (label, _, rest) = head
+                self._header_line(head_no, line, label, rest, label in times)
+
+    def _times(self, labels: set[bytes]) -> set[bytes]:
+        """The labels that are a time of day `label()` reads (all of them at once, usually)."""
+        texts = {label: label.decode() for label in labels if label.isascii()}
+        if self.label_sods([(text,) for text in texts.values()]) is not None:
+            return set(texts)
+        return {label for label, text in texts.items() if self._clock(text)}
+
+    def _header_line(self, line_no: int, line: bytes, label: bytes, rest: bytes, time: bool) -> None:
+        """A line holding a header word: `structure`, or at once for a header seen before but for its
+        `time` (an ASCII one, so it has no blank in it: `structure` would do just this)."""
+        table = self.heads.get(rest) if time else None
+        if table is not None:
+            text = label.decode()
+            if text != self.header_label and self.buffered >= CHUNK_ROWS:
+                self.flush()  # a full chunk ends where an interval does
+            self.table = table
+            self.table_no += 1
+            self.header_line_no = line_no
+            self.header_label = text
+            return
+        table_no = self.table_no
+        self.structure(line_no, line.decode("utf-8", "replace"))
+        # a header whose label is one token and whose fields are `rest`: the next one with these fields
+        # and another time takes the path above
+        first = rest.split(None, 1)[:1]
+        if self.table_no != table_no and first and first[0] in _HEADER_FIRST_B and label.isascii():
+            text = label.decode()
+            if text.split() == [text]:
+                self.heads[rest] = self.table
+
+    def _clock(self, text: str) -> bool:
+        """True when `text` is a time of day `label()` reads (it may not: `structure` then names the line)."""
+        try:
+            return self.label(0, text, [text])[0] is not None
+        except ParseError:
+            return False
+
+    def _add(self, rows: bytes, line_no: int, count: int) -> None:
+        """Buffer a run of rows of the current table."""
         key = id(self.table)
         buf = self.buffers.get(key)
         if buf is None:
-            buf = self.buffers[key] = ([], [])
-        return buf
+            buf = self.buffers[key] = _Buffer()
+        buf.segs.append((buf.n, line_no, self.table, self.table_no, self.header_line_no))
+        buf.blocks.append(rows)
+        buf.n += count
+        self.buffered += count
 
     def structure(self, line_no: int, line: str) -> None:
         """A line that is not a plain data row: blank, banner, header, or a row in a rarer form."""
@@ -243,8 +342,7 @@ class _Pidstat(Sysstat):
             sod, used = self.label(line_no, line, head)
             if len(head) > used and head[used] in _HEADER_FIRST:
                 label = " ".join(head[:used])
-                full = sum(len(rows) for rows, _ in self.buffers.values()) >= CHUNK_ROWS
-                if sod is None or (label != self.header_label and full):
+                if sod is None or (label != self.header_label and self.buffered >= CHUNK_ROWS):
                     self.flush()  # averages go line by line; a full chunk ends where an interval does
                 self.header(line_no, line, line.split()[used:])
                 self.header_label = label
@@ -252,9 +350,7 @@ class _Pidstat(Sysstat):
         except ParseError:
             self.flush()  # a bad row above is the first error
             raise
-        rows, segs = self._buffer()
-        segs.append((len(rows), line_no, self.table, self.table_no, self.header_line_no))
-        rows.append(line)
+        self._add(line.encode("utf-8", "surrogatepass") + b"\n", line_no, 1)
 
     def header(self, line_no: int, line: str, fields: list[str]) -> None:
         key = tuple(fields)
@@ -289,110 +385,120 @@ class _Pidstat(Sysstat):
     # ------------------------------------------------------------ chunks
 
     def flush(self) -> None:
-        buffers = [(rows[:], segs[:]) for rows, segs in self.buffers.values() if rows]
-        for rows, segs in self.buffers.values():  # taken first: an error below must not see them again
-            rows.clear()
-            segs.clear()
+        buffers = [(b"".join(buf.blocks), buf.segs, buf.n) for buf in self.buffers.values() if buf.n]
+        self.buffers.clear()  # taken first: an error below must not see them again
+        self.buffered = 0
         if buffers and not self._fast(buffers):
             self._slow(buffers)
 
-    def _fast(self, buffers: list[tuple[list[str], list[_Seg]]]) -> bool:
+    def _fast(self, buffers: list[tuple[bytes, list[_Seg], int]]) -> bool:
         """Read a chunk with pandas and keep it, or return False having changed nothing."""
-        parts = [self._read(rows, segs) for rows, segs in buffers]
-        if any(p is None for p in parts):
+        mark = self.chunk_mark([data for data, _, _ in buffers])
+        if mark is None:
             return False
-        datas = [p[0] for p in parts]
-        mark = self.chunk_mark(datas)
-        if mark is None or any(p[1] != mark for p in parts):
+        parts = []
+        for buf in buffers:
+            part = self._read(*buf, mark)
+            if part is None:
+                return False
+            parts.append(part)
+        tables = [part.table for part in parts]
+        # the merge takes a task's ids, uid and command from its first row, each metric from the one
+        # table of the interval that prints it: other layouts go line by line
+        metrics = [table.columns - _TASK for table in tables]
+        if (
+            len(set().union(*metrics)) != sum(map(len, metrics))
+            or len({(table.threads, "uid" in table.columns) for table in tables}) > 1
+            or any("tid" in table.columns and not table.threads for table in tables)
+        ):
             return False
-        line_nos = np.concatenate([p[2] for p in parts])
+        line_nos = np.concatenate([part.line_nos for part in parts])
         order = np.argsort(line_nos, kind="stable")  # file order
-        line_nos = line_nos[order]
-        table_no = np.concatenate([p[3] for p in parts])[order]
-        threads = np.concatenate([p[4] for p in parts])[order]
-        cmd = np.concatenate([p[5] for p in parts])[order]
-        labels = [p[6] for p in parts]
-        sods = self._label_seconds(labels)
-        if sods is None:
-            return False
-        sods = sods[order]
-        cols = {c: np.concatenate([p[7][c] for p in parts])[order] for c in _NUMERIC}
+        table_no = np.concatenate([part.table_no for part in parts])[order]
         if table_no[0] == self.row_table_no:
             return False  # the table goes on from the previous chunk: its keys are per-line state
-        tgid, tid = cols["tgid"], cols["tid"]
-        if threads.any():
+        ids = {c: np.concatenate([part.cols[c] for part in parts])[order] for c in tables[0].columns & _TASK}
+        n = len(order)
+        if tables[0].threads:
             # `-` TGID: the process printed above in the same table; the first row of a table has one
-            t_rows = np.flatnonzero(threads)
-            t_tgid = tgid[t_rows]
-            firsts = np.concatenate(([True], table_no[t_rows][1:] != table_no[t_rows][:-1]))
-            missing = np.isnan(t_tgid)
-            if (missing & (firsts | np.isnan(tid[t_rows]))).any():
+            tgid, tid = ids["tgid"], ids["tid"]
+            missing = np.isnan(tgid)
+            firsts = np.concatenate(([True], table_no[1:] != table_no[:-1]))
+            if (missing & (firsts | np.isnan(tid))).any():
                 return False
-            filled = t_tgid[np.maximum.accumulate(np.where(missing, 0, np.arange(len(t_rows))))]
-            tgid[t_rows] = filled
-            cols["pid"][t_rows] = filled
-        pid = cols["pid"]
+            pid = tgid = tgid[np.maximum.accumulate(np.where(missing, 0, np.arange(n)))]
+        else:
+            pid, tid, tgid = ids["pid"], np.full(n, _NAN), np.full(n, _NAN)
         tid_key = np.where(np.isnan(tid), -1, tid)
-        keys = pd.DataFrame({"t": table_no, "pid": pid, "tid": tid_key})
-        if keys.duplicated().any():  # a task twice in one table: `_row` names it
-            return False
+        if pid.max() >= 2**31 or tid_key.max() >= 2**31:
+            return False  # no such task ids on Linux; the key below needs them to fit
+        tasks, task_keys = pd.factorize(pid.astype(np.int64) << 32 | (tid_key + 1).astype(np.int64))
         clock = self.clock_state()
-        stamps, interval = self.stamp_rows(line_nos, sods)
-        if interval[0] == self.interval:  # the interval goes on from the previous chunk
+        sods = np.concatenate([part.sods for part in parts])[order]
+        stamps, interval = self.stamp_rows(line_nos[order], sods)
+        run = np.cumsum(np.concatenate(([0], interval[1:] != interval[:-1])))
+        # one row per task and interval, in order of first appearance, as `sample` makes them
+        rows, groups = pd.factorize(run * len(task_keys) + tasks)
+        layout = np.repeat(np.arange(len(parts)), [len(part.line_nos) for part in parts])[order]
+        if (
+            interval[0] == self.interval  # the interval goes on from the previous chunk
+            or ((table_no[1:] == table_no[:-1]) & (run[1:] != run[:-1])).any()  # a table over two times
+            or np.bincount(rows * len(parts) + layout).max() > 1  # a task twice in a layout in an interval
+        ):
             self.restore_clock(clock)
             return False
-        self.commit_mark(datas, mark)
-        # merge the tables of each interval per task: first appearance, first value printed
-        run = np.cumsum(np.concatenate(([0], interval[1:] != interval[:-1])))
-        frame = pd.DataFrame({"run": run, "pid_k": pid, "tid_k": tid_key, "ts": stamps, "cmd": cmd, **cols})
-        merged = frame.groupby(["run", "pid_k", "tid_k"], sort=False).first()
-        start = self.n
-        self._append(
-            merged["ts"].to_numpy(), merged["cmd"].to_numpy(), {c: merged[c].to_numpy() for c in _NUMERIC}
-        )
+        self.commit_mark([part.data for part in parts], mark)
+        top = np.maximum.accumulate(rows)
+        first = np.flatnonzero(np.concatenate(([True], top[1:] > top[:-1])))  # each task's first row
+        start, end = self.n, self.n + len(groups)
+        self._grow(end)
+        self.stamps[start:end] = stamps[first]
+        self.cmd_codes[start:end] = np.concatenate([part.cmd for part in parts])[order][first]
+        out = self.cols
+        for col, values in (("uid", ids.get("uid")), ("pid", pid), ("tgid", tgid), ("tid", tid)):
+            out[col][start:end] = _NAN if values is None else values[first]
+        at = np.empty(n, dtype=np.int64)
+        at[order] = rows + start  # each row's row in the frame, in the order of `parts`
+        bounds = np.cumsum([0] + [len(part.line_nos) for part in parts])
+        for col in _NUMERIC:
+            if col not in _TASK:
+                out[col][start:end] = _NAN
+        for part, lo, hi in zip(parts, bounds, bounds[1:], strict=False):
+            for col, values in part.cols.items():
+                if col not in _TASK:
+                    out[col][at[lo:hi]] = values
+        self.n = end
         # per-line state as `_row` would have left it
-        last = merged.index.get_level_values(0) == run[-1]
+        last = first[run[first] == run[-1]]
         self.rows_at = {
-            (int(p), int(t)): start + int(i)
-            for i, p, t in zip(
-                np.flatnonzero(last),
-                merged.index.get_level_values(1)[last],
-                merged.index.get_level_values(2)[last],
-                strict=True,
-            )
+            (int(p), int(t)): start + int(k)
+            for k, p, t in zip(rows[last], pid[last], tid_key[last], strict=True)
         }
         self.interval = int(interval[-1])
         in_last = table_no == table_no[-1]
         self.row_table_no = int(table_no[-1])
         self.table_keys = {(int(p), int(t)) for p, t in zip(pid[in_last], tid_key[in_last], strict=True)}
-        self.last_tgid = int(tgid[in_last][-1]) if threads[-1] else None
+        self.last_tgid = int(tgid[-1]) if tables[0].threads else None
         return True
 
-    def _read(self, rows: list[str], segs: list[_Seg]) -> tuple | None:
-        """One layout's rows -> (data, mark, line numbers, table numbers, -t flags, command codes,
-        label column(s), schema columns); None if not provably what `_row` would read."""
+    def _read(self, data: bytes, segs: list[_Seg], n: int, mark: str) -> _Part | None:
+        """One layout's rows as pandas reads them; None if not provably what `_row` would read."""
         table = segs[0][2]
         if table is None or any(s[2] is not table for s in segs):
             return None
         width = table.width
-        nlab = label_width(rows[0])
-        data = "\n".join(rows).encode("utf-8", "surrogateescape")
+        nlab = label_width(data[: data.find(b"\n")].decode("utf-8", "replace"))
         # `-` placeholders (TGID, TID, CPU) read as -1, then NaN; a printed -1 is no placeholder
-        if b" -1 " in data:
+        placeholders, printed = _dashes(data)
+        if printed:
             return None
-        placeholders = 0
-        for _ in range(2):  # twice: `replace` does not see the second of ` - - `
-            if b" - " in data:
-                placeholders += data.count(b" - ")
-                data = data.replace(b" - ", b" -1 ")
-        mark = self.chunk_mark([data])
-        if mark is None:
-            return None
+        if placeholders:  # twice: `replace` does not see the second of ` - - `
+            data = data.replace(b" - ", b" -1 ").replace(b" - ", b" -1 ")
         df = read_chunk(data, nlab + width, [*range(nlab), nlab + width - 1], mark)
-        if df is None or len(df) != len(rows):
+        if df is None or len(df) != n:
             return None
         commands = df[nlab + width - 1].array
-        names = list(commands.categories)
+        names = commands.categories.tolist()
         if any(not c or c[:1].isspace() for c in names):  # a short row, or blanks `_row` would strip
             return None
         counts = np.bincount(commands.codes, minlength=len(names))
@@ -403,7 +509,6 @@ class _Pidstat(Sysstat):
         numbers = [df[nlab + i] for i, _ in table.plan]
         if not plain_bytes(data, b"", texts) or not numbers_as_printed(data, mark, numbers, texts):
             return None
-        n = len(rows)
         cols: dict[str, np.ndarray] = {}
         found = 0
         for (_, col), values in zip(table.plan, numbers, strict=True):
@@ -420,40 +525,39 @@ class _Pidstat(Sysstat):
             cols[col] = arr.astype(np.float64, copy=False)
         if found != placeholders:  # a `-` where `_row` takes no placeholder
             return None
-        for col in _NUMERIC:
-            if col not in cols:
-                cols[col] = np.full(n, np.nan)
+        sods = self._label_seconds([df[i].array for i in range(nlab)])
+        if sods is None:
+            return None
         line_nos = row_line_nos([s[:2] for s in segs], n)
         counts_per_seg = np.diff(np.array([s[0] for s in segs] + [n]))
         table_no = np.repeat(np.array([s[3] for s in segs], dtype=np.int64), counts_per_seg)
-        threads = np.full(n, table.threads)
         remap = np.array([self._cmd_code(c) for c in names], dtype=np.int32)
-        labels = [df[i].array for i in range(nlab)]
-        return data, mark, line_nos, table_no, threads, remap[commands.codes], labels, cols
+        return _Part(table, data, line_nos, table_no, sods, remap[commands.codes], cols)
 
-    def _label_seconds(self, parts: list[list[pd.Categorical]]) -> np.ndarray | None:
-        """Seconds since midnight per row (layouts concatenated), from the distinct labels."""
-        out = []
-        for labels in parts:
-            if len(labels) == 1:
-                tokens = [(t,) for t in labels[0].categories]
-                codes = labels[0].codes
-            else:
-                first, second = labels
-                n2 = len(second.categories)
-                uniq, codes = np.unique(first.codes.astype(np.int64) * n2 + second.codes, return_inverse=True)
-                tokens = [(first.categories[u // n2], second.categories[u % n2]) for u in uniq.tolist()]
-            sods = self.label_sods(tokens)
+    def _label_seconds(self, labels: list[pd.Categorical]) -> np.ndarray | None:
+        """Seconds since midnight per row, from the distinct labels (the tables of a chunk share them)."""
+        if len(labels) == 1:
+            clocks = labels[0].categories
+            if self.clocks is not None and clocks.equals(self.clocks[0]):
+                return self.clocks[1][labels[0].codes]
+            sods = self.label_sods([(t,) for t in clocks.tolist()])
             if sods is None:
                 return None
-            out.append(np.array(sods, dtype=np.int64)[codes])
-        return np.concatenate(out)
+            self.clocks = (clocks, np.array(sods, dtype=np.int64))
+            return self.clocks[1][labels[0].codes]
+        first, second = labels
+        clocks, marks = first.categories.tolist(), second.categories.tolist()
+        n2 = len(marks)
+        uniq, codes = np.unique(first.codes.astype(np.int64) * n2 + second.codes, return_inverse=True)
+        sods = self.label_sods([(clocks[u // n2], marks[u % n2]) for u in uniq.tolist()])
+        return None if sods is None else np.array(sods, dtype=np.int64)[codes]
 
-    def _slow(self, buffers: list[tuple[list[str], list[_Seg]]]) -> None:
+    def _slow(self, buffers: list[tuple[bytes, list[_Seg], int]]) -> None:
         """The chunk line by line, in file order."""
         items = []
-        for rows, segs in buffers:
-            bounds = [s[0] for s in segs] + [len(rows)]
+        for data, segs, n in buffers:
+            rows = data.decode("utf-8", "replace").split("\n")
+            bounds = [s[0] for s in segs] + [n]
             for seg, lo, hi in zip(segs, bounds, bounds[1:], strict=False):
                 for k in range(lo, hi):
                     items.append((seg[1] + k - lo, rows[k], seg))
@@ -550,12 +654,16 @@ class _Pidstat(Sysstat):
             if rec[col] is None:
                 rec[col] = record_value(int(v) if col in _INTS and v == v else v)
 
-    def _append(self, stamps: np.ndarray, cmd: np.ndarray, cols: dict[str, np.ndarray]) -> None:
-        pos, end = self.n, self.n + len(stamps)
-        if end > len(self.stamps):  # grow by half at least: amortised, no view of these arrays exists
+    def _grow(self, end: int) -> None:
+        """Room for rows up to `end`: grown by half at least (amortised; no view of these arrays exists)."""
+        if end > len(self.stamps):
             size = max(end, len(self.stamps) * 3 // 2)
             for arr in (self.stamps, self.cmd_codes, *self.cols.values()):
                 arr.resize(size, refcheck=False)
+
+    def _append(self, stamps: np.ndarray, cmd: np.ndarray, cols: dict[str, np.ndarray]) -> None:
+        pos, end = self.n, self.n + len(stamps)
+        self._grow(end)
         self.stamps[pos:end] = stamps
         self.cmd_codes[pos:end] = cmd
         for col, arr in self.cols.items():
@@ -581,22 +689,44 @@ class _Pidstat(Sysstat):
         else:
             for arr in (self.stamps, self.cmd_codes, *self.cols.values()):
                 arr.resize(n, refcheck=False)  # trim the spare capacity
-            names = np.empty(len(self.cmd_names), dtype=object)
-            names[list(self.cmd_names.values())] = list(self.cmd_names)
             data: dict[str, object] = {
                 "timestamp": utc(self.stamps),
-                "host": pd.array(np.full(n, self.host_name(), dtype=object), dtype="string"),
+                "host": _common.text_column([self.host_name()], np.zeros(n, dtype=np.intp)),
             }
             for col in _NUMERIC:
                 values = self.cols[col]
                 if col in _INTS:
                     missing = np.isnan(values)
-                    data[col] = pd.arrays.IntegerArray(np.where(missing, 0, values).astype(np.int64), missing)
+                    np.copyto(values, 0.0, where=missing)  # in place: the frame does not keep this array
+                    data[col] = pd.arrays.IntegerArray(values.astype(np.int64), missing)
                 else:
                     data[col] = values
-            data["command"] = pd.array(names.take(self.cmd_codes), dtype="string")
+            data["command"] = _common.text_column(list(self.cmd_names), self.cmd_codes)
             frame = pd.DataFrame(data, copy=False)  # one block per column, no copy
             if {c: str(t) for c, t in frame.dtypes.items()} != SCHEMA:  # safety net; copies the frame
                 frame = _common.coerce(frame, SCHEMA)
         frame.attrs.update(attrs)
         return frame
+
+
+def _dashes(data: bytes) -> tuple[int, bool]:
+    """(how many `-` stand alone between blanks, whether a ` -1 ` is printed): numpy, as a search for a
+    pattern starting with a blank is slow in text that is mostly blanks. `data` ends with a line end."""
+    buf = np.frombuffer(data, dtype=np.uint8)
+    at = np.flatnonzero(buf == ord("-"))
+    if not len(at):
+        return 0, False
+    blank_before = buf[np.maximum(at - 1, 0)] == ord(" ")  # at 0 this is the `-` itself
+    after = buf[at + 1]
+    second = buf[np.minimum(at + 2, len(buf) - 1)]  # past the end: the line end
+    alone = blank_before & (after == ord(" "))
+    minus_one = blank_before & (after == ord("1")) & (second == ord(" "))
+    return int(np.count_nonzero(alone)), bool(minus_one.any())
+
+
+def _find(buf: np.ndarray, word: bytes) -> np.ndarray:
+    """Where `word` starts in `buf`: numpy, faster here than a regex or `bytes.find` scan."""
+    at = np.flatnonzero(buf[: max(len(buf) - len(word) + 1, 0)] == word[0])
+    for k in range(1, len(word)):
+        at = at[buf[at + k] == word[k]]
+    return at
