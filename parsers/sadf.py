@@ -28,6 +28,11 @@ no such column). Rows are grouped by table in sar.py's order, file order within 
 `timestamp` ISO UTC, `cpus`), `comments`, `skipped_tables`, `unknown_columns`, `dropped_lines`
 (a last line cut mid-write), `notes`. No `averages`: sadf -d prints none.
 
+Large captures are read a few MB at a time: Arrow's CSV reader reads the numbers, text fields are
+checked once per distinct text (`_Sadf.chunk` says what that proves). A run holding anything else
+(a header, a restart) is halved until its irregular lines go through the per-line code, which also
+names the first bad line.
+
 Not read: `sadf -j` (JSON), `-x` (XML), `-p` (awk-friendly). Tested on: tests/fixtures/sadf/*.txt
 (see README.md there).
 """
@@ -41,6 +46,8 @@ from datetime import datetime
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from perfkit.errors import ParseError
 
@@ -48,15 +55,14 @@ from . import _common
 from ._sysstat import utc
 from .sar import (
     _TABLES,
-    _bad_marks,
     _check_instance,
     _Chunked,
     _classify,
-    _factor,
-    _numbers_ok,
     _Plan,
-    _read_chunk,
+    _read_fields,
     _Store,
+    _table_columns,
+    _wall_utc,
 )
 from .sar import SCHEMA as _SAR_SCHEMA
 
@@ -69,6 +75,8 @@ _STAMP = re.compile(r"^(\d{4})-(\d{2})-(\d{2}) (\d{2}):(\d{2}):(\d{2})(?: (UTC))
 _EPOCH = re.compile(r"^\d{9,11}$")
 _CPUS = re.compile(r"\((\d+) CPU\)")
 _SNIFF = re.compile(r"^# hostname;interval;timestamp;\S")
+_DICT = pa.dictionary(pa.int32(), pa.string())
+_SLICE = 1 << 18  # bytes per numpy pass in `_bare_marks`
 
 
 def sniff(text: str) -> bool:
@@ -99,6 +107,10 @@ def parse(source: _common.Source, *, host: str | None = None, tz: str = "UTC") -
 class _Sadf(_Chunked):
     """Reuses parsers/_sysstat.py for the decimal mark and errors; times come from each row."""
 
+    # no structure marks: a header, restart or comment record among the rows fails `chunk` (Arrow refuses
+    # its field count or values) and `rows` halves the run around it; most files hold one header
+    MARKS = ()
+
     def __init__(self, source: _common.Source, host: str | None, tz: str):
         super().__init__(KIND, source, tz)
         self.host = host
@@ -113,7 +125,6 @@ class _Sadf(_Chunked):
         self.skipped: list[str] = []
         self.unknown: list[str] = []
         self._last_stamp: tuple[str, int] = ("", 0)
-        self._minutes: dict[str, int] = {}  # `YYYY-MM-DD HH:MM:` of a UTC stamp read -> its minute's ns
 
     def run(self) -> pd.DataFrame:
         self.walk()
@@ -131,83 +142,96 @@ class _Sadf(_Chunked):
         )
         return frame
 
-    def row_start(self, line: str) -> bool:
-        return line[:1].isalnum()  # a row starts with the host name
-
     def table_open(self) -> bool:
         return self.plans is not None and not self.skipping
 
-    def chunk(self, rows: list[str], first: int) -> bool:
-        """Read rows under the open header with pandas (`sep=";"`); False (nothing changed) unless plain.
+    def chunk(self, data: bytes, first: int, count: int) -> bool:
+        """Read rows under the open header with Arrow (`;`); False (nothing changed) unless plain.
 
         "Plain" is what `feed` would take without complaint: the header's field count, an interval in
         seconds (no restart or comment record), readable timestamps, numbers in sysstat's grammar with
-        the file's decimal mark, each instance once per time. Anything else goes back to `feed`, so
-        errors and state stay exactly the per-line ones.
+        the file's decimal mark, each instance once per time. Arrow refuses a row with another field
+        count and a value that is no number. The bytes outside the text fields (their own counts times
+        their rows taken off) prove the rest: nothing but digits, `-` and the decimal mark (no `1e5`,
+        `inf`, `+5`, blank that Arrow trims) and a digit on both sides of every mark (no `.5`, `5.`).
+        Text fields (host, interval, timestamp, instance) are checked once per distinct text. Anything
+        else goes back to `feed`, so errors and state stay exactly the per-line ones.
         """
         plans, ncols = self.plans, self.width
         if plans is None:
             return False
-        data = "\n".join(rows).encode("utf-8", "surrogateescape")
-        if data.count(b";") != len(rows) * (ncols - 1) or b";+" in data:
-            return False  # a row with another field count, or `+1` that isdigit() refuses
-        value_cols = {i for plan in plans for i, _, _ in plan.fields}
+        values = {i for plan in plans for i, _, _ in plan.fields}
+        line = data[: data.index(b"\n")].decode("utf-8", "replace")
         mark = self.decimal
+        fields = line.split(";")
+        if len(fields) != ncols:
+            return False
         if mark is None:  # the first value with a fraction decides, as in Sysstat.number()
-            fields = rows[0].split(";")
             firsts = [fields[i] for plan in plans for i, _, _ in plan.fields]
             mark = next(("," if "," in t else "." for t in firsts if "," in t or "." in t), None)
-        host0 = rows[0].split(";", 1)[0].encode("utf-8", "surrogateescape") + b";"
-        body = data
-        dotted = host0[:1].isdigit() or b"." in host0 or b"," in host0
-        if dotted and data.count(b"\n" + host0) == len(rows) - 1 and data.startswith(host0):
-            body = data.replace(b"\n" + host0, b"\n")[len(host0) :]  # a dotted host name is no number
-        if mark is None and (b"," in body or b"." in body):
+        if mark == "," and self.slash_date:
             return False
-        if (mark == "," and self.slash_date) or _bad_marks(body, mark) or b" ;" in body or b"; " in body:
+        # one host and interval on every row (the usual): Arrow need not convert them
+        lead = data[: data.index(b";", data.index(b";") + 1) + 1]
+        same = data.count(b"\n" + lead) == count - 1
+        texts = [i for i in range(ncols) if i not in values and not (same and i < 2)]  # timestamp, instance
+        types = {**dict.fromkeys(texts, _DICT), **dict.fromkeys(values, pa.float64())}
+        table = _read_fields(data, ncols, types, mark or ".")  # refuses a row with another field count
+        if table is None:
             return False
-        if body.endswith(b" ") or b" \n" in body or b"\r" in body:
-            return False  # pandas skips blanks around a number; sadf's grammar has none
-        text_cols = set(range(ncols)) - value_cols - {1}
-        df = _read_chunk(data, ncols, ";", mark or ".", text_cols)
-        if df is None or len(df) != len(rows) or not _numbers_ok(df, value_cols, mark):
+        factors = {i: _dictionary(table.column(str(i))) for i in texts}
+        if same:
+            factors |= {i: (np.zeros(count, dtype=np.int64), [fields[i]]) for i in (0, 1)}
+        keep = b"0123456789-;\n" + (mark or "").encode()
+        other = bare = 0
+        for codes, names in factors.values():
+            counts = _text_counts(names, np.bincount(codes, minlength=len(names)), keep, mark)
+            other, bare = other + counts[0], bare + counts[1]
+        if len(data.translate(None, keep)) != other:
             return False
-        intervals = df[1]
-        if intervals.dtype.kind not in "iu" or intervals.min() < 0:
+        if mark is not None and _bare_marks(data, mark) != bare:
+            return False
+        if not all(t.isdigit() for t in factors[1][1]):
             return False  # a restart or comment record (`-1`), or an interval `feed` refuses
-        stamps = self.chunk_stamps(df[2], first, rows[0])
+        try:
+            intervals = [int(t) for t in factors[1][1]]
+        except ValueError:  # a digit int() does not read (`²`): `feed` fails on it
+            return False
+        cols = {i: table.column(str(i)) for i in values}
+        stamps = self.chunk_stamps(*factors[2], first, line)
         if stamps is None:
             return False
-        return self.commit(df, plans, stamps, mark)
+        return self.commit(cols, factors, plans, stamps, intervals, mark)
 
-    def chunk_stamps(self, col: pd.Series, first: int, line: str) -> np.ndarray | None:
-        """UTC ns per row, one `timestamp()` per distinct text; None if one is not readable."""
-        codes, texts = _factor(col)
-        ns = np.empty(len(texts), dtype=np.int64)
-        minutes = self._minutes
-        for k, text in enumerate(texts.tolist()):
-            # `2026-11-23 07:47:26 UTC`: a minute already read gives the time by adding its seconds
-            ss = text[17:19]
-            utc_form = len(text) == 23 and text[19:] == " UTC" and ss.isascii() and ss.isdigit()
-            base = minutes.get(text[:17]) if utc_form else None
-            if base is not None:
-                ns[k] = base + min(int(ss), 59) * 1_000_000_000
-                continue
-            try:
-                ns[k] = self.timestamp(first, line, text)
-            except ParseError:
-                return None
-            if utc_form:
-                minutes[text[:17]] = int(ns[k]) - min(int(ss), 59) * 1_000_000_000
+    def chunk_stamps(self, codes: np.ndarray, texts: list[str], first: int, line: str) -> np.ndarray | None:
+        """UTC ns per row: numpy for ISO stamps, else one `timestamp()` per distinct text; None if one is
+        not readable."""
+        ns = _iso_stamps(texts, self.tz)
+        if ns is None:
+            ns = np.empty(len(texts), dtype=np.int64)
+            for k, text in enumerate(texts):
+                try:
+                    ns[k] = self.timestamp(first, line, text)
+                except (ParseError, OverflowError):  # OverflowError: a year past 2262, as `feed` fails on it
+                    return None
         return ns[codes]
 
-    def commit(self, df: pd.DataFrame, plans: list[_Plan], stamps: np.ndarray, mark: str | None) -> bool:
+    def commit(
+        self,
+        cols: dict[int, pa.ChunkedArray],
+        factors: dict[int, tuple[np.ndarray, list[str]]],
+        plans: list[_Plan],
+        stamps: np.ndarray,
+        intervals: list[int],
+        mark: str | None,
+    ) -> bool:
         """Check instances and times per table, then store the chunk; False (nothing stored) if not plain."""
-        n = len(df)
+        n = len(stamps)
         done = []
         for plan in plans:
             if plan.instance is not None:
-                codes, names = _factor(df[plan.instance])
+                codes, texts = factors[plan.instance]
+                names = np.array(texts, dtype=object)
                 if _TABLES[plan.table].name == "cpu":
                     names[names == "-1"] = "all"  # sadf's code for the all-CPU row; sar text prints `all`
                 if any(_check_instance(plan.table, v) is not None for v in names.tolist()):
@@ -222,19 +246,17 @@ class _Sadf(_Chunked):
         # the chunk is plain: from here on, state changes
         if mark is not None and self.decimal is None:
             self.decimal = mark
-        self.intervals.update(np.unique(df[1].to_numpy()).tolist())
+        self.intervals.update(intervals)
         if self.host is not None:
-            hosts = [self.host] * n
+            hosts = np.full(n, self.store.hosts.code(self.host), dtype=np.int64)
         else:
-            codes, names = _factor(df[0])
-            hosts = names[codes].tolist()
+            hosts = self.store.codes(self.store.hosts, *factors[0][::-1])
         for plan, names, codes, state in done:
-            missing = np.full(n, np.nan)  # for the table's columns this header does not print
-            cols = [missing] * len(self.store.values[plan.table])
+            row_cols: list[pa.ChunkedArray | None] = [None] * len(_table_columns(_TABLES[plan.table]))
             for i, j, factor in plan.fields:
-                values = df[i].to_numpy(dtype=np.float64)
-                cols[j] = values * factor if factor != 1.0 else values
-            self.store.extend(plan.table, stamps, hosts, names[codes].tolist(), cols)
+                row_cols[j] = pc.multiply(cols[i], factor) if factor != 1.0 else cols[i]
+            instance_codes = self.store.codes(self.store.instances, names.tolist(), codes)
+            self.store.extend(plan.table, stamps, hosts, instance_codes, row_cols)
             self.store.interval[plan.table] = state
         return True
 
@@ -331,3 +353,79 @@ class _Sadf(_Chunked):
                 ns = _common.to_utc(naive, self.tz).value
         self._last_stamp = (text, ns)
         return ns
+
+
+def _dictionary(column: pa.ChunkedArray) -> tuple[np.ndarray, list[str]]:
+    """A dictionary-typed column -> (index per row, distinct texts)."""
+    column = column.unify_dictionaries()
+    codes = [chunk.indices.to_numpy(zero_copy_only=False) for chunk in column.chunks]
+    texts = column.chunk(0).dictionary.to_pylist() if column.num_chunks else []
+    return np.concatenate(codes).astype(np.int64), texts
+
+
+def _text_counts(texts: list[str], rows: np.ndarray, keep: bytes, mark: str | None) -> tuple[int, int]:
+    """What the text fields add to a chunk's counts: (bytes not in `keep`, decimal marks without a digit
+    on both sides), each distinct text's counts times the `rows` that hold it."""
+    raw = [t.encode() for t in texts]
+    lengths = np.fromiter(map(len, raw), dtype=np.int64, count=len(raw))
+    chars = np.frombuffer(b"".join(raw), dtype=np.uint8)
+    weight = np.repeat(rows, lengths)  # per byte: how many rows hold it
+    other = np.ones(256, dtype=bool)
+    other[list(keep)] = False
+    if mark is None:
+        return int(weight[other[chars]].sum()), 0
+    digit = (chars - ord("0")) <= 9  # uint8: anything but 0-9 wraps above 9
+    starts = np.cumsum(lengths) - lengths
+    before, after = np.zeros_like(digit), np.zeros_like(digit)
+    before[1:], after[:-1] = digit[:-1], digit[1:]
+    before[starts[lengths > 0]] = False  # a text field's neighbours are `;` or a line end
+    after[(starts + lengths - 1)[lengths > 0]] = False
+    return int(weight[other[chars]].sum()), int(weight[(chars == ord(mark)) & ~(before & after)].sum())
+
+
+def _bare_marks(data: bytes, mark: str) -> int:
+    """How many decimal marks in `data` (whole lines) lack a digit on one side: numpy, a slice at a time
+    (small temporaries stay in the cache and are reused by the allocator)."""
+    buf = np.frombuffer(data, dtype=np.uint8)
+    code = ord(mark)
+    bare = int(buf[0] == code)  # nothing before it; the last byte is a newline, no mark
+    for lo in range(1, len(buf) - 1, _SLICE):
+        hi = min(lo + _SLICE, len(buf) - 1)
+        lone = ((buf[lo - 1 : hi - 1] - ord("0")) > 9) | (
+            (buf[lo + 1 : hi + 1] - ord("0")) > 9
+        )  # uint8 wraps
+        bare += int(np.count_nonzero((buf[lo:hi] == code) & lone))
+    return bare
+
+
+def _iso_stamps(texts: list[str], tz: str) -> np.ndarray | None:
+    """UTC ns of `2026-11-23 07:47:26 UTC` texts (or all without the zone: wall-clock time in `tz`) as
+    `_Sadf.timestamp()` reads them, by numpy; None unless all have one of these forms and can be read."""
+    raw = "".join(texts).encode()
+    width = len(texts[0])
+    if width not in (19, 23) or len(raw) != width * len(texts) or not raw.isascii():
+        return None
+    grid = np.frombuffer(raw, dtype=np.uint8).reshape(len(texts), width)
+    if width == 23 and not (grid[:, 19:] == np.frombuffer(b" UTC", dtype=np.uint8)).all():
+        return None
+    if not ((grid[:, [4, 7]] == ord("-")).all() and (grid[:, 10] == ord(" ")).all()):
+        return None
+    if not (grid[:, [13, 16]] == ord(":")).all():
+        return None
+    digits = grid[:, [0, 1, 2, 3, 5, 6, 8, 9, 11, 12, 14, 15, 17, 18]] - ord("0")
+    if (digits > 9).any():  # uint8: anything but 0-9 wraps above 9
+        return None
+    d = digits.astype(np.int64)
+    year = d[:, 0] * 1000 + d[:, 1] * 100 + d[:, 2] * 10 + d[:, 3]
+    month, day, h, mi, s = (d[:, k] * 10 + d[:, k + 1] for k in range(4, 14, 2))
+    # years pandas' nanoseconds hold (others go the per-text way and fail there as they always did)
+    if not (((year > 1677) & (year < 2262) & (month >= 1) & (month <= 12)).all() and (h < 24).all()):
+        return None
+    first = ((year - 1970) * 12 + month - 1).astype("M8[M]")
+    start = first.astype("M8[D]").astype(np.int64)
+    if not ((day >= 1) & (day <= (first + 1).astype("M8[D]").astype(np.int64) - start) & (mi < 60)).all():
+        return None
+    seconds = (start + day - 1) * 86400 + h * 3600 + mi * 60 + np.minimum(s, 59)
+    if width == 23:
+        return seconds * 1_000_000_000
+    return _wall_utc(datetime(1970, 1, 1), seconds, tz)

@@ -59,14 +59,18 @@ metric columns; None for a missing value), `restarts` (records `timestamp` ISO U
 in a `sar -A` capture: their rows are skipped, not guessed), `unknown_columns` (header names of a
 read table this parser does not know), `dropped_lines` (a last line cut mid-write), `notes`.
 
+Large captures are read a few MB at a time (parsers/_chunks.py `ByteScan`). sar pads a table's fields
+to fixed widths, so a run of rows laid out like its first row is cut into fields as bytes: Arrow's
+CSV reader reads the numbers, times and instances are checked once per distinct text (`_Sar.chunk`
+says what that proves). Any other run is halved until its irregular lines go through the per-line
+code, which also names the first bad line.
+
 Not read: `sar -o JSON`-less binary files (use `sadf`), `sadf` output (parsers/sadf.py). Tested
 on: tests/fixtures/sar/*.txt (see README.md there).
 """
 
 from __future__ import annotations
 
-import csv
-import io
 import re
 from array import array
 from dataclasses import dataclass
@@ -74,10 +78,14 @@ from datetime import datetime, timedelta
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.csv as pa_csv
 
 from perfkit.errors import ParseError
 
 from . import _common
+from ._chunks import ByteScan, Interned, Rows
 from ._sysstat import Sysstat, record_value, utc
 
 KIND = "sar"
@@ -318,19 +326,43 @@ def _classify(names: list[str]) -> tuple[list[_Plan], list[str], str | None]:
     return plans, unknown, None
 
 
+class _Pending:
+    """Rows of one table added one at a time by `feed`, not yet part of a segment."""
+
+    def __init__(self, width: int) -> None:
+        self.stamps = array("q")
+        self.hosts = array("q")
+        self.instances = array("q")
+        self.values = [array("d") for _ in range(width)]
+
+
+@dataclass(frozen=True)
+class _Segment:
+    """Consecutive rows of one table: UTC ns, codes into `_Store.hosts` / `_Store.instances`, values."""
+
+    stamps: np.ndarray
+    hosts: np.ndarray
+    instances: np.ndarray
+    values: list[pa.ChunkedArray | np.ndarray | None]  # per table column; None: the header lacks it
+
+
 class _Store:
-    """Rows per table in file order, as typed arrays; one frame at the end, tables in _TABLES order."""
+    """Rows per table in file order, as numpy segments; one frame at the end, tables in _TABLES order.
+
+    Host and instance names are kept as codes into one table of distinct texts each: a day of
+    1-second rows repeats a few names millions of times.
+    """
 
     def __init__(self) -> None:
-        self.stamps = [array("q") for _ in _TABLES]
-        self.hosts: list[list[str | None]] = [[] for _ in _TABLES]
-        self.instances: list[list[str]] = [[] for _ in _TABLES]
-        self.values = [[array("d") for _ in _table_columns(t)] for t in _TABLES]
+        self.hosts = Interned()
+        self.instances = Interned()
+        self.segments: list[list[_Segment]] = [[] for _ in _TABLES]
+        self.pending = [_Pending(len(_table_columns(t))) for t in _TABLES]
         self.interval: list[tuple[object, set[str]]] = [(None, set()) for _ in _TABLES]
 
     def row_values(self, plan: _Plan, read: object) -> list[float]:
         """The table's values in column order; `read(field_index)` gives one value."""
-        row = [float("nan")] * len(self.values[plan.table])
+        row = [float("nan")] * len(_table_columns(_TABLES[plan.table]))
         for i, j, factor in plan.fields:
             v = read(i)  # type: ignore[operator]
             row[j] = v * factor if factor != 1.0 else v
@@ -348,26 +380,44 @@ class _Store:
         return True
 
     def add(self, t_no: int, ns: int, host: str | None, instance: str, row: list[float]) -> None:
-        self.stamps[t_no].append(ns)
-        self.hosts[t_no].append(host)
-        self.instances[t_no].append(instance)
-        for col, v in zip(self.values[t_no], row, strict=True):
+        rows = self.pending[t_no]
+        rows.stamps.append(ns)
+        rows.hosts.append(-1 if host is None else self.hosts.code(host))
+        rows.instances.append(self.instances.code(instance))
+        for col, v in zip(rows.values, row, strict=True):
             col.append(v)
 
     def extend(
         self,
         t_no: int,
         stamps: np.ndarray,
-        hosts: list[str | None],
-        instances: list[str],
-        cols: list[np.ndarray],
+        hosts: np.ndarray,
+        instances: np.ndarray,
+        cols: list[np.ndarray | None],
     ) -> None:
-        """Append a chunk of rows of one table at once (the vectorised path's `add`)."""
-        self.stamps[t_no].frombytes(np.ascontiguousarray(stamps, dtype=np.int64).tobytes())
-        self.hosts[t_no].extend(hosts)
-        self.instances[t_no].extend(instances)
-        for col, values in zip(self.values[t_no], cols, strict=True):
-            col.frombytes(np.ascontiguousarray(values, dtype=np.float64).tobytes())
+        """Append a chunk of rows of one table at once (the chunked path's `add`); codes from `codes()`."""
+        self._seal(t_no)
+        self.segments[t_no].append(_Segment(stamps, hosts, instances, cols))
+
+    @staticmethod
+    def codes(table: Interned, names: list[str | None], index: np.ndarray) -> np.ndarray:
+        """Codes into `table` of the rows' names: `names[index]`, None as -1 (NA)."""
+        known = np.array([-1 if name is None else table.code(name) for name in names], dtype=np.int64)
+        return known[index]
+
+    def _seal(self, t_no: int) -> None:
+        rows = self.pending[t_no]
+        if not rows.stamps:
+            return
+        self.segments[t_no].append(
+            _Segment(
+                np.frombuffer(rows.stamps, dtype=np.int64),
+                np.frombuffer(rows.hosts, dtype=np.int64),
+                np.frombuffer(rows.instances, dtype=np.int64),
+                [np.frombuffer(col, dtype=np.float64) for col in rows.values],
+            )
+        )
+        self.pending[t_no] = _Pending(len(rows.values))
 
     def new_rows(
         self, t_no: int, keys: np.ndarray, codes: np.ndarray, names: np.ndarray
@@ -395,21 +445,44 @@ class _Store:
 
     def frame(self) -> pd.DataFrame:
         """One frame, tables in _TABLES order; each column built once (no per-table frames to concat)."""
-        counts = [len(names) for names in self.instances]
+        for t_no in range(len(_TABLES)):
+            self._seal(t_no)
+        counts = [sum(len(s.stamps) for s in segments) for segments in self.segments]
         n = sum(counts)
         if n == 0:
             return _common.empty_frame(SCHEMA)
-        ends = np.cumsum(counts)
-        metrics = {col: np.full(n, np.nan) for col in _METRIC_COLS}
+        segments = [s for table in self.segments for s in table]
+        # the columns of tables the capture lacks share one array: copy-on-write copies it before a write
+        nan = np.full(n, np.nan)
+        metrics: dict[str, object] = {}
+        start = 0
         for t_no, table in enumerate(_TABLES):
-            start = ends[t_no] - counts[t_no]
-            for col, values in zip(_table_columns(table), self.values[t_no], strict=True):
-                metrics[col][start : ends[t_no]] = np.frombuffer(values, dtype=np.float64)
+            end = start + counts[t_no]
+            for j, col in enumerate(_table_columns(table)):
+                if all(s.values[j] is None for s in self.segments[t_no]):
+                    metrics[col] = pd.Series(nan, copy=False)
+                    continue
+                values = np.empty(n)
+                values[:start] = np.nan
+                values[end:] = np.nan
+                at = start
+                for s in self.segments[t_no]:
+                    if s.values[j] is None:
+                        values[at : at + len(s.stamps)] = np.nan
+                        at += len(s.stamps)
+                        continue
+                    for piece in _arrays(s.values[j]):
+                        values[at : at + len(piece)] = piece
+                        at += len(piece)
+                metrics[col] = values
+            start = end
         data: dict[str, object] = {
-            "timestamp": utc(array("q", b"".join(self.stamps))),
-            "host": _strings([h for hosts in self.hosts for h in hosts]),
-            "table": _strings(np.repeat([t.name for t in _TABLES], counts).tolist()),
-            "instance": _strings([i for names in self.instances for i in names]),
+            "timestamp": utc(np.concatenate([s.stamps for s in segments])),
+            "host": _text_runs(list(self.hosts.index), np.concatenate([s.hosts for s in segments])),
+            "table": _text_runs([t.name for t in _TABLES], np.repeat(np.arange(len(_TABLES)), counts)),
+            "instance": _text_runs(
+                list(self.instances.index), np.concatenate([s.instances for s in segments])
+            ),
             **metrics,
         }
         frame = pd.DataFrame(data, copy=False)  # one block per column: no consolidation copy
@@ -418,10 +491,26 @@ class _Store:
         return frame
 
 
-def _strings(values: list[str | None]) -> pd.api.extensions.ExtensionArray:
-    """A "string" array (None -> NA) built from its few distinct values: cheaper than one per row."""
-    codes, uniques = pd.factorize(np.asarray(values, dtype=object))
-    return pd.array(np.asarray(uniques, dtype=object), dtype="string").take(codes, allow_fill=True)
+def _arrays(column: pa.ChunkedArray | np.ndarray) -> list[np.ndarray]:
+    """A stored column as numpy arrays, without copying: Arrow's chunks, or the array itself."""
+    return [chunk.to_numpy() for chunk in column.chunks] if isinstance(column, pa.ChunkedArray) else [column]
+
+
+def _text_runs(texts: list[str], codes: np.ndarray) -> pd.api.extensions.ExtensionArray:
+    """A string column from distinct `texts` and a code per row (-1: NA), as `_common.text_column`.
+
+    Columns made of a few long runs (host, table) are built run by run: Arrow repeats a text per run
+    ten times faster than it takes one per row.
+    """
+    changes = codes[1:] != codes[:-1]
+    if np.count_nonzero(changes) >= _FEW_RUNS:
+        return _common.text_column(texts, codes)
+    starts = [0, *(np.flatnonzero(changes) + 1).tolist(), len(codes)]
+    runs = [
+        pa.repeat(pa.scalar(texts[code] if code >= 0 else None, pa.large_string()), end - start)
+        for start, end, code in zip(starts[:-1], starts[1:], codes[starts[:-1]].tolist(), strict=True)
+    ]
+    return pd.array(pa.concat_arrays(runs), dtype="string")
 
 
 def _record(host: str | None, t_no: int, instance: str, row: list[float]) -> dict[str, object]:
@@ -434,76 +523,34 @@ def _record(host: str | None, t_no: int, instance: str, row: list[float]) -> dic
     }
 
 
-CHUNK_ROWS = 65536  # data rows handed to pandas at once: bounds memory, amortises the call
-_SMALL_RUN = 48  # fewer rows than this go through the per-line code: read_csv costs more than it saves
+_FEW_RUNS = 64  # a string column with more runs of one text than this is built row by row
+_SMALL_RUN = 48  # fewer rows than this go through the per-line code: a chunk costs more than it saves
 
 
-def _read_chunk(data: bytes, ncols: int, sep: str, mark: str, text_cols: set[int]) -> pd.DataFrame | None:
-    """Rows -> frame via pandas' C reader; `text_cols` as text, the rest inferred; None if refused.
+def _read_fields(data: bytes, ncols: int, types: dict[int, pa.DataType], mark: str) -> pa.Table | None:
+    """`;`-separated rows -> Arrow table of the columns in `types` (named "0", "1" ...); None if refused.
 
-    Quotes are plain characters (QUOTE_NONE), empty fields stay "" (na_filter off): a field the reader
-    cannot type comes back as text and the caller falls back to the per-line code.
+    Arrow's reader converts numbers with correct rounding (as `float()`), trims blanks around them,
+    and refuses a row with another field count or a field that is not of its type. Quotes are plain
+    characters and no text is read as missing.
     """
     try:
-        return pd.read_csv(
-            io.BytesIO(data),
-            sep=sep,
-            skipinitialspace=sep == " ",
-            header=None,
-            names=range(ncols),
-            index_col=False,
-            dtype=dict.fromkeys(text_cols, str),  # not "category": it turns `07` into 7
-            na_filter=False,
-            decimal=mark,
-            quoting=csv.QUOTE_NONE,
-            engine="c",
+        return pa_csv.read_csv(
+            pa.BufferReader(data),
+            read_options=pa_csv.ReadOptions(column_names=[str(i) for i in range(ncols)]),
+            parse_options=pa_csv.ParseOptions(delimiter=";", quote_char=False, ignore_empty_lines=False),
+            convert_options=pa_csv.ConvertOptions(
+                column_types={str(i): t for i, t in types.items()},
+                include_columns=[str(i) for i in sorted(types)],
+                null_values=[],
+                strings_can_be_null=False,
+                decimal_point=mark,
+            ),
         )
     except MemoryError:
         raise
-    except Exception:  # noqa: BLE001 - any refusal (a warning made an error too) means: read line by line
+    except Exception:  # noqa: BLE001 - any refusal means: read line by line
         return None
-
-
-def _factor(col: pd.Series) -> tuple[np.ndarray, np.ndarray]:
-    """(codes, distinct values as str objects) of a text column: checks run once per distinct value."""
-    codes, names = pd.factorize(col)
-    return codes.astype(np.int64, copy=False), np.asarray(names, dtype=object)
-
-
-def _bad_marks(data: bytes, mark: str | None) -> bool:
-    """True if the chunk may hold a number pandas reads but sysstat's grammar (`[-+]?d+([.,]d+)?`) refuses.
-
-    pandas also takes `.5`, `5.`, `1e5` and skips tabs around a value. These tests look at bytes
-    (numpy, no Python per value) and only ever send a chunk to the per-line code, which decides.
-    """
-    if b"\t" in data or b"\x0b" in data or b"\x0c" in data:
-        return True
-    raw = np.frombuffer(data, dtype=np.uint8)
-    if b"e" in data or b"E" in data:  # an exponent: `e` right after a digit or a mark (`1e5`, `1.e5`)
-        at = np.flatnonzero((raw[1:] | 0x20) == ord("e"))
-        before = raw[at]
-        if ((before - 48 <= 9) | (before == ord(".")) | (before == ord(","))).any():
-            return True
-    if mark is None:
-        return False
-    at = np.flatnonzero(raw == ord(mark))
-    if len(at) == 0:
-        return False
-    if at[0] == 0 or at[-1] == len(raw) - 1:
-        return True
-    before, after = raw[at - 1] - 48, raw[at + 1] - 48  # uint8: anything but 0-9 wraps above 9
-    return bool((before > 9).any() or (after > 9).any())
-
-
-def _numbers_ok(df: pd.DataFrame, cols: set[int], mark: str | None) -> bool:
-    """Every value column typed as a number by pandas, finite, and fractions only with a decimal mark."""
-    for c in cols:
-        kind = df[c].dtype.kind
-        if kind in "iu":
-            continue
-        if kind != "f" or mark is None or not np.isfinite(df[c].to_numpy()).all():
-            return False
-    return True
 
 
 def _rollover(sods: np.ndarray, track: tuple[int, int | None]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -518,6 +565,48 @@ def _rollover(sods: np.ndarray, track: tuple[int, int | None]) -> tuple[np.ndarr
     return day0 + np.cumsum(roll), steps, back[steps]
 
 
+def _wall_utc(midnight: datetime, seconds: np.ndarray, tz: str) -> np.ndarray:
+    """UTC ns of wall-clock times `seconds` after `midnight` in `tz`, as `_common.to_utc` gives them.
+
+    pandas localises every time the zone maps to one instant; a time skipped or repeated at a DST
+    change goes through `to_utc` (whose fold rule pandas does not have).
+    """
+    naive = np.datetime64(midnight, "ns").astype(np.int64) + seconds * 1_000_000_000
+    local = pd.DatetimeIndex(naive.view("M8[ns]")).tz_localize(tz, ambiguous="NaT", nonexistent="NaT")
+    ns = local.asi8.copy()
+    for k in np.flatnonzero(local.isna()).tolist():
+        ns[k] = _common.to_utc(midnight + timedelta(seconds=int(seconds[k])), tz).value
+    return ns
+
+
+def _factor_rows(block: np.ndarray) -> tuple[np.ndarray, list[bytes]]:
+    """(code per row, distinct rows as bytes) of a uint8 matrix: pandas' hash table over 8-byte words."""
+    n, width = block.shape
+    words = np.zeros((n, -(-width // 8) * 8), dtype=np.uint8)
+    words[:, :width] = block
+    codes = np.zeros(n, dtype=np.int64)
+    for word in words.view(np.uint64).T:
+        part, uniques = pd.factorize(word)
+        codes = pd.factorize(codes * len(uniques) + part)[0]
+    firsts = np.empty(int(codes.max()) + 1, dtype=np.int64)
+    firsts[codes[::-1]] = np.arange(n - 1, -1, -1)
+    return codes, [block[i].tobytes() for i in firsts.tolist()]
+
+
+def _clock_seconds(labels: np.ndarray) -> np.ndarray | None:
+    """Seconds since midnight of rows `HH:MM:SS` (uint8 matrix) as `label()` reads them, or None."""
+    if labels.shape[1] != 8 or not (labels[:, [2, 5]] == ord(":")).all():
+        return None
+    digits = labels[:, [0, 1, 3, 4, 6, 7]] - ord("0")  # uint8: anything but 0-9 wraps above 9
+    if (digits > 9).any():
+        return None
+    d = digits.astype(np.int64)
+    h, mi, s = d[:, 0] * 10 + d[:, 1], d[:, 2] * 10 + d[:, 3], d[:, 4] * 10 + d[:, 5]
+    if (h > 23).any() or (mi > 59).any() or (s > 60).any():
+        return None
+    return h * 3600 + mi * 60 + np.minimum(s, 59)
+
+
 def _check_instance(t_no: int, instance: str) -> str | None:
     """Why an instance value cannot be right for its table, or None."""
     if _TABLES[t_no].name == "cpu" and not _CPU_ID.match(instance):
@@ -529,77 +618,72 @@ def _check_instance(t_no: int, instance: str) -> str | None:
 
 
 class _Chunked(Sysstat):
-    """The line walk shared by sar and sadf: `feed` for structure, pandas for runs of plain rows.
+    """The line walk shared by sar and sadf: `feed` for structure, whole chunks for runs of plain rows.
 
-    Subclasses say what starts a row and when a table is open for the fast lane, and read a run of
-    rows in `chunk` (False: nothing changed, the rows go through `feed` one by one).
+    `MARKS` find the structure lines (`_chunks.ByteScan`); the runs of lines between them are rows.
+    Subclasses say when a table is open for the chunked lane and read a run in `chunk` (False:
+    nothing changed, the rows go through `feed` one by one).
     """
 
-    def row_start(self, line: str) -> bool:
-        raise NotImplementedError
+    MARKS: tuple[re.Pattern[bytes], ...] = ()
 
     def table_open(self) -> bool:
         raise NotImplementedError
 
-    def chunk(self, rows: list[str], first: int) -> bool:
+    def chunk(self, data: bytes, first: int, count: int) -> bool:
         raise NotImplementedError
 
     def walk(self) -> None:
-        """`_common.feed_lines` with a fast lane: data rows of a table are buffered, then read in chunks.
-
-        A line is buffered when the line before it left a readable table open (`table_open`) and it
-        starts like a row (`row_start`). Anything else is structure for `feed`, held back one line:
-        the last line, cut mid-write, is dropped as `feed_lines` drops it.
-        """
-        lines = self.lines = _common.Lines(self.source, self.kind)
-        rows: list[str] = []
-        first = 0  # line number of rows[0]: rows of a run are consecutive lines
-        pending: tuple[int, str] | None = None  # a structure line not yet fed
-        fast = False
-        line_no = limit = 0
+        """`_common.feed_lines`, but runs of rows go to `chunk` as bytes (the last line, cut, is dropped)."""
+        scan = ByteScan(self.source, self.kind, self.MARKS)
+        self.lines = scan.lines
+        next_no = 1
         try:
-            for line_no, line in lines:  # noqa: B007 - line_no is read after the loop
-                if fast and self.row_start(line):
-                    if not rows:
-                        first, limit = line_no, line_no + CHUNK_ROWS - 1
-                    rows.append(line)
-                    if line_no >= limit:  # CHUNK_ROWS buffered: bounds memory
-                        self.flush(rows, first)
-                        first, limit = line_no + 1, line_no + CHUNK_ROWS
-                    continue
-                if rows:
-                    self.flush(rows, first)
-                if pending is not None:
-                    self.feed(*pending, lines)
-                    fast = self.table_open()
-                    if fast and self.row_start(line):
-                        first, limit, pending = line_no, line_no + CHUNK_ROWS - 1, None
-                        rows.append(line)
-                        continue
-                pending = (line_no, line)
-                fast = False
+            for item in scan:
+                if isinstance(item, Rows):
+                    self.rows(*item)
+                    next_no = item.first_no + item.count
+                else:
+                    self.feed(*item, scan.lines)
+                    next_no = item[0] + 1
         except (UnicodeDecodeError, OSError) as exc:
-            raise lines.error(line_no + 1, "", f"cannot read: {exc}") from None
-        if rows and not lines.last_complete:
-            rows.pop()  # the last line, a row cut mid-write
-            self.cut_last(line_no, "", lines)
-        if rows:
-            self.flush(rows, first)
-        if pending is not None:
-            if not lines.last_complete and pending[1].strip():
-                self.cut_last(*pending, lines)
-            else:
-                self.feed(*pending, lines)
+            raise scan.lines.error(next_no, "", f"cannot read: {exc}") from None
+        if scan.cut is not None:
+            self.cut_last(*scan.cut, scan.lines)
 
-    def flush(self, rows: list[str], first: int) -> None:
-        """Read a run of rows: in one chunk when it is plain, else line by line (the exact rules)."""
-        if len(rows) < _SMALL_RUN or not self.chunk(rows, first):
-            for k, row in enumerate(rows):
-                self.feed(first + k, row, self.lines)
-        rows.clear()
+    def rows(self, data: bytes, first: int, count: int) -> None:
+        """A run of rows: as one chunk if plain, else halved until the irregular ones go through `feed`.
+
+        Rows before a table is open (a header at the run's start) go through `feed` first. A header,
+        restart or comment among the rows costs a few halvings, not the whole run line by line.
+        Halves go in file order, so state, notes and the first error stay the per-line ones.
+        """
+        pos = 0
+        while count and not self.table_open():
+            end = data.index(b"\n", pos)
+            self.feed(first, data[pos:end].decode("utf-8", "replace"), self.lines)
+            pos, first, count = end + 1, first + 1, count - 1
+        if pos:
+            data = data[pos:]
+        if count >= _SMALL_RUN and self.chunk(data, first, count):
+            return
+        if count >= 2 * _SMALL_RUN:
+            cut = data.index(b"\n", len(data) // 2) + 1
+            head = data.count(b"\n", 0, cut)
+            if head < count:
+                self.rows(data[:cut], first, head)
+                self.rows(data[cut:], first + head, count - head)
+                return
+        for k, line in enumerate(data.decode("utf-8", "replace").split("\n")[:-1]):
+            self.feed(first + k, line, self.lines)
 
 
 class _Sar(_Chunked):
+    # structure: lines not starting with a time (blank, banner, `Average:`), so that live output, which
+    # alternates tables every interval, splits into short runs at once; the header after a blank line,
+    # a restart or a comment among the rows are found by `rows` (a pass each would cost more)
+    MARKS = (re.compile(rb"\n(?![0-9])"),)
+
     def __init__(self, source: _common.Source, host: str | None, tz: str):
         super().__init__(KIND, source, tz)
         self.host = host
@@ -632,71 +716,115 @@ class _Sar(_Chunked):
         )
         return frame
 
-    def row_start(self, line: str) -> bool:
-        return line[:1].isdigit()  # a row starts with its time
-
     def table_open(self) -> bool:
         return self.plans is not None and not self.skipping and not self.after_blank
 
-    def chunk(self, rows: list[str], first: int) -> bool:
-        """Read rows of the open table with pandas; False (nothing changed) when any row is not plain.
+    def chunk(self, data: bytes, first: int, count: int) -> bool:
+        """Read rows of the open table as a grid of bytes; False (nothing changed) when any row is not plain.
 
-        "Plain" is what `feed` would take as a data row without complaint: the header's field count,
-        times and instances `feed` reads, numbers in sysstat's grammar with the file's decimal mark,
-        each instance once per interval. Everything else (an error, a header without a blank line,
-        a restart) goes back to `feed`, so errors, notes and state stay exactly the per-line ones.
+        sar pads the fields of a table to fixed widths. When every row is as long as the first, with a
+        blank after each of the first row's fields and none at their ends, the rows split into the same
+        fields as `str.split()` splits them, unless a field holds a blank: Arrow refuses such a number,
+        `words` such a text. The value fields, `;` put at those blanks, go to Arrow, which refuses
+        anything but a number; that they hold nothing but digits, `-` and the file's decimal mark where
+        the first row has it, between digits, rules out the forms Arrow reads and sysstat's grammar
+        refuses (`1e5`, `inf`, `+5`, `.5`, `5.`). The other fields (time, instance) are checked once per
+        distinct text: times `label()` reads, instances `feed` takes, each once per interval.
+        Everything else (an error, a header without a blank line, a restart) goes back to `feed`, so
+        errors, notes and state stay exactly the per-line ones.
         """
         plans = self.plans
-        if plans is None:
+        size = data.index(b"\n") + 1
+        if plans is None or len(data) != size * count:
             return False
-        tokens = rows[0].split()
+        grid = np.frombuffer(data, dtype=np.uint8).reshape(count, size)
+        row = data[: size - 1]
+        line = row.decode("utf-8", "replace")
+        tokens = line.split()
         try:
-            sod, used = self.label(first, rows[0], tokens)
+            sod, used = self.label(first, line, tokens)
         except ParseError:
             return False
         ncols = used + self.width
-        if sod is None or len(tokens) != ncols:  # also keeps pandas from cutting a long first row
+        spans = [m.span() for m in re.finditer(rb"[^ ]+", row)]
+        if sod is None or len(tokens) != ncols or len(spans) != ncols:
             return False
-        value_cols = {used + i for plan in plans for i, _, _ in plan.fields}
+        ends = [end - 1 for _, end in spans]
+        seps = [end for _, end in spans[:-1]]
+        if not ((grid[:, -1] == 10).all() and (grid[:, ends] != 32).all() and (grid[:, seps] == 32).all()):
+            return False
+        values = sorted({used + i for plan in plans for i, _, _ in plan.fields})
         mark = self.decimal
         if mark is None:  # the first value with a fraction decides, as in Sysstat.number()
-            firsts = [tokens[c] for plan in plans for c in (used + i for i, _, _ in plan.fields)]
+            firsts = [tokens[used + i] for plan in plans for i, _, _ in plan.fields]
             mark = next(("," if "," in t else "." for t in firsts if "," in t or "." in t), None)
-        data = "\n".join(rows).encode("utf-8", "surrogateescape")
-        if mark is None and (b"," in data or b"." in data):
+        if mark == "," and self.slash_date:
             return False
-        if (mark == "," and self.slash_date) or _bad_marks(data, mark):
+        points = []  # where the first row's values hold the decimal mark: every row must hold it there
+        if mark is not None:
+            for c in values:
+                at = row.find(mark.encode(), *spans[c])
+                if at >= 0:
+                    points.append(at)
+        digit = 9  # uint8 arithmetic: anything but 0-9 minus "0" wraps above 9
+        if points and not (
+            (grid[:, points] == ord(mark)).all()
+            and ((grid[:, [p - 1 for p in points]] - ord("0")) <= digit).all()
+            and ((grid[:, [p + 1 for p in points]] - ord("0")) <= digit).all()
+        ):
             return False
-        text_cols = set(range(ncols)) - value_cols
-        df = _read_chunk(data, ncols, " ", mark or ".", text_cols)
-        if df is None or len(df) != len(rows) or not _numbers_ok(df, value_cols, mark):
-            return False
-        factors = {c: _factor(df[c]) for c in text_cols}
-        for c, (_, names) in factors.items():
-            if c >= used and not _NOT_ROW_WORDS.isdisjoint(names.tolist()):
-                return False  # a header without a blank line before it, a restart, a comment, a short row
-            if c == used == 1 and any(_AMPM.match(v) for v in names.tolist()):
-                return False  # `feed` would read this field as half of a 12-hour time
-        sods = self.chunk_clock(factors, used, first, rows[0])
+        bounds = [0, *seps, size - 1]  # field c: from bounds[c] (its blank), up to bounds[c + 1]
+        texts = [c for c in range(used, ncols) if c not in values]
+        names = {}
+        for c in texts:
+            codes, raw = _factor_rows(grid[:, bounds[c] : bounds[c + 1]])
+            words = self.words(c, used, raw)
+            if words is None:
+                return False
+            names[c] = (codes, np.array(words, dtype=object))
+        sods = self.chunk_sods(grid[:, : bounds[used]], used, first, line)
         if sods is None:
             return False
-        return self.commit(df, factors, plans, used, sods, first, mark)
+        buf = bytearray(data)
+        cells = np.frombuffer(buf, dtype=np.uint8).reshape(count, size)
+        cells[:, : bounds[used]] = ord(" ")  # the fields not read as numbers
+        for c in texts:
+            cells[:, bounds[c] : bounds[c + 1]] = ord(" ")
+        cells[:, seps] = ord(";")
+        if len(buf.translate(None, b"0123456789-; \n")) != count * len(points):
+            return False
+        table = _read_fields(buf, ncols, dict.fromkeys(values, pa.float64()), mark or ".")
+        if table is None:
+            return False
+        cols = {c: table.column(str(c)) for c in values}
+        return self.commit(cols, names, plans, used, sods, first, mark)
 
-    def chunk_clock(
-        self, factors: dict[int, tuple[np.ndarray, np.ndarray]], used: int, first: int, line: str
-    ) -> np.ndarray | None:
-        """Seconds since midnight per row, one `label()` per distinct time; None if one is not a time."""
-        codes, names = factors[0]
-        if used == 2:
-            codes2, names2 = factors[1]
-            uniq, codes = np.unique(codes * len(names2) + codes2, return_inverse=True)
-            labels = [[names[u // len(names2)], names2[u % len(names2)]] for u in uniq.tolist()]
-        else:
-            labels = [[name, "-"] for name in names.tolist()]
-        sods = np.empty(len(labels), dtype=np.int64)
-        for k, tokens in enumerate(labels):
+    @staticmethod
+    def words(c: int, used: int, raw: list[bytes]) -> list[str] | None:
+        """The distinct texts of a text field as `feed` would see them; None if one is no row's field."""
+        out = []
+        for text in raw:
+            words = text.decode("utf-8", "replace").split()
+            if len(words) != 1 or words[0] in _NOT_ROW_WORDS:
+                return None  # a blank inside a field, a header without a blank line, a restart, a comment
+            if c == used == 1 and _AMPM.match(words[0]):
+                return None  # `feed` would read this field as half of a 12-hour time
+            out.append(words[0])
+        return out
+
+    def chunk_sods(self, labels: np.ndarray, used: int, first: int, line: str) -> np.ndarray | None:
+        """Seconds since midnight of each row's time label (a uint8 matrix); None if one is not a time
+        `label()` reads. `HH:MM:SS` is read with numpy, other forms once per distinct label."""
+        if used == 1 and (sods := _clock_seconds(labels)) is not None:
+            return sods
+        codes, raw = _factor_rows(labels)
+        sods = np.empty(len(raw), dtype=np.int64)
+        for k, text in enumerate(raw):
+            tokens = text.decode("utf-8", "replace").split()
+            if len(tokens) != used:
+                return None
             try:
-                sod, got = self.label(first, line, tokens)
+                sod, got = self.label(first, line, tokens if used == 2 else [*tokens, "-"])
             except ParseError:
                 return None
             if sod is None or got != used:
@@ -706,8 +834,8 @@ class _Sar(_Chunked):
 
     def commit(
         self,
-        df: pd.DataFrame,
-        factors: dict[int, tuple[np.ndarray, np.ndarray]],
+        cols: dict[int, pa.ChunkedArray],
+        instances: dict[int, tuple[np.ndarray, np.ndarray]],
         plans: list[_Plan],
         used: int,
         sods: np.ndarray,
@@ -715,13 +843,13 @@ class _Sar(_Chunked):
         mark: str | None,
     ) -> bool:
         """Check instances and intervals per table, then store the chunk; False (nothing stored) if not."""
-        n = len(df)
+        n = len(sods)
         host = self.host_name()
         done = []
         notes: list[tuple[int, int, int, str]] = []  # (row, plan, order, text): per-line order
         for p_no, plan in enumerate(plans):
             if plan.instance is not None:
-                codes, names = factors[used + plan.instance]
+                codes, names = instances[used + plan.instance]
                 if any(_check_instance(plan.table, v) is not None for v in names.tolist()):
                     return False
             else:
@@ -749,28 +877,28 @@ class _Sar(_Chunked):
             self._no_date_noted = True
             notes.append((0, 0, 1, "no `Linux ...` banner before the rows: no date, timestamps are NaT"))
         self.notes.extend(text for *_, text in sorted(notes))
+        hosts = np.full(n, -1 if host is None else self.store.hosts.code(host), dtype=np.int64)
         for plan, names, codes, days, keys, state in done:
-            missing = np.full(n, np.nan)  # for the table's columns this header does not print
-            cols = [missing] * len(self.store.values[plan.table])
+            row_cols: list[pa.ChunkedArray | None] = [None] * len(_table_columns(_TABLES[plan.table]))
             for i, j, factor in plan.fields:
-                values = df[used + i].to_numpy(dtype=np.float64)
-                cols[j] = values * factor if factor != 1.0 else values
-            self.store.extend(plan.table, self.chunk_stamps(keys), [host] * n, names[codes].tolist(), cols)
+                values = cols[used + i]
+                row_cols[j] = pc.multiply(values, factor) if factor != 1.0 else values
+            instance_codes = self.store.codes(self.store.instances, names.tolist(), codes)
+            self.store.extend(plan.table, self.chunk_stamps(keys), hosts, instance_codes, row_cols)
             self.store.interval[plan.table] = state
             self.day, self.prev_sod = int(days[-1]), int(sods[-1])
             self.tracks[plan.table] = (self.day, self.prev_sod)
         return True
 
     def chunk_stamps(self, keys: np.ndarray) -> np.ndarray:
-        """UTC ns of rows `keys` seconds after the banner's midnight: Sysstat.stamp() per distinct key."""
+        """UTC ns of rows `keys` seconds after the banner's midnight, as Sysstat.stamp() gives them."""
         if self.date is None:
             return np.full(len(keys), np.iinfo(np.int64).min, dtype=np.int64)
         midnight = datetime(self.date.year, self.date.month, self.date.day)
         if self.tz == "UTC":  # no zone rules: plain arithmetic
             return pd.Timestamp(midnight).value + keys * 1_000_000_000
         uniq, inverse = np.unique(keys, return_inverse=True)
-        ns = [_common.to_utc(midnight + timedelta(seconds=k), self.tz).value for k in uniq.tolist()]
-        return np.asarray(ns, dtype=np.int64)[inverse]
+        return _wall_utc(midnight, uniq, self.tz)[inverse]
 
     def feed(self, line_no: int, line: str, lines: _common.Lines) -> None:
         self.lines = lines  # errors name the path the walk read
