@@ -54,21 +54,32 @@ Schema (one row per connection line, blocks in file order):
 `dropped_lines` (a cut-off last line), `unknown_columns` (always empty), `notes` (an unfinished
 last block, service names).
 
+Fast path (a path or a string, read as bytes): one regex (`_FAST_BLOCK`) matches a whole block; the
+connection pairs of many blocks are then read at once, by column when every line has iftop's 92-column
+layout (values factorised as 8-byte keys, hosts by an exact hash), else by pandas' C reader; each
+distinct value token is converted once. Anything the regex or those checks refuse goes through the
+line walk, as do streams and CR line ends; a value the line walk would refuse sends the whole capture
+through it, so that it names the line.
+
 Tested on: tests/fixtures/iftop/ (README.md there).
 """
 
 from __future__ import annotations
 
-import itertools
+import csv
+import io
 import re
+from collections.abc import Sequence
+from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
 
 from perfkit.errors import ParseError
 
-from ._chunks import Interned, block_pieces, has_cr, text_chunks, walk_text
+from ._chunks import Interned, walk_text
 from ._common import Lines, Source, coerce, empty_frame, feed_lines
+from .iotop import byte_pieces
 
 KIND = "iftop"
 
@@ -118,28 +129,51 @@ _TOTAL_KEYS = {
     "Total send and receive rate": "total",
 }
 
-# The fast path reads a whole block with three regexes: its header and rule (`_FAST_HEAD`), its
-# connection pairs by one `findall` (`_FAST_PAIR`, two lines a match), and the rule, totals and
-# `=====` after them (`_FAST_TAIL`, with the blank lines up to the next block). They are stricter
-# than the line walk's (spaces only, ASCII digits); a block they do not read whole goes line by line.
-_FAST_HEAD = re.compile(
-    r" *# Host name \(port/service if enabled\) +last 2s +last 10s +last 40s +cumulative *\n-{20,} *\n"
+# The fast path reads a whole block (in bytes) with one regex: its header and rule, its connection pairs
+# (group 1), the rule, totals and `=====` after them and the blank lines up to the next block (groups
+# 2-16: the totals' values). It is stricter than the line walk's (spaces only, printable ASCII tokens); a
+# block it does not read whole goes line by line. Possessive: no backtracking.
+_V = r" ++([!-~]++)"  # a value
+_FAST_BLOCK = re.compile(
+    (
+        r" *+# Host name \(port/service if enabled\) ++last 2s ++last 10s ++last 40s ++cumulative *+\n"
+        r"-{20,} *+\n"
+        r"((?: {0,4}[0-9]{1,9} ++[!-~]++ ++=>(?: ++[!-~]++){4} *+\n"
+        r" {2,}[!-~]++ ++<=(?: ++[!-~]++){4} *+\n)*+)"
+        r"-{20,} *+\n"
+        rf"Total send rate:{_V}{_V}{_V} *+\n"
+        rf"Total receive rate:{_V}{_V}{_V} *+\n"
+        rf"Total send and receive rate:{_V}{_V}{_V} *+\n"
+        r"-{20,} *+\n"
+        rf"Peak rate \(sent/received/total\):{_V}{_V}{_V} *+\n"
+        rf"Cumulative \(sent/received/total\):{_V}{_V}{_V} *+\n"
+        r"={20,} *+\n(?:[ \t]*+\n)*+"
+    ).encode()
 )
-_V = r" ++([!-~]++)"  # a value: printable ASCII (stricter than `\S`); possessive: no backtracking
-_FAST_PAIR = re.compile(
-    rf"^ {{0,4}}([0-9]{{1,9}}) ++([!-~]++) ++=>{_V}{_V}{_V}{_V} *\n {{2,}}([!-~]++) ++<={_V}{_V}{_V}{_V} *\n",
-    re.MULTILINE,
+# iftop prints a connection line 92 characters wide (`%4d %-40s %s %10s %10s %10s %10s`) unless a host
+# overflows its 40 columns: `_fixed_pairs` reads a pair (`=>` line, `<=` line) by column, `_split_pairs`
+# splits any other on blanks. Columns below count from a pair's first character.
+_PAIR = 2 * 93  # with the newlines
+_RECV_AT = 93  # the `<=` line
+_VALUE_AT = (51, 62, 73, 84)  # each value's last 8 columns (in both lines); the 3 before are blank
+_PAIR_BYTES: dict[int, int] = {92: ord("\n"), _PAIR - 1: ord("\n"), 46: ord("="), 47: ord(">")}
+_PAIR_BYTES |= {_RECV_AT + 46: ord("<"), _RECV_AT + 47: ord("=")}
+# blanks around the rank, the hosts and the arrows, and before each value
+_PAIR_BYTES |= dict.fromkeys([4, 45, _RECV_AT, _RECV_AT + 1, _RECV_AT + 45], ord(" "))
+_PAIR_BYTES |= dict.fromkeys(
+    [line + at - k for line in (0, _RECV_AT) for at in _VALUE_AT for k in (1, 2, 3)], ord(" ")
 )
-_FAST_TAIL = re.compile(
-    r"-{20,} *\n"
-    rf"Total send rate:{_V}{_V}{_V} *\n"
-    rf"Total receive rate:{_V}{_V}{_V} *\n"
-    rf"Total send and receive rate:{_V}{_V}{_V} *\n"
-    r"-{20,} *\n"
-    rf"Peak rate \(sent/received/total\):{_V}{_V}{_V} *\n"
-    rf"Cumulative \(sent/received/total\):{_V}{_V}{_V} *\n"
-    r"={20,} *\n(?:[ \t]*\n)*"
+_PAIR_CHECKED = np.array(list(_PAIR_BYTES))
+_PAIR_EXPECTED = np.array(list(_PAIR_BYTES.values()), dtype=np.uint8)
+_PAIR_FILLED = np.array([3] + [line + at + 7 for line in (0, _RECV_AT) for at in _VALUE_AT])  # tokens' ends
+_RATE_COLUMNS = np.concatenate(
+    [np.arange(line + at, line + at + 8) for line in (0, _RECV_AT) for at in _VALUE_AT[:3]]
 )
+_CUMULATIVE_COLUMNS = np.concatenate(
+    [np.arange(line + _VALUE_AT[3], line + _VALUE_AT[3] + 8) for line in (0, _RECV_AT)]
+)
+FAST_PAIRS = 1 << 16  # pairs read at once: bounds the buffered text, amortises the numpy and pandas calls
+FAST_MIN_PAIRS = 256  # fewer go through the line walk: the fixed cost of a batch exceeds theirs
 _TOTAL_NAMES = tuple(
     [f"{key}_{span}_bytes_s" for key in ("send", "recv", "total") for span in ("2s", "10s", "40s")]
     + ["peak_send_bytes_s", "peak_recv_bytes_s", "peak_total_bytes_s"]
@@ -204,13 +238,14 @@ def parse(source: Source, *, host: str | None = None, tz: str = "UTC") -> pd.Dat
         "unknown_columns": [],
         "notes": st.notes,
     }
-    c = {k: np.concatenate(v) if v else np.empty(0) for k, v in st.parts.items()}
+    # each column's parts are let go once joined: the parts and the frame are not all held at once
+    c = {k: np.concatenate(st.parts.pop(k)) if st.parts[k] else np.empty(0) for k in list(st.parts)}
     n = len(c["block"])
     if not n:
         df = empty_frame(SCHEMA)
         df.attrs.update(attrs)
         return df
-    data: dict[str, object] = {"host": pd.array([host] * n, dtype="string")}
+    data: dict[str, object] = {"host": pd.array([host], dtype="string").take(np.zeros(n, dtype=np.intp))}
     for k in SCHEMA:
         if k in _STRINGS:
             data[k] = st.strings[k].array(c[k])
@@ -226,61 +261,144 @@ def parse(source: Source, *, host: str | None = None, tz: str = "UTC") -> pd.Dat
 def _fast(source: Source, st: _State) -> bool:
     """Read a path or string piece by piece (pieces end where a block starts): whole blocks by
     regex, any other line by the line walk, in file order. False for a stream or CR line ends."""
-    chunks = text_chunks(source)
-    if chunks is None:
-        return False
     lines = Lines(source, KIND)
     st.lines = lines
+    pieces = byte_pieces(source, lines, b"# Host name (port")
+    if pieces is None:
+        return False
     try:
-        for piece, first_no in block_pieces(chunks, _last_block_start):
-            if has_cr(piece):
+        for piece, first_no in pieces:
+            if b"\r" in piece:  # CR ends a line for `Lines`, not for the regex
                 return False
-            body = piece[: piece.rfind("\n") + 1]  # a cut last line goes to the line walk
+            body = piece.rfind(b"\n") + 1  # a cut last line goes to the line walk
+            view = memoryview(piece)
             line_no = first_no
             pos = 0
-            while pos < len(body):
-                if not st.in_block and (head := _FAST_HEAD.match(body, pos)):
-                    end = _fast_block(st, body, head.end())
-                    if end:
-                        line_no += body.count("\n", pos, end)
-                        pos = end
-                        continue
-                end = body.index("\n", pos) + 1
+            while pos < body:
+                if not st.in_block and (m := _FAST_BLOCK.match(piece, pos)):
+                    line_no += st.queue(line_no, m, view)
+                    pos = m.end()
+                    continue
+                end = piece.index(b"\n", pos) + 1
                 st.flush_fast()
-                st.feed(line_no, body[pos : end - 1], lines)
+                st.feed(line_no, piece[pos : end - 1].decode(), lines)
                 line_no += 1
                 pos = end
-            st.flush_fast()
-            walk_text(piece[len(body) :], line_no, lines, st.feed, st.cut_last)
+            if body < len(piece):
+                st.flush_fast()
+                walk_text(piece[body:].decode(), line_no, lines, st.feed, st.cut_last)
     except OSError:
         return False  # the line walk raises it as a ParseError
+    st.flush_fast()
     return True
 
 
-def _last_block_start(text: str) -> int:
-    """Offset of the line holding the last block header in `text`, -1 if none."""
-    at = text.rfind("# Host name (port")
-    return -1 if at < 0 else text.rfind("\n", 0, at) + 1
+class _Pairs(NamedTuple):
+    """A batch's connection pairs: the ranks, and the tokens at each other place as a code per pair
+    into the texts printed there."""
+
+    rank: np.ndarray
+    src: tuple[np.ndarray, list[str]]
+    dst: tuple[np.ndarray, list[str]]
+    rates: tuple[np.ndarray, list[str]]  # codes (pairs, 6): send 2s 10s 40s, recv 2s 10s 40s
+    cumulative: tuple[np.ndarray, list[str]]  # codes (pairs, 2): send, recv
 
 
-def _fast_block(st: _State, body: str, start: int) -> int:
-    """Queue the block whose pairs start at `start` (after its header and rule) and return the offset
-    after it, or 0 when the regexes do not read it whole (the line walk reads it)."""
-    rule = body.find("\n-", start - 1) + 1  # pair lines start with spaces or a rank: the first rule ends them
-    if rule <= 0:
-        return 0
-    tail = _FAST_TAIL.match(body, rule)
-    if tail is None:
-        return 0
-    pairs = _FAST_PAIR.findall(body, start, rule)
-    # matches start at a line start and end at a newline: equal counts mean no line was skipped
-    if 2 * len(pairs) != body.count("\n", start, rule):
-        return 0
-    st.block += 1
-    st.fast_pairs.extend(pairs)
-    st.fast_blocks.append((st.block, len(pairs)))
-    st.fast_totals.append(tail.groups())
-    return tail.end()
+def _read_pairs(data: bytes, n: int) -> _Pairs:
+    """The `n` pairs `_FAST_BLOCK` matched (two lines each) -> `_Pairs`.
+
+    Raises:
+        _Fallback: pandas did not read them as the regex did (a text column that looks numeric).
+    """
+    return _fixed_pairs(data, n) or _split_pairs(data, n)
+
+
+def _fixed_pairs(data: bytes, n: int) -> _Pairs | None:
+    """`_read_pairs` for pairs in iftop's columns; None for any other. The regex has split each line into
+    blank-separated tokens; the checked columns put each token in its field: the rank ends in column
+    3 (1 to 4 digits), the hosts end before the arrows in 46-47, a value ends each 11-column field
+    after them and is at most 8 long."""
+    if len(data) != n * _PAIR:
+        return None
+    pairs = np.frombuffer(data, dtype=np.uint8).reshape(n, _PAIR)
+    if not (np.take(pairs, _PAIR_CHECKED, axis=1) == _PAIR_EXPECTED).all():
+        return None
+    if (np.take(pairs, _PAIR_FILLED, axis=1) == ord(" ")).any():
+        return None
+    digits = pairs[:, :4].astype(np.int64) - ord("0")
+    digits[digits < 0] = 0  # the blanks before the rank
+    src = _distinct(np.take(pairs, np.arange(5, 45), axis=1), slice(0, 40))
+    dst = _distinct(np.take(pairs, np.arange(_RECV_AT, _RECV_AT + 48), axis=1), slice(0, 45))
+    if src is None or dst is None:
+        return None
+    values = []
+    for columns, width in ((_RATE_COLUMNS, 6), (_CUMULATIVE_COLUMNS, 2)):
+        codes, keys = pd.factorize(np.take(pairs, columns, axis=1).view(np.uint64).ravel())
+        values.append((codes.reshape(n, width), [k.decode().strip() for k in keys.view("S8")]))
+    return _Pairs(digits @ np.array([1000, 100, 10, 1]), src, dst, *values)
+
+
+def _distinct(field: np.ndarray, text: slice) -> tuple[np.ndarray, list[str]] | None:
+    """Rows of bytes (a multiple of 8 wide) -> (a code per row, each code's `text` columns without
+    blanks); None on a hash collision. The rows are hashed (a wrapping multiply-add over their 8-byte
+    words) and factorised; every row is then compared with its code's first row: exact codes."""
+    words = field.view(np.uint64)
+    key = words[:, 0].copy()
+    for i in range(1, words.shape[1]):
+        key = key * np.uint64(0x9E3779B97F4A7C15) + words[:, i]
+    codes, uniques = pd.factorize(key)
+    first = np.empty(len(uniques), dtype=np.int64)
+    first[codes[::-1]] = np.arange(len(codes) - 1, -1, -1)  # the last write wins: each code's first row
+    if not (field == field[first[codes]]).all():
+        return None
+    return codes, [field[i, text].tobytes().decode().strip() for i in first]
+
+
+def _split_pairs(data: bytes, n: int) -> _Pairs:
+    """`_read_pairs` by pandas' C reader: blank-separated, a pair a line (its first newline a blank), so
+    rank src => 2s 10s 40s cumulative dst <= 2s 10s 40s cumulative."""
+    text = bytearray(data)
+    buf = np.frombuffer(text, dtype=np.uint8)
+    buf[np.flatnonzero(buf == ord("\n"))[0::2]] = ord(" ")
+    places = (1, 3, 4, 5, 9, 10, 11, 6, 12, 7)  # src, the rates, the cumulatives, dst
+    fields = {0: np.int64} | dict.fromkeys(places, "category")
+    try:
+        # usecols: a trailing blank makes an empty last field
+        df = pd.read_csv(
+            io.BytesIO(text),
+            sep=" ",
+            skipinitialspace=True,
+            header=None,
+            names=range(13),
+            usecols=list(fields),
+            dtype=fields,
+            index_col=False,
+            na_filter=False,
+            quoting=csv.QUOTE_NONE,
+            engine="c",
+        )
+    except (ValueError, pd.errors.ParserError):
+        raise _Fallback() from None
+    if len(df) != n or not all(pd.api.types.is_string_dtype(df[k].cat.categories) for k in places):
+        raise _Fallback()  # numeric-looking texts were read as numbers
+
+    def joint(columns: tuple[int, ...]) -> tuple[np.ndarray, list[str]]:
+        """The columns' codes side by side, into their texts one after the other."""
+        texts: list[str] = []
+        codes = []
+        for k in columns:
+            codes.append(df[k].cat.codes.to_numpy().astype(np.int64) + len(texts))
+            texts += df[k].cat.categories.tolist()
+        return np.column_stack(codes), texts
+
+    src, dst = joint((1,)), joint((7,))
+    return _Pairs(
+        df[0].to_numpy(),
+        (src[0][:, 0], src[1]),
+        (dst[0][:, 0], dst[1]),
+        joint(places[1:7]),
+        joint(places[7:9]),
+    )
 
 
 class _State:
@@ -300,10 +418,10 @@ class _State:
         self.notes: list[str] = []
         self.cols: dict[str, list] = {k: [] for k in SCHEMA if k != "host"}
         self._token_cache: dict[str, tuple[float, str]] = {}  # a value token -> (bytes, unit family)
-        # the fast path's blocks, not yet converted: pair tuples, (block, pairs) and totals tokens
-        self.fast_pairs: list[tuple[str, ...]] = []
-        self.fast_blocks: list[tuple[int, int]] = []
-        self.fast_totals: list[tuple[str, ...]] = []
+        # the fast path's blocks, not yet converted: (first line number, `_FAST_BLOCK` match, pairs)
+        self.fast: list[tuple[int, re.Match[bytes], int]] = []
+        self.fast_text: list[memoryview] = []  # their pairs
+        self.fast_pairs = 0
         # rows converted so far, in file order: arrays per column (string columns as `Interned` codes)
         self.strings = {k: Interned() for k in _STRINGS}
         self.parts: dict[str, list[np.ndarray]] = {k: [] for k in SCHEMA if k != "host"}
@@ -368,20 +486,36 @@ class _State:
                 self.parts[k].append(np.array(v, dtype=np.float64))
             v.clear()
 
+    def queue(self, line_no: int, m: re.Match[bytes], view: memoryview) -> int:
+        """A block `_FAST_BLOCK` matched in `view` (its first line is `line_no`), to be read by
+        `flush_fast`; returns how many lines it holds."""
+        pairs_at, pairs_end = m.span(1)
+        pairs = m.string.count(b"\n", pairs_at, pairs_end) // 2
+        self.fast.append((line_no, m, pairs))
+        self.fast_text.append(view[pairs_at:pairs_end])
+        self.fast_pairs += pairs
+        if self.fast_pairs >= FAST_PAIRS:
+            self.flush_fast()
+        return 2 + 2 * pairs + m.string.count(b"\n", pairs_end, m.end())  # header and rule, pairs, the rest
+
     def flush_fast(self) -> None:
-        """Convert the fast path's queued blocks into `parts` (after the line walk's rows before them).
+        """Convert the fast path's queued blocks into `parts` (after the line walk's rows before them);
+        a few go through the line walk instead.
 
         Raises:
             _Fallback: a value the line walk would report or read differently.
         """
-        if not self.fast_blocks:
+        blocks, text, n = self.fast, self.fast_text, self.fast_pairs
+        if not blocks:
+            return
+        self.fast, self.fast_text, self.fast_pairs = [], [], 0
+        if n < FAST_MIN_PAIRS:
+            for line_no, m, _ in blocks:
+                for i, line in enumerate(m.string[m.start() : m.end() - 1].decode().split("\n")):
+                    self.feed(line_no + i, line, self.lines)
             return
         self.flush()
-        pairs, blocks, totals = self.fast_pairs, self.fast_blocks, self.fast_totals
-        n = len(pairs)
-        (rank, src, s2, s10, s40, scum, dst, r2, r10, r40, rcum) = (
-            zip(*pairs, strict=True) if n else [()] * 11
-        )
+        pairs = _read_pairs(b"".join(text), n)
         p = self.parts
 
         def rows(send: np.ndarray, recv: np.ndarray) -> np.ndarray:
@@ -389,40 +523,38 @@ class _State:
             out[0::2], out[1::2] = send, recv  # the `=>` row, then the `<=` row of each pair
             return out
 
-        block_ids = np.repeat(np.array([b for b, _ in blocks], dtype=np.float64), [k for _, k in blocks])
+        first = self.block + 1
+        self.block += len(blocks)
+        block_ids = np.repeat(np.arange(first, self.block + 1, dtype=np.float64), [k for _, _, k in blocks])
         p["block"].append(rows(block_ids, block_ids))
-        ranks = (
-            np.fromstring(" ".join(rank), dtype=np.int64, sep=" ").astype(np.float64) if n else np.empty(0)
-        )
+        ranks = pairs.rank.astype(np.float64)
         p["rank"].append(rows(ranks, ranks))
-        src_codes, src_ports = self._addresses(src, "src")
-        dst_codes, dst_ports = self._addresses(dst, "dst")
+        src_codes, src_ports = self._addresses(pairs.src, "src")
+        dst_codes, dst_ports = self._addresses(pairs.dst, "dst")
         p["src"].append(rows(src_codes, src_codes))
         p["src_port"].append(rows(src_ports, src_ports))
         p["dst"].append(rows(dst_codes, dst_codes))
         p["dst_port"].append(rows(dst_ports, dst_ports))
         d = self.strings["direction"]
         p["direction"].append(np.tile(np.array([d.code("send"), d.code("recv")], dtype=np.int64), n))
-        # every value token of the queued blocks converted at once: rates, then cumulative bytes
-        rates = self._values(
-            (*s2, *r2, *s10, *r10, *s40, *r40, *itertools.chain.from_iterable(t[:12] for t in totals)),
-            rate=True,
-        )
-        cums = self._values(
-            (*scum, *rcum, *itertools.chain.from_iterable(t[12:] for t in totals)), rate=False
-        )
+        codes, texts = pairs.rates
+        rates = self._values(tuple(texts), rate=True)[codes]
         for i, k in enumerate(_RATES):
-            p[k].append(rows(rates[2 * i * n : (2 * i + 1) * n], rates[(2 * i + 1) * n : (2 * i + 2) * n]))
-        p["cumulative_bytes"].append(rows(cums[:n], cums[n : 2 * n]))
-        block_rates = rates[6 * n :].reshape(len(blocks), 12).tolist()
-        block_cums = cums[2 * n :].reshape(len(blocks), 3).tolist()
-        for (block, _), r, c in zip(blocks, block_rates, block_cums, strict=True):
+            p[k].append(rows(rates[:, i], rates[:, 3 + i]))
+        codes, texts = pairs.cumulative
+        cumulative = self._values(tuple(texts), rate=False)[codes]
+        p["cumulative_bytes"].append(rows(cumulative[:, 0], cumulative[:, 1]))
+        # the totals' 15 values of every block: 12 rates, then 3 cumulative
+        tails = b" ".join(b" ".join(m.group(*range(2, 17))) for _, m, _ in blocks).decode().split(" ")
+        tokens = np.array(tails, dtype=object).reshape(len(blocks), 15)
+        rates = self._values(tokens[:, :12].ravel(), rate=True)
+        cums = self._values(tokens[:, 12:].ravel(), rate=False)
+        block_rates = rates.reshape(len(blocks), 12).tolist()
+        block_cums = cums.reshape(len(blocks), 3).tolist()
+        for block, r, c in zip(range(first, self.block + 1), block_rates, block_cums, strict=True):
             self.totals.append({"block": block, **dict(zip(_TOTAL_NAMES, r + c, strict=True))})
-        pairs.clear()
-        blocks.clear()
-        totals.clear()
 
-    def _values(self, tokens: tuple[str, ...], *, rate: bool) -> np.ndarray:
+    def _values(self, tokens: Sequence[str] | np.ndarray, *, rate: bool) -> np.ndarray:
         """Value tokens -> bytes(/s) by `_tokens`' rules, each distinct token read once, in bulk: a
         regex over the distinct tokens (one a line), their numbers by numpy, a factor per unit.
 
@@ -448,10 +580,10 @@ class _State:
         table = np.fromstring(" ".join(numbers), dtype=np.float64, sep=" ") * factors[unit_codes]
         return table[codes]
 
-    def _addresses(self, texts: tuple[str, ...], column: str) -> tuple[np.ndarray, np.ndarray]:
-        """Address tokens -> (`column` codes of the hosts, ports as float64 with NaN for none), each
-        distinct token split once."""
-        codes, uniques = pd.factorize(np.asarray(texts, dtype=object))
+    def _addresses(self, tokens: tuple[np.ndarray, list[str]], column: str) -> tuple[np.ndarray, np.ndarray]:
+        """Address tokens as (codes, texts) -> (`column` codes of the hosts, ports as float64 with NaN
+        for none), each distinct token split once."""
+        codes, uniques = tokens
         cache = self._address_cache
         split = [cache[t] if t in cache else cache.setdefault(t, self._address(t)) for t in uniques]
         interned = self.strings[column]

@@ -54,13 +54,26 @@ Schema (one row per task line, in file order):
 not printed), `dropped_lines` (a last line cut off mid-write), `unknown_columns` (always empty: the
 header is fixed), `notes`.
 
+Fast path (a path or a string, read as bytes): one regex (`_FAST_BLOCK`) matches a whole iteration,
+its Total and Current lines, the header and task rows that all print the Total line's time; the rows
+of many iterations then go to pandas' C reader at once, split on spaces up to SWAPIN's `%` for TID,
+PRIO, USER and the rates, and split on `%` for IO and COMMAND (`?unavailable?` is read as
+`-1.00 % -1.00 %`). The regex is stricter than the line walk (spaces only, ASCII digits, `%.2f` values
+of at most 15 digits, printable ASCII PRIO and USER, COMMAND starting with one); a `%` in COMMAND or a
+text column pandas would read as numbers sends those iterations through the line walk, as do streams,
+CR line ends and captures without `-t`. The line walk also names the first bad line.
+
 Tested on: tests/fixtures/iotop/ (README.md there).
 """
 
 from __future__ import annotations
 
+import csv
+import io
 import re
+from collections.abc import Iterable, Iterator
 from datetime import date, datetime
+from pathlib import Path
 from zoneinfo import ZoneInfo
 
 import numpy as np
@@ -68,6 +81,7 @@ import pandas as pd
 
 from perfkit.errors import ParseError
 
+from ._chunks import Interned, walk_text
 from ._common import Lines, Source, clock_stamps, coerce, empty_frame
 
 KIND = "iotop"
@@ -107,6 +121,42 @@ _ROW = re.compile(
 _THREAD = re.compile(r"\[([^\[\]]+)\]\s*$")
 _ROLLOVER_S = 3600  # back by more than this: the next day; less: a clock step
 
+# The fast path's iteration, in bytes: `_TOTAL`, `_ACTUAL`, `_HEADER` and `_ROW` lines with spaces only,
+# ASCII digits and the clock printed on every line (group 1, matched again by `\1`). Values are `%.2f`
+# with at most 15 digits: an integer below 2**53 divided by 100, which pandas' converter (any version)
+# rounds as float() does. PRIO and USER are printable ASCII without `%`; COMMAND is the rest of the
+# line from a printable ASCII character (`\S` for the line walk too), and `_read_rows` checks that it
+# holds no `%`. Possessive: no backtracking.
+# Groups: 1 clock; 2-5 Total and 6-9 Actual/Current rates and units; 10 TID/PID; 11 the task rows;
+# 12, 13 a READ, WRITE unit other than K in any row (a group keeps its last match: None if every row
+# printed K/s).
+_F_VALUE = r"[0-9]{1,13}+\.[0-9][0-9]"
+_F_RATE = rf" ++({_F_VALUE}) ([BKMGTP])/s"
+_F_TOKEN = r"[!-$&-~]"  # printable ASCII but `%`
+_F_ROW_RATE = rf" ++{_F_VALUE} (?:K|([BMGTP]))/s"
+_FAST_BLOCK = re.compile(
+    (
+        r"(?: *+\n)*+"
+        r"((?:[01][0-9]|2[0-3]):[0-5][0-9]:(?:[0-5][0-9]|60))"
+        rf" ++Total DISK READ ?:{_F_RATE} \| Total DISK WRITE ?:{_F_RATE}\n"
+        rf"\1 ++(?:Actual|Current) DISK READ ?:{_F_RATE} \| (?:Actual|Current) DISK WRITE ?:{_F_RATE}\n"
+        r"(?: *+TIME ++(TID|PID) ++PRIO ++USER ++DISK READ ++DISK WRITE ++SWAPIN ++IO>? ++COMMAND *+\n)?"
+        rf"((?:\1 ++[0-9]{{1,10}} ++{_F_TOKEN}++ ++{_F_TOKEN}++{_F_ROW_RATE}{_F_ROW_RATE}"
+        rf" ++(?:{_F_VALUE} % ++{_F_VALUE} %|\?unavailable\?) ++{_F_TOKEN}[^\n]*+\n)*+)"
+        r"(?: *+\n)*+"
+    ).encode()
+)
+_KIB_BYTES = {letter.encode(): factor for letter, factor in _KIB.items()}
+# `?unavailable?` takes the place of `SWAPIN % IO %`: pandas reads this instead (a negative value no
+# row prints), so every row has the same fields.
+_UNAVAILABLE = b"?unavailable?"
+_UNAVAILABLE_AS = b"-1.00 % -1.00 %"
+FAST_ROWS = 1 << 17  # rows read by pandas at once: bounds the buffered text, amortises the call
+# Fewer queued rows than this go through the line walk: pandas' fixed cost per call exceeds it (a
+# capture whose every iteration has a row the regex refuses alternates between the two paths).
+FAST_MIN_ROWS = 512
+_PIECE_BYTES = 1 << 20  # the capture is read this many bytes at a time
+
 
 def sniff(text: str) -> bool:
     """iotop batch output starts with a `Total DISK READ` line or its column header."""
@@ -129,22 +179,25 @@ for _letter, _factor in _KIB.items():
 
 
 class _State:
-    """What the walk over the lines collects: rows (matched, staged, converted per chunk), totals, clock.
+    """What the walk over the capture collects: row chunks (in file order), totals, clock, notes.
 
-    The walk matches each row with `_ROW` (which checks every value) and keeps its groups; every
-    STAGE_ROWS rows `_stage` joins each number column's texts with newlines, and every CHUNK_ROWS
-    rows `_flush` converts each column with one numpy call instead of one float() per value.
+    The line walk matches each row with `_ROW` (which checks every value) and keeps its groups; every
+    STAGE_ROWS rows `stage` joins each number column's texts with newlines, and every CHUNK_ROWS
+    rows `flush` converts each column with one numpy call instead of one float() per value. The fast
+    path queues whole iterations (`queue`) and `commit` reads their rows with pandas.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, lines: Lines) -> None:
+        self.lines = lines
         self.groups: list[tuple] = []  # matched rows not yet staged
         self.clocks: list[float] = []
-        self.texts: dict[str, list[str]] = {}  # staged: column -> joined numbers / strings / units
+        self.texts: dict[str, list[str]] = {}  # staged: column -> joined numbers / units
         self.unavailable: list[bool] = []
         self.iterations: list[int] = []
-        self.chunks: list[dict[str, np.ndarray]] = []
         self.strings: dict[str, list[str]] = {name: [] for name in _STRING_GROUPS.values()}
-        self.string_chunks: dict[str, list[pd.api.extensions.ExtensionArray]] = {}
+        # every row converted so far, in file order; string columns as codes into `interned`
+        self.chunks: list[dict[str, np.ndarray]] = []
+        self.interned = {name: Interned() for name in _STRING_GROUPS.values()}
         self.n = 0
         self.totals: list[dict] = []
         self.notes: list[str] = []
@@ -152,17 +205,20 @@ class _State:
         self.day = 0
         self.prev_sod: int | None = None
         self._last_clock: tuple[tuple[str, str, str], float] | None = None
+        # the fast path's iterations not yet read: (first line number, `_FAST_BLOCK` match, task rows)
+        self.fast: list[tuple[int, re.Match[bytes], int]] = []
+        self.fast_text: list[memoryview] = []  # their task rows
+        self.fast_rows = 0
 
-    def clock(self, line_no: int, m: re.Match, lines: Lines, line: str) -> float:
+    def clock(self, line_no: int, line: str, hms: tuple[str, str, str] | tuple[None, None, None]) -> float:
         """Seconds since the first day's midnight of a line's leading time; NaN without `-t`."""
-        if m[1] is None:
+        if hms[0] is None:
             return float("nan")
-        key = (m[1], m[2], m[3])
-        if self._last_clock is not None and self._last_clock[0] == key:
+        if self._last_clock is not None and self._last_clock[0] == hms:
             return self._last_clock[1]  # the same time as the line before: nothing moves
-        h, mi, s = int(m[1]), int(m[2]), int(m[3])
+        h, mi, s = int(hms[0]), int(hms[1]), int(hms[2])
         if h > 23 or mi > 59 or s > 60:
-            raise lines.error(line_no, line, f"not a time of day: {m[1]}:{m[2]}:{m[3]}")
+            raise self.lines.error(line_no, line, f"not a time of day: {hms[0]}:{hms[1]}:{hms[2]}")
         sod = h * 3600 + mi * 60 + min(s, 59)
         prev = self.prev_sod
         if prev is not None and sod < prev:
@@ -174,8 +230,70 @@ class _State:
                 )
         self.prev_sod = sod
         value = float(sod + 86400 * self.day)
-        self._last_clock = (key, value)
+        self._last_clock = (hms, value)
         return value
+
+    def total(self, line_no: int, line: str, groups: tuple) -> None:
+        """A `Total DISK READ` line: clock groups, then read, read unit, write, write unit."""
+        h, mi, s, read, read_unit, write, write_unit = groups
+        clock_s = self.clock(line_no, line, (h, mi, s))
+        self.totals.append(
+            {
+                "iteration": len(self.totals) + 1,
+                "clock": f"{h}:{mi}:{s}" if h else None,
+                "clock_s": None if np.isnan(clock_s) else clock_s,
+                "total_read_kb_s": float(read) * _KIB[read_unit],
+                "total_write_kb_s": float(write) * _KIB[write_unit],
+                "actual_read_kb_s": None,
+                "actual_write_kb_s": None,
+            }
+        )
+
+    def actual(self, line_no: int, line: str, groups: tuple) -> None:
+        """An `Actual`/`Current DISK READ` line (after a Total line), groups as in `total`."""
+        h, mi, s, read, read_unit, write, write_unit = groups
+        self.clock(line_no, line, (h, mi, s))
+        self.totals[-1]["actual_read_kb_s"] = float(read) * _KIB[read_unit]
+        self.totals[-1]["actual_write_kb_s"] = float(write) * _KIB[write_unit]
+
+    def header(self, task: str) -> None:
+        if task == "PID" and not any("-P" in n for n in self.notes):
+            self.notes.append("header says PID: rows are processes (iotop -P), `tid` holds PIDs")
+
+    def line(self, line_no: int, line: str, lines: Lines | None = None) -> None:
+        """The line walk: a task row, or Total, Actual/Current, the header, blank; else an error.
+        (`lines`: `walk_text` passes it; `self.lines` is the same.)"""
+        if m := _ROW.match(line):
+            if not self.totals:
+                raise self.lines.error(line_no, line, "task row before any `Total DISK READ` line")
+            self.groups.append(m.groups())
+            self.clocks.append(self.clock(line_no, line, (m[1], m[2], m[3])))
+            self.iterations.append(len(self.totals))
+            if len(self.groups) >= STAGE_ROWS:
+                self.stage()
+            return
+        if not line.strip():
+            return  # seed 000's sed put a blank line before every block
+        if m := _TOTAL.match(line):
+            self.total(line_no, line, m.groups())
+            return
+        if m := _ACTUAL.match(line):
+            if not self.totals:
+                raise self.lines.error(
+                    line_no, line, f"`{m[4]} DISK READ` line before any `Total DISK READ` line"
+                )
+            self.actual(line_no, line, m.group(1, 2, 3, 5, 6, 7, 8))
+            return
+        if m := _HEADER.match(line):
+            self.header(m[1])
+            return
+        raise self.lines.error(
+            line_no, line, "not an iotop batch line (Total/Actual/Current, header or task row)"
+        )
+
+    def cut_last(self, line_no: int, line: str, lines: Lines) -> None:
+        """A last line without newline was cut mid-write: its numbers or command may be cut too."""
+        self.dropped += 1
 
     def stage(self) -> None:
         """Regroup the matched rows into columns: numbers as newline-joined text, units as letters."""
@@ -196,7 +314,7 @@ class _State:
             self.flush()
 
     def flush(self) -> None:
-        """Convert the staged rows into one chunk of number columns."""
+        """Convert the line walk's staged rows into one chunk."""
         if self.groups:
             self.stage()
         rows = len(self.unavailable)
@@ -222,17 +340,164 @@ class _State:
         chunk["unavailable"] = np.array(self.unavailable, dtype=bool)
         chunk["clock_s"] = np.array(self.clocks, dtype=np.float64)
         chunk["iteration"] = np.array(self.iterations, dtype=np.int64)
-        for name, texts in self.strings.items():  # Python strings held for a chunk only
-            self.string_chunks.setdefault(name, []).append(_strings(texts))
+        for name, texts in self.strings.items():
+            chunk[name] = self.interned[name].codes(texts)
             texts.clear()
         self.clocks.clear()
         self.iterations.clear()
         if any(len(v) != rows for v in chunk.values()):  # cannot happen: every row matched _ROW
             raise ValueError(f"column lengths {[len(v) for v in chunk.values()]} for {rows} rows")
-        self.chunks.append(chunk)
-        self.n += rows
+        self.append(chunk)
         self.texts = {}
         self.unavailable = []
+
+    def append(self, chunk: dict[str, np.ndarray]) -> None:
+        self.chunks.append(chunk)
+        self.n += len(chunk["tid"])
+
+    def queue(self, line_no: int, m: re.Match[bytes], view: memoryview) -> int:
+        """An iteration `_FAST_BLOCK` matched in `view` (its first line is `line_no`), to be read by
+        `commit`; returns how many lines it holds."""
+        piece = m.string
+        rows_at, rows_end = m.span(11)
+        rows = piece.count(b"\n", rows_at, rows_end)
+        self.fast.append((line_no, m, rows))
+        self.fast_text.append(view[rows_at:rows_end])
+        self.fast_rows += rows
+        if self.fast_rows >= FAST_ROWS:
+            self.commit()
+        return piece.count(b"\n", m.start(), rows_at) + rows + piece.count(b"\n", rows_end, m.end())
+
+    def commit(self) -> None:
+        """Read the queued iterations: their rows by pandas, or all their lines by the line walk when
+        they are few or pandas does not read them as the regex did."""
+        blocks, text, rows = self.fast, self.fast_text, self.fast_rows
+        if not blocks:
+            return
+        self.fast, self.fast_text, self.fast_rows = [], [], 0
+        chunk = None
+        if rows >= FAST_MIN_ROWS:
+            units = any(m.group(12) or m.group(13) for _, m, _ in blocks)
+            chunk = self._read_rows(b"".join(text), rows, units)
+        if chunk is None:
+            for line_no, m, _ in blocks:
+                for i, line in enumerate(m.string[m.start() : m.end() - 1].decode().split("\n")):
+                    self.line(line_no + i, line)
+            return
+        first = len(self.totals) + 1
+        clocks = self.heads(blocks)
+        counts = [n for _, _, n in blocks]
+        chunk["clock_s"] = np.repeat(clocks, counts)
+        chunk["iteration"] = np.repeat(np.arange(first, first + len(blocks), dtype=np.int64), counts)
+        self.flush()  # the line walk's rows before these
+        self.append(chunk)
+
+    def heads(self, blocks: list[tuple[int, re.Match[bytes], int]]) -> np.ndarray:
+        """`total`, `clock` and `header` over the Total, Current and header lines of queued iterations at
+        once; returns each one's `clock_s`. `_FAST_BLOCK` took only valid times, and the same time on
+        every line of an iteration: `clock` moves at its Total line only."""
+        heads = [m.group(*range(1, 11)) for _, m, _ in blocks]  # clock, 4 x (rate, unit), TID/PID
+        d = np.frombuffer(b"".join(h[0] for h in heads), dtype=np.uint8).reshape(-1, 8).astype(np.int64)
+        d -= ord("0")
+        hours, minutes, seconds = d[:, 0] * 10 + d[:, 1], d[:, 3] * 10 + d[:, 4], d[:, 6] * 10 + d[:, 7]
+        sod = hours * 3600 + minutes * 60 + np.minimum(seconds, 59)
+        prev = np.concatenate([[sod[0] if self.prev_sod is None else self.prev_sod], sod[:-1]])
+        back = prev - sod
+        days = self.day + np.cumsum(back > _ROLLOVER_S)
+        clock_s = (sod + 86400 * days).astype(np.float64)
+        # notes in line order: a clock step's at its Total line, the PID header's after its iteration's
+        tasks = [h[9] for h in heads]
+        pid = tasks.index(b"PID") if b"PID" in tasks else len(blocks)
+        for i in np.flatnonzero((back > 0) & (back <= _ROLLOVER_S)):
+            if i > pid:
+                self.header("PID")
+                pid = len(blocks)
+            line_no, m, _ = blocks[i]
+            line_no += m.string.count(b"\n", m.start(), m.start(1))  # the Total line's
+            self.notes.append(f"line {line_no}: clock went back {back[i]} s (clock step), kept as printed")
+        if pid < len(blocks):
+            self.header("PID")
+        self.day, self.prev_sod = int(days[-1]), int(sod[-1])
+        last = heads[-1][0].decode()
+        self._last_clock = ((last[:2], last[3:5], last[6:]), float(clock_s[-1]))
+        kib = _KIB_BYTES
+        first = len(self.totals) + 1
+        self.totals.extend(
+            {
+                "iteration": first + i,
+                "clock": h[0].decode(),
+                "clock_s": value,
+                "total_read_kb_s": float(h[1]) * kib[h[2]],
+                "total_write_kb_s": float(h[3]) * kib[h[4]],
+                "actual_read_kb_s": float(h[5]) * kib[h[6]],
+                "actual_write_kb_s": float(h[7]) * kib[h[8]],
+            }
+            for i, (h, value) in enumerate(zip(heads, clock_s.tolist(), strict=True))
+        )
+        return clock_s
+
+    def _read_rows(self, data: bytes, rows: int, units: bool) -> dict[str, np.ndarray] | None:
+        """Task rows `_FAST_BLOCK` matched -> columns (strings as codes); None if pandas reads them
+        otherwise (numeric-looking PRIO, USER or COMMAND texts become numbers in a category).
+        `units`: some rate is not in K/s (read the unit columns)."""
+        unavailable = data.count(_UNAVAILABLE) if b"?" in data else 0
+        if unavailable:
+            data = data.replace(_UNAVAILABLE, _UNAVAILABLE_AS)
+        # each row is PREFIX % IO % COMMAND: a `%` in COMMAND would cut it short
+        if data.count(b"%") != 2 * rows:
+            return None
+        common = {"header": None, "index_col": False, "na_filter": False, "quoting": csv.QUOTE_NONE}
+        common |= {"engine": "c", "low_memory": False}  # a batch at once: no chunks to stitch
+        fields = {1: np.int64, 2: "category", 3: "category", 4: np.float64, 6: np.float64, 8: np.float64}
+        if units:
+            fields.update({5: "category", 7: "category"})
+        try:
+            # TIME TID PRIO USER READ UNIT WRITE UNIT SWAPIN; the rest of a row, after the `%`, is skipped
+            prefix = pd.read_csv(
+                io.BytesIO(data),
+                sep=" ",
+                skipinitialspace=True,
+                comment="%",
+                names=range(9),
+                usecols=list(fields),
+                dtype=fields,
+                **common,
+            )
+            # IO and COMMAND
+            rest = pd.read_csv(
+                io.BytesIO(data),
+                sep="%",
+                skipinitialspace=True,
+                names=range(3),
+                usecols=[1, 2],
+                dtype={1: np.float64, 2: "category"},
+                **common,
+            )
+        except (ValueError, pd.errors.ParserError):
+            return None
+        texts = {"prio": prefix[2], "user": prefix[3], "command": rest[2]}
+        if len(prefix) != rows or len(rest) != rows:
+            return None
+        if not all(pd.api.types.is_string_dtype(c.cat.categories) for c in texts.values()):
+            return None
+        chunk: dict[str, np.ndarray] = {"tid": prefix[1].to_numpy()}
+        for name, col in texts.items():
+            interned = self.interned[name]
+            table = np.array([interned.code(t) for t in col.cat.categories], dtype=np.int64)
+            chunk[name] = table[col.cat.codes.to_numpy()]
+        for name, value, unit in (("read", 4, 5), ("write", 6, 7)):
+            chunk[name] = prefix[value].to_numpy()  # K/s: KiB/s already
+            if units:
+                factors = np.array([_KIB[u[0]] for u in prefix[unit].cat.categories], dtype=np.float64)
+                chunk[name] = chunk[name] * factors[prefix[unit].cat.codes.to_numpy()]
+        swapin, io_pct = prefix[8].to_numpy(), rest[1].to_numpy()
+        flags = swapin < 0  # only `_UNAVAILABLE_AS` prints a sign
+        if int(flags.sum()) != unavailable:  # a COMMAND held the text too
+            return None
+        chunk["swapin"] = np.where(flags, np.nan, swapin)
+        chunk["io"] = np.where(flags, np.nan, io_pct)
+        chunk["unavailable"] = flags
+        return chunk
 
 
 def parse(
@@ -259,71 +524,10 @@ def parse(
     except (ValueError, KeyError, OSError) as exc:
         raise ParseError(KIND, lines.path, 0, "", f"unknown time zone {tz!r} ({exc})") from None
     day0 = _day(date, lines)
-    st = _State()
-
-    def other(line_no: int, line: str) -> None:
-        """Any line but a task row: Total, Actual/Current, the header, blank; else an error."""
-        if not line.strip():
-            return  # seed 000's sed put a blank line before every block
-        if m := _TOTAL.match(line):
-            clock_s = st.clock(line_no, m, lines, line)
-            st.totals.append(
-                {
-                    "iteration": len(st.totals) + 1,
-                    "clock": f"{m[1]}:{m[2]}:{m[3]}" if m[1] else None,
-                    "clock_s": None if np.isnan(clock_s) else clock_s,
-                    "total_read_kb_s": float(m[4]) * _KIB[m[5]],
-                    "total_write_kb_s": float(m[6]) * _KIB[m[7]],
-                    "actual_read_kb_s": None,
-                    "actual_write_kb_s": None,
-                }
-            )
-            return
-        if m := _ACTUAL.match(line):
-            if not st.totals:
-                raise lines.error(line_no, line, f"`{m[4]} DISK READ` line before any `Total DISK READ` line")
-            st.clock(line_no, m, lines, line)
-            st.totals[-1]["actual_read_kb_s"] = float(m[5]) * _KIB[m[6]]
-            st.totals[-1]["actual_write_kb_s"] = float(m[7]) * _KIB[m[8]]
-            return
-        if m := _HEADER.match(line):
-            if m[1] == "PID" and not any("-P" in n for n in st.notes):
-                st.notes.append("header says PID: rows are processes (iotop -P), `tid` holds PIDs")
-            return
-        raise lines.error(line_no, line, "not an iotop batch line (Total/Actual/Current, header or task row)")
-
-    groups, clocks, iterations = st.groups, st.clocks, st.iterations
-    row_match = _ROW.match
-    held_no, held = 0, ""
-    line_no = 0
-    try:
-        # The last line is held back until it is known to end with a newline (cut mid-write: dropped).
-        for line_no, line in lines:  # noqa: B007 - line_no is read in the handler
-            if held_no:
-                if (m := row_match(held)) and st.totals:  # the hot path: a task row
-                    groups.append(m.groups())
-                    clocks.append(st.clock(held_no, m, lines, held))
-                    iterations.append(len(st.totals))
-                    if len(groups) >= STAGE_ROWS:
-                        st.stage()
-                elif m:
-                    raise lines.error(held_no, held, "task row before any `Total DISK READ` line")
-                else:
-                    other(held_no, held)
-            held_no, held = line_no, line
-    except (UnicodeDecodeError, OSError) as exc:
-        raise lines.error(line_no + 1, "", f"cannot read: {exc}") from None
-    if held_no:
-        if not lines.last_complete and held.strip():
-            st.dropped += 1  # cut mid-write: its numbers or command may be a prefix of themselves
-        elif (m := row_match(held)) and st.totals:
-            groups.append(m.groups())
-            clocks.append(st.clock(held_no, m, lines, held))
-            iterations.append(len(st.totals))
-        elif m:
-            raise lines.error(held_no, held, "task row before any `Total DISK READ` line")
-        else:
-            other(held_no, held)
+    st = _State(lines)
+    if not _fast(source, st):  # a stream, or CR line ends: the line walk over the whole capture
+        st = _State(lines)
+        _walk(st)
     st.flush()
     attrs = {"totals": st.totals, "dropped_lines": st.dropped, "unknown_columns": [], "notes": st.notes}
     n = st.n
@@ -333,39 +537,145 @@ def parse(
         return df
 
     def column(name: str) -> np.ndarray:
-        return np.concatenate([chunk[name] for chunk in st.chunks])
+        """A column joined from its chunks, which let it go: the chunks and the frame are not all held."""
+        return np.concatenate([chunk.pop(name) for chunk in st.chunks])
 
-    def strings(name: str) -> pd.Series:
-        return pd.concat([pd.Series(part) for part in st.string_chunks[name]], ignore_index=True)
-
-    unavailable = column("unavailable")
+    clock_s = column("clock_s")
     data: dict[str, object] = {
-        "clock_s": column("clock_s"),
+        "timestamp": _stamps(clock_s, day0, tz) if day0 is not None else _no_stamps(n),
+        "clock_s": clock_s,
+        "host": pd.array([host], dtype="string").take(np.zeros(n, dtype=np.intp)),
         "iteration": pd.array(column("iteration"), dtype="Int64"),
         "tid": pd.array(column("tid"), dtype="Int64"),
-        "prio": strings("prio"),
-        "user": strings("user"),
+        "prio": st.interned["prio"].array(column("prio")),
+        "user": st.interned["user"].array(column("user")),
         "read_kb_s": column("read"),
         "write_kb_s": column("write"),
         "swapin_pct": column("swapin"),
         "io_pct": column("io"),
-        "delayacct_unavailable": pd.array(unavailable, dtype="boolean"),
+        "delayacct_unavailable": pd.array(column("unavailable"), dtype="boolean"),
     }
-    command = strings("command")
-    data["command"] = command
-    data["thread"] = command.str.extract(_THREAD, expand=False).astype("string")
-    data["host"] = pd.array([host] * n, dtype="string")
-    if day0 is not None:
-        data["timestamp"] = clock_stamps(data["clock_s"], day0, tz)
-    df = coerce(pd.DataFrame(data), SCHEMA)
+    commands = st.interned["command"]
+    codes = column("command")
+    data["command"] = commands.array(codes)
+    # the `[...]` ending each distinct command, taken per row as the commands are
+    distinct = pd.Series(commands.array(np.arange(len(commands.index))))
+    data["thread"] = distinct.str.extract(_THREAD, expand=False).astype("string").array.take(codes)
+    df = coerce(pd.DataFrame(data, copy=False), SCHEMA)
     df.attrs.update(attrs)
     return df
 
 
-def _strings(texts: list[str]) -> pd.api.extensions.ExtensionArray:
-    """A string array built from the distinct texts (users, classes, commands repeat: cheaper)."""
-    codes, uniques = pd.factorize(np.array(texts, dtype=object))
-    return pd.array(uniques, dtype="string").take(codes)
+def _fast(source: Source, st: _State) -> bool:
+    """Read a path or string piece by piece (pieces end where an iteration starts): whole iterations by
+    `_FAST_BLOCK`, any other line by the line walk, in file order. False for a stream or CR line ends."""
+    pieces = byte_pieces(source, st.lines, b"Total DISK READ")
+    if pieces is None:
+        return False
+    try:
+        for piece, first_no in pieces:
+            if b"\r" in piece:  # CR ends a line for `Lines`, not for the regex
+                return False
+            body = piece.rfind(b"\n") + 1  # a cut last line goes to the line walk
+            view = memoryview(piece)
+            line_no = first_no
+            pos = 0
+            while pos < body:
+                if m := _FAST_BLOCK.match(piece, pos):
+                    line_no += st.queue(line_no, m, view)
+                    pos = m.end()
+                    continue
+                end = piece.index(b"\n", pos) + 1
+                st.commit()
+                st.line(line_no, piece[pos : end - 1].decode())
+                line_no += 1
+                pos = end
+            if body < len(piece):
+                st.commit()
+                walk_text(piece[body:].decode(), line_no, st.lines, st.line, st.cut_last)
+    except OSError:
+        return False  # the line walk raises it as a ParseError
+    st.commit()
+    return True
+
+
+def byte_pieces(source: Source, lines: Lines, marker: bytes) -> Iterator[tuple[bytes, int]] | None:
+    """Whole lines of a path or a string as UTF-8, each piece with its first line's number and cut
+    where a line holding `marker` starts; None for a stream or a string that is not valid Unicode.
+
+    Undecodable bytes are replaced as `Lines` replaces them (pieces hold whole lines: no character is
+    split). Shared with iftop's fast path (a candidate for `_chunks`).
+    """
+    if lines.path is not None and isinstance(source, str | Path):
+        chunks = _file_bytes(source)
+    elif isinstance(source, str):
+        try:
+            data = source.encode()
+        except UnicodeEncodeError:  # lone surrogates: only the line walk keeps them as they are
+            return None
+        chunks = (data[i : i + _PIECE_BYTES] for i in range(0, len(data), _PIECE_BYTES))
+    else:
+        return None
+    return (
+        (piece if piece.isascii() else piece.decode("utf-8", "replace").encode(), line_no)
+        for piece, line_no in _cut(chunks, marker)
+    )
+
+
+def _file_bytes(path: str | Path) -> Iterator[bytes]:
+    with open(path, "rb") as fh:
+        while data := fh.read(_PIECE_BYTES):
+            yield data
+
+
+def _cut(chunks: Iterable[bytes], marker: bytes) -> Iterator[tuple[bytes, int]]:
+    carry = b""
+    line_no = 1
+    for chunk in chunks:
+        data = carry + chunk
+        at = data.rfind(marker)
+        cut = data.rfind(b"\n", 0, at) + 1 if at > 0 else 0
+        if cut == 0 and len(data) >= 4 * _PIECE_BYTES:
+            cut = data.rfind(b"\n") + 1  # no marker here: whole lines anyway
+        if cut == 0:
+            carry = data
+            continue
+        yield data[:cut], line_no
+        line_no += data.count(b"\n", 0, cut)
+        carry = data[cut:]
+    if carry:
+        yield carry, line_no
+
+
+def _walk(st: _State) -> None:
+    """The line walk over the whole capture; the last line is held back until it is known to end with
+    a newline (cut mid-write: dropped)."""
+    lines = st.lines
+    held_no, held = 0, ""
+    line_no = 0
+    try:
+        for line_no, line in lines:  # noqa: B007 - line_no is read in the handler
+            if held_no:
+                st.line(held_no, held)
+            held_no, held = line_no, line
+    except (UnicodeDecodeError, OSError) as exc:
+        raise lines.error(line_no + 1, "", f"cannot read: {exc}") from None
+    if held_no:
+        if not lines.last_complete and held.strip():
+            st.dropped += 1
+        else:
+            st.line(held_no, held)
+
+
+def _stamps(clock_s: np.ndarray, day0: date, tz: str) -> pd.Series:
+    """`clock_stamps` of each distinct clock (a few per iteration), spread over the rows."""
+    distinct, where = np.unique(clock_s, return_inverse=True)
+    return clock_stamps(distinct, day0, tz).iloc[where.ravel()].reset_index(drop=True)
+
+
+def _no_stamps(n: int) -> pd.api.extensions.ExtensionArray:
+    """The `timestamp` column without a capture date: NaT."""
+    return pd.array(np.full(n, np.datetime64("NaT", "ns")), dtype="datetime64[ns, UTC]")
 
 
 def _day(value: date | str | None, lines: Lines) -> date | None:
