@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import io
 import re
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterator, Sequence
 from pathlib import Path
 from typing import NamedTuple
 
@@ -178,25 +178,22 @@ class ByteScan:
                 rest = block
                 continue
             rest = block[cut:]
-            buf = _lf(block[:cut])
-            yield from self._split(buf, line_no)
-            line_no += buf.count(b"\n")
+            line_no = yield from self._split(_lf(block[:cut]), line_no)
         if not rest:
             return
         # no LF after the last line: the lines of `rest` end at CRs, the last one at none (or at a CR,
         # which `Lines` does not count as a complete line either)
         cut = rest.rfind(b"\r", 0, len(rest) - 1) + 1
-        buf = _lf(rest[:cut])
-        yield from self._split(buf, line_no)
-        line_no += buf.count(b"\n")
+        line_no = yield from self._split(_lf(rest[:cut]), line_no)
         last = rest[cut:].decode("utf-8", "replace").rstrip("\r")
         if last.strip():
             self.cut = (line_no, last)
         else:
             yield from self._split(last.encode("utf-8", "surrogatepass") + b"\n", line_no)
 
-    def _split(self, buf: bytes, line_no: int) -> Iterator[Rows | tuple[int, str]]:
-        """`buf`: whole LF-terminated lines, the first numbered `line_no`."""
+    def _split(self, buf: bytes, line_no: int) -> Generator[Rows | tuple[int, str], None, int]:
+        """`buf`: whole LF-terminated lines, the first numbered `line_no`; returns the next line's number
+        (counted run by run: no second pass over the bytes)."""
         hay = b"\n" + buf  # every line, the first too, follows a newline
         size = len(hay)
         starts = set()
@@ -218,7 +215,10 @@ class ByteScan:
             line_no += 1
             pos = end + 1
         if pos < size:
-            yield Rows(hay[pos:], line_no, hay.count(b"\n", pos))
+            count = hay.count(b"\n", pos)
+            yield Rows(hay[pos:], line_no, count)
+            line_no += count
+        return line_no
 
     def _raw(self) -> Iterator[bytes]:
         src = self._source
