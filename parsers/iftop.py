@@ -77,9 +77,8 @@ import pandas as pd
 
 from perfkit.errors import ParseError
 
-from ._chunks import Interned, walk_text
+from ._chunks import Interned, byte_pieces, walk_text
 from ._common import Lines, Source, coerce, empty_frame, feed_lines
-from .iotop import byte_pieces
 
 KIND = "iftop"
 

@@ -71,9 +71,7 @@ from __future__ import annotations
 import csv
 import io
 import re
-from collections.abc import Iterable, Iterator
 from datetime import date, datetime
-from pathlib import Path
 from zoneinfo import ZoneInfo
 
 import numpy as np
@@ -81,7 +79,7 @@ import pandas as pd
 
 from perfkit.errors import ParseError
 
-from ._chunks import Interned, walk_text
+from ._chunks import Interned, byte_pieces, walk_text
 from ._common import Lines, Source, clock_stamps, coerce, empty_frame
 
 KIND = "iotop"
@@ -155,7 +153,6 @@ FAST_ROWS = 1 << 17  # rows read by pandas at once: bounds the buffered text, am
 # Fewer queued rows than this go through the line walk: pandas' fixed cost per call exceeds it (a
 # capture whose every iteration has a row the regex refuses alternates between the two paths).
 FAST_MIN_ROWS = 512
-_PIECE_BYTES = 1 << 20  # the capture is read this many bytes at a time
 
 
 def sniff(text: str) -> bool:
@@ -597,54 +594,6 @@ def _fast(source: Source, st: _State) -> bool:
         return False  # the line walk raises it as a ParseError
     st.commit()
     return True
-
-
-def byte_pieces(source: Source, lines: Lines, marker: bytes) -> Iterator[tuple[bytes, int]] | None:
-    """Whole lines of a path or a string as UTF-8, each piece with its first line's number and cut
-    where a line holding `marker` starts; None for a stream or a string that is not valid Unicode.
-
-    Undecodable bytes are replaced as `Lines` replaces them (pieces hold whole lines: no character is
-    split). Shared with iftop's fast path (a candidate for `_chunks`).
-    """
-    if lines.path is not None and isinstance(source, str | Path):
-        chunks = _file_bytes(source)
-    elif isinstance(source, str):
-        try:
-            data = source.encode()
-        except UnicodeEncodeError:  # lone surrogates: only the line walk keeps them as they are
-            return None
-        chunks = (data[i : i + _PIECE_BYTES] for i in range(0, len(data), _PIECE_BYTES))
-    else:
-        return None
-    return (
-        (piece if piece.isascii() else piece.decode("utf-8", "replace").encode(), line_no)
-        for piece, line_no in _cut(chunks, marker)
-    )
-
-
-def _file_bytes(path: str | Path) -> Iterator[bytes]:
-    with open(path, "rb") as fh:
-        while data := fh.read(_PIECE_BYTES):
-            yield data
-
-
-def _cut(chunks: Iterable[bytes], marker: bytes) -> Iterator[tuple[bytes, int]]:
-    carry = b""
-    line_no = 1
-    for chunk in chunks:
-        data = carry + chunk
-        at = data.rfind(marker)
-        cut = data.rfind(b"\n", 0, at) + 1 if at > 0 else 0
-        if cut == 0 and len(data) >= 4 * _PIECE_BYTES:
-            cut = data.rfind(b"\n") + 1  # no marker here: whole lines anyway
-        if cut == 0:
-            carry = data
-            continue
-        yield data[:cut], line_no
-        line_no += data.count(b"\n", 0, cut)
-        carry = data[cut:]
-    if carry:
-        yield carry, line_no
 
 
 def _walk(st: _State) -> None:

@@ -69,7 +69,7 @@ import pandas as pd
 
 from perfkit.errors import ParseError
 
-from ._chunks import Interned, block_pieces, has_cr, text_chunks, walk_text
+from ._chunks import Interned, block_pieces, byte_windows, has_cr, text_chunks, walk_text
 from ._common import Lines, Source, coerce, empty_frame, feed_lines
 
 KIND = "numastat"
@@ -303,13 +303,13 @@ def _fast_run(st: _State, piece: str, layouts: dict) -> int:
     ends = np.flatnonzero(buf == 10)
     starts = np.concatenate(([0], ends[:-1] + 1))
     maybe = np.flatnonzero((buf[starts] == _TITLE_START[0]) & (ends - starts >= len(_TITLE_START)))
-    heads = maybe[(_at(buf, starts[maybe], len(_TITLE_START)) == _TITLE_START).all(axis=1)]
+    heads = maybe[(byte_windows(buf, starts[maybe], len(_TITLE_START)) == _TITLE_START).all(axis=1)]
     if (np.diff(heads) < 3).any():
         return 0  # a header or ruler that starts like a title
     block = np.frombuffer(piece[: title.end()].encode("ascii"), dtype=np.uint8)
     same = np.zeros(len(heads), dtype=bool)
     fits = heads[starts[heads] + len(block) <= len(buf)]
-    same[: len(fits)] = (_at(buf, starts[fits], len(block)) == block).all(axis=1)
+    same[: len(fits)] = (byte_windows(buf, starts[fits], len(block)) == block).all(axis=1)
     n_tables = len(heads) if same.all() else int(same.argmin())
     if n_tables < len(heads):
         if n_tables < _MIN_RUN or not _title_at(piece, int(starts[heads[n_tables]])):
@@ -328,7 +328,7 @@ def _fast_run(st: _State, piece: str, layouts: dict) -> int:
     # equal counts are not enough: row i of table k must be line heads[k] + 3 + i
     if (rows.reshape(len(heads), n_rows) != heads[:, None] + 3 + np.arange(n_rows)).any():
         return 0
-    text = _at(buf, starts[heads + 3], n_rows * (width + 1)).reshape(len(rows), width + 1)
+    text = byte_windows(buf, starts[heads + 3], n_rows * (width + 1)).reshape(len(rows), width + 1)
     labels = text[:n_rows, : layout.label_end]
     if not (text[:, : layout.label_end].reshape(len(heads), -1) == labels.reshape(1, -1)).all():
         return 0
@@ -357,11 +357,6 @@ def _fast_run(st: _State, piece: str, layouts: dict) -> int:
     st.open_fast = st.tables + len(heads) - 1
     st.tables += len(heads)
     return len(piece) if len(ends) == len(starts) else int(starts[-1])
-
-
-def _at(buf: np.ndarray, offsets: np.ndarray, size: int) -> np.ndarray:
-    """The `size` bytes at each offset, one row each (no index array as large as the result)."""
-    return np.lib.stride_tricks.sliding_window_view(buf, size)[offsets]
 
 
 def _numbers(cells: np.ndarray) -> np.ndarray | None:

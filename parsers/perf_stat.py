@@ -53,7 +53,7 @@ from collections.abc import Iterator
 import numpy as np
 import pandas as pd
 
-from ._chunks import Interned, has_cr, text_chunks, walk_text
+from ._chunks import Interned, byte_windows, has_cr, text_chunks, walk_text
 from ._common import Lines, Source, coerce, empty_frame, feed_lines
 
 KIND = "perf_stat"
@@ -385,7 +385,7 @@ def _chunk_rows(text: str, strings: dict[str, Interned]) -> dict[str, np.ndarray
     not_sup = np.zeros(len(k), dtype=bool)
     maybe = np.flatnonzero(has & (end - start == 4) & (buf[start] == ord("<")))
     after = np.minimum(k[maybe] + 2, len(tok_start) - 1)  # if the bytes match: `supported>`, all of it
-    not_sup[maybe] = (_at(buf, start[maybe], len(_NOT_SUPPORTED)) == _NOT_SUPPORTED).all(axis=1) & (
+    not_sup[maybe] = (byte_windows(buf, start[maybe], len(_NOT_SUPPORTED)) == _NOT_SUPPORTED).all(axis=1) & (
         tok_end[after] - tok_start[after] == 10
     )
     i = 2 + not_sup  # the token after the count: the unit if two tokens come before `#` (or the end)
@@ -402,7 +402,8 @@ def _chunk_rows(text: str, strings: dict[str, Interned]) -> dict[str, np.ndarray
     width = int(length.max())
     if width > 17:
         return None  # 16 digits at least
-    times = np.where(np.arange(width) >= (width - length)[:, None], _at(buf, tok_end[k] - width, width), 0)
+    windows = byte_windows(buf, tok_end[k] - width, width)
+    times = np.where(np.arange(width) >= (width - length)[:, None], windows, 0)
     new[1:] = (times[1:] != times[:-1]).any(axis=1)
     interval = _number(buf, tok_start[k][new], tok_end[k][new], signed=False)
     value = _number(buf, tok_start[count], tok_end[count], signed=False)
@@ -442,11 +443,6 @@ def _scatter(values: np.ndarray, where: np.ndarray, missing: float) -> np.ndarra
     return out
 
 
-def _at(buf: np.ndarray, offsets: np.ndarray, size: int) -> np.ndarray:
-    """The `size` bytes at each offset, one row each (no index array as large as the result)."""
-    return np.lib.stride_tricks.sliding_window_view(buf, size)[offsets]
-
-
 def _number(
     buf: np.ndarray, start: np.ndarray, end: np.ndarray, *, signed: bool
 ) -> tuple[np.ndarray, np.ndarray] | None:
@@ -460,7 +456,7 @@ def _number(
     if width > 17:
         return None  # 16 digits at least
     col = np.arange(width)
-    window = _at(buf, end - width, width)  # right-aligned: a token's last byte in the last column
+    window = byte_windows(buf, end - width, width)  # right-aligned: a token's last byte in the last column
     lead = width - length  # the column of its first byte
     digit = (col >= lead[:, None]) & (window - ord("0") < 10)
     point = (col >= lead[:, None]) & (window == ord("."))
@@ -491,7 +487,7 @@ def _codes(
     if not len(start):
         return np.empty(0, dtype=np.int64)
     words = -(-int((end - start).max()) // 8)
-    window = _at(buf, start, 8 * words)
+    window = byte_windows(buf, start, 8 * words)
     window[np.arange(8 * words) >= (end - start)[:, None]] = 0
     columns = window.view(np.uint64)
     key = columns[:, 0].copy()
