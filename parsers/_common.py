@@ -15,6 +15,8 @@ from zoneinfo import ZoneInfo
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from perfkit.errors import ParseError
 
@@ -247,9 +249,17 @@ class Parts:
 def text_column(table: list[str | None], codes: np.ndarray) -> pd.api.extensions.ExtensionArray:
     """A string column from its distinct texts and one index into them per row (-1: NA).
 
-    One Arrow `take` instead of a Python object per row: ten times faster on a million rows.
+    One Arrow `take` instead of a Python object per row. The system allocator, not Arrow's default
+    (mimalloc): mimalloc asks for huge pages, which the kernel compacts memory for on a first touch
+    once a large parse has fragmented it (0.28 s of system time for one 70 MB column, 0.09 s here).
     """
-    return pd.array(table, dtype="string").take(codes, allow_fill=True)
+    missing = codes < 0
+    taken = pc.take(
+        pa.array(table, type=pa.large_string()),
+        pa.array(codes, mask=missing) if missing.any() else pa.array(codes),
+        memory_pool=pa.system_memory_pool(),
+    )
+    return pd.arrays.ArrowStringArray(taken)
 
 
 def number(text: str) -> float:

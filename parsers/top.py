@@ -74,12 +74,10 @@ from typing import BinaryIO
 
 import numpy as np
 import pandas as pd
-import pyarrow as pa
-import pyarrow.compute as pc
 
 from perfkit.errors import ParseError
 
-from ._common import Lines, Source, coerce, empty_frame, parse_clock
+from ._common import Lines, Source, coerce, empty_frame, parse_clock, text_column
 
 KIND = "top"
 CHUNK_ROWS = 16384  # task rows converted at once: bounds the buffered text, amortises numpy calls
@@ -260,7 +258,7 @@ def parse(source: Source, *, host: str | None = None, tz: str = "UTC") -> pd.Dat
     n = st.n
     data: dict[str, object] = {
         "timestamp": pd.Series(pd.NaT, index=range(n), dtype="datetime64[ns, UTC]"),
-        "host": _take_strings([host], np.zeros(n, dtype=np.intp)),
+        "host": text_column([host], np.zeros(n, dtype=np.intp)),
     }
     sizes = [len(chunk["iteration"]) for chunk in st.chunks]
     for col in dict.fromkeys(("iteration", "clock_s", *(c for c in _HEADERS.values() if c in st.present))):
@@ -897,19 +895,7 @@ def _join_strings(parts: list[tuple[np.ndarray, list[str]]]) -> pd.api.extension
     for local, texts in parts:
         # a local code -1 picks the -1 appended to the chunk's table: NA
         codes.append(np.array([*(table.setdefault(t, len(table)) for t in texts), -1], dtype=np.intp)[local])
-    return _take_strings(list(table), np.concatenate(codes))
-
-
-def _take_strings(texts: list[str | None], codes: np.ndarray) -> pd.arrays.ArrowStringArray:
-    """`texts[codes]` as a string array (code -1: NA)."""
-    # Arrow's default allocator costs several times the system time of the system one for buffers this
-    # large (tens of MB per column of a day's capture; measured 0.9 s against 0.3 s for four columns).
-    taken = pc.take(
-        pa.array(texts, type=pa.large_string()),
-        pa.array(codes, mask=codes < 0),
-        memory_pool=pa.system_memory_pool(),
-    )
-    return pd.arrays.ArrowStringArray(taken)
+    return text_column(list(table), np.concatenate(codes))
 
 
 def _typed(col: str, values: list[object]) -> np.ndarray | pd.api.extensions.ExtensionArray:
