@@ -57,8 +57,8 @@ header is fixed), `notes`.
 Fast path (a path or a string, read as bytes): one regex (`_FAST_BLOCK`) matches a whole iteration,
 its Total and Current lines, the header and task rows that all print the Total line's time; the rows
 of many iterations then go to pandas' C reader at once, split on spaces up to SWAPIN's `%` for TID,
-PRIO, USER and the rates, and split on `%` for IO and COMMAND (`?unavailable?` is read as
-`-1.00 % -1.00 %`). The regex is stricter than the line walk (spaces only, ASCII digits, `%.2f` values
+PRIO, USER and the rates, and to Arrow's CSV reader split on `%` for IO and COMMAND (`?unavailable?`
+is read as `-1.00 % -1.00 %`). The regex is stricter than the line walk (spaces only, ASCII digits, `%.2f` values
 of at most 15 digits, printable ASCII PRIO and USER, COMMAND starting with one); a `%` in COMMAND or a
 text column pandas would read as numbers sends those iterations through the line walk, as do streams,
 CR line ends and captures without `-t`. The line walk also names the first bad line.
@@ -76,11 +76,13 @@ from zoneinfo import ZoneInfo
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.csv as pa_csv
 
 from perfkit.errors import ParseError
 
 from ._chunks import Interned, byte_pieces, walk_text
-from ._common import Lines, Source, clock_stamps, coerce, empty_frame
+from ._common import Lines, Source, clock_stamps, coerce, empty_frame, text_column
 
 KIND = "iotop"
 
@@ -145,6 +147,7 @@ _FAST_BLOCK = re.compile(
     ).encode()
 )
 _KIB_BYTES = {letter.encode(): factor for letter, factor in _KIB.items()}
+_DICT = pa.dictionary(pa.int32(), pa.string())
 # `?unavailable?` takes the place of `SWAPIN % IO %`: pandas reads this instead (a negative value no
 # row prints), so every row has the same fields.
 _UNAVAILABLE = b"?unavailable?"
@@ -363,6 +366,8 @@ class _State:
         self.fast_rows += rows
         if self.fast_rows >= FAST_ROWS:
             self.commit()
+        if m.start(1) == m.start() and rows_end == m.end():  # no blank lines: Total, Current, header?
+            return rows + (2 if m.start(10) < 0 else 3)
         return piece.count(b"\n", m.start(), rows_at) + rows + piece.count(b"\n", rows_end, m.end())
 
     def commit(self) -> None:
@@ -460,34 +465,42 @@ class _State:
                 dtype=fields,
                 **common,
             )
-            # IO and COMMAND
-            rest = pd.read_csv(
+            # IO and COMMAND, split on the row's two `%` by Arrow's reader (threaded; it reads ` 4.68 `
+            # as 4.68 and keeps the blanks before COMMAND, which are stripped below)
+            rest = pa_csv.read_csv(
                 io.BytesIO(data),
-                sep="%",
-                skipinitialspace=True,
-                names=range(3),
-                usecols=[1, 2],
-                dtype={1: np.float64, 2: "category"},
-                **common,
+                read_options=pa_csv.ReadOptions(column_names=["prefix", "io", "command"]),
+                parse_options=pa_csv.ParseOptions(delimiter="%", quote_char=False),
+                convert_options=pa_csv.ConvertOptions(
+                    column_types={"io": pa.float64(), "command": _DICT}, include_columns=["io", "command"]
+                ),
             )
-        except (ValueError, pd.errors.ParserError):
+        except (ValueError, pd.errors.ParserError, pa.ArrowInvalid):
             return None
-        texts = {"prio": prefix[2], "user": prefix[3], "command": rest[2]}
-        if len(prefix) != rows or len(rest) != rows:
+        if len(prefix) != rows or rest.num_rows != rows:
             return None
-        if not all(pd.api.types.is_string_dtype(c.cat.categories) for c in texts.values()):
+        if not all(pd.api.types.is_string_dtype(prefix[i].cat.categories) for i in (2, 3)):
             return None
+        commands = rest.column("command").unify_dictionaries().combine_chunks()
+        texts = {
+            "prio": (prefix[2].cat.categories, prefix[2].cat.codes.to_numpy()),
+            "user": (prefix[3].cat.categories, prefix[3].cat.codes.to_numpy()),
+            "command": (
+                [t.lstrip(" ") for t in commands.dictionary.to_pylist()],
+                commands.indices.to_numpy(zero_copy_only=False),
+            ),
+        }
         chunk: dict[str, np.ndarray] = {"tid": prefix[1].to_numpy()}
-        for name, col in texts.items():
+        for name, (distinct, codes) in texts.items():
             interned = self.interned[name]
-            table = np.array([interned.code(t) for t in col.cat.categories], dtype=np.int64)
-            chunk[name] = table[col.cat.codes.to_numpy()]
+            table = np.array([interned.code(t) for t in distinct], dtype=np.int64)
+            chunk[name] = table[codes]
         for name, value, unit in (("read", 4, 5), ("write", 6, 7)):
             chunk[name] = prefix[value].to_numpy()  # K/s: KiB/s already
             if units:
                 factors = np.array([_KIB[u[0]] for u in prefix[unit].cat.categories], dtype=np.float64)
                 chunk[name] = chunk[name] * factors[prefix[unit].cat.codes.to_numpy()]
-        swapin, io_pct = prefix[8].to_numpy(), rest[1].to_numpy()
+        swapin, io_pct = prefix[8].to_numpy(), rest.column("io").to_numpy()
         flags = swapin < 0  # only `_UNAVAILABLE_AS` prints a sign
         if int(flags.sum()) != unavailable:  # a COMMAND held the text too
             return None
@@ -541,7 +554,7 @@ def parse(
     data: dict[str, object] = {
         "timestamp": _stamps(clock_s, day0, tz) if day0 is not None else _no_stamps(n),
         "clock_s": clock_s,
-        "host": pd.array([host], dtype="string").take(np.zeros(n, dtype=np.intp)),
+        "host": text_column([host], np.zeros(n, dtype=np.intp)),
         "iteration": pd.array(column("iteration"), dtype="Int64"),
         "tid": pd.array(column("tid"), dtype="Int64"),
         "prio": st.interned["prio"].array(column("prio")),
@@ -556,8 +569,8 @@ def parse(
     codes = column("command")
     data["command"] = commands.array(codes)
     # the `[...]` ending each distinct command, taken per row as the commands are
-    distinct = pd.Series(commands.array(np.arange(len(commands.index))))
-    data["thread"] = distinct.str.extract(_THREAD, expand=False).astype("string").array.take(codes)
+    threads = [m[1] if (m := _THREAD.search(text)) else None for text in commands.index]
+    data["thread"] = text_column(threads, codes)
     df = coerce(pd.DataFrame(data, copy=False), SCHEMA)
     df.attrs.update(attrs)
     return df

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import subprocess
 
 import pandas as pd
@@ -149,3 +150,80 @@ def test_real_iotop_here() -> None:
         pytest.skip(f"iotop cannot run here: {out.stderr.strip()[:200]}")
     df = iotop.parse(out.stdout)
     assert len(df.attrs["totals"]) == 2
+
+
+def _long_capture(iterations: int) -> str:
+    """A capture long enough for the bulk path (rows read by pandas and Arrow in batches), in the layouts
+    of the fixtures above: K/s and other units, `?unavailable?`, kernel threads, named threads, commands
+    with blanks, a `Total DISK READ` text inside a COMMAND, a clock step, midnight, seed 000's blank
+    lines, one row with a `%` in its COMMAND and a PID header (`-P`) late in the capture."""
+    out = []
+    sod = 23 * 3600 + 50 * 60  # 23:50:00: crosses midnight after 600 iterations
+    for k in range(iterations):
+        sod = (sod + (1 if k != 300 else -5)) % 86400  # iteration 300 steps the clock back 5 s
+        clock = f"{sod // 3600:02d}:{sod // 60 % 60:02d}:{sod % 60:02d}"
+        unit = "M/s" if k % 97 == 0 else "K/s"
+        if k % 250 == 7:
+            out.append("")
+        out.append(
+            f"{clock} Total DISK READ:       {k % 13}.50 K/s | Total DISK WRITE:    {k * 7 % 1000}.25 {unit}"
+        )
+        out.append(f"{clock} Current DISK READ:     0.00 K/s | Current DISK WRITE:   {k % 500}.75 K/s")
+        if k in (0, 1500):
+            task = "PID" if k else "TID"
+            out.append(f"    TIME  {task}  PRIO  USER     DISK READ  DISK WRITE  SWAPIN      IO    COMMAND")
+        out.append(
+            f"{clock} {1000 + k % 7:5d} be/4 mysql      {k % 50}.25 K/s  {k * 3 % 997}.50 {unit}  0.00 % "
+            f"{k % 90:2d}.11 % mariadbd --basedir=/usr [ib_io_wr-{k % 4}]"
+        )
+        out.append(f"{clock}   418 be/3 root        0.00 B/s    0.00 B/s  0.00 % 42.33 % [jbd2/sda2-8]")
+        if k % 3 == 0:
+            out.append(
+                f"{clock}  1643 be/4 root        0.00 K/s 336500.29 K/s ?unavailable?  dd bs=64k oflag=dsync"
+            )
+        if k % 5 == 0:
+            user = "1001" if 1000 <= k < 1100 else "www"  # a uid: pandas reads it as a number
+            rates = "1.00 G/s    2.00 B/s  0.00 %  0.00 %"
+            out.append(f"{clock}  1700 idle {user}  {rates} sh -c 'echo Total DISK READ'")
+        if k == 900:
+            out.append(f"{clock}  1701 be/4 root        0.00 K/s    0.00 K/s  0.00 %  0.00 % printf 50%%")
+        if k % 250 == 7:
+            out.append("")
+    return "\n".join(out) + "\n"
+
+
+def test_bulk_path_reads_as_the_line_walk(monkeypatch: pytest.MonkeyPatch) -> None:
+    text = _long_capture(2000)
+    read_rows = iotop._State._read_rows
+    batches = []
+
+    def spy(self: iotop._State, data: bytes, rows: int, units: bool) -> dict | None:
+        chunk = read_rows(self, data, rows, units)
+        batches.append(0 if chunk is None else rows)
+        return chunk
+
+    monkeypatch.setattr(iotop._State, "_read_rows", spy)
+    monkeypatch.setattr(iotop, "FAST_ROWS", 600)  # batches of 600 rows: a refused one is a small part
+    bulk = iotop.parse(text, date="2026-11-22", tz="Asia/Shanghai")
+    assert sum(batches) > 4000 and 0 in batches  # most rows read in batches, the odd ones by the line walk
+    walk = iotop.parse(io.StringIO(text), date="2026-11-22", tz="Asia/Shanghai")  # a stream: the line walk
+    assert len(bulk) == 2000 * 2 + 667 + 400 + 1
+    pd.testing.assert_frame_equal(bulk, walk)
+    assert bulk.attrs == walk.attrs
+    assert bulk.attrs["notes"][0].endswith("clock went back 5 s (clock step), kept as printed")
+    assert bulk["write_kb_s"].max() == max(k * 3 % 997 + 0.5 for k in range(0, 2000, 97)) * 1024  # M/s
+    threads = {"ib_io_wr-0", "ib_io_wr-1", "ib_io_wr-2", "ib_io_wr-3", "jbd2/sda2-8"}
+    assert set(bulk["thread"].dropna()) == threads
+    assert bulk["command"].str.contains("Total DISK READ").sum() == 400
+
+
+def test_bulk_path_names_a_bad_line_as_the_line_walk() -> None:
+    lines = _long_capture(2000).split("\n")
+    lines[5000] = lines[5000].replace(".", ",", 1)
+    text = "\n".join(lines)
+    errors = []
+    for source in (text, io.StringIO(text)):
+        with pytest.raises(ParseError) as info:
+            iotop.parse(source)
+        errors.append((info.value.line_no, info.value.line))
+    assert errors[0] == errors[1] and errors[0][0] == 5001
