@@ -58,10 +58,11 @@ Fast path (a path or a string, read as bytes): one regex (`_FAST_BLOCK`) matches
 its Total and Current lines, the header and task rows that all print the Total line's time; the rows
 of many iterations then go to pandas' C reader at once, split on spaces up to SWAPIN's `%` for TID,
 PRIO, USER and the rates, and to Arrow's CSV reader split on `%` for IO and COMMAND (`?unavailable?`
-is read as `-1.00 % -1.00 %`). The regex is stricter than the line walk (spaces only, ASCII digits, `%.2f` values
-of at most 15 digits, printable ASCII PRIO and USER, COMMAND starting with one); a `%` in COMMAND or a
-text column pandas would read as numbers sends those iterations through the line walk, as do streams,
-CR line ends and captures without `-t`. The line walk also names the first bad line.
+is read as `-1.00 % -1.00 %`). The regex is stricter than the line walk (spaces only, ASCII digits,
+`%.2f` values of at most 15 digits, printable ASCII PRIO and USER, COMMAND starting with one); a `%`
+in COMMAND or a text column pandas would read as numbers sends those iterations through the line
+walk, as do streams, CR line ends and captures without `-t`. The line walk also names the first bad
+line.
 
 Tested on: tests/fixtures/iotop/ (README.md there).
 """
