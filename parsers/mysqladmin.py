@@ -50,12 +50,8 @@ Tested on: tests/fixtures/mysqladmin/ (see README.md there).
 
 from __future__ import annotations
 
-import contextlib
 import io
 import re
-from collections.abc import Iterator
-from pathlib import Path
-from typing import IO
 
 import numpy as np
 import pandas as pd
@@ -64,7 +60,8 @@ import pyarrow.csv as pa_csv
 
 from perfkit.errors import ParseError
 
-from ._common import Lines, Source, coerce, empty_frame
+from ._chunks import ByteScan, Rows
+from ._common import Lines, Source, coerce, empty_frame, text_column
 from .mysql_status import COUNTERS as _SAMPLER_COUNTERS
 from .mysql_status import GAUGES as _SAMPLER_GAUGES
 
@@ -169,6 +166,8 @@ _NAME_FIELD = re.compile(r"^ (\S+) +$")
 _NUMBER = re.compile(r"^-?\d+(?:\.\d+)?$")
 _MESSAGE = re.compile(r"^(?:mysqladmin|mariadb-admin): ")
 _DICT = pa.dictionary(pa.int32(), pa.string())
+# `ByteScan`'s structure lines: those not starting with `| ` (borders, blanks, messages) and the header
+_MARKS = (re.compile(rb"\n(?!\| )"), re.compile(rb"\n\| Variable_name"))
 CHUNK_ROWS = 131072  # rows split at once: bounds the raw text held, amortises the reader call
 
 
@@ -181,9 +180,10 @@ def sniff(text: str) -> bool:
 class _Reader:
     """Box walker: border -> header -> border -> rows -> border, then the next block.
 
-    Only the box structure is walked line by line. Rows are buffered as raw text and split in
-    chunks (`_flush`) by pandas' C reader, a chunk never cutting a block in two; names and values
-    are then checked once per distinct text, not once per line (a capture repeats both).
+    `ByteScan` hands over the runs of rows inside a box as bytes (no Python step per line) and every
+    other line one at a time, for the state machine. Rows are buffered and split in chunks
+    (`_flush`) by Arrow's CSV reader, a chunk never cutting a block in two; names and values are then
+    checked once per distinct text, not once per line (a capture repeats both).
     """
 
     def __init__(self, lines: Lines) -> None:
@@ -194,8 +194,10 @@ class _Reader:
         self.first_line: dict[int, int] = {}
         self.messages: list[str] = []
         self.dropped = 0
-        # rows of the current chunk, and (row index, line number, sample) where each run of rows starts
-        self.rows: list[str] = []
+        # rows of the current chunk (LF-terminated lines), how many, and (row index, line number,
+        # sample) where each run of rows starts
+        self.rows: list[bytes] = []
+        self.n_rows = 0
         self.segs: list[tuple[int, int, int]] = []
         # parsed chunks, column by column
         self.names: dict[str, int] = {}  # variable -> code, in order of first appearance
@@ -206,45 +208,34 @@ class _Reader:
         self.text_codes: list[np.ndarray] = []
         self.integers = True  # every value printed as an integer (`^-?\d+$`): what -r prints
 
-    def run(self, stream: IO[str]) -> None:
-        """Walk the lines in batches; a structural line is handled when the next line comes (the
-        last one may be cut off mid-write), a row is only buffered."""
-        rows = self.rows
-        held: tuple[int, str] | None = None
-        in_rows = False
-        line_no = 0
-        line = ""
-        while batch := self._read(stream, line_no):
-            for line_no, line in enumerate(batch, line_no + 1):  # noqa: B007, B020 - read after the loop
-                if in_rows and held is None and line[:2] == "| ":  # a variable row: the hot path
-                    rows.append(line)
-                    continue
-                if held is not None:
-                    self._feed(*held)
-                    in_rows = self.state == "rows"
-                    held = None
-                if in_rows and line[:2] == "| ":
-                    self.segs.append((len(rows), line_no, self.sample))
-                    rows.append(line)
-                else:
-                    held = (line_no, line)
-        complete = line_no == 0 or line.endswith("\n")  # as Lines.last_complete
-        if held is not None:
-            if not complete and held[1].strip():
-                self.dropped += 1  # cut off mid-write (feed_lines' rule)
-            else:
-                self._feed(*held)
-        elif not complete:
-            rows.pop()  # the last line was a row, cut off mid-write: its value may be cut too
+    def run(self, scan: ByteScan) -> None:
+        """Runs of rows inside a block are buffered whole; any other line goes through the state
+        machine (a last line cut off mid-write is left out by `ByteScan`: dropped and counted)."""
+        for item in scan:
+            if not isinstance(item, Rows):
+                self._line(*item)
+            elif self.state == "rows":
+                self._add(item.data, item.first_no, item.count)
+            else:  # `| ` lines outside a block: line by line, as any other line (the first one raises)
+                text = item.data.decode("utf-8", "replace").split("\n")[:-1]
+                for k, line in enumerate(text):
+                    self._line(item.first_no + k, line)
+        if scan.cut is not None:
             self.dropped += 1
         self._flush()
 
-    def _read(self, stream: IO[str], line_no: int) -> list[str]:
-        """The next whole lines (about 1 MiB), with their line ends, as Lines reads them."""
-        try:
-            return stream.readlines(1 << 20)
-        except (UnicodeDecodeError, OSError) as exc:
-            raise self.lines.error(line_no + 1, "", f"cannot read: {exc}") from None
+    def _line(self, line_no: int, line: str) -> None:
+        """A line the scan did not take for a row: one inside a block that starts with `| ` is one
+        all the same (a variable named `Variable_name`), the rest go through the state machine."""
+        if self.state == "rows" and line[:2] == "| ":
+            self._add(line.encode("utf-8", "surrogatepass") + b"\n", line_no, 1)
+        else:
+            self._feed(line_no, line)
+
+    def _add(self, rows: bytes, line_no: int, count: int) -> None:
+        self.segs.append((self.n_rows, line_no, self.sample))
+        self.rows.append(rows)
+        self.n_rows += count
 
     def _feed(self, line_no: int, line: str) -> None:
         try:
@@ -252,7 +243,7 @@ class _Reader:
         except ParseError:
             self._flush()  # a bad row before this line is the first error in the file
             raise
-        if self.state == "sep" and len(self.rows) >= CHUNK_ROWS:
+        if self.state == "sep" and self.n_rows >= CHUNK_ROWS:
             self._flush()  # between two blocks: a block's duplicates are found within one chunk
 
     def _structural(self, line_no: int, line: str) -> None:
@@ -287,25 +278,27 @@ class _Reader:
 
     def _flush(self) -> None:
         """Split the buffered rows into names and values; append them to the columns."""
-        rows, segs = self.rows, self.segs
-        if not rows:
+        segs, n = self.segs, self.n_rows
+        data = b"".join(self.rows)
+        self.rows, self.n_rows = [], 0
+        if not n:
             segs.clear()
             return
-        split = _split_fast(rows)
-        name_idx, names, printed_idx, printed = split if split is not None else _split_slow(rows)
-        starts = np.array([s[0] for s in segs] + [len(rows)], dtype=np.int64)
+        split = _split_fast(data, n)
+        name_idx, names, printed_idx, printed = split if split is not None else _split_slow(_texts(data))
+        starts = np.array([s[0] for s in segs] + [n], dtype=np.int64)
         counts = np.diff(starts)
         samples = np.repeat(np.array([s[2] for s in segs], dtype=np.int64), counts)
         remap = np.array([self.names.setdefault(n, len(self.names)) for n in names] + [-1], dtype=np.int64)
         codes = remap[name_idx]  # -1: malformed row (name_idx -1 takes the appended -1)
         bad = (codes < 0) | (printed_idx < 0)
         # a variable twice in one block: (sample, code) seen before; malformed rows never match
-        key = np.where(bad, -1 - np.arange(len(rows)), (samples - samples[0]) * (len(self.names) + 1) + codes)
+        key = np.where(bad, -1 - np.arange(n), (samples - samples[0]) * (len(self.names) + 1) + codes)
         dup = pd.Series(key).duplicated().to_numpy()
         if bad.any() or dup.any():
             index = int(np.argmax(bad | dup))
             line_no = int((np.repeat(np.array([s[1] for s in segs]) - starts[:-1], counts))[index]) + index
-            row = rows[index].rstrip("\r\n")
+            row = _texts(data)[index]
             if bad[index]:
                 raise self.lines.error(line_no, row, "malformed mysqladmin row")
             raise self.lines.error(line_no, row, f"{names[name_idx[index]]} printed twice in one block")
@@ -326,12 +319,16 @@ class _Reader:
         self.values.append(value[printed_idx])
         self.text_codes.append(text_code[printed_idx])
         self.seen_rows = True
-        rows.clear()
         segs.clear()
 
 
-def _split_fast(rows: list[str]) -> tuple[np.ndarray, list[str], np.ndarray, list[str]] | None:
-    """Rows -> (name index, names, printed index, printed values) by Arrow's CSV reader, split on `|`.
+def _texts(data: bytes) -> list[str]:
+    """The rows of a chunk as text (decoded as `ByteScan` decodes lines), without line ends."""
+    return data.decode("utf-8", "replace").split("\n")[:-1]
+
+
+def _split_fast(data: bytes, n: int) -> tuple[np.ndarray, list[str], np.ndarray, list[str]] | None:
+    """`n` rows -> (name index, names, printed index, printed values) by Arrow's CSV reader, split on `|`.
 
     Each row starts with `| ` (the walk checked). A row with exactly three `|` reads as
     `'' | ' NAME   ' | ' VALUE   ' | tail`, where `_ROW` gives the same answer field by field (a
@@ -342,7 +339,7 @@ def _split_fast(rows: list[str]) -> tuple[np.ndarray, list[str], np.ndarray, lis
     """
     try:
         table = pa_csv.read_csv(
-            io.BytesIO("".join(rows).encode("utf-8")),  # rows keep their line ends; a lone surrogate raises
+            io.BytesIO(data),  # invalid UTF-8 raises
             read_options=pa_csv.ReadOptions(column_names=["lead", "name", "value", "tail"]),
             parse_options=pa_csv.ParseOptions(delimiter="|", quote_char=False, ignore_empty_lines=False),
             convert_options=pa_csv.ConvertOptions(
@@ -354,7 +351,7 @@ def _split_fast(rows: list[str]) -> tuple[np.ndarray, list[str], np.ndarray, lis
         raise
     except Exception:  # noqa: BLE001 - any refusal goes the slow way, which finds the bad row
         return None
-    if table.num_rows != len(rows):
+    if table.num_rows != n:
         return None
     (name_field, name_codes), (value_field, value_codes), (tail, tail_codes) = (
         _dictionary(table.column(c)) for c in ("name", "value", "tail")
@@ -423,10 +420,10 @@ def parse(
     """
     if not interval_s > 0:
         raise ValueError(f"interval_s must be > 0, not {interval_s!r}")
-    lines = Lines(source, KIND)
+    scan = ByteScan(source, KIND, _MARKS)
+    lines = scan.lines
     reader = _Reader(lines)
-    with _text_stream(source, lines) as stream:
-        reader.run(stream)
+    reader.run(scan)
     notes: list[str] = []
     if reader.messages:
         notes.append("mysqladmin said: " + " | ".join(reader.messages))
@@ -477,15 +474,14 @@ def parse(
     change = absolute.groupby(code, sort=False).diff()
     rate = change / (step * interval_s)
     per_s = rate.where(counter & (change >= 0))
-    texts = pa.array(list(reader.texts), type=pa.large_string())
     n = len(sample)
     df = pd.DataFrame(
         {
-            "host": _strings(pa.array([host], type=pa.large_string()), np.zeros(n, dtype=np.int32)),
+            "host": text_column([host], np.zeros(n, dtype=np.int32)),
             "sample": pd.arrays.IntegerArray(sample, np.zeros(n, dtype=bool)),
-            "variable": _strings(pa.array(names, type=pa.large_string()), code),
+            "variable": text_column(names.tolist(), code),
             "value": value,
-            "text": _strings(texts, text_code),
+            "text": text_column(list(reader.texts), text_code),
             "relative": bool(relative) & (sample > 0),
             "absolute": absolute.to_numpy(dtype=np.float64),
             "counter": counter,
@@ -498,34 +494,6 @@ def parse(
         runs=blocks, relative=bool(relative), interval_s=interval_s, dropped_lines=reader.dropped, notes=notes
     )
     return df
-
-
-@contextlib.contextmanager
-def _text_stream(source: Source, lines: Lines) -> Iterator[IO[str]]:
-    """`source` as a text stream that keeps line ends, decoded as `Lines` decodes it.
-
-    Read in batches, not through `Lines`' generator: two generator steps per line cost more than
-    everything else this parser does with a row.
-    """
-    if lines.path is not None and isinstance(source, str | Path):
-        try:
-            fh = open(source, encoding="utf-8", errors="replace", newline="")  # noqa: SIM115 - closed below
-        except OSError as exc:
-            raise lines.error(0, "", f"cannot read: {exc.strerror}") from None
-        with fh:
-            yield fh
-    elif isinstance(source, str):
-        yield io.StringIO(source, newline="")
-    elif isinstance(source, io.TextIOBase) or hasattr(source, "encoding"):
-        yield source  # type: ignore[misc]
-    else:
-        yield io.TextIOWrapper(source, encoding="utf-8", errors="replace", newline="")  # type: ignore[arg-type]
-
-
-def _strings(table: pa.Array, index: np.ndarray) -> pd.arrays.ArrowStringArray:
-    """`table[index]` as a `string` column, NA where index is -1 (no Python string per row)."""
-    dictionary = pa.DictionaryArray.from_arrays(pa.array(index, mask=index < 0), table)
-    return pd.arrays.ArrowStringArray(dictionary.cast(pa.large_string()))
 
 
 def _blocks_differ(sample: np.ndarray, code: np.ndarray) -> bool:

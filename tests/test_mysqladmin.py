@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import io
 import math
+from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from perfkit import parsers
@@ -109,3 +112,38 @@ def test_sniff() -> None:
     for path in FIXTURES.glob("*/*.txt"):
         if path.parent.name != "mysqladmin" and path.parent.name in parsers.registry():
             assert not mysqladmin.sniff(path.read_text(errors="replace")[:8192]), path
+
+
+def _r_capture(blocks: int) -> str:
+    """`mysqladmin extended-status -r -i1` boxes: block k prints Uptime 1 and Questions k * 7 (block 0:
+    absolute values), then a variable `Variable_name` inside the box (a row all the same)."""
+    rule = "+---------------+-------+"
+    out = []
+    for k in range(blocks):
+        uptime, questions = (100, 1000) if k == 0 else (1, k * 7)
+        out += [rule, "| Variable_name | Value |", rule]
+        out += [f"| Questions     | {questions:<5} |", f"| Uptime        | {uptime:<5} |"]
+        out += ["| Variable_name | 3     |", rule, ""]
+    return "\n".join(out[:-1]) + "\n"
+
+
+def test_long_capture_in_chunks_from_every_kind_of_source(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setattr(mysqladmin, "CHUNK_ROWS", 64)  # many chunks, each of whole blocks
+    text = _r_capture(400)
+    path = tmp_path / "ext.txt"
+    path.write_text(text)
+    frames = [
+        mysqladmin.parse(src, host="db1")
+        for src in (path, text, io.StringIO(text), io.BytesIO(text.encode()))
+    ]
+    df = frames[0]
+    for other in frames[1:]:
+        pd.testing.assert_frame_equal(df, other)
+    assert df.attrs["relative"] is True and df.attrs["runs"] == 400 and len(df) == 400 * 3
+    q = df[df["variable"] == "Questions"]
+    assert q["value"].tolist() == [1000] + [k * 7 for k in range(1, 400)]
+    assert q["absolute"].iloc[-1] == 1000 + 7 * sum(range(400))
+    assert q["per_s"].iloc[1:].tolist() == [k * 7.0 for k in range(1, 400)]
+    assert df[df["variable"] == "Variable_name"]["value"].eq(3).all()
