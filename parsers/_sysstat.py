@@ -41,6 +41,11 @@ CHUNK_ROWS = 65536  # data rows handed to pandas at once: bounds memory, amortis
 _PLAIN = b"0123456789 .,:-\nAMP" + bytes(range(0x80, 0x100))
 
 
+# Banner dates whose rows datetime64[ns] (1677-09-21 to 2262-04-11) holds, a year of room at each end for
+# a capture's days and any zone's offset.
+_FIRST_DATE, _PAST_DATE = date(1678, 1, 1), date(2262, 1, 1)
+
+
 class Sysstat:
     """Banner, time labels, timestamps and numbers of one time-only sysstat capture.
 
@@ -81,6 +86,8 @@ class Sysstat:
         day = _common.parse_date(m[2])
         if day is None:
             raise self.error(line_no, line, f"unreadable date {m[2]!r} in the banner ({_LOCALE_HINT}?)")
+        if not _FIRST_DATE <= day < _PAST_DATE:  # the rows' int64 ns stamps would wrap: wrong times
+            raise self.error(line_no, line, f"banner date {day.isoformat()} outside 1678-2261")
         self.banner_host = m[1] or None
         self.date = day
         self.slash_date = "/" in m[2]

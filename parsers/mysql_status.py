@@ -22,6 +22,7 @@ Tested on: tests/fixtures/mysql_status/ (see README.md there).
 from __future__ import annotations
 
 import json
+import re
 
 import numpy as np
 import pandas as pd
@@ -29,6 +30,12 @@ import pandas as pd
 from ._common import Lines, Source, coerce, empty_frame
 
 KIND = "mysql_status"
+# Sample times (`t`, epoch seconds) the frame can hold: datetime64[ns] ends in 2262 (2**63 ns), and a
+# larger `t` overflows the int64 milliseconds it is rounded to (wrapping to a wrong time, not failing).
+_T_LIMIT_S = 9.2e9
+# float() fails on an int of 309 digits or more: only a line with such a run of digits is checked value
+# by value (`_overflows`), so the usual line costs one regex scan.
+_LONG_DIGITS = re.compile(r"\d{300}")
 COUNTERS = {
     "uptime_s": None,  # a gauge of sorts: kept as read
     "questions_s": "Questions",
@@ -77,20 +84,27 @@ def parse(source: Source, *, host: str | None = None, tz: str = "UTC") -> pd.Dat
     """
     lines = Lines(source, KIND)
     obs: list[dict] = []
-    pending: tuple[int, str] | None = None
+    pending: tuple[int, str, str] | None = None  # a bad line and why: fatal unless it is the last
     for line_no, line in lines:
         if not line.strip():
             continue
         if pending is not None:
-            raise lines.error(*pending, "not a mysql_status sampler line")
+            raise lines.error(*pending)
         try:
             o = json.loads(line)
             if not isinstance(o, dict) or "t" not in o or not ("status" in o or "error" in o):
                 raise ValueError
-            float(o["t"])
-            obs.append(o)
-        except (ValueError, TypeError):
-            pending = (line_no, line)
+            t = float(o["t"])
+        except (ValueError, TypeError, OverflowError):  # OverflowError: float() of a 400-digit int
+            pending = (line_no, line, "not a mysql_status sampler line")
+            continue
+        if not abs(t) < _T_LIMIT_S:  # NaN and inf too
+            pending = (line_no, line, f"sample time t={o['t']!r} outside the years 1678-2261")
+            continue
+        if _LONG_DIGITS.search(line) and _overflows(o):
+            pending = (line_no, line, "a number too large for a float")
+            continue
+        obs.append(o)
     dropped = 1 if pending is not None else 0
     if obs and not lines.last_complete and pending is None:
         obs.pop()
@@ -98,6 +112,19 @@ def parse(source: Source, *, host: str | None = None, tz: str = "UTC") -> pd.Dat
     df = _frame(obs, host) if obs else empty_frame(SCHEMA)
     df.attrs["dropped_lines"] = dropped
     return df
+
+
+def _overflows(o: dict) -> bool:
+    """Whether a number `_frame` reads from this sample is an int that float() cannot hold."""
+    status = o.get("status") if isinstance(o.get("status"), dict) else {}
+    plist = o.get("processlist") if isinstance(o.get("processlist"), dict) else {}
+    for value in [*status.values(), plist.get("active"), o.get("threads_running_avg")]:
+        if isinstance(value, int):
+            try:
+                float(value)
+            except OverflowError:
+                return True
+    return False
 
 
 def _number(value: object) -> float:

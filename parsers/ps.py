@@ -257,7 +257,6 @@ class _State:
         self.size = 0  # bytes in the capture, if known: `numbers` get room for its rows at the first chunk
         self.capacity = 0  # rows `numbers` are first made for
         self.numbers: dict[str, np.ndarray] = {}  # number column -> its values (the first n)
-        self.oversized: dict[str, dict[int, int]] = {}  # integer column -> row -> value past int64
         self.strings: dict[str, list[pa.Array]] = {}
         # kind of column -> `_values` of each distinct token seen so far: tokens of up to 8 bytes by
         # their word (`_words`; sorted words, values), longer ones (rare) by their text
@@ -480,12 +479,7 @@ class _State:
                 )
                 continue
             values = self.numbers[col][:n]
-            if col in self.oversized:  # typed as the line walk typed its ints, to fail as it did
-                ints = values.tolist()
-                for row, value in self.oversized[col].items():
-                    ints[row] = value
-                data[col] = pd.array(ints, dtype="Int64")
-            elif col in _INTS:
+            if col in _INTS:
                 data[col] = pd.arrays.IntegerArray(values, np.zeros(n, dtype=bool))
             else:
                 data[col] = values
@@ -503,12 +497,7 @@ class _State:
                 continue
             values = [row[i] for row in rows]
             if col in _INTS:
-                ints = [int(v) for v in values]
-                oversized = {self.n + j: v for j, v in enumerate(ints) if v > _INT64_MAX}
-                if oversized:
-                    self.oversized.setdefault(col, {}).update(oversized)
-                    ints = [0 if v > _INT64_MAX else v for v in ints]
-                columns[col] = np.array(ints, dtype=np.int64)
+                columns[col] = np.array([int(v) for v in values], dtype=np.int64)
             elif col in _FLOATS:
                 columns[col] = np.array(values, dtype=np.float64)
             else:
@@ -578,8 +567,9 @@ class _State:
         for value, col in zip(parts, self.columns, strict=True):
             if col is None or col == "command":
                 continue
-            if col in ("pid", "vsz_kb", "rss_kb"):
-                ok = bool(_INT.match(value))
+            if col in _INTS:
+                # past int64 the value cannot be stored: garbage, not a number to wrap or clip
+                ok = bool(_INT.match(value)) and (len(value) < 19 or int(value) <= _INT64_MAX)
             elif col in ("cpu_pct", "mem_pct"):
                 if _COMMA_FLOAT.match(value):
                     raise lines.error(

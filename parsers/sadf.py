@@ -77,6 +77,7 @@ _CPUS = re.compile(r"\((\d+) CPU\)")
 _SNIFF = re.compile(r"^# hostname;interval;timestamp;\S")
 _DICT = pa.dictionary(pa.int32(), pa.string())
 _SLICE = 1 << 18  # bytes per numpy pass in `_bare_marks`
+_NS_MIN, _NS_MAX = -(1 << 63) + 1, (1 << 63) - 1  # what datetime64[ns] holds (-2**63 is NaT)
 
 
 def sniff(text: str) -> bool:
@@ -212,7 +213,7 @@ class _Sadf(_Chunked):
             for k, text in enumerate(texts):
                 try:
                     ns[k] = self.timestamp(first, line, text)
-                except (ParseError, OverflowError):  # OverflowError: a year past 2262, as `feed` fails on it
+                except ParseError:
                     return None
         return ns[codes]
 
@@ -350,7 +351,12 @@ class _Sadf(_Chunked):
             if m[7]:
                 ns = calendar.timegm(naive.timetuple()) * 1_000_000_000
             else:
-                ns = _common.to_utc(naive, self.tz).value
+                try:
+                    ns = _common.to_utc(naive, self.tz).value
+                except (OverflowError, ValueError):  # pandas' own range check (OutOfBoundsDatetime)
+                    ns = None
+        if ns is None or not _NS_MIN <= ns <= _NS_MAX:  # the frame's datetime64[ns] cannot hold it
+            raise self.error(line_no, line, f"timestamp {text!r} outside 1677-2262 (datetime64[ns])")
         self._last_stamp = (text, ns)
         return ns
 

@@ -130,9 +130,13 @@ def parse(source: Source, *, host: str | None = None, tz: str = "UTC") -> pd.Dat
             raise lines.error(line_nos[i], body[i], f"{name} is not a number: {col.iloc[i]!r}")
         data[target] = values
     frame = pd.DataFrame(data)
-    if frame["threads"].isna().any() or (frame["threads"] % 1 != 0).any():
-        i = int((frame["threads"].isna() | (frame["threads"] % 1 != 0)).to_numpy().nonzero()[0][0])
-        raise lines.error(line_nos[i], body[i], "threads must be a whole number")
+    threads = frame["threads"]
+    # past int64 the Int64 column cannot hold it (pandas reads such a column as uint64 or float64)
+    huge = threads.abs() >= 2.0**63 if threads.dtype.kind == "f" else threads.abs() > 2**63 - 1
+    bad = threads.isna() | (threads % 1 != 0) | huge
+    if bad.any():
+        i = int(bad.to_numpy().nonzero()[0][0])
+        raise lines.error(line_nos[i], body[i], "threads must be a whole number (below 2**63)")
     frame["host"] = pd.array([host] * len(frame), dtype="string")
     df = coerce(frame, SCHEMA)
     df.attrs.update(

@@ -349,8 +349,9 @@ class _Reader:
                 return  # --rate: "[ 10s ] queue length: 0, concurrency: 12" is not a row
             raise _Malformed("report line without thds and tps/eps")
         threads = fields["threads"]
-        if not threads.is_integer() or threads < 0:
-            raise _Malformed("thds is not a whole number")
+        # read as a float: past 2**53 it is no longer the printed whole number (and past 2**63 no int64)
+        if not threads.is_integer() or not 0 <= threads < 2**53:
+            raise _Malformed("thds is not a whole number (below 2**53)")
         run = self.cur
         if run.sections or (run.last_time is not None and time_s <= run.last_time):
             run = self.new_run()

@@ -31,6 +31,7 @@ Tested on: tests/fixtures/uptime/ (README.md there).
 
 from __future__ import annotations
 
+import math
 import re
 
 import numpy as np
@@ -67,6 +68,9 @@ _HM = re.compile(r"^(\d+):([0-5]\d)$")
 _LOADS_POINT = re.compile(r"^(\d+\.\d+),?\s+(\d+\.\d+),?\s+(\d+\.\d+)$")
 _LOADS_COMMA = re.compile(r"^(\d+,\d\d),\s+(\d+,\d\d),\s+(\d+,\d\d)$")
 _MAX_LINE = 4096
+# Counts past this are no real uptime or user count: float64 (how `up_s` and the row keep them) stops
+# holding every whole number there, and a longer digit string would overflow the float or the Int64.
+_MAX_COUNT = 2**53
 
 
 def sniff(text: str) -> bool:
@@ -139,7 +143,7 @@ def _read(line_no: int, line: str, lines: Lines) -> tuple[tuple[str, float, floa
     m = _LINE.match(line)
     if m is None:
         raise lines.error(line_no, line, "not an uptime line (`HH:MM:SS up ..., load average: ...`)")
-    up = 0.0
+    up = 0  # whole seconds, exact until checked against _MAX_COUNT
     for part in m["up"].split(","):
         part = part.strip()
         hm = _HM.match(part)
@@ -153,6 +157,8 @@ def _read(line_no: int, line: str, lines: Lines) -> tuple[tuple[str, float, floa
                 break
         else:
             raise lines.error(line_no, line, f"unknown uptime part {part!r}")
+    if up >= _MAX_COUNT:
+        raise lines.error(line_no, line, f"uptime {m['up'][:40]!r} too long to be a real one")
     note = ""
     loads = _LOADS_POINT.match(m["loads"])
     if loads:
@@ -163,5 +169,11 @@ def _read(line_no: int, line: str, lines: Lines) -> tuple[tuple[str, float, floa
             raise lines.error(line_no, line, f"load averages {m['loads']!r} not read")
         values = [float(v.replace(",", ".")) for v in loads.groups()]
         note = "load averages printed with decimal commas (capture not taken under LC_ALL=C): read explicitly"
-    users = float(m["users"]) if m["users"] is not None else float("nan")
-    return (m["clock"], up, users, values[0], values[1], values[2]), note
+    if not all(map(math.isfinite, values)):  # float() of a few hundred digits is inf, not an error
+        raise lines.error(line_no, line, f"load averages {m['loads'][:40]!r}... too large to be real")
+    users = float("nan")
+    if m["users"] is not None:
+        if int(m["users"]) >= _MAX_COUNT:
+            raise lines.error(line_no, line, f"user count {m['users'][:40]!r} too large to be real")
+        users = float(m["users"])
+    return (m["clock"], float(up), users, values[0], values[1], values[2]), note

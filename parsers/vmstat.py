@@ -76,6 +76,11 @@ _STAMP_SEPS = np.array([0, 5, 8, 11, 14, 17])
 _STAMP_SEP_BYTES = np.frombuffer(b" -- ::", dtype=np.uint8)
 _STAMP_DIGITS = np.array([i for i in range(20) if i not in _STAMP_SEPS])
 _EPOCH_DAY = date(1970, 1, 1).toordinal()
+_STAMP_FORMAT = "%Y-%m-%d %H:%M:%S"
+# Wall-clock stamps the line walk keeps: datetime64[ns] holds 1677-09-21 to 2262-04-11, and a whole year
+# of room at each end keeps any zone's offset inside it.
+_FIRST_STAMP, _PAST_STAMP = pd.Timestamp("1678-01-01"), pd.Timestamp("2262-01-01")
+_INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
 # A cut-off last row the line walk drops: digit first, trusted bytes, no token past int64.
 _CUT_ROW = re.compile(rb" *[0-9][0-9:-]{0,17}(?: +[0-9:-]{1,18})* *")
 
@@ -186,9 +191,7 @@ def _parse_lines(source: Source, host: str | None, tz: str) -> pd.DataFrame:
     data["since_boot"] = np.arange(n) == 0
     if has_time:
         data["timestamp"] = (
-            pd.to_datetime(chunks.stamps(), format="%Y-%m-%d %H:%M:%S", errors="coerce")
-            .dt.tz_localize(tz, ambiguous="NaT", nonexistent="NaT")
-            .dt.tz_convert("UTC")
+            chunks.stamps().dt.tz_localize(tz, ambiguous="NaT", nonexistent="NaT").dt.tz_convert("UTC")
         )
     df = coerce(pd.DataFrame(data), SCHEMA)
     df.attrs.update(dropped_lines=dropped, unknown_columns=unknown)
@@ -424,7 +427,7 @@ class _Chunks:
         self.buf: list[str] = []
         self.line_nos: list[int] = []
         self.parts: list[np.ndarray] = []
-        self.stamp_parts: list[pd.Series] = []
+        self.stamp_parts: list[pd.Series] = []  # naive wall-clock times, NaT where unreadable
 
     def layout(self, ncols: int, has_time: bool) -> None:
         self.ncols, self.has_time = ncols, has_time
@@ -457,35 +460,50 @@ class _Chunks:
             return 0
         width = self.ncols + (2 if self.has_time else 0)
         got = _read(buf, self.ncols, width)
+        if got is not None:
+            numbers, when = got[0], self._when(got[1])
+            if _far(when).any():
+                got = None  # the row walk below names the row
+        dropped = 0
         if got is None:
+            tokens = [ln.split() for ln in buf]
+            when = self._when(pd.Series([" ".join(t[self.ncols :]) for t in tokens], dtype=object))
+            far = _far(when)
             bad = next(
                 (
                     i
-                    for i, ln in enumerate(buf)
-                    if (t := ln.split()) and (len(t) != width or not _all_ints(t[: self.ncols]))
+                    for i, t in enumerate(tokens)
+                    if far[i] or len(t) != width or not _all_ints(t[: self.ncols])
                 ),
                 None,
             )
-            dropped = 0
             if bad is not None:
                 line_no = self.line_nos[bad]
                 if line_no != last_line:
-                    raise self.lines.error(line_no, buf[bad], "malformed vmstat row")
-                del buf[bad], self.line_nos[bad]  # the last line: dropped
+                    malformed = len(tokens[bad]) != width or not _all_ints(tokens[bad][: self.ncols])
+                    reason = (
+                        "malformed vmstat row"
+                        if malformed
+                        else f"timestamp {' '.join(tokens[bad][self.ncols :])!r} outside 1678-2261"
+                    )
+                    raise self.lines.error(line_no, buf[bad], reason)
+                del buf[bad], self.line_nos[bad], tokens[bad]  # the last line: dropped
+                when = when.drop(index=when.index[bad]).reset_index(drop=True)
                 dropped = 1
-            tokens = [ln.split() for ln in buf]
             numbers = np.array([t[: self.ncols] for t in tokens], dtype=np.int64).reshape(
                 len(buf), self.ncols
             )
-            stamps = pd.Series([" ".join(t[self.ncols :]) for t in tokens], dtype=object)
-            got = numbers, stamps
-        else:
-            dropped = 0
-        self.parts.append(got[0])
-        self.stamp_parts.append(got[1])
+        self.parts.append(numbers)
+        self.stamp_parts.append(when)
         buf.clear()
         self.line_nos.clear()
         return dropped
+
+    def _when(self, stamps: pd.Series) -> pd.Series:
+        """Stamp texts -> naive times (NaT for a text that is no stamp); all NaT without `-t`."""
+        if not self.has_time:
+            return pd.Series(np.full(len(stamps), np.datetime64("NaT"), dtype="M8[ns]"))
+        return pd.to_datetime(stamps, format=_STAMP_FORMAT, errors="coerce")
 
     def numbers(self) -> np.ndarray:
         return np.concatenate(self.parts)
@@ -523,5 +541,20 @@ def _read(buf: list[str], ncols: int, width: int) -> tuple[np.ndarray, pd.Series
     return numbers, stamps
 
 
+def _far(when: pd.Series) -> np.ndarray:
+    """Which times are read but lie outside the years the frame can hold. pandas >= 3 reads any year (in
+    coarser units), where pandas 2 returns NaT: such a stamp is no vmstat stamp, and would overflow the
+    frame's datetime64[ns]."""
+    return (when.notna() & ((when < _FIRST_STAMP) | (when >= _PAST_STAMP))).to_numpy()
+
+
 def _all_ints(tokens: list[str]) -> bool:
-    return all(t.isdigit() or (t[:1] == "-" and t[1:].isdigit()) for t in tokens)
+    """Tokens that are `-?digits` (ASCII: `str.isdigit` takes `²`, which `int` refuses) and fit int64: a
+    longer one would overflow the int64 column, so it is a malformed row like any other, named (or
+    dropped as the cut last line) instead of escaping."""
+    return all(
+        t.isascii()
+        and (t.isdigit() or (t[:1] == "-" and t[1:].isdigit()))
+        and (len(t) < 19 or _INT64_MIN <= int(t) <= _INT64_MAX)
+        for t in tokens
+    )

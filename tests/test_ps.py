@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import io
+from pathlib import Path
+
 import pytest
 
 from perfkit.errors import ParseError
@@ -92,6 +95,27 @@ def test_garbage_mid_file_names_the_line() -> None:
     with pytest.raises(ParseError) as info:
         ps.parse("\n".join(lines) + "\n")
     assert info.value.line_no == 4 and "oops" in info.value.line
+
+
+@pytest.mark.parametrize("column", [1, 4, 5])  # PID, VSZ, RSS
+@pytest.mark.parametrize("number", ["9223372036854775808", "99999999999999999999999"])
+def test_integer_past_int64_names_the_line(column: int, number: str, tmp_path: Path) -> None:
+    lines = AUXWW.read_text().splitlines(keepends=True)
+    fields = lines[2].split(None, 10)
+    fields[column] = number
+    lines[2] = " ".join(fields)  # line 3: `root 2 ... sleep 60`
+    path = tmp_path / "ps.txt"
+    path.write_text("".join(lines))
+    for source in ("".join(lines), path, io.StringIO("".join(lines))):  # chunks, file blocks, line walk
+        with pytest.raises(ParseError) as info:
+            ps.parse(source)
+        assert info.value.line_no == 3 and number in info.value.line
+
+
+def test_int64_max_is_read() -> None:
+    lines = AUXWW.read_text().splitlines(keepends=True)
+    lines[2] = lines[2].replace("2500  1480", f"{2**63 - 1}  1480")
+    assert ps.parse("".join(lines)).loc[1, "vsz_kb"] == 2**63 - 1
 
 
 def test_decimal_comma_refused() -> None:

@@ -158,6 +158,34 @@ def test_row_before_header_and_bad_timestamp() -> None:
     assert info.value.line_no == 2
 
 
+QUEUE_HEAD = "# hostname;interval;timestamp;runq-sz;plist-sz;ldavg-1;ldavg-5;ldavg-15;blocked\n"
+
+
+@pytest.mark.parametrize(
+    "stamp,tz",
+    [
+        ("9999-11-23 07:47:26 UTC", "UTC"),
+        ("2262-04-11 23:47:17 UTC", "UTC"),  # one second past datetime64[ns]
+        ("9999-11-23 07:47:26", "Asia/Shanghai"),  # `sadf -t`
+        ("1000-11-23 07:47:26", "Asia/Shanghai"),
+        ("99999999999", "UTC"),  # `sadf -U`
+    ],
+)
+@pytest.mark.parametrize("rows", [3, 200])  # per line; a run long enough for the Arrow chunk
+def test_timestamp_outside_datetime64_ns_names_the_line(stamp: str, tz: str, rows: int) -> None:
+    row = "vm;1;2026-11-23 07:{:02d}:{:02d} UTC;5;114;0.50;0.94;1.48;1\n"
+    lines = [row.format(*divmod(k, 60)) for k in range(rows)]
+    lines[1] = f"vm;1;{stamp};5;114;0.50;0.94;1.48;1\n"  # line 3 of the file
+    with pytest.raises(ParseError, match="outside") as info:
+        sadf.parse(QUEUE_HEAD + "".join(lines), tz=tz)
+    assert info.value.line_no == 3 and stamp in info.value.line
+
+
+def test_last_second_of_datetime64_ns_is_read() -> None:
+    df = sadf.parse(QUEUE_HEAD + "vm;1;2262-04-11 23:47:16 UTC;5;114;0.50;0.94;1.48;1\n")
+    assert df.loc[0, "timestamp"] == pd.Timestamp("2262-04-11 23:47:16", tz="UTC")
+
+
 def test_empty_frame() -> None:
     df = sadf.parse("")
     assert len(df) == 0 and {c: str(t) for c, t in df.dtypes.items()} == sadf.SCHEMA == sar.SCHEMA

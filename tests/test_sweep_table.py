@@ -29,7 +29,14 @@ def test_aliases_and_whitespace() -> None:
 
 
 @pytest.mark.parametrize(
-    "text,line_no", [("threads,tps\n8,1\n16,x\n", 3), ("threads,tps\n8.5,1\n", 2), ("hello,world\n1,2\n", 1)]
+    "text,line_no",
+    [
+        ("threads,tps\n8,1\n16,x\n", 3),
+        ("threads,tps\n8.5,1\n", 2),
+        ("hello,world\n1,2\n", 1),
+        ("threads,tps\n8,1\n99999999999999999999999,2\n", 3),  # past int64: read as a float
+        ("threads,tps\n8,1\n9223372036854775808,2\n", 3),  # read as uint64
+    ],
 )
 def test_bad_tables(text: str, line_no: int) -> None:
     with pytest.raises(ParseError) as info:

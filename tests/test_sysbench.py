@@ -313,6 +313,15 @@ def test_malformed_report_line_mid_file_names_its_line() -> None:
     assert info.value.kind == "sysbench" and "33x5.28" in info.value.line
 
 
+@pytest.mark.parametrize("thds", ["99999999999999999999999", "9007199254740993"])
+def test_thds_past_what_a_float_holds_names_its_line(thds: str) -> None:
+    lines = SEED002.read_text().splitlines(keepends=True)
+    lines[14] = lines[14].replace("thds: 8 ", f"thds: {thds} ", 1)  # line 15, `[ 30s ]`
+    with pytest.raises(ParseError, match="thds") as info:
+        sysbench.parse("".join(lines))
+    assert info.value.line_no == 15 and thds in info.value.line
+
+
 def test_garbage_mid_file_names_its_line(tmp_path: Path) -> None:
     lines = SEED000.read_text().splitlines(keepends=True)
     lines.insert(20, "\x00\x00\x7fELF\x02\x01\x01\n")

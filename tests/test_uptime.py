@@ -62,6 +62,20 @@ def test_garbage_names_the_line() -> None:
     assert info.value.line_no == 2
 
 
+@pytest.mark.parametrize(
+    "line",
+    [
+        " 07:05:06 up  1:19,  99999999999999999999999 users,  load average: 1.84, 2.06, 4.95",
+        f" 07:05:06 up {'9' * 400} days,  1:19,  0 user,  load average: 1.84, 2.06, 4.95",
+        f" 07:05:06 up  1:19,  0 user,  load average: {'9' * 400}.84, 2.06, 4.95",  # float(): inf
+    ],
+)
+def test_numbers_too_large_name_the_line(line: str) -> None:
+    with pytest.raises(ParseError, match="too l") as info:
+        uptime.parse(f"{line}\n{line}\n")
+    assert info.value.line_no == 1
+
+
 def test_pretty_form_refused() -> None:
     with pytest.raises(ParseError):
         uptime.parse("up 1 hour, 16 minutes\n")

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import io
 import subprocess
+from pathlib import Path
 
 import pandas as pd
 import pytest
 
 from perfkit.errors import ParseError
 from perfkit.parsers import vmstat
+from perfkit.parsers._common import Source
 
 from .conftest import FIXTURES, need_tool
 
@@ -50,6 +53,79 @@ def test_garbage_mid_file_names_the_line() -> None:
     with pytest.raises(ParseError) as info:
         vmstat.parse("\n".join(text) + "\n")
     assert info.value.line_no == 4 and "oops" in info.value.line
+
+
+# the values either side of int64: pandas reads the larger as uint64 or text, numpy refuses it
+PAST_INT64 = ("9223372036854775808", "-9223372036854775809", "99999999999999999999999")
+
+
+def _sources(text: str, tmp_path: Path) -> list[Source]:
+    """The same capture as text (fast path), as a path (fast path, blocks) and as a stream (line walk)."""
+    path = tmp_path / "vmstat.txt"
+    path.write_text(text)
+    return [text, path, io.StringIO(text)]
+
+
+@pytest.mark.parametrize("number", PAST_INT64)
+def test_number_past_int64_names_the_line(number: str, tmp_path: Path) -> None:
+    lines = (V / "procps-4.0.2-t.txt").read_text().splitlines(keepends=True)
+    lines[3] = lines[3].replace(" 24357688 ", f" {number} ", 1)  # line 4, `free`
+    for source in _sources("".join(lines), tmp_path):
+        with pytest.raises(ParseError) as info:
+            vmstat.parse(source)
+        assert info.value.line_no == 4 and number in info.value.line
+
+
+@pytest.mark.parametrize("digit", ["²", "٣"])  # `str.isdigit` takes both; `int` refuses `²`
+def test_non_ascii_digit_names_the_line(digit: str) -> None:
+    text = (V / "procps-4.0.2-t.txt").read_text().replace(" 24357688 ", f" {digit} ", 1)  # line 3
+    for source in (text, io.StringIO(text)):
+        with pytest.raises(ParseError, match="malformed") as info:
+            vmstat.parse(source)
+        assert info.value.line_no == 3
+
+
+@pytest.mark.parametrize(
+    "tail",
+    [
+        " 2  0      0 99999999999999999999999   1856",
+        # every field there, cut in the clock: this one escaped as OverflowError
+        " 2  0      0 99999999999999999999999   1856 219108    0    0     0 39220 13752 31727  0 22 55 20  3"
+        " 2026-11-22 13:47:0",
+    ],
+)
+def test_number_past_int64_in_the_cut_last_line_is_dropped(tail: str, tmp_path: Path) -> None:
+    text = (V / "truncated-last-line.txt").read_text()
+    for source in _sources(text[: text.rindex("\n") + 1] + tail, tmp_path):
+        df = vmstat.parse(source)
+        assert len(df) == 3 and df.attrs["dropped_lines"] == 1
+
+
+def test_int64_bounds_are_read(tmp_path: Path) -> None:
+    lines = (V / "procps-4.0.2-t.txt").read_text().splitlines(keepends=True)
+    lines[3] = lines[3].replace(" 24357688 ", " 9223372036854775807 ", 1)
+    lines[4] = lines[4].replace(" 24357688 ", " -9223372036854775808 ", 1)
+    for source in _sources("".join(lines), tmp_path):
+        assert vmstat.parse(source)["free"].tolist()[1:3] == [2**63 - 1, -(2**63)]
+
+
+@pytest.mark.parametrize("year", ["9999", "2262", "0001"])
+def test_timestamp_outside_datetime64_ns_names_the_line(year: str, tmp_path: Path) -> None:
+    lines = (V / "procps-4.0.2-t.txt").read_text().splitlines(keepends=True)
+    lines[3] = lines[3].replace("2026-11-22", f"{year}-11-22")  # line 4
+    for source in _sources("".join(lines), tmp_path):
+        with pytest.raises(ParseError, match="outside") as info:
+            vmstat.parse(source)
+        assert info.value.line_no == 4
+
+
+def test_timestamp_outside_datetime64_ns_in_the_last_line_is_dropped(tmp_path: Path) -> None:
+    lines = (V / "procps-4.0.2-t.txt").read_text().splitlines(keepends=True)
+    lines[-1] = lines[-1].replace("2026-11-22", "9999-11-22")  # as any malformed last row
+    for source in _sources("".join(lines), tmp_path):
+        df = vmstat.parse(source)
+        assert len(df) == 3 and df.attrs["dropped_lines"] == 1
+        assert df["timestamp"].max() == pd.Timestamp("2026-11-22 13:47:01", tz="UTC")
 
 
 def test_german_header_is_refused_not_guessed() -> None:
