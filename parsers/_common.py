@@ -6,6 +6,7 @@ Parsers are pure functions of their input: nothing here reads the clock, the pro
 from __future__ import annotations
 
 import io
+import os
 import re
 from collections.abc import Callable, Iterator
 from datetime import date, datetime, timedelta
@@ -104,6 +105,16 @@ def feed_lines(
         else:
             feed(*prev, lines)
     return lines
+
+
+def source_size(source: Source, lines: Lines) -> int:
+    """The capture's size in bytes (a string's in characters) where it is known before reading it, else 0."""
+    if lines.path is not None and isinstance(source, str | Path):
+        try:
+            return os.stat(source).st_size
+        except OSError:
+            return 0
+    return len(source) if isinstance(source, str) else 0
 
 
 def _looks_like_path(text: str) -> bool:

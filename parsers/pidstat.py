@@ -124,6 +124,7 @@ _TASK = frozenset({"uid", "pid", "tgid", "tid"})  # a task's ids: the same in ev
 _HEADER_FIRST = frozenset({"UID", "USER", "PID", "TGID"})
 _HEADER_FIRST_B = frozenset(word.encode() for word in _HEADER_FIRST)
 _UINT = re.compile(r"^\d+$")
+_EXACT = float(1 << 53)  # whole numbers held as float64 are exact below this
 _SNIFF_HEADER = re.compile(r"(?:^|\s)(?:(?:UID|USER)\s+)?(?:PID|TGID\s+TID)\s+\S.*\sCommand\s*$")
 _NAN = float("nan")
 # ByteScan's structure lines: those starting with neither a digit nor a line end (banner, `Average:`);
@@ -232,10 +233,13 @@ class _Pidstat(Sysstat):
         self.cols = {c: np.empty(0) for c in _NUMERIC}
         self.cmd_codes = np.empty(0, dtype=np.int32)
         self.cmd_names: dict[str, int] = {}
+        self.total_bytes = 0  # the capture's size, where known: how many rows to make room for
+        self.flushed_bytes = 0  # rows read so far
 
     def run(self) -> pd.DataFrame:
         scan = ByteScan(self.source, KIND, _MARKS)
         self.lines = scan.lines
+        self.total_bytes = _common.source_size(self.source, scan.lines)
         for item in scan:
             if isinstance(item, Rows):
                 self._block(item.data, item.first_no)
@@ -386,6 +390,7 @@ class _Pidstat(Sysstat):
 
     def flush(self) -> None:
         buffers = [(b"".join(buf.blocks), buf.segs, buf.n) for buf in self.buffers.values() if buf.n]
+        self.flushed_bytes += sum(len(data) for data, _, _ in buffers)
         self.buffers.clear()  # taken first: an error below must not see them again
         self.buffered = 0
         if buffers and not self._fast(buffers):
@@ -514,8 +519,8 @@ class _Pidstat(Sysstat):
         for (_, col), values in zip(table.plan, numbers, strict=True):
             arr = values.to_numpy()
             if col in _INTS:
-                if arr.dtype.kind != "i":
-                    return None
+                if arr.dtype.kind != "i" or (len(arr) and arr.max() >= _EXACT):
+                    return None  # the line walk names the value
                 holes = arr == -1
                 if col in ("tgid", "tid", "cpu"):
                     found += int(holes.sum())
@@ -604,7 +609,10 @@ class _Pidstat(Sysstat):
         if col in _INTS:
             if not _UINT.match(token):
                 raise self.error(line_no, line, f"{col}: not a whole number: {token!r}")
-            return float(token)
+            value = float(token)
+            if value >= _EXACT:  # the column holds it as float64 until assembly: it would come out wrong
+                raise self.error(line_no, line, f"{col}: {token!r} is past 2**53")
+            return value
         return self.number(line_no, line, token)
 
     def task(
@@ -655,9 +663,14 @@ class _Pidstat(Sysstat):
                 rec[col] = record_value(int(v) if col in _INTS and v == v else v)
 
     def _grow(self, end: int) -> None:
-        """Room for rows up to `end`: grown by half at least (amortised; no view of these arrays exists)."""
+        """Room for rows up to `end`: grown by half at least (amortised; no view of these arrays exists),
+        or at once to the rows the whole capture will hold at the rows per byte read so far. `resize`
+        zero-fills what it adds: every spare row is a page touched for nothing (first touches were a
+        tenth of the parse time on a day of pidstat)."""
         if end > len(self.stamps):
             size = max(end, len(self.stamps) * 3 // 2)
+            if self.total_bytes and self.flushed_bytes:
+                size = max(end, min(size, int(end * self.total_bytes / self.flushed_bytes * 1.05)))
             for arr in (self.stamps, self.cmd_codes, *self.cols.values()):
                 arr.resize(size, refcheck=False)
 
@@ -696,9 +709,7 @@ class _Pidstat(Sysstat):
             for col in _NUMERIC:
                 values = self.cols[col]
                 if col in _INTS:
-                    missing = np.isnan(values)
-                    np.copyto(values, 0.0, where=missing)  # in place: the frame does not keep this array
-                    data[col] = pd.arrays.IntegerArray(values.astype(np.int64), missing)
+                    data[col] = _int_array(values)
                 else:
                     data[col] = values
             data["command"] = _common.text_column(list(self.cmd_names), self.cmd_codes)
@@ -707,6 +718,17 @@ class _Pidstat(Sysstat):
                 frame = _common.coerce(frame, SCHEMA)
         frame.attrs.update(attrs)
         return frame
+
+
+def _int_array(values: np.ndarray) -> pd.arrays.IntegerArray:
+    """Whole numbers held as float64 (NaN: missing) as Int64, converted in place slice by slice: no
+    second array of the column's size to allocate and touch."""
+    missing = np.isnan(values)
+    np.copyto(values, 0.0, where=missing)
+    ints = values.view(np.int64)
+    for start in range(0, len(values), CHUNK_ROWS):
+        ints[start : start + CHUNK_ROWS] = values[start : start + CHUNK_ROWS].astype(np.int64)
+    return pd.arrays.IntegerArray(ints, missing)
 
 
 def _dashes(data: bytes) -> tuple[int, bool]:

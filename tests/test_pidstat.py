@@ -5,6 +5,7 @@ Expected values are read off the raw fixture lines (quoted in the comments), not
 
 from __future__ import annotations
 
+import io
 import subprocess
 
 import pandas as pd
@@ -172,6 +173,30 @@ def test_garbage_mid_file_names_the_line() -> None:
     with pytest.raises(ParseError) as info:
         pidstat.parse("".join(lines))
     assert info.value.line_no == 11 and "oops" in info.value.line
+
+
+@pytest.mark.parametrize(
+    ("pid", "ok"), [("9007199254740991", True), ("9007199254740992", False), ("9" * 25, False)]
+)
+def test_ids_past_two_to_the_53_name_the_line(pid: str, ok: bool) -> None:
+    # ids are held as float64 until the frame is built: past 2**53 they would come out changed
+    lines = OLTP.read_text().splitlines(keepends=True)
+    lines[5] = lines[5].replace("27592", pid)  # `06:56:36      102     27592   45.54 ... mariadbd`
+    for source in ("".join(lines), io.StringIO("".join(lines))):
+        if ok:
+            assert int(pidstat.parse(source)["pid"].iloc[2]) == int(pid)
+            continue
+        with pytest.raises(ParseError, match="past 2\\*\\*53") as info:
+            pidstat.parse(source)
+        assert info.value.line_no == 6
+
+
+def test_banner_date_past_2261_names_the_line() -> None:
+    # 9999-11-23 would wrap the int64 ns stamps: wrong years, not an error, before the check
+    text = OLTP.read_text().replace("2026-11-23", "9999-11-23", 1)
+    with pytest.raises(ParseError, match="outside 1678-2261") as info:
+        pidstat.parse(text)
+    assert info.value.line_no == 1
 
 
 def test_h_output_is_refused() -> None:
