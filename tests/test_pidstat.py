@@ -235,3 +235,83 @@ def test_real_pidstat_here() -> None:
     df = pidstat.parse(out)
     assert len(df) > 0 and not df.duplicated(["timestamp", "pid", "tid"]).any()
     assert df.attrs["averages"]
+
+
+_U = "     UID      TGID       TID    %usr %system  %guest   %wait    %CPU   CPU  Command"
+_D = "     UID      TGID       TID   kB_rd/s   kB_wr/s kB_ccwr/s iodelay  Command"
+_W = "     UID      TGID       TID   cswch/s nvcswch/s  Command"
+
+
+def _long_capture(intervals: int, threads: bool) -> str:
+    """`pidstat -u -d -w [-t] 1` in sysstat 12.6's layout (the fixtures'), long enough for many chunks:
+    tasks that come and go, an empty -d table now and then, midnight, a clock step back, `Average:`
+    tables, and with -t process rows (TID `-`), their threads (TGID `-`, `|__name`) and a thread
+    printed with both ids."""
+    u, d, w = (
+        (_U, _D, _W) if threads else (h.replace("      TGID       TID", "       PID") for h in (_U, _D, _W))
+    )
+    out = ["Linux 6.1.0-26-amd64 (db1) \t2026-11-22 \t_x86_64_\t(16 CPU)", ""]
+    sod = 23 * 3600 + 55 * 60  # 23:55:00: midnight after 300 intervals
+
+    def ids(pid: int, tid: int | None) -> str:
+        if not threads:
+            return f"{pid:>9}"
+        return f"{pid:>9}         -" if tid is None else f"        - {tid:>9}"
+
+    for k in range(intervals):
+        t0 = sod
+        sod = (sod + (1 if k != 450 else -3)) % 86400  # interval 450 steps the clock back 3 s
+        c0 = f"{t0 // 3600:02d}:{t0 // 60 % 60:02d}:{t0 % 60:02d}"
+        c = f"{sod // 3600:02d}:{sod // 60 % 60:02d}:{sod % 60:02d}"
+        tasks = [(1, None, "systemd"), (27592, None, "mariadbd")] + [(30000 + k % 7, None, "sysbench")]
+        if threads:
+            tasks[2:2] = [(27592, 27612, "|__mariadbd"), (27592, 27600 + k % 3, "|__mariadbd")]
+        out.append(c0 + u)
+        for j, (pid, tid, cmd) in enumerate(tasks):
+            out.append(
+                f"{c} {102 if pid == 27592 else 0:>8}{ids(pid, tid)}   {k % 50:2d}.{j}5   {j}.98    0.00"
+                f"    0.00   {k % 50 + j:2d}.33   {j % 2:>3}  {cmd}"
+            )
+        out += ["", c0 + d]
+        if k % 9:
+            for pid, tid, cmd in tasks[1:3]:
+                kb = f"     0.00   {k * 13 % 4000:5d}.50      0.00  {k % 5:>6}"
+                out.append(f"{c} {0:>8}{ids(pid, tid)} {kb}  {cmd}")
+        out += ["", c0 + w]
+        for pid, tid, cmd in tasks[:2]:
+            out.append(f"{c} {0:>8}{ids(pid, tid)}   {k % 97:5d}.00      2.00  {cmd}")
+        if threads and k % 4 == 0:
+            out.append(f"{c} {102:>8}     27592     27595      2.94      2.94  (mariadbd)__mariadbd")
+        out.append("")
+    avg = u.replace("   CPU  Command", "   CPU  Command")
+    out.append("Average:" + avg)
+    out.append(f"Average: {0:>8}{ids(1, None)}    0.00    0.33    0.00    0.00    0.33     -  systemd")
+    return "\n".join(out) + "\n"
+
+
+@pytest.mark.parametrize("threads", [False, True])
+def test_bulk_path_reads_as_the_line_grammar(monkeypatch: pytest.MonkeyPatch, threads: bool) -> None:
+    monkeypatch.setattr(pidstat, "CHUNK_ROWS", 300)  # many chunks, each ending where an interval does
+    text = _long_capture(900, threads)
+    fast = pidstat._Pidstat._fast
+    chunks: list[bool] = []
+
+    def spy(self: pidstat._Pidstat, buffers: list) -> bool:
+        chunks.append(fast(self, buffers))
+        return chunks[-1]
+
+    monkeypatch.setattr(pidstat._Pidstat, "_fast", spy)
+    bulk = pidstat.parse(text, tz="Asia/Shanghai")
+    assert len(chunks) > 10 and sum(chunks) >= len(chunks) - 3  # nearly all chunks read by pandas
+    monkeypatch.setattr(pidstat._Pidstat, "_fast", lambda self, buffers: False)
+    walk = pidstat.parse(text, tz="Asia/Shanghai")  # the per-line grammar alone
+    pd.testing.assert_frame_equal(bulk, walk)
+    assert bulk.attrs == walk.attrs
+    (note,) = bulk.attrs["notes"]
+    assert note.endswith(": clock went back 3 s (clock step), kept as printed")
+    # the first row of interval 450, whose rows print 00:02:27 after 00:02:30
+    assert text.splitlines()[int(note.split()[1].rstrip(":")) - 1].startswith("00:02:27 ")
+    # 23:55:00 + 899 s - 4 s of step = 00:09:56 on the 23rd in +08:00
+    assert bulk["timestamp"].iloc[-1] == pd.Timestamp("2026-11-22 16:09:56", tz="UTC")
+    # one row per task and interval: 3 processes, with -t 2 threads more and every 4th interval a third
+    assert len(bulk) == (900 * 5 + 225 if threads else 900 * 3)
