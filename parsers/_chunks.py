@@ -202,6 +202,7 @@ class Rows(NamedTuple):
     data: bytes
     first_no: int  # line number of the first row
     count: int
+    ends: np.ndarray | None = None  # where each row's `\\n` is in `data` (`ByteScan(row_bytes=...)` only)
 
 
 class ByteScan:
@@ -212,18 +213,35 @@ class ByteScan:
     too) and `rb"CPU"` every line holding `CPU`. Every other line is a data row. Each pattern is
     searched on its own: an alternation of them defeats the regex engine's literal-prefix search.
 
+    `row_bytes` instead of `marks`: every line whose first byte is not among these is a structure
+    line (`b"0123456789\\n"`: all but rows starting with a digit and blank lines), found with numpy from
+    the positions of the line ends, which each `Rows` then carries in `ends`: a regex stopping at
+    every line end cost a Python-level match attempt per line, and counting the lines a second pass.
+
     Lines are numbered and decoded as `Lines` does (CR, LF and CRLF end a line; undecodable bytes
     replaced in structure lines). A last line cut off mid-write (no line end, not blank) is not
     yielded: it is left in `cut` for the parser's `cut_last`, as `feed_lines` does. With
     `empty=False` empty lines are not yielded either (they still end a run of rows).
     """
 
-    def __init__(self, source: Source, kind: str, marks: Sequence[re.Pattern[bytes]], *, empty: bool = True):
+    def __init__(
+        self,
+        source: Source,
+        kind: str,
+        marks: Sequence[re.Pattern[bytes]] = (),
+        *,
+        empty: bool = True,
+        row_bytes: bytes | None = None,
+    ):
         self.lines = Lines(source, kind)  # the path, and `error()` for the parser
         self.cut: tuple[int, str] | None = None
         self._source = source
         self._marks = marks
         self._empty = empty
+        self._row_first: np.ndarray | None = None
+        if row_bytes is not None:
+            self._row_first = np.zeros(256, dtype=bool)
+            self._row_first[np.frombuffer(row_bytes, dtype=np.uint8)] = True
 
     def __iter__(self) -> Iterator[Rows | tuple[int, str]]:
         line_no = 1
@@ -251,6 +269,8 @@ class ByteScan:
     def _split(self, buf: bytes, line_no: int) -> Generator[Rows | tuple[int, str], None, int]:
         """`buf`: whole LF-terminated lines, the first numbered `line_no`; returns the next line's number
         (counted run by run: no second pass over the bytes)."""
+        if self._row_first is not None:
+            return (yield from self._split_first(buf, line_no))
         hay = b"\n" + buf  # every line, the first too, follows a newline
         size = len(hay)
         starts = set()
@@ -276,6 +296,28 @@ class ByteScan:
             yield Rows(hay[pos:], line_no, count)
             line_no += count
         return line_no
+
+    def _split_first(self, buf: bytes, line_no: int) -> Generator[Rows | tuple[int, str], None, int]:
+        """`_split` by `row_bytes`: the structure lines are those whose first byte is not a row's."""
+        if not buf:
+            return line_no
+        arr = np.frombuffer(buf, dtype=np.uint8)
+        ends = np.flatnonzero(arr == 0x0A)
+        starts = np.empty(len(ends), dtype=np.int64)
+        starts[0] = 0
+        starts[1:] = ends[:-1] + 1
+        marked = np.flatnonzero(~self._row_first[arr[starts]]).tolist()  # line indices
+        lo = 0  # the first line not yielded yet
+        for k in marked:
+            if k > lo:
+                yield Rows(buf[starts[lo] : starts[k]], line_no + lo, k - lo, ends[lo:k] - starts[lo])
+            end = int(ends[k])
+            if end > starts[k] or self._empty:
+                yield line_no + k, buf[starts[k] : end].decode("utf-8", "replace")
+            lo = k + 1
+        if lo < len(ends):
+            yield Rows(buf[starts[lo] :], line_no + lo, len(ends) - lo, ends[lo:] - starts[lo])
+        return line_no + len(ends)
 
     def _raw(self) -> Iterator[bytes]:
         src = self._source

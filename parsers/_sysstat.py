@@ -309,14 +309,6 @@ def label_width(line: str) -> int:
     return 2 if len(tokens) > 1 and _AMPM.match(tokens[1]) else 1
 
 
-def row_line_nos(segs: list[tuple[int, int]], n: int) -> np.ndarray:
-    """File line numbers of `n` buffered rows; `segs` holds (row index, line number) where each run of
-    consecutive lines starts."""
-    starts = np.array([s[0] for s in segs] + [n], dtype=np.int64)
-    firsts = np.array([s[1] for s in segs], dtype=np.int64)
-    return np.repeat(firsts - starts[:-1], np.diff(starts)) + np.arange(n, dtype=np.int64)
-
-
 def plain_bytes(data: bytes, extra: bytes = b"", texts: list[tuple[bytes, int]] = ()) -> bool:
     """True when `data` holds only the bytes of `_PLAIN` (and `extra`) outside its text columns.
 

@@ -93,7 +93,7 @@ _SNIFF_HEADER = re.compile(
 _CPU_ID = re.compile(r"^(?:all|\d+)$")
 # lines read one by one: those starting with neither a digit nor a line end (banner, `Average:`);
 # rows, headers (time + `CPU`) and blank lines come in runs, read by `_chunk` in bulk
-_MARKS = (re.compile(rb"\n(?![0-9\n])"),)
+_ROW_BYTES = b"0123456789\n"
 _HEADER_WORD = re.compile(rb"CPU")
 
 
@@ -155,7 +155,7 @@ class _Mpstat(Sysstat):
         self.cpu_names: dict[str, int] = {}
 
     def run(self) -> pd.DataFrame:
-        scan = ByteScan(self.source, KIND, _MARKS)
+        scan = ByteScan(self.source, KIND, row_bytes=_ROW_BYTES)
         self.lines = scan.lines
         for item in scan:
             if isinstance(item, Rows):

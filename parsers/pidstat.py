@@ -74,7 +74,6 @@ from ._sysstat import (
     plain_bytes,
     read_chunk,
     record_value,
-    row_line_nos,
     utc,
 )
 
@@ -130,7 +129,7 @@ _NAN = float("nan")
 # ByteScan's structure lines: those starting with neither a digit nor a line end (banner, `Average:`);
 # the headers (a time, then `UID`, `USER`, `PID` or `TGID`) and blank lines among the rows are found in
 # `_block`; rows in a rarer form among either go back to the rows in `structure`
-_MARKS = (re.compile(rb"\n(?![0-9\n])"),)
+_ROW_BYTES = b"0123456789\n"
 _HEADER_WORDS = (b"ID", b"USER")
 
 
@@ -183,19 +182,29 @@ class _Part(NamedTuple):
     cols: dict[str, np.ndarray]  # the layout's columns, float64, NaN for a `-`
 
 
-# A buffered run of rows: (row index in its table's buffer, line number, table, table number, header line).
+# A buffered run of rows as `_row` takes it: (row index in its table's buffer, line number, table, table
+# number, header line).
 _Seg = tuple[int, int, "_Table | None", int, int]
 
 
 class _Buffer:
-    """The rows buffered for one table layout: runs of LF-terminated lines, where each starts, how many."""
+    """The rows buffered for one table layout: runs of LF-terminated lines, and per run its first row's
+    index, line number, table number and header line (lists of ints: extended run by run or in bulk)."""
 
-    __slots__ = ("blocks", "segs", "n")
+    __slots__ = ("table", "blocks", "rows", "lines", "table_nos", "head_lines", "n")
 
-    def __init__(self) -> None:
+    def __init__(self, table: _Table | None) -> None:
+        self.table = table
         self.blocks: list[bytes] = []
-        self.segs: list[_Seg] = []
+        self.rows: list[int] = []
+        self.lines: list[int] = []
+        self.table_nos: list[int] = []
+        self.head_lines: list[int] = []
         self.n = 0
+
+    def segs(self) -> list[_Seg]:
+        tables = [self.table] * len(self.rows)
+        return list(zip(self.rows, self.lines, tables, self.table_nos, self.head_lines, strict=True))
 
 
 class _Pidstat(Sysstat):
@@ -237,12 +246,12 @@ class _Pidstat(Sysstat):
         self.flushed_bytes = 0  # rows read so far
 
     def run(self) -> pd.DataFrame:
-        scan = ByteScan(self.source, KIND, _MARKS)
+        scan = ByteScan(self.source, KIND, row_bytes=_ROW_BYTES)
         self.lines = scan.lines
         self.total_bytes = _common.source_size(self.source, scan.lines)
         for item in scan:
             if isinstance(item, Rows):
-                self._block(item.data, item.first_no)
+                self._block(item.data, item.first_no, item.ends)
             else:
                 self.structure(*item)
         if scan.cut is not None:
@@ -250,10 +259,10 @@ class _Pidstat(Sysstat):
         self.flush()
         return self.assemble()
 
-    def _block(self, data: bytes, line_no: int) -> None:
-        """Lines starting with a digit, or blank: data rows, and the headers and blank lines among them."""
+    def _block(self, data: bytes, line_no: int, ends: np.ndarray) -> None:
+        """Lines starting with a digit, or blank: data rows, and the headers and blank lines among them
+        (`ends`: where each line's `\\n` is)."""
         buf = np.frombuffer(data, dtype=np.uint8)
-        ends = np.flatnonzero(buf == 0x0A)
         starts = np.concatenate(([0], ends + 1))  # line i is data[starts[i]:ends[i]]
         found = np.concatenate([_find(buf, word) for word in _HEADER_WORDS])
         heads = np.unique(np.searchsorted(ends, found))  # the lines holding a header word
@@ -271,6 +280,8 @@ class _Pidstat(Sysstat):
         lines = [data[a:b] for a, b in zip(starts[heads].tolist(), ends[heads].tolist(), strict=True)]
         splits = [line.partition(b" ") for line in lines]  # (time label, blank, the rest)
         times = self._times({label for label, _, _ in splits})
+        if clean.all() and self._known(data, line_no + lo, rows, *bounds, line_no + heads, splits, times):
+            return
         after = [*zip((line_no + heads).tolist(), lines, splits, strict=True), None]  # each run's header
         for (first, count, regular, start, end), head in zip(runs, after, strict=True):
             if count and regular:
@@ -282,6 +293,81 @@ class _Pidstat(Sysstat):
             if head is not None:
                 head_no, line, (label, _, rest) = head
                 self._header_line(head_no, line, label, rest, label in times)
+
+    def _known(
+        self,
+        data: bytes,
+        firsts: np.ndarray,
+        counts: np.ndarray,
+        starts: list[int],
+        ends: list[int],
+        head_lines: np.ndarray,
+        splits: list[tuple[bytes, bytes, bytes]],
+        times: set[bytes],
+    ) -> bool:
+        """The block's runs and headers at once when every header is one seen before but for its time
+        (`_header_line`'s first path), so no header needs `structure`: run r follows header r - 1 (run 0
+        the header before the block) and gets its table, the table number it bumped and its line; a
+        chunk is flushed at the first header of a new time once CHUNK_ROWS rows are buffered, as
+        `_header_line` does. False, having changed nothing, for any other block."""
+        tables = [self.heads.get(rest) if label in times else None for label, _, rest in splits]
+        if None in tables:
+            return False
+        labels = [label for label, _, _ in splits]
+        head_lines = head_lines.tolist()
+        counts_l = counts.tolist()
+        firsts_l = firsts.tolist()
+        done = 0  # runs buffered so far
+        pending = self.buffered  # rows buffered once the runs up to h are
+        # the labels are ASCII times (`times`): compared as bytes, as `_header_line` compares their text
+        previous = None if self.header_label is None else self.header_label.encode()
+        for h, label in enumerate(labels):
+            # `_header_line` for header h, after run h: a new time with a full chunk flushes
+            pending += counts_l[h]
+            if pending >= CHUNK_ROWS and label != previous:
+                self._runs(data, done, h + 1, firsts_l, counts_l, starts, ends, head_lines, tables)
+                done = h + 1
+                self.flush()
+                pending = 0
+            previous = label
+        self._runs(data, done, len(counts_l), firsts_l, counts_l, starts, ends, head_lines, tables)
+        if tables:
+            self.table = tables[-1]
+            self.table_no += len(tables)
+            self.header_line_no = head_lines[-1]
+            self.header_label = labels[-1].decode()
+        return True
+
+    def _runs(
+        self,
+        data: bytes,
+        lo: int,
+        hi: int,
+        firsts: list[int],
+        counts: list[int],
+        starts: list[int],
+        ends: list[int],
+        head_lines: list[int],
+        tables: list[_Table],
+    ) -> None:
+        """Buffer runs lo..hi - 1 of a block `_known` reads: run r > 0 belongs to header r - 1."""
+        base = self.table_no  # the table number before the block's first header
+        for r in range(lo, hi):
+            count = counts[r]
+            if not count:
+                continue
+            if r:
+                table, table_no, head_line = tables[r - 1], base + r, head_lines[r - 1]
+            else:
+                table, table_no, head_line = self.table, base, self.header_line_no
+            buf = self._buffer(table)
+            buf.rows.append(buf.n)
+            buf.lines.append(firsts[r])
+            buf.table_nos.append(table_no)
+            buf.head_lines.append(head_line)
+            buf.blocks.append(data[starts[r] : ends[r]])
+            buf.n += count
+            self.buffered += count
 
     def _times(self, labels: set[bytes]) -> set[bytes]:
         """The labels that are a time of day `label()` reads (all of them at once, usually)."""
@@ -322,14 +408,20 @@ class _Pidstat(Sysstat):
 
     def _add(self, rows: bytes, line_no: int, count: int) -> None:
         """Buffer a run of rows of the current table."""
-        key = id(self.table)
-        buf = self.buffers.get(key)
-        if buf is None:
-            buf = self.buffers[key] = _Buffer()
-        buf.segs.append((buf.n, line_no, self.table, self.table_no, self.header_line_no))
+        buf = self._buffer(self.table)
+        buf.rows.append(buf.n)
+        buf.lines.append(line_no)
+        buf.table_nos.append(self.table_no)
+        buf.head_lines.append(self.header_line_no)
         buf.blocks.append(rows)
         buf.n += count
         self.buffered += count
+
+    def _buffer(self, table: _Table | None) -> _Buffer:
+        buf = self.buffers.get(id(table))
+        if buf is None:
+            buf = self.buffers[id(table)] = _Buffer(table)
+        return buf
 
     def structure(self, line_no: int, line: str) -> None:
         """A line that is not a plain data row: blank, banner, header, or a row in a rarer form."""
@@ -389,16 +481,16 @@ class _Pidstat(Sysstat):
     # ------------------------------------------------------------ chunks
 
     def flush(self) -> None:
-        buffers = [(b"".join(buf.blocks), buf.segs, buf.n) for buf in self.buffers.values() if buf.n]
-        self.flushed_bytes += sum(len(data) for data, _, _ in buffers)
+        buffers = [(b"".join(buf.blocks), buf) for buf in self.buffers.values() if buf.n]
+        self.flushed_bytes += sum(len(data) for data, _ in buffers)
         self.buffers.clear()  # taken first: an error below must not see them again
         self.buffered = 0
         if buffers and not self._fast(buffers):
             self._slow(buffers)
 
-    def _fast(self, buffers: list[tuple[bytes, list[_Seg], int]]) -> bool:
+    def _fast(self, buffers: list[tuple[bytes, _Buffer]]) -> bool:
         """Read a chunk with pandas and keep it, or return False having changed nothing."""
-        mark = self.chunk_mark([data for data, _, _ in buffers])
+        mark = self.chunk_mark([data for data, _ in buffers])
         if mark is None:
             return False
         parts = []
@@ -486,10 +578,10 @@ class _Pidstat(Sysstat):
         self.last_tgid = int(tgid[-1]) if tables[0].threads else None
         return True
 
-    def _read(self, data: bytes, segs: list[_Seg], n: int, mark: str) -> _Part | None:
+    def _read(self, data: bytes, buf: _Buffer, mark: str) -> _Part | None:
         """One layout's rows as pandas reads them; None if not provably what `_row` would read."""
-        table = segs[0][2]
-        if table is None or any(s[2] is not table for s in segs):
+        table, n = buf.table, buf.n
+        if table is None:
             return None
         width = table.width
         nlab = label_width(data[: data.find(b"\n")].decode("utf-8", "replace"))
@@ -533,9 +625,10 @@ class _Pidstat(Sysstat):
         sods = self._label_seconds([df[i].array for i in range(nlab)])
         if sods is None:
             return None
-        line_nos = row_line_nos([s[:2] for s in segs], n)
-        counts_per_seg = np.diff(np.array([s[0] for s in segs] + [n]))
-        table_no = np.repeat(np.array([s[3] for s in segs], dtype=np.int64), counts_per_seg)
+        firsts = np.array(buf.rows, dtype=np.int64)
+        per_seg = np.diff(np.append(firsts, n))
+        line_nos = np.repeat(np.array(buf.lines, dtype=np.int64) - firsts, per_seg) + np.arange(n)
+        table_no = np.repeat(np.array(buf.table_nos, dtype=np.int64), per_seg)
         remap = np.array([self._cmd_code(c) for c in names], dtype=np.int32)
         return _Part(table, data, line_nos, table_no, sods, remap[commands.codes], cols)
 
@@ -557,12 +650,13 @@ class _Pidstat(Sysstat):
         sods = self.label_sods([(clocks[u // n2], marks[u % n2]) for u in uniq.tolist()])
         return None if sods is None else np.array(sods, dtype=np.int64)[codes]
 
-    def _slow(self, buffers: list[tuple[bytes, list[_Seg], int]]) -> None:
+    def _slow(self, buffers: list[tuple[bytes, _Buffer]]) -> None:
         """The chunk line by line, in file order."""
         items = []
-        for data, segs, n in buffers:
+        for data, buf in buffers:
             rows = data.decode("utf-8", "replace").split("\n")
-            bounds = [s[0] for s in segs] + [n]
+            segs = buf.segs()
+            bounds = [s[0] for s in segs] + [buf.n]
             for seg, lo, hi in zip(segs, bounds, bounds[1:], strict=False):
                 for k in range(lo, hi):
                     items.append((seg[1] + k - lo, rows[k], seg))

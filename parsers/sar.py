@@ -641,7 +641,7 @@ class _Chunked(Sysstat):
         try:
             for item in scan:
                 if isinstance(item, Rows):
-                    self.rows(*item)
+                    self.rows(item.data, item.first_no, item.count)
                     next_no = item.first_no + item.count
                 else:
                     self.feed(*item, scan.lines)
