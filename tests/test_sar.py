@@ -226,20 +226,6 @@ def test_instance_listed_twice_in_one_interval_is_an_error() -> None:
     assert info.value.line_no == 6
 
 
-@pytest.mark.parametrize(
-    "name", ["sysstat-12.6-u-iso.txt", "sysstat-12.6-f-en_US-12h.txt", "sysstat-12.6-f-de_DE.txt"]
-)
-def test_banner_date_outside_datetime64_ns_names_the_line(name: str) -> None:
-    text = (S / name).read_text()
-    late = text.replace("2026", "9999", 1)  # the banner's date
-    with pytest.raises(ParseError, match="outside") as info:
-        sar.parse(late)
-    assert info.value.line_no == 1
-    with pytest.raises(ParseError, match="outside") as info:  # a second capture joined on
-        sar.parse(text + late)
-    assert info.value.line_no == len(text.splitlines()) + 1
-
-
 def test_empty_and_banner_only() -> None:
     for text in ("", "Linux 6.18.44 (vm) \t2026-11-23 \t_x86_64_\t(2 CPU)\n\n"):
         df = sar.parse(text)
