@@ -462,18 +462,18 @@ class _Chunks:
         got = _read(buf, self.ncols, width)
         if got is not None:
             numbers, when = got[0], self._when(got[1])
-            if _far(when).any():
+            if self._bad_times(when).any():
                 got = None  # the row walk below names the row
         dropped = 0
         if got is None:
             tokens = [ln.split() for ln in buf]
             when = self._when(pd.Series([" ".join(t[self.ncols :]) for t in tokens], dtype=object))
-            far = _far(when)
+            bad_time = self._bad_times(when)
             bad = next(
                 (
                     i
                     for i, t in enumerate(tokens)
-                    if far[i] or len(t) != width or not _all_ints(t[: self.ncols])
+                    if bad_time[i] or len(t) != width or not _all_ints(t[: self.ncols])
                 ),
                 None,
             )
@@ -484,7 +484,8 @@ class _Chunks:
                     reason = (
                         "malformed vmstat row"
                         if malformed
-                        else f"timestamp {' '.join(tokens[bad][self.ncols :])!r} outside 1678-2261"
+                        else f"timestamp {' '.join(tokens[bad][self.ncols :])!r} is no date and time "
+                        "(YYYY-MM-DD HH:MM:SS) in 1678-2261"
                     )
                     raise self.lines.error(line_no, buf[bad], reason)
                 del buf[bad], self.line_nos[bad], tokens[bad]  # the last line: dropped
@@ -498,6 +499,13 @@ class _Chunks:
         buf.clear()
         self.line_nos.clear()
         return dropped
+
+    def _bad_times(self, when: pd.Series) -> np.ndarray:
+        """Rows whose stamp is no time (`2026-13-22`: NaT, which would pass for a missing value) or
+        one the frame cannot hold; none without `-t`."""
+        if not self.has_time:
+            return np.zeros(len(when), dtype=bool)
+        return (when.isna() | (when < _FIRST_STAMP) | (when >= _PAST_STAMP)).to_numpy()
 
     def _when(self, stamps: pd.Series) -> pd.Series:
         """Stamp texts -> naive times (NaT for a text that is no stamp); all NaT without `-t`."""
@@ -539,13 +547,6 @@ def _read(buf: list[str], ncols: int, width: int) -> tuple[np.ndarray, pd.Series
     else:
         stamps = pd.Series([""] * len(buf), dtype=object)
     return numbers, stamps
-
-
-def _far(when: pd.Series) -> np.ndarray:
-    """Which times are read but lie outside the years the frame can hold. pandas >= 3 reads any year (in
-    coarser units), where pandas 2 returns NaT: such a stamp is no vmstat stamp, and would overflow the
-    frame's datetime64[ns]."""
-    return (when.notna() & ((when < _FIRST_STAMP) | (when >= _PAST_STAMP))).to_numpy()
 
 
 def _all_ints(tokens: list[str]) -> bool:

@@ -114,7 +114,19 @@ def test_timestamp_outside_datetime64_ns_names_the_line(year: str, tmp_path: Pat
     lines = (V / "procps-4.0.2-t.txt").read_text().splitlines(keepends=True)
     lines[3] = lines[3].replace("2026-11-22", f"{year}-11-22")  # line 4
     for source in _sources("".join(lines), tmp_path):
-        with pytest.raises(ParseError, match="outside") as info:
+        with pytest.raises(ParseError, match="in 1678-2261") as info:
+            vmstat.parse(source)
+        assert info.value.line_no == 4
+
+
+@pytest.mark.parametrize("stamp", ["2026-13-22 13:47:00", "2026-11-22 25:47:00", "2026-02-30 13:47:00"])
+def test_timestamp_that_is_no_time_names_the_line(stamp: str, tmp_path: Path) -> None:
+    # these were read as NaT: a row without its time, passing for a missing value
+    lines = (V / "procps-4.0.2-t.txt").read_text().splitlines(keepends=True)
+    lines[3] = lines[3].replace("2026-11-22 13:47:00", stamp)  # line 4
+    assert stamp in lines[3]
+    for source in _sources("".join(lines), tmp_path):
+        with pytest.raises(ParseError, match="is no date and time") as info:
             vmstat.parse(source)
         assert info.value.line_no == 4
 
