@@ -125,6 +125,10 @@ class Sysstat:
         if prev is not None and sod < prev:
             if prev - sod > _ROLLOVER_S:
                 self.day += 1
+                if self.date is not None and self.day >= (_PAST_DATE - self.date).days:
+                    raise self.error(
+                        line_no, "", "midnight rolls the date past 2261 (datetime64[ns] ends in 2262)"
+                    )
             else:
                 self.notes.append(
                     f"line {line_no}: clock went back {prev - sod} s (clock step), kept as printed"
@@ -195,7 +199,9 @@ class Sysstat:
         at = sods[starts]
         prev = np.concatenate(([at[0] if self.prev_sod is None else self.prev_sod], at[:-1]))
         back = at < prev
-        if self.date is None or (back & (prev - at <= _ROLLOVER_S)).any():
+        steps = back & (prev - at <= _ROLLOVER_S)
+        late = self.date is not None and self.day + int(back.sum()) >= (_PAST_DATE - self.date).days
+        if self.date is None or steps.any() or late:  # `stamp()` notes each step and names a late row
             ns_at = np.empty(len(starts), dtype=np.int64)
             day_at = np.empty(len(starts), dtype=np.int64)
             for k, i in enumerate(starts.tolist()):
