@@ -60,8 +60,8 @@ of many iterations then go to pandas' C reader at once, split on spaces up to SW
 PRIO, USER and the rates, and to Arrow's CSV reader split on `%` for IO and COMMAND (`?unavailable?`
 is read as `-1.00 % -1.00 %`). The regex is stricter than the line walk (spaces only, ASCII digits,
 `%.2f` values of at most 15 digits, printable ASCII PRIO and USER, COMMAND starting with one); a `%`
-in COMMAND or a text column pandas would read as numbers sends those iterations through the line
-walk, as do streams, CR line ends and captures without `-t`. The line walk also names the first bad
+in COMMAND sends those iterations through the line walk (a USER printed as a uid is read again as
+text), as do streams, CR line ends and captures without `-t`. The line walk also names the first bad
 line.
 
 Tested on: tests/fixtures/iotop/ (README.md there).
@@ -440,9 +440,9 @@ class _State:
         return clock_s
 
     def _read_rows(self, data: bytes, rows: int, units: bool) -> dict[str, np.ndarray] | None:
-        """Task rows `_FAST_BLOCK` matched -> columns (strings as codes); None if pandas reads them
-        otherwise (numeric-looking PRIO, USER or COMMAND texts become numbers in a category).
-        `units`: some rate is not in K/s (read the unit columns)."""
+        """Task rows `_FAST_BLOCK` matched -> columns (strings as codes); None if a reader refuses them
+        or reads them otherwise than the line walk would. `units`: some rate is not in K/s (read the
+        unit columns)."""
         unavailable = data.count(_UNAVAILABLE) if b"?" in data else 0
         if unavailable:
             data = data.replace(_UNAVAILABLE, _UNAVAILABLE_AS)
@@ -481,11 +481,23 @@ class _State:
         if len(prefix) != rows or rest.num_rows != rows:
             return None
         if not all(pd.api.types.is_string_dtype(prefix[i].cat.categories) for i in (2, 3)):
-            return None
+            # a user printed as a uid (no name for it: containers) made a category of numbers, which is
+            # not the text as printed (`007` -> 7): these two columns again, as text
+            text = pd.read_csv(
+                io.BytesIO(data),
+                sep=" ",
+                skipinitialspace=True,
+                comment="%",
+                names=range(9),
+                usecols=[2, 3],
+                dtype={2: str, 3: str},
+                **common,
+            )
+            prefix[2], prefix[3] = text[2], text[3]
         commands = rest.column("command").unify_dictionaries().combine_chunks()
         texts = {
-            "prio": (prefix[2].cat.categories, prefix[2].cat.codes.to_numpy()),
-            "user": (prefix[3].cat.categories, prefix[3].cat.codes.to_numpy()),
+            "prio": _distinct(prefix[2]),
+            "user": _distinct(prefix[3]),
             "command": (
                 [t.lstrip(" ") for t in commands.dictionary.to_pylist()],
                 commands.indices.to_numpy(zero_copy_only=False),
@@ -509,6 +521,14 @@ class _State:
         chunk["io"] = np.where(flags, np.nan, io_pct)
         chunk["unavailable"] = flags
         return chunk
+
+
+def _distinct(column: pd.Series) -> tuple[list[str], np.ndarray]:
+    """A text column as (distinct texts, index per row): a category's, or factorized from text."""
+    if isinstance(column.dtype, pd.CategoricalDtype):
+        return column.cat.categories.tolist(), column.cat.codes.to_numpy()
+    codes, uniques = pd.factorize(column.to_numpy())
+    return list(uniques), codes
 
 
 def parse(

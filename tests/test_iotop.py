@@ -182,7 +182,7 @@ def _long_capture(iterations: int) -> str:
                 f"{clock}  1643 be/4 root        0.00 K/s 336500.29 K/s ?unavailable?  dd bs=64k oflag=dsync"
             )
         if k % 5 == 0:
-            user = "1001" if 1000 <= k < 1100 else "www"  # a uid: pandas reads it as a number
+            user = "1001" if 1000 <= k < 1100 else "www"  # a uid: pandas takes it for a number
             rates = "1.00 G/s    2.00 B/s  0.00 %  0.00 %"
             out.append(f"{clock}  1700 idle {user}  {rates} sh -c 'echo Total DISK READ'")
         if k == 900:
@@ -227,3 +227,21 @@ def test_bulk_path_names_a_bad_line_as_the_line_walk() -> None:
             iotop.parse(source)
         errors.append((info.value.line_no, info.value.line))
     assert errors[0] == errors[1] and errors[0][0] == 5001
+
+
+def test_users_printed_as_uids_are_read_in_bulk_as_text(monkeypatch: pytest.MonkeyPatch) -> None:
+    # iotop prints the uid where the user has no name (a container's): `1001`, kept as text, `0007` too
+    rows = ["07:20:10  1677 be/4 1001        0.00 K/s 11456.54 K/s  0.00 % 43.11 % dd if=/dev/zero"]
+    rows.append("07:20:10  1678 be/4 0007        1.00 K/s     2.00 K/s  0.00 %  1.00 % sh")
+    head = "07:20:10 Total DISK READ:  0.00 K/s | Total DISK WRITE:  1.00 K/s\n"
+    head += "07:20:10 Current DISK READ:  0.00 K/s | Current DISK WRITE:  1.00 K/s\n"
+    text = (head + "\n".join(rows) + "\n") * 400
+    read_rows = iotop._State._read_rows
+    batches = []
+    monkeypatch.setattr(
+        iotop._State, "_read_rows", lambda self, *a: batches.append(chunk := read_rows(self, *a)) or chunk
+    )
+    df = iotop.parse(text)
+    assert batches and all(chunk is not None for chunk in batches)
+    assert df["user"].tolist() == ["1001", "0007"] * 400 and df["user"].dtype == "string"
+    pd.testing.assert_frame_equal(df, iotop.parse(io.StringIO(text)))
