@@ -454,18 +454,22 @@ class _State:
         fields = {1: np.int64, 2: "category", 3: "category", 4: np.float64, 6: np.float64, 8: np.float64}
         if units:
             fields.update({5: "category", 7: "category"})
-        try:
-            # TIME TID PRIO USER READ UNIT WRITE UNIT SWAPIN; the rest of a row, after the `%`, is skipped
-            prefix = pd.read_csv(
+
+        def prefix_columns(dtypes: dict[int, object]) -> pd.DataFrame:
+            """TIME TID PRIO USER READ UNIT WRITE UNIT SWAPIN (a row after its `%` is skipped)."""
+            return pd.read_csv(
                 io.BytesIO(data),
                 sep=" ",
                 skipinitialspace=True,
                 comment="%",
                 names=range(9),
-                usecols=list(fields),
-                dtype=fields,
+                usecols=list(dtypes),
+                dtype=dtypes,
                 **common,
             )
+
+        try:
+            prefix = prefix_columns(fields)
             # IO and COMMAND, split on the row's two `%` by Arrow's reader (threaded; it reads ` 4.68 `
             # as 4.68 and keeps the blanks before COMMAND, which are stripped below)
             rest = pa_csv.read_csv(
@@ -476,24 +480,15 @@ class _State:
                     column_types={"io": pa.float64(), "command": _DICT}, include_columns=["io", "command"]
                 ),
             )
+            if not all(pd.api.types.is_string_dtype(prefix[i].cat.categories) for i in (2, 3)):
+                # a user printed as a uid (no name for it: containers) made a category of numbers, which
+                # is not the text as printed (`007` -> 7): these two columns again, as text
+                text = prefix_columns({2: str, 3: str})
+                prefix[2], prefix[3] = text[2], text[3]
         except (ValueError, pd.errors.ParserError, pa.ArrowInvalid):
             return None
         if len(prefix) != rows or rest.num_rows != rows:
             return None
-        if not all(pd.api.types.is_string_dtype(prefix[i].cat.categories) for i in (2, 3)):
-            # a user printed as a uid (no name for it: containers) made a category of numbers, which is
-            # not the text as printed (`007` -> 7): these two columns again, as text
-            text = pd.read_csv(
-                io.BytesIO(data),
-                sep=" ",
-                skipinitialspace=True,
-                comment="%",
-                names=range(9),
-                usecols=[2, 3],
-                dtype={2: str, 3: str},
-                **common,
-            )
-            prefix[2], prefix[3] = text[2], text[3]
         commands = rest.column("command").unify_dictionaries().combine_chunks()
         texts = {
             "prio": _distinct(prefix[2]),
