@@ -202,7 +202,7 @@ class Rows(NamedTuple):
     data: bytes
     first_no: int  # line number of the first row
     count: int
-    ends: np.ndarray | None = None  # where each row's `\\n` is in `data` (`ByteScan(row_bytes=...)` only)
+    ends: np.ndarray | None = None  # where each row's line end is in `data` (`ByteScan(row_bytes=...)` only)
 
 
 class ByteScan:

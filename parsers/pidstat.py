@@ -243,7 +243,7 @@ class _Pidstat(Sysstat):
         self.cmd_codes = np.empty(0, dtype=np.int32)
         self.cmd_names: dict[str, int] = {}
         self.total_bytes = 0  # the capture's size, where known: how many rows to make room for
-        self.flushed_bytes = 0  # rows read so far
+        self.flushed_bytes = 0  # bytes of the rows flushed so far
 
     def run(self) -> pd.DataFrame:
         scan = ByteScan(self.source, KIND, row_bytes=_ROW_BYTES)
