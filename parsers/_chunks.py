@@ -246,7 +246,14 @@ class ByteScan:
     def __iter__(self) -> Iterator[Rows | tuple[int, str]]:
         line_no = 1
         rest = b""
-        for raw in self._raw():
+        raws = self._raw()
+        while True:
+            try:
+                raw = next(raws, None)
+            except (UnicodeDecodeError, OSError) as exc:  # a strict text stream, a failing disk
+                raise self.lines.error(line_no, "", f"cannot read: {exc}") from None
+            if raw is None:
+                break
             block = rest + raw
             cut = block.rfind(b"\n") + 1
             if cut == 0:

@@ -635,19 +635,13 @@ class _Chunked(Sysstat):
 
     def walk(self) -> None:
         """`_common.feed_lines`, but runs of rows go to `chunk` as bytes (the last line, cut, is dropped)."""
-        scan = ByteScan(self.source, self.kind, self.MARKS)
+        scan = ByteScan(self.source, self.kind, self.MARKS)  # a read that fails is its ParseError
         self.lines = scan.lines
-        next_no = 1
-        try:
-            for item in scan:
-                if isinstance(item, Rows):
-                    self.rows(item.data, item.first_no, item.count)
-                    next_no = item.first_no + item.count
-                else:
-                    self.feed(*item, scan.lines)
-                    next_no = item[0] + 1
-        except (UnicodeDecodeError, OSError) as exc:
-            raise scan.lines.error(next_no, "", f"cannot read: {exc}") from None
+        for item in scan:
+            if isinstance(item, Rows):
+                self.rows(item.data, item.first_no, item.count)
+            else:
+                self.feed(*item, scan.lines)
         if scan.cut is not None:
             self.cut_last(*scan.cut, scan.lines)
 

@@ -14,6 +14,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from perfkit import parsers
+from perfkit.errors import ParseError
 from perfkit.parsers import _chunks
 from perfkit.parsers._chunks import ByteScan, Rows
 from perfkit.parsers._common import Lines
@@ -66,3 +68,11 @@ def test_structure_lines_by_first_byte() -> None:
     assert [(run.first_no, run.count) for run in runs] == [(2, 4)]
     assert [i for i in items if i[0] in (1, 6)] == [(1, "Linux 6.1 (h)"), (6, "Average: 0 1")]
     assert runs[0].ends.tolist() == [0, 13, 26, 27] and cut is None
+
+
+@pytest.mark.parametrize("kind", ["mysqladmin", "pidstat", "mpstat", "sar"])
+def test_a_stream_that_cannot_be_read_is_a_parse_error(kind: str) -> None:
+    # a text stream opened strictly on bytes that are not UTF-8: UnicodeDecodeError while reading
+    stream = io.TextIOWrapper(io.BytesIO(b"08:00:00 x\n" * 3 + b"\xff\xfe\n"), encoding="utf-8")
+    with pytest.raises(ParseError, match="cannot read"):
+        parsers.get(kind).parse(stream)
