@@ -24,6 +24,9 @@ from perfkit.errors import ParseError
 Source = str | Path | IO[str] | IO[bytes]
 
 SNIFF_BYTES = 8192
+# Dates whose times a frame's datetime64[ns] (1677-09-21 to 2262-04-11) holds, with a year of room at
+# each end for a capture's days and any zone's offset: beyond them int64 ns stamps wrap (wrong times).
+FIRST_DATE, PAST_DATE = date(1678, 1, 1), date(2262, 1, 1)
 
 
 class Lines:

@@ -41,11 +41,6 @@ CHUNK_ROWS = 65536  # data rows handed to pandas at once: bounds memory, amortis
 _PLAIN = b"0123456789 .,:-\nAMP" + bytes(range(0x80, 0x100))
 
 
-# Banner dates whose rows datetime64[ns] (1677-09-21 to 2262-04-11) holds, a year of room at each end for
-# a capture's days and any zone's offset.
-_FIRST_DATE, _PAST_DATE = date(1678, 1, 1), date(2262, 1, 1)
-
-
 class Sysstat:
     """Banner, time labels, timestamps and numbers of one time-only sysstat capture.
 
@@ -86,7 +81,7 @@ class Sysstat:
         day = _common.parse_date(m[2])
         if day is None:
             raise self.error(line_no, line, f"unreadable date {m[2]!r} in the banner ({_LOCALE_HINT}?)")
-        if not _FIRST_DATE <= day < _PAST_DATE:  # the rows' int64 ns stamps would wrap: wrong times
+        if not _common.FIRST_DATE <= day < _common.PAST_DATE:  # int64 ns stamps would wrap: wrong times
             raise self.error(line_no, line, f"banner date {day.isoformat()} outside 1678-2261")
         self.banner_host = m[1] or None
         self.date = day
@@ -125,7 +120,7 @@ class Sysstat:
         if prev is not None and sod < prev:
             if prev - sod > _ROLLOVER_S:
                 self.day += 1
-                if self.date is not None and self.day >= (_PAST_DATE - self.date).days:
+                if self.date is not None and self.day >= (_common.PAST_DATE - self.date).days:
                     raise self.error(
                         line_no, "", "midnight rolls the date past 2261 (datetime64[ns] ends in 2262)"
                     )
@@ -200,7 +195,7 @@ class Sysstat:
         prev = np.concatenate(([at[0] if self.prev_sod is None else self.prev_sod], at[:-1]))
         back = at < prev
         steps = back & (prev - at <= _ROLLOVER_S)
-        late = self.date is not None and self.day + int(back.sum()) >= (_PAST_DATE - self.date).days
+        late = self.date is not None and self.day + int(back.sum()) >= (_common.PAST_DATE - self.date).days
         if self.date is None or steps.any() or late:  # `stamp()` notes each step and names a late row
             ns_at = np.empty(len(starts), dtype=np.int64)
             day_at = np.empty(len(starts), dtype=np.int64)

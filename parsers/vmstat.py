@@ -33,7 +33,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ._common import Lines, Source, coerce, empty_frame, text_column
+from ._common import FIRST_DATE, PAST_DATE, Lines, Source, coerce, empty_frame, text_column
 
 KIND = "vmstat"
 COUNTS = (
@@ -77,9 +77,7 @@ _STAMP_SEP_BYTES = np.frombuffer(b" -- ::", dtype=np.uint8)
 _STAMP_DIGITS = np.array([i for i in range(20) if i not in _STAMP_SEPS])
 _EPOCH_DAY = date(1970, 1, 1).toordinal()
 _STAMP_FORMAT = "%Y-%m-%d %H:%M:%S"
-# Wall-clock stamps the line walk keeps: datetime64[ns] holds 1677-09-21 to 2262-04-11, and a whole year
-# of room at each end keeps any zone's offset inside it.
-_FIRST_STAMP, _PAST_STAMP = pd.Timestamp("1678-01-01"), pd.Timestamp("2262-01-01")
+_FIRST_STAMP, _PAST_STAMP = pd.Timestamp(FIRST_DATE), pd.Timestamp(PAST_DATE)  # wall-clock stamps kept
 _INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
 # A cut-off last row the line walk drops: digit first, trusted bytes, no token past int64.
 _CUT_ROW = re.compile(rb" *[0-9][0-9:-]{0,17}(?: +[0-9:-]{1,18})* *")

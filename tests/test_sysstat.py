@@ -11,19 +11,21 @@ from perfkit.errors import ParseError
 
 from .conftest import FIXTURES
 
+# one ISO capture per parser on `_sysstat`, and captures with other locales' dates and clocks
+_ISO = [
+    "mpstat/sysstat-12.6-P-ALL-iso.txt",
+    "sar/sysstat-12.6-u-iso.txt",
+    "pidstat/sysstat-12.6-u-d-w-iso-oltp.txt",
+]
+_LOCALES = [
+    "mpstat/sysstat-12.6-P-ALL-en_US-12h.txt",
+    "mpstat/sysstat-12.6-P-ALL-zh_CN.txt",
+    "sar/sysstat-12.6-f-en_US-12h.txt",
+    "sar/sysstat-12.6-f-de_DE.txt",
+]
 
-@pytest.mark.parametrize(
-    "path",
-    [
-        "mpstat/sysstat-12.6-P-ALL-iso.txt",
-        "mpstat/sysstat-12.6-P-ALL-en_US-12h.txt",
-        "mpstat/sysstat-12.6-P-ALL-zh_CN.txt",
-        "sar/sysstat-12.6-u-iso.txt",
-        "sar/sysstat-12.6-f-en_US-12h.txt",
-        "sar/sysstat-12.6-f-de_DE.txt",
-        "pidstat/sysstat-12.6-u-d-w-iso-oltp.txt",
-    ],
-)
+
+@pytest.mark.parametrize("path", _ISO + _LOCALES)
 def test_banner_date_outside_datetime64_ns_names_the_line(path: str) -> None:
     # the rows' int64 ns stamps wrapped: year 9999 came out as 1816, a wrong time instead of an error
     kind = path.split("/")[0]
@@ -37,14 +39,7 @@ def test_banner_date_outside_datetime64_ns_names_the_line(path: str) -> None:
     assert info.value.line_no == len(text.splitlines()) + 1
 
 
-@pytest.mark.parametrize(
-    "path",
-    [
-        "mpstat/sysstat-12.6-P-ALL-iso.txt",
-        "sar/sysstat-12.6-u-iso.txt",
-        "pidstat/sysstat-12.6-u-d-w-iso-oltp.txt",
-    ],
-)
+@pytest.mark.parametrize("path", _ISO)
 def test_midnight_past_2261_names_the_row(path: str) -> None:
     # dated 2261-12-31 and shifted so the rows cross midnight into 2262, which datetime64[ns] cannot hold
     kind = path.split("/")[0]
