@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
-from perfkit.errors import ArchiveError, UnsafeArchive
+from perfkit.errors import ArchiveError, PerfkitError, UnsafeArchive
 
 MANIFEST_VERSION = 1
 MANIFEST = "manifest.json"
@@ -772,6 +772,25 @@ def _verify(path: Path, rec: dict[str, Any]) -> str | None:
     if not isinstance(want_sha, str) or want_sha.lower() != actual:
         return f"sha256 mismatch: manifest says {_show_value(want_sha)}, file has {actual}"
     return None
+
+
+PACKED_SUFFIXES = (".tar.gz", ".tgz")  # what `collect`/`run` write as one file; anything else is a directory
+
+
+def check_new_output(path: Path | str) -> None:
+    """Refuse an output location a new run cannot use, before anything slow starts (a --prepare that
+    reloads the tables for hours, a preflight): a .tar.gz/.tgz that already exists (never overwritten),
+    or a directory path that holds something or is not a directory. PerfkitError naming the path."""
+    out = Path(path)
+    if out.parent.exists() and not out.parent.is_dir():
+        raise PerfkitError(f"{out.parent}: not a directory")
+    if out.name.endswith(PACKED_SUFFIXES):
+        if out.exists() or out.is_symlink():
+            raise PerfkitError(f"{out}: exists; perfkit never overwrites an archive (choose a new name)")
+    elif (out.exists() and not out.is_dir()) or (out.is_symlink() and not out.exists()):
+        raise PerfkitError(f"{out}: exists and is not a directory (give a new directory or a .tar.gz name)")
+    elif out.is_dir() and any(out.iterdir()):
+        raise PerfkitError(f"{out}: output directory exists and is not empty")
 
 
 def pack(directory: Path, out: Path) -> None:
