@@ -31,8 +31,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Protocol
 
-from perfkit.archive import MANIFEST, pack
-from perfkit.errors import PerfkitError
+from perfkit.archive import MANIFEST, PACKED_SUFFIXES, check_new_output, pack
 from perfkit.transport import HostSpec
 
 from . import session
@@ -233,10 +232,9 @@ def run_sweep(
     interval and the run id; its window is set per step. Raises PerfkitError for the output location."""
     stop = stop or session.Stop()
     t_start = time.monotonic()
-    packed = out.name.endswith((".tar.gz", ".tgz"))
+    packed = out.name.endswith(PACKED_SUFFIXES)
+    check_new_output(out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    if not packed and out.exists() and any(out.iterdir()):
-        raise PerfkitError(f"{out}: output directory exists and is not empty")
     session.check_free_space(out.parent, what=str(out.parent))
     say = progress or (lambda _msg: None)
     old_umask = os.umask(0o077)

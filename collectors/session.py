@@ -32,7 +32,7 @@ from typing import IO, Any
 import psutil
 
 from perfkit import __version__
-from perfkit.archive import MANIFEST, MANIFEST_VERSION, pack
+from perfkit.archive import MANIFEST, MANIFEST_VERSION, PACKED_SUFFIXES, check_new_output, pack
 from perfkit.errors import CollectError, CommandTimeout, ConfigError, PerfkitError
 from perfkit.redact import Redactor
 from perfkit.transport import LOST, HostSpec, Job, Transport, connect
@@ -360,14 +360,15 @@ def collect(
     archive side stops the run the same way, marked `disk_full`.
 
     Raises:
-        PerfkitError: only for the output location itself (exists, or too little free space).
+        PerfkitError: only for the output location itself (a non-empty directory, an existing
+            archive, too little free space); `archive.pack` never replaces a file that appears there
+            meanwhile: the unpacked run is kept and the manifest's reason says so.
     """
     stop = stop or Stop()
-    packed = out.name.endswith((".tar.gz", ".tgz"))
+    packed = out.name.endswith(PACKED_SUFFIXES)
     parent = out.parent
+    check_new_output(out)
     parent.mkdir(parents=True, exist_ok=True)
-    if not packed and out.exists() and any(out.iterdir()):
-        raise PerfkitError(f"{out}: output directory exists and is not empty")
     check_free_space(parent, what=str(parent))
     old_umask = os.umask(0o077)
     restore = _on_sigint(stop)

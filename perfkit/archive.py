@@ -19,6 +19,7 @@ A directory is used in place and never modified; symlinks in it are reported, ne
 from __future__ import annotations
 
 import bz2
+import errno
 import gzip
 import hashlib
 import json
@@ -797,13 +798,14 @@ def pack(directory: Path, out: Path) -> None:
     """Write `directory` as `out` (.tar.gz) with the directory's name as the single top folder.
 
     Only regular files and directories go in, with modes 0600/0700 and no owner names, so the
-    archive reads back through `open_archive`'s checks. Written to a temp name, then renamed, so a
-    failure never leaves a half archive under the final name.
+    archive reads back through `open_archive`'s checks. Written to a temp name of its own, then linked
+    to the final name, so a failure never leaves a half archive under the final name and a file that
+    appeared there meanwhile (another run, the user) is never replaced: FileExistsError instead.
     """
     directory = Path(directory)
-    tmp = out.with_name(out.name + ".part")
+    fd, name = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".part", dir=out.parent)
+    tmp = Path(name)
     try:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with (
             os.fdopen(fd, "wb") as fh,
             tarfile.open(fileobj=fh, mode="w:gz", format=tarfile.PAX_FORMAT) as tar,
@@ -822,7 +824,19 @@ def pack(directory: Path, out: Path) -> None:
                 else:
                     with open(path, "rb") as src:
                         tar.addfile(info, src)
-        os.replace(tmp, out)
-    except BaseException:
+        _publish(tmp, out)
+    finally:
         tmp.unlink(missing_ok=True)
-        raise
+
+
+def _publish(tmp: Path, out: Path) -> None:
+    """Give `tmp` the name `out` unless `out` exists. A hard link fails on an existing name (rename
+    would replace it); where the filesystem has no hard links, a check just before the rename."""
+    try:
+        os.link(tmp, out)
+    except OSError as exc:  # FileExistsError included: it is not in the list
+        if exc.errno not in (errno.EPERM, errno.EOPNOTSUPP, errno.ENOTSUP, errno.EMLINK, errno.ENOSYS):
+            raise
+        if out.exists() or out.is_symlink():
+            raise FileExistsError(errno.EEXIST, os.strerror(errno.EEXIST), str(out)) from None
+        os.replace(tmp, out)

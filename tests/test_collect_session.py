@@ -17,7 +17,7 @@ import pytest
 from perfkit.archive import open_archive
 from perfkit.collectors import captures, session
 from perfkit.dataset import load_dataset
-from perfkit.errors import HostUnreachable
+from perfkit.errors import HostUnreachable, PerfkitError
 from perfkit.transport import HostSpec, Job
 
 from .conftest import FIXTURES
@@ -261,6 +261,30 @@ def test_refuses_a_non_empty_output_dir(tmp_path: Path) -> None:
     (tmp_path / "run" / "x").write_text("keep me")
     with pytest.raises(Exception, match="not empty"):
         run(tmp_path, [HostSpec("db1", "h")], lambda s: FakeTransport(s))
+
+
+@pytest.mark.parametrize("name", ["run.tar.gz", "run.tgz"])
+def test_an_existing_archive_is_refused_not_overwritten(tmp_path: Path, name: str) -> None:
+    (tmp_path / name).write_bytes(b"the previous run")
+    with pytest.raises(PerfkitError, match=rf"{name}: exists; perfkit never overwrites"):
+        run(tmp_path, [HostSpec("db1", "h")], lambda s: FakeTransport(s), out=name)
+    assert (tmp_path / name).read_bytes() == b"the previous run"
+    assert not list(tmp_path.glob("perfkit-collect-*"))
+
+
+def test_an_archive_that_appears_during_the_run_is_not_replaced(tmp_path: Path) -> None:
+    # Another run (or the user) writes the same name while this one collects: packing keeps the
+    # unpacked run and says so, and never replaces that file.
+    def connector(spec: HostSpec) -> FakeTransport:
+        (tmp_path / "run.tar.gz").write_bytes(b"written meanwhile")
+        return FakeTransport(spec)
+
+    res = run(tmp_path, [HostSpec("db1", "h")], connector, out="run.tar.gz")
+    assert (tmp_path / "run.tar.gz").read_bytes() == b"written meanwhile"
+    [staging] = tmp_path.glob("perfkit-collect-*")
+    assert res.path == staging / "testrun" and (res.path / "manifest.json").exists()
+    assert res.manifest["reason"] == f"not packed (File exists): see {res.path}"
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([staging.name, "run.tar.gz"])  # no .part
 
 
 def test_hostile_values_are_quoted() -> None:

@@ -9,6 +9,7 @@ import pytest
 
 from perfkit.collectors import captures, driver, session
 from perfkit.collectors._load import LoadHost, LoadResult
+from perfkit.errors import PerfkitError
 
 # A curve like oltp_read_write on this 2-vCPU VM: the peak at 4 threads, a slow decline after it.
 CURVE = {1: 200, 2: 380, 3: 600, 4: 820, 5: 805, 6: 790, 8: 780, 11: 760, 16: 700, 32: 650, 64: 600, 128: 560}
@@ -99,3 +100,29 @@ def test_a_warm_up_runs_before_each_measured_step(tmp_path: Path) -> None:
     # the warm-up's output is kept and listed, but not as a measured step
     kinds = [(r["path"].split("/")[1], r["kind"]) for r in res.manifest["captures"]]
     assert kinds == [(step, kind) for step in ("t0002", "t0004") for kind in ("sysbench_warmup", "sysbench")]
+
+
+def test_an_existing_archive_is_refused_before_any_step(tmp_path: Path) -> None:
+    (tmp_path / "run.tar.gz").write_bytes(b"the previous sweep")
+    runner = FakeRunner(CURVE)
+    opts = session.Options(window=1, specs=captures.MINIMAL)
+    with pytest.raises(PerfkitError, match="run.tar.gz: exists; perfkit never overwrites"):
+        driver.run_sweep(
+            runner, driver.Plan(threads=(1,), time_s=1), tmp_path / "run.tar.gz", hosts=[], opts=opts
+        )
+    assert runner.calls == [] and (tmp_path / "run.tar.gz").read_bytes() == b"the previous sweep"
+    assert not list(tmp_path.glob("perfkit-run-*"))
+
+
+def test_an_archive_that_appears_during_the_sweep_is_not_replaced(tmp_path: Path) -> None:
+    class Meanwhile(FakeRunner):
+        def run(self, threads: int, time_s: int, out: Path, *, stop: object | None = None) -> LoadResult:
+            (tmp_path / "run.tar.gz").write_bytes(b"written meanwhile")
+            return super().run(threads, time_s, out, stop=stop)
+
+    opts = session.Options(window=1, specs=captures.MINIMAL, run_id="meanwhile")
+    plan = driver.Plan(threads=(1,), time_s=1, cooldown_max_s=0)
+    res = driver.run_sweep(Meanwhile(CURVE), plan, tmp_path / "run.tar.gz", hosts=[], opts=opts)
+    assert (tmp_path / "run.tar.gz").read_bytes() == b"written meanwhile"
+    [staging] = tmp_path.glob("perfkit-run-*")
+    assert res.path == staging / "meanwhile" and "not packed (File exists)" in res.manifest["reason"]
