@@ -9,6 +9,7 @@ run id, so nothing outlives the run even when perfkit or the link dies.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import hashlib
 import json
@@ -54,6 +55,7 @@ _STOP_REASONS = {
     "disk_full": "archive disk full; output so far kept",
 }
 SAMPLER_ID = "psutil"
+_DISK_FULL = (errno.ENOSPC, errno.EFBIG, errno.EDQUOT)  # a write failing so means the archive side is full
 # sshd's default MaxSessions is 10 channels per connection, the control shell's included: window
 # captures get the rest while it is open, all of them once its snapshots are done (`_run_phase`).
 MAX_CHANNELS = 10
@@ -611,6 +613,15 @@ class _HostRun:
     def run(self) -> None:
         try:
             self._run()
+        except Exception:
+            # Whatever went wrong here (the archive side's disk, a bug), the host keeps nothing of the
+            # run: its work dir goes, and captures that may still run are swept. The error is the one
+            # reported, not a failing clean-up's.
+            with contextlib.suppress(Exception):
+                self._clean_up(sweep=True)
+            raise
+        else:
+            self._clean_up(sweep=self.abandoned)
         finally:
             self.control.close()
 
@@ -632,14 +643,18 @@ class _HostRun:
                     "skipped",
                     "connection lost before it ran" if not self.tr.alive() else "stopped",
                 )
-        if self.tr.alive():
-            # Only a capture given up on before it exited can have left a process behind.
-            sweep = f"\n{sweep_command(self.opts.run_id, mine=True)}" if self.abandoned else ""
-            _, out, _ = self.control.run(
-                f"cd / && rm -rf {shlex.quote(self.workdir)}{sweep}", timeout=SNAPSHOT_TIMEOUT_S
-            )
-            if self.outcome is not None:
-                self.outcome.leftovers_killed["end"] = leftovers_killed(out)
+
+    def _clean_up(self, *, sweep: bool) -> None:
+        """Remove this host's work dir and, with `sweep`, kill this run's captures still alive there
+        (only a capture given up on before it exited can have left a process behind)."""
+        if not self.tr.alive():
+            return
+        kill = f"\n{sweep_command(self.opts.run_id, mine=True)}" if sweep else ""
+        _, out, _ = self.control.run(
+            f"cd / && rm -rf {shlex.quote(self.workdir)}{kill}", timeout=SNAPSHOT_TIMEOUT_S
+        )
+        if self.outcome is not None:
+            self.outcome.leftovers_killed["end"] = leftovers_killed(out)
 
     def _preflight(self) -> None:
         """Work dir, clock, and which tools exist (with their versions), in one round trip.
@@ -729,7 +744,10 @@ class _HostRun:
     def _finish_sampler(self, sampler: Sampler) -> None:
         sampler.stop.set()
         sampler.join(self.opts.interval + 5)
-        sampler.out.close()
+        try:
+            sampler.out.close()
+        except OSError as exc:  # its last buffered line did not fit (a full archive disk): the rest is kept
+            sampler.error = sampler.error or exc.strerror or str(exc)
         r = self.records[SAMPLER_ID]
         data = (self.hostdir / f"{SAMPLER_ID}.out").read_bytes()
         r.ended_at, r.bytes, r.sha256 = _now(), len(data), hashlib.sha256(data).hexdigest()
@@ -1090,7 +1108,7 @@ class _Running:
                 self.record.bytes += n
                 view = view[n:]
         except OSError as exc:
-            if exc.errno not in (errno.ENOSPC, errno.EFBIG, errno.EDQUOT):
+            if exc.errno not in _DISK_FULL:
                 raise
             self.record.truncated = True
             self.record.reason = f"archive disk full ({exc.strerror}); output so far kept"
@@ -1137,8 +1155,18 @@ class _Running:
         self.out.close()
         self.record.sha256 = self.sha.hexdigest()
         if self.err:
-            self.err_path.write_bytes(self.redactor.mask(bytes(self.err)))
-            self.record.stderr_path = self.record.path[: -len(".out")] + ".err"
+            try:
+                self.err_path.write_bytes(self.redactor.mask(bytes(self.err)))
+            except OSError as exc:
+                if exc.errno not in _DISK_FULL:
+                    raise
+                self.err_path.unlink(missing_ok=True)  # no half file the manifest does not list
+                self.record.reason = (
+                    self.record.reason or f"stderr not kept: archive disk full ({exc.strerror})"
+                )
+                self.stop.trigger("disk_full")
+            else:
+                self.record.stderr_path = self.record.path[: -len(".out")] + ".err"
         self.record.redacted = self.redactor.hits > 0
 
 

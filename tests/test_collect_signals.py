@@ -78,7 +78,10 @@ def test_disk_full_keeps_what_was_written_and_says_so(tmp_path: Path) -> None:
         from perfkit.transport import LOCAL
         session.FREE_FLOOR_BYTES = session.FREE_FLOOR_PCT = 0   # a 2 MiB filesystem, on purpose
         flood = captures.CaptureSpec("flood", "none", "yes perfkit-disk-fill", "yes", max_bytes=1 << 30)
-        opts = session.Options(window=5, specs=(flood,), run_id="diskfull")
+        # like sar: a file in the work dir on the host; a line on stderr, saved when the capture ends
+        scratch = "echo scratch > {{workdir}}/sa.bin; echo a warning >&2; sleep {{window}}"
+        noisy = captures.CaptureSpec("noisy", "none", scratch, "sleep")
+        opts = session.Options(window=5, specs=(flood, noisy), run_id="diskfull")
         res = session.collect([LOCAL], Path("{mnt}/run"), opts)
         size = Path("{mnt}/run/hosts/localhost/flood.out").stat().st_size
         print(json.dumps({{"exit": res.exit_code, "manifest": res.manifest, "size": size}}))
@@ -92,7 +95,12 @@ def test_disk_full_keeps_what_was_written_and_says_so(tmp_path: Path) -> None:
     rec = m["captures"][0]
     assert rec["truncated"] and "disk full" in rec["reason"] and rec["bytes"] > 100_000
     assert rec["bytes"] == doc["size"]  # a partial write is counted exactly: the manifest never lies
+    assert [(h["status"], h["reason"]) for h in m["hosts"]] == [("disk_full", "archive disk full")]
+    noisy = m["captures"][1]
+    assert noisy["status"] == "disk_full" and "disk full" in noisy["reason"]
     assert leftovers("diskfull") == ""
+    # the host's clean-up ran whatever the archive side did: no work dir (with its sa.bin) left
+    assert list(Path("/tmp").glob(f"{session.tag('diskfull')}*")) == []
 
 
 def test_too_little_free_space_is_refused_with_the_numbers(tmp_path: Path, monkeypatch) -> None:
