@@ -171,6 +171,15 @@ def tag(run_id: str) -> str:
     return f"perfkit-{run_id}"
 
 
+def workdir(run_id: str, host: str) -> str:
+    """A host's scratch dir for this run: `/tmp/perfkit-<run id>-<6 hex of the host's name>`.
+
+    One per host name, not per run: two names for one machine (ssh_config aliases, 127.0.0.1 and
+    localhost, one IP under several TiUP roles) must not share a dir that the first one's clean-up
+    removes while the other still works in it. Hashed, so any name makes a short, safe path."""
+    return f"/tmp/{tag(run_id)}-{hashlib.sha256(host.encode()).hexdigest()[:6]}"
+
+
 def wrap(command: str, *, deadline_s: float, workdir: str, run_id: str) -> str:
     """The shell line that runs one capture: C locale, ISO times, own process group, hard deadline.
 
@@ -205,10 +214,14 @@ def _timed(command: str, deadline_s: float, run_id: str) -> str:
 # sweep shell's parent, or the sweep shell itself: several "hosts" can be one machine) or lost
 # theirs. `pgrep` (C, one pass over /proc) finds the wrappers; the tag is split in two shell
 # variables so the sweep never matches its own command line. At a start the scan
-# only runs when another run's work dir is in /tmp: a run removes its own when it ends, so one that
-# died leaves its dir behind, and a host with none has nothing to sweep.
-_SWEEP = r"""n=0; pre=perfkit-; rid=%(rid)s; mine=%(mine)s; other=$mine
-for d in /tmp/"$pre"*; do [ -d "$d" ] && [ "$d" != "/tmp/$pre$rid" ] && other=1; done
+# only runs when another run's work dir is in /tmp (this run's are `workdir`'s, one per host name):
+# a run removes its own when it ends, so one that died leaves its dir behind, and a host with none
+# has nothing to sweep.
+_SWEEP = r"""n=0; pre=perfkit-; rid=%(rid)s; mine=%(mine)s; other=$mine; h=[0-9a-f]
+for d in /tmp/"$pre"*; do
+  case $d in "/tmp/$pre$rid-"$h$h$h$h$h$h) continue ;; esac
+  [ -d "$d" ] && other=1
+done
 for p in $([ $other = 1 ] && pgrep -f '^timeout -k [0-9]+ -s TERM [0-9]+ sh -c ' 2>/dev/null); do
   tag=$(tr '\0' '\n' < /proc/$p/cmdline 2>/dev/null | tail -n 1)
   case $tag in "$pre"*) ;; *) continue ;; esac
@@ -602,7 +615,7 @@ class _HostRun:
             progress,
         )
         self.records = {r.id: r for r in records}
-        self.workdir = f"/tmp/{tag(opts.run_id)}"
+        self.workdir = workdir(opts.run_id, spec.name)
         self.outcome = outcome
         self.versions: dict[str, str | None] = {}
         self.offset: float | None = None

@@ -194,7 +194,10 @@ def test_every_command_is_wrapped_and_tagged(tmp_path: Path) -> None:
     assert sorted(c.startswith("(cd ") for c in started) == [False, False, False, True]
     assert all("export LC_ALL=C S_TIME_FORMAT=ISO && exec timeout -k 5 -s TERM" in c for c in started)
     assert all(re.search(r" perfkit-testrun(\) </dev/null)?$", c) for c in started)
-    assert "cd / && rm -rf /tmp/perfkit-testrun\n" in seen[0].commands[-1]  # nothing to sweep
+    workdir = session.workdir("testrun", "db1")
+    assert re.fullmatch(r"/tmp/perfkit-testrun-[0-9a-f]{6}", workdir)
+    assert all(f"cd {workdir} && export" in c for c in started)
+    assert f"cd / && rm -rf {workdir}\n" in seen[0].commands[-1]  # nothing to sweep
     assert session.sweep_command("testrun", mine=False) in seen[0].commands[0]  # the preflight
     # the tag is never whole in the sweep's own command line, so `pgrep -f` cannot find it there
     assert session.tag("testrun") not in session.sweep_command("testrun", mine=True)

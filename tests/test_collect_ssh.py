@@ -177,3 +177,27 @@ def test_a_silent_capture_cut_by_ctrl_c_is_swept_at_the_end(sshd, tmp_path: Path
     assert res.manifest["status"] == "interrupted"
     assert res.hosts[0].leftovers_killed == {"start": 0, "end": 1}
     assert wait_no_leftovers("swept", 2) == ""
+
+
+def test_two_names_for_one_machine_keep_their_own_work_dirs(sshd, tmp_path: Path) -> None:  # noqa: F811
+    # `--hosts h1,h2` where both are this one sshd (two ssh_config aliases, one IP under two TiUP
+    # roles): one host's clean-up must not remove the work dir the other still reads. The end
+    # snapshot lets the first host through at once and holds the second, so the first has cleaned
+    # up before the second reads its file, every time.
+    sshd.known_hosts.write_text(sshd.known_hosts_line() + "\n")
+    first = tmp_path / "first"  # the hosts run on this machine: a directory only one mkdir creates
+    mark = captures.CaptureSpec("mark", "none", "echo {window} > {workdir}/mark; sleep {window}", "sleep")
+    read = f"mkdir {first} 2>/dev/null || sleep 2; cat {{workdir}}/mark"
+    readback = captures.CaptureSpec("readback", "none", read, "cat", phase="end")
+    hosts = [quick(sshd.spec(), "alias1"), quick(sshd.spec(), "alias2")]
+    res = session.collect(
+        hosts, tmp_path / "run", session.Options(window=2, specs=(mark, readback), run_id="alias")
+    )
+    assert res.manifest["status"] == "complete", res.manifest["reason"]
+    assert {(r["host"], r["id"]): r["status"] for r in res.manifest["captures"]} == {
+        (h, c): "ok" for h in ("alias1", "alias2") for c in ("mark", "readback")
+    }
+    for host in ("alias1", "alias2"):
+        assert (tmp_path / "run" / "hosts" / host / "readback.out").read_text() == "2\n"
+    assert wait_no_leftovers("alias", 5) == ""
+    assert list(Path("/tmp").glob(f"{session.tag('alias')}*")) == []
