@@ -313,7 +313,7 @@ def collect(
                 else f"ssh {t.user + '@' if t.user else ''}{t.hostname}" + (f":{t.port}" if t.port else "")
             )
             click.echo(f"# {t.name} ({where})")
-            workdir = f"/tmp/{session.tag(opts.run_id)}"
+            workdir = session.workdir(opts.run_id, t.name)
             for spec in opts.specs:
                 cmd = spec.render(interval=interval, window=duration, workdir=workdir)
                 if spec.phase == "window":
