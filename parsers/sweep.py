@@ -3,18 +3,49 @@
 Reads CSV (`,`), TSV, `;`-separated or whitespace-separated text with a header row naming:
 concurrency as `threads`, `concurrency`, `thds`, `clients` or `users`; throughput as `tps`,
 `throughput`, `ops`, `ops_s` and/or `qps`; latency optionally as `lat_ms`/`lat_avg_ms`/`avg_ms`
-(average) and `lat_p95_ms`/`p95_ms`/`lat_p99_ms`/`p99_ms`. With `;` separators a decimal comma is
-read as such. Header names are matched case-insensitively.
+(average) and `lat_p95_ms`/`p95_ms`/`lat_p99_ms`/`p99_ms`. Header names are matched
+case-insensitively; two columns meaning the same thing are refused (which one is the TPS?).
 
 Columns: host, threads (configured concurrency), tps and qps (per second; NaN when the table has
 no such column), lat_avg_ms, lat_p95_ms, lat_p99_ms (milliseconds).
-Tested on: tests/fixtures/sweep/ (see README.md there).
+
+A table is read exactly or refused with a ParseError naming the file, the line and the value; a wrong
+number would pass for a measurement, so nothing is guessed:
+
+- The separator is the header's: `,`, `;` or a tab (only one of them), else runs of blanks. Cells may be
+  quoted (`"1,234"`). A row with more non-empty cells than the header is refused (`8 1 234` in a
+  blank-separated table is not threads 1, TPS 234); fewer cells, or empty trailing ones, are blanks.
+- Numbers: digits with an optional sign, decimal mark and exponent; thousands separators `,` `.` (in
+  groups of three: `1.234.567`, `1,234.5`) and blanks or `'` (`1 234`, `1'234`). The decimal mark is
+  the table's, from its cells: a mark that cannot be a thousands separator (`64,9`, `0.512`, `1.5e3`,
+  the last of `1.234,5`) fixes it. A `,`-separated table has a decimal point (its unquoted cells cannot
+  hold a decimal comma; a quoted `"64,9"` is refused). A number that reads two ways (`1.234`, `1,234`:
+  one mark and three digits) in a table that fixes no mark is refused, as are cells fixing both marks.
+  `inf` and other non-numbers are refused in every column; an empty cell, `-`, `NA`, `n/a` and `nan`
+  mean "not measured" and are allowed for latency only (and for `qps` beside a `tps` column).
+- threads: a whole number from 1 to 2**63-1 (`8.0` is 8; 0, negative or fractional is refused).
+- tps (or qps, when it is the table's only throughput): finite, >= 0, in every row. 0 is a real step
+  where nothing got through and is kept; a blank is refused (a hole in the curve would move the knee).
+- latencies: finite and >= 0. A latency printed as 0 is below the table's print resolution (a
+  sub-millisecond average rounded to `0` or `0.00`), not zero: as 0 it would put no requests in the
+  system through Little's law, so it is kept as NaN and `attrs["notes"]` says which line and column.
+- Repeated thread counts are kept, one row each (repeat runs are legitimate). The sweep model keeps a
+  step per row: the knee and the elasticities use the mean throughput of each thread count, the peak is
+  the best single row, and the USL fit sees every row.
+
+Blank lines, `#` comments and rows whose cells are all empty (a spreadsheet's `;;;`) are skipped; a
+last line without a newline was cut mid-write and is dropped (`attrs["dropped_lines"]`).
+`attrs`: `dropped_lines`, `unknown_columns` (header names not read), `notes`.
+Tested on: tests/fixtures/sweep/ (see README.md there) and tests/test_sweep_table.py.
 """
 
 from __future__ import annotations
 
-import io
+import csv
+import math
 import re
+from dataclasses import dataclass
+from decimal import Decimal
 
 import pandas as pd
 
@@ -50,7 +81,16 @@ ALIASES = {
     "lat_p99_ms": "lat_p99_ms",
     "p99_ms": "lat_p99_ms",
 }
+_LATENCIES = ("lat_avg_ms", "lat_p95_ms", "lat_p99_ms")
 _SPLIT = re.compile(r"[,;\t ]+")
+_MISSING = frozenset({"", "-", "na", "n/a", "nan"})
+_MAX_THREADS = 2**63 - 1  # the Int64 column's range
+
+# A number as written: sign, body (digits, marks, group blanks), exponent. The body's shape is judged
+# by _Cell; these only split it.
+_NUMBER = re.compile(r"([+-]?)([0-9.,' \u00a0\u202f]*[0-9][0-9.,' \u00a0\u202f]*)([eE][+-]?[0-9]+)?")
+_GROUP_BLANKS = " '\u00a0\u202f"  # blank, apostrophe (de_CH), no-break space, narrow no-break (fr_FR)
+_OTHER = {".": ",", ",": "."}
 
 
 def _header_names(line: str) -> list[str]:
@@ -58,94 +98,263 @@ def _header_names(line: str) -> list[str]:
 
 
 def sniff(text: str) -> bool:
-    """The first non-empty line is a header naming a concurrency and a throughput column."""
+    """The first non-empty line is a header naming a concurrency and a throughput column, and the
+    table is not a tiers table (per-tier RTs, which may have a `tps` column too but leave it blank on
+    most rows: read as a sweep it would be refused)."""
+    from . import tiers  # tiers imports this module's ALIASES
+
     first = next((ln for ln in text.splitlines() if ln.strip()), "")
     mapped = {ALIASES.get(n) for n in _header_names(first)}
-    return "threads" in mapped and bool(mapped & {"tps", "qps"})
+    return "threads" in mapped and bool(mapped & {"tps", "qps"}) and not tiers.sniff(text)
+
+
+@dataclass(frozen=True)
+class _Cell:
+    """One numeric cell as written. `mark` is the one `.`/`,` it holds when that mark could be either
+    a decimal or a thousands separator (`1.234`); `decimal` the decimal mark its shape proves, if any;
+    `thousands` the mark it uses as a thousands separator, if any."""
+
+    sign: str
+    whole: str  # digits before the decimal mark, thousands separators removed
+    frac: str | None  # digits after the decimal mark; None when the cell has none
+    exp: str
+    decimal: str | None = None
+    thousands: str | None = None
+    mark: str | None = None
+
+    def text(self, decimal: str | None) -> str:
+        """The number in Python's syntax under the table's decimal mark (None: the table fixed none)."""
+        whole, frac = self.whole, self.frac
+        if self.mark is not None:
+            if decimal is None:
+                raise ValueError("ambiguous")
+            if decimal != self.mark:  # the one mark was a thousands separator: 1.234 -> 1234
+                whole, frac = whole + (frac or ""), None
+        elif decimal is not None and (self.decimal not in (None, decimal) or self.thousands == decimal):
+            raise ValueError("conflict")
+        return f"{self.sign}{whole}{'.' + frac if frac else ''}{self.exp}"
+
+
+def _cell(text: str) -> _Cell | None:
+    """The shape of a number, or None when `text` is not one (units, words, bad grouping)."""
+    m = _NUMBER.fullmatch(text)
+    if m is None:
+        return None
+    sign, body, exp = m[1], m[2], m[3] or ""
+    blanks = {c for c in body if c in _GROUP_BLANKS}
+    marks = [c for c in body if c in ".,"]
+    if blanks:  # 1 234 / 1'234,5: blanks group, the mark (if any) is the decimal one
+        if len(blanks) > 1 or exp or len(set(marks)) > 1 or len(marks) > 1:
+            return None
+        g = re.escape(blanks.pop())
+        mm = re.fullmatch(rf"([1-9][0-9]{{0,2}}(?:{g}[0-9]{{3}})+)(?:([.,])([0-9]+))?", body)
+        if mm is None:
+            return None
+        whole = re.sub(g, "", mm[1])
+        return _Cell(sign, whole, mm[3], exp, decimal=mm[2])
+    if not marks:
+        return _Cell(sign, body, None, exp)
+    kinds = set(marks)
+    if len(kinds) == 2:  # 1.234,5 / 1,234.5: the last mark is the decimal, the other groups
+        dec = marks[-1]
+        sep = _OTHER[dec]
+        mm = re.fullmatch(
+            rf"([1-9][0-9]{{0,2}}(?:{re.escape(sep)}[0-9]{{3}})+){re.escape(dec)}([0-9]+)", body
+        )
+        if mm is None or exp:
+            return None
+        return _Cell(sign, mm[1].replace(sep, ""), mm[2], exp, decimal=dec, thousands=sep)
+    mark = marks[0]
+    if len(marks) > 1:  # 1.234.567: only a thousands separator repeats
+        if exp or not re.fullmatch(rf"[1-9][0-9]{{0,2}}(?:{re.escape(mark)}[0-9]{{3}})+", body):
+            return None
+        return _Cell(sign, body.replace(mark, ""), None, exp, thousands=mark)
+    whole, _, frac = body.partition(mark)
+    if not whole and not frac:
+        return None
+    if not exp and 1 <= len(whole) <= 3 and whole[0] != "0" and len(frac) == 3:
+        return _Cell(sign, whole, frac, exp, mark=mark)  # 1.234: a decimal or a thousands separator
+    return _Cell(sign, whole or "0", frac or None, exp, decimal=mark)
 
 
 def parse(source: Source, *, host: str | None = None, tz: str = "UTC") -> pd.DataFrame:
     """Parse a sweep table. `tz` is unused (the table has no time) and kept for the common contract.
 
     Raises:
-        ParseError: no concurrency/throughput header, or a value that is not a number.
+        ParseError: no concurrency/throughput header, a row that does not fit it, or a value that is
+            not a number, reads two ways, or is out of its column's range (see the module docstring);
+            names the file, the line and the value.
     """
     lines = Lines(source, KIND)
-    body: list[str] = []
-    line_nos: list[int] = []
+    rows: list[tuple[int, str]] = []
     header: tuple[int, str] | None = None
-    for line_no, line in lines:
-        if not line.strip() or line.lstrip().startswith("#"):
-            continue
-        if header is None:
-            header = (line_no, line)
-            continue
-        body.append(line)
-        line_nos.append(line_no)
+    line_no = 0
+    try:
+        for line_no, line in lines:
+            if not line.strip() or line.lstrip().startswith("#"):
+                continue
+            if header is None:
+                header = (line_no, line)
+            else:
+                rows.append((line_no, line))
+    except (UnicodeDecodeError, OSError) as exc:
+        raise lines.error(line_no + 1, "", f"cannot read: {exc}") from None
     if header is None:
         return _empty(0)
-    names = _header_names(header[1])
+    h_no, h_line = header
+    found = [s for s in (",", ";", "\t") if s in h_line]
+    if len(found) > 1:
+        shown = " and ".join(repr(s) for s in found)
+        raise lines.error(h_no, h_line, f"the header mixes separators {shown}: which one splits the rows?")
+    sep = found[0] if found else None
+
+    def cells(no: int, line: str) -> list[str]:
+        if sep is None:
+            return [t.strip('"') for t in line.split()]
+        try:
+            return [
+                c.strip() for c in next(csv.reader([line], delimiter=sep, skipinitialspace=True, strict=True))
+            ]
+        except csv.Error as exc:
+            raise lines.error(no, line, f"unreadable row: {exc}") from None
+
+    names = [n.lower() for n in cells(h_no, h_line)]
     mapped = [ALIASES.get(n) for n in names]
     if "threads" not in mapped or not {"tps", "qps"} & set(mapped):
         raise lines.error(
-            header[0],
-            header[1],
-            "not a sweep table: the header needs a threads/concurrency "
-            "column and a tps/throughput/qps column",
+            h_no,
+            h_line,
+            "not a sweep table: the header needs a threads/concurrency column "
+            "and a tps/throughput/qps column",
         )
-    dropped = 0
-    if body and not lines.last_complete:
-        body.pop()
-        line_nos.pop()
-        dropped = 1
-    if not body:
-        return _empty(dropped)
-    sep = next((s for s in (",", "\t", ";") if s in header[1]), r"\s+")
-    decimal = "," if sep == ";" else "."
-    try:
-        raw = pd.read_csv(
-            io.StringIO("\n".join(body)),
-            sep=sep,
-            header=None,
-            names=names,
-            dtype=str,
-            skipinitialspace=True,
-            decimal=decimal,
-        )
-    except (ValueError, pd.errors.ParserError) as exc:
-        raise lines.error(header[0], header[1], f"unreadable table: {exc}") from None
-    data = {}
-    for name, target in zip(names, mapped, strict=True):
-        if target is None or target in data:
+    where: dict[str, int] = {}
+    for i, target in enumerate(mapped):
+        if target is None:
             continue
-        col = (
-            raw[name].str.strip().str.replace(",", ".", regex=False)
-            if decimal == ","
-            else raw[name].str.strip()
+        if target in where:
+            raise lines.error(
+                h_no,
+                h_line,
+                f"columns {names[where[target]]!r} and {names[i]!r} both mean {target}: keep one",
+            )
+        where[target] = i
+    throughput = "tps" if "tps" in where else "qps"
+    dropped = 0
+    if rows and not lines.last_complete:
+        rows.pop()
+        dropped = 1
+
+    # first pass: every cell's shape, and the decimal mark the table's cells prove
+    table: list[tuple[int, str, dict[str, tuple[str, _Cell | None]]]] = []
+    proof: dict[str, tuple[int, str, str]] = {}  # decimal mark -> (line no, line, cell) that proves it
+    for no, line in rows:
+        values = cells(no, line)
+        if not any(values):
+            continue  # a spreadsheet's empty row
+        extra = [v for v in values[len(names) :] if v]
+        if extra:
+            raise lines.error(
+                no,
+                line,
+                f"{len(names) + len(extra)} values but the header names {len(names)} columns "
+                f"(a thousands separator that is also the column separator?)",
+            )
+        got: dict[str, tuple[str, _Cell | None]] = {}
+        for target, i in where.items():
+            text = values[i] if i < len(values) else ""
+            if text.lower() in _MISSING:
+                got[target] = (text, None)
+                continue
+            cell = _cell(text)
+            if cell is None:
+                what = "not finite" if text.lower().lstrip("+-") in ("inf", "infinity") else "not a number"
+                raise lines.error(no, line, f"{names[i]} {text!r} is {what}")
+            got[target] = (text, cell)
+            for dec in (cell.decimal, _OTHER.get(cell.thousands or "")):
+                if dec is not None:
+                    proof.setdefault(dec, (no, line, text))
+        table.append((no, line, got))
+    if sep == ",":
+        if "," in proof:
+            no, line, text = proof[","]
+            raise lines.error(no, line, f"{text!r} has a decimal comma in a ','-separated table (use ';')")
+        decimal: str | None = "."
+    elif len(proof) == 2:
+        no, line, text = max(proof.values())
+        first = min(proof.values())
+        raise lines.error(
+            no, line, f"{text!r} and {first[2]!r} (line {first[0]}) use different decimal marks"
         )
-        values = pd.to_numeric(col, errors="coerce")
-        bad = values.isna() & col.notna() & ~col.isin(["", "-", "NaN", "nan", "NA"])
-        if bad.any():
-            i = int(bad.to_numpy().nonzero()[0][0])
-            raise lines.error(line_nos[i], body[i], f"{name} is not a number: {col.iloc[i]!r}")
-        data[target] = values
-    frame = pd.DataFrame(data)
-    threads = frame["threads"]
-    # past int64 the Int64 column cannot hold it (pandas reads such a column as uint64 or float64)
-    huge = threads.abs() >= 2.0**63 if threads.dtype.kind == "f" else threads.abs() > 2**63 - 1
-    bad = threads.isna() | (threads % 1 != 0) | huge
-    if bad.any():
-        i = int(bad.to_numpy().nonzero()[0][0])
-        raise lines.error(line_nos[i], body[i], "threads must be a whole number (below 2**63)")
+    else:
+        decimal = next(iter(proof), None)
+
+    # second pass: the values, each checked against its column's range
+    data: dict[str, list[float | int]] = {t: [] for t in where}
+    notes: list[str] = []
+    for no, line, got in table:
+        for target, (text, cell) in got.items():
+            name = names[where[target]]
+            if cell is None:
+                if target == "threads" or target == throughput:
+                    raise lines.error(no, line, f"{name} has no value ({text!r}): every row needs one")
+                data[target].append(math.nan)
+                continue
+            try:
+                number = cell.text(decimal)
+            except ValueError as exc:
+                if str(exc) == "ambiguous":
+                    raise lines.error(
+                        no,
+                        line,
+                        f"{name} {text!r} reads two ways ({cell.mark!r} as thousands separator or decimal "
+                        "mark) and no other value shows the table's decimal mark: write it without the "
+                        "separator",
+                    ) from None
+                raise lines.error(
+                    no, line, f"{name} {text!r} does not use the table's decimal mark {decimal!r}"
+                ) from None
+            if target == "threads":
+                data[target].append(_threads(lines, no, line, name, text, number))
+                continue
+            value = float(number)
+            if not math.isfinite(value):
+                raise lines.error(no, line, f"{name} {text!r} is not finite")
+            if value < 0:
+                raise lines.error(no, line, f"{name} {text!r} is negative")
+            if value == 0 and target in _LATENCIES:
+                notes.append(
+                    f"line {no}: {name} {text!r} is below the table's print resolution, "
+                    "not zero: kept as missing"
+                )
+                value = math.nan
+            data[target].append(value + 0.0)  # -0 -> 0
+    if not table:
+        return _empty(dropped)
+    frame = pd.DataFrame(
+        {t: pd.Series(v, dtype="float64" if t != "threads" else "int64") for t, v in data.items()}
+    )
     frame["host"] = pd.array([host] * len(frame), dtype="string")
     df = coerce(frame, SCHEMA)
     df.attrs.update(
-        dropped_lines=dropped, unknown_columns=[n for n, t in zip(names, mapped, strict=True) if t is None]
+        dropped_lines=dropped,
+        unknown_columns=[n for n, t in zip(names, mapped, strict=True) if t is None],
+        notes=notes,
     )
     return df
 
 
+def _threads(lines: Lines, no: int, line: str, name: str, text: str, number: str) -> int:
+    """A thread count: a whole number from 1 to 2**63-1, read exactly (no float rounding)."""
+    d = Decimal(number)
+    if not d.is_finite() or d.adjusted() > 18 or d != d.to_integral_value():
+        raise lines.error(no, line, f"{name} {text!r} is not a whole number below 2**63")
+    n = int(d)
+    if not 1 <= n <= _MAX_THREADS:
+        raise lines.error(no, line, f"{name} {text!r} is not a thread count (a whole number from 1 up)")
+    return n
+
+
 def _empty(dropped: int) -> pd.DataFrame:
     df = empty_frame(SCHEMA)
-    df.attrs.update(dropped_lines=dropped, unknown_columns=[])
+    df.attrs.update(dropped_lines=dropped, unknown_columns=[], notes=[])
     return df
