@@ -8,13 +8,15 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
+import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cache
+from pathlib import Path
 
 from perfkit.config import Thresholds
 from perfkit.dataset import Dataset
-from perfkit.findings import SEVERITIES, Finding, Skipped
+from perfkit.findings import SEVERITIES, Finding, RuleFailure, Skipped
 
 Rule = Callable[..., "list[Finding] | Skipped"]
 
@@ -24,6 +26,20 @@ Rule = Callable[..., "list[Finding] | Skipped"]
 # where the CPU time went inside a process (read beside a cause, never as the verdict).
 SYMPTOM_RULES = ("sweep.knee", "sweep.retrograde", "sweep.unstable", "sweep.not-saturated")
 CONTEXT_RULES = ("collector.overhead", "profile.hotspots")
+
+
+def is_context(f: Finding) -> bool:
+    """Whether a finding qualifies the evidence rather than locates a bottleneck: never the verdict.
+
+    Beside CONTEXT_RULES: `io.top-writer` at info says who does the work (the database writing most
+    of the bytes), which qualifies a disk finding but explains nothing on its own; and when its top
+    writer is one of perfkit's own captures it is perfkit's weight on the host (collector.overhead's
+    subject), however heavy.
+    """
+    if f.rule in CONTEXT_RULES:
+        return True
+    top_writer = f.rule == "io.top-writer"
+    return top_writer and (f.severity == "info" or f.evidence.get("writer1_category") == "capture")
 
 
 @cache
@@ -43,16 +59,24 @@ def rules() -> dict[str, Rule]:
 
 @dataclass
 class Analysis:
-    """Everything the reports render: inputs, the sweep, findings (verdict first) and skipped rules."""
+    """Everything the reports render: inputs, the sweep, findings (verdict first), skipped rules and
+    the rules that failed (the analysis is incomplete when there are any)."""
 
     dataset: Dataset
     sweep: object | None
     findings: list[Finding] = field(default_factory=list)
     skipped: list[Skipped] = field(default_factory=list)
+    failed: list[RuleFailure] = field(default_factory=list)
+    excluded_steps: list = field(default_factory=list)  # sweep.Excluded: load runs left out of the model
+
+    @property
+    def complete(self) -> bool:
+        return not self.failed
 
     @property
     def verdict(self) -> Finding | None:
-        return self.findings[0] if self.findings else None
+        """The first finding (they are ranked), unless even that one is only context."""
+        return self.findings[0] if self.findings and not is_context(self.findings[0]) else None
 
     def has_findings(self, at_least: str) -> bool:
         """Whether any finding is at least as severe as `at_least` ("critical" or "warning")."""
@@ -61,14 +85,29 @@ class Analysis:
 
 
 def analyze(ds: Dataset, th: Thresholds) -> Analysis:
-    """Run every rule on the dataset."""
+    """Run every rule on the dataset.
+
+    Each rule runs on its own: one that raises becomes a `RuleFailure` and every other rule still
+    runs, so one unforeseen input never costs the user the rest of the report. (Bugs are fixed where
+    they are; this net only keeps the next one from hiding every other finding.)
+    """
     from . import sweep as sweep_model  # the model module is also a rule family
 
-    sweep = sweep_model.build(ds, th)
-    result = Analysis(dataset=ds, sweep=sweep)
-    for _rule_id, fn in sorted(rules().items()):
-        out = fn(ds, sweep, th)
+    result = Analysis(dataset=ds, sweep=None)
+    try:
+        result.sweep, result.excluded_steps = sweep_model.model(ds, th)
+    except Exception as exc:  # noqa: BLE001 - see the docstring
+        result.failed.append(RuleFailure("sweep model", describe(exc)))
+    sweep, sweep_failed = result.sweep, bool(result.failed)
+    for rule_id, fn in sorted(rules().items()):
+        try:
+            out = fn(ds, sweep, th)
+        except Exception as exc:  # noqa: BLE001 - see the docstring
+            result.failed.append(RuleFailure(rule_id, describe(exc)))
+            continue
         if isinstance(out, Skipped):
+            if sweep_failed and out.reason == sweep_model.NO_LOAD:  # the load was there; the model failed
+                out = Skipped(out.rule, "the sweep model failed (see the failed rules)")
             result.skipped.append(out)
         else:
             result.findings.extend(out)
@@ -76,6 +115,17 @@ def analyze(ds: Dataset, th: Thresholds) -> Analysis:
     return result
 
 
+def describe(exc: BaseException) -> str:
+    """`ZeroDivisionError: division by zero (analyzers/sweep.py:512)`: what and where, for a bug report."""
+    frames = traceback.extract_tb(exc.__traceback__)
+    where = ""
+    if frames:
+        last = frames[-1]
+        where = f" ({Path(last.filename).parent.name}/{Path(last.filename).name}:{last.lineno})"
+    message = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+    return f"{type(exc).__name__}{': ' + message[:200] if message else ''}{where}"
+
+
 def _rank(f: Finding) -> tuple[int, int, str]:
-    tier = 2 if f.rule in CONTEXT_RULES else 1 if f.rule in SYMPTOM_RULES else 0
+    tier = 2 if is_context(f) else 1 if f.rule in SYMPTOM_RULES else 0
     return (tier, SEVERITIES.index(f.severity), f.rule)

@@ -332,7 +332,12 @@ def _host_writers(t: Tasks, host: str | None, lim: dict[str, Any]) -> Finding | 
     if writers and total_w / n >= lim["min_total_write_kb_s"]:
         top, share = writers[0], ev["writer1_write_share_pct"]
         cat = category(top)
-        warn = cat in NOT_DATABASE and share >= lim["min_share_pct"]
+        # a share of next to nothing is nothing: a writer no disk would notice never warns
+        warn = (
+            cat in NOT_DATABASE
+            and share >= lim["min_share_pct"]
+            and ev["writer1_write_kb_s_mean"] >= lim["min_warn_write_kb_s"]
+        )
         title = f"Top writer: {top} ({cat}), {share:.0f}% of the write bandwidth"
         summary = (
             f"{top} ({cat}) wrote {ev['writer1_write_kb_s_mean']:.0f} KiB/s on average, {share:.0f}% of "

@@ -19,7 +19,7 @@ import pandas as pd
 
 from perfkit.config import Thresholds
 from perfkit.dataset import Dataset
-from perfkit.findings import Finding, Skipped
+from perfkit.findings import Finding, Skipped, count
 
 from . import usl as usl_model
 
@@ -49,8 +49,14 @@ class Step:
 
     @property
     def little_concurrency(self) -> float | None:
-        """TPS × average RT: the concurrency actually in the system (Little's law)."""
-        if self.lat_avg_ms is None or not math.isfinite(self.lat_avg_ms):
+        """TPS × average RT: the concurrency actually in the system (Little's law).
+
+        None where the law says nothing: no transaction completed (the RT of none is no RT), or an
+        RT of 0, which is a latency below the tool's print resolution, not a latency of zero.
+        """
+        if self.lat_avg_ms is None or not math.isfinite(self.lat_avg_ms) or self.lat_avg_ms <= 0:
+            return None
+        if not self.tps > 0:
             return None
         return self.tps * self.lat_avg_ms / 1000.0
 
@@ -99,27 +105,73 @@ class Sweep:
         }
 
 
+@dataclass(frozen=True)
+class Excluded:
+    """A load-generator run left out of the model, and why: its figures would be wrong as a level."""
+
+    source: str  # the load log, relative to the archive
+    threads: int | None
+    status: str  # "failed", "interrupted", "skipped" (perfkit's step status) or "unlisted"
+    reason: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"source": self.source, "threads": self.threads, "status": self.status, "reason": self.reason}
+
+    def line(self) -> str:
+        """`t0004 (4 threads): failed: FATAL: …` for the terminal and the reports."""
+        who = f"{self.source} ({self.threads} threads)" if self.threads is not None else self.source
+        return f"{who}: {self.status}: {self.reason}"
+
+
 # ---------------------------------------------------------------- building the model
+
+UNLISTED = "not in the manifest of this perfkit run: a copy, not one of its steps"
 
 
 def build(ds: Dataset, th: Thresholds) -> Sweep | None:
     """The sweep from the dataset's load-generator captures, or None when it has none."""
+    return model(ds, th)[0]
+
+
+def model(ds: Dataset, th: Thresholds) -> tuple[Sweep | None, list[Excluded]]:
+    """The sweep, and the load runs left out of it (failed, interrupted, stray copies).
+
+    A run is a level only when it measured one: a step perfkit recorded as failed, interrupted or
+    skipped, or a log whose tool gave up (a FATAL line and no summary: connection refused, access
+    denied, the server gone mid-run) is excluded, whatever intervals it printed before the failure —
+    one second before a crash is no steady state. Degraded steps (errors, reconnects, zero-TPS
+    seconds) finished and stay. A log without a summary and without a FATAL line stays too: foreign
+    logs are often cut (seed 000's have no summaries at all), and a perfkit run's manifest already
+    says which of its steps were interrupted.
+    """
     steps: list[Step] = []
+    excluded: list[Excluded] = []
     tool = ""
-    records = {r.get("path"): r for r in (ds.manifest or {}).get("captures", [])}
+    manifest = ds.manifest or {}
+    records = {r.get("path"): r for r in manifest.get("captures", [])}
+    swept = isinstance(manifest.get("sweep"), dict)  # made by `perfkit run`: every step is recorded
     for kind, name in (("sysbench", "sysbench"), ("goycsb", "go-ycsb"), ("gotpc", "go-tpc")):
         for cap in ds.of(kind):
             tool = tool or name
-            for frame, run in _LOAD_ADAPTERS[kind](cap.frame, records.get(cap.path) or {}, cap.path):
-                step = _load_step(cap.path, frame, run, th)
-                if step is not None:
+            rec = records.get(cap.path)
+            if swept and rec is None:
+                excluded.append(Excluded(cap.path, None, "unlisted", UNLISTED))
+                continue
+            for frame, run in _LOAD_ADAPTERS[kind](cap.frame, rec or {}, cap.path):
+                threads = _threads_of(run, rec or {}, cap.path)
+                why = _unusable(run, rec or {}, threads)
+                step = None if why else _load_step(cap.path, frame, {**run, "threads": threads}, th)
+                if step is None:
+                    status, reason = why or ("failed", _no_figures(run))
+                    excluded.append(Excluded(cap.path, threads, status, reason))
+                else:
                     steps.append(step)
     if not steps:
         for cap in ds.of("sweep"):
             tool = "table"
             steps.extend(_table_steps(cap.path, cap.frame))
     if not steps:
-        return None
+        return None, excluded
     _server_side(ds, steps, records)
     steps.sort(key=lambda s: s.threads)
     metric = "qps" if all(math.isnan(s.tps) for s in steps) else "tps"
@@ -143,11 +195,32 @@ def build(ds: Dataset, th: Thresholds) -> Sweep | None:
                 if st.get("status") not in ("ok",)
             ],
         }
+    # A level where nothing completed is a measurement (a stall) but no point the USL can take:
+    # it models throughput as positive at every concurrency.
+    fitted = [s for s in steps if s.tps > 0]
     try:
-        sweep.usl = usl_model.fit([s.threads for s in steps], [s.tps for s in steps])
+        sweep.usl = usl_model.fit([s.threads for s in fitted], [s.tps for s in fitted])
     except ValueError as exc:
         sweep.usl_error = str(exc)
-    return sweep
+    return sweep, excluded
+
+
+def _unusable(run: dict, record: dict, threads: int | None) -> tuple[str, str] | None:
+    """(status, reason) when a run must stay out of the model, from perfkit's record or the output."""
+    status = record.get("status")
+    if status not in (None, "ok"):
+        return str(status), str(record.get("reason") or "recorded as such by perfkit run")
+    if record.get("timed_out"):
+        return "failed", "the load generator did not exit in time"
+    if run.get("fatal") and not run.get("summary"):
+        return "failed", str(run["fatal"])
+    if threads is None:
+        return "failed", "thread count unknown (not printed, not in a manifest or a tNNNN directory)"
+    return None
+
+
+def _no_figures(run: dict) -> str:
+    return "no throughput reported" + (f" ({run['fatal']})" if run.get("fatal") else "")
 
 
 def _server_side(ds: Dataset, steps: list[Step], records: dict[str, dict]) -> None:
@@ -348,8 +421,14 @@ def _levels(steps: list[Step]) -> list[tuple[int, float]]:
 
 
 def _elasticity(xa: float, xb: float, na: int, nb: int) -> float:
-    if xa <= 0 or xb <= 0:
+    """d ln X / d ln N between two levels. Throughput vanishing is -inf (scaling stopped outright),
+    appearing from nothing +inf; two levels where nothing completed say nothing (NaN)."""
+    if xa <= 0 and xb <= 0:
         return float("nan")
+    if xb <= 0:
+        return float("-inf")
+    if xa <= 0:
+        return float("inf")
     return math.log(xb / xa) / math.log(nb / na)
 
 
@@ -407,19 +486,31 @@ def knee(ds: Dataset, sweep: Sweep | None, th: Thresholds) -> list[Finding] | Sk
         return []
     k = sweep.knee_threads
     seg = next((a, b, e) for a, b, e in sweep.elasticities if a == k)
-    k_tps = next(x for n, x in _levels(sweep.steps) if n == k)
+    levels = dict(_levels(sweep.steps))
+    k_tps, next_tps = levels[k], levels[seg[1]]
     m = sweep.metric.upper()
     per_thread_low = sweep.steps[0].tps / sweep.steps[0].threads
+    change = f"{_fmt(k_tps)} → {_fmt(next_tps)} {m}"
+    if seg[2] == float("-inf"):
+        how = f"{m} falls to nothing ({change}): no transaction completed at {count(seg[1], 'thread')}"
+    elif seg[2] < 0:
+        how = f"{m} falls ({change}, elasticity {seg[2]:.2f})"
+    else:
+        how = (
+            f"{m} grows only {_fmt(seg[2] * 100, 0)}% as fast as the thread count "
+            f"(elasticity {seg[2]:.2f}, {change})"
+        )
     return [
         Finding(
             rule="sweep.knee",
             severity="info",
-            title=f"Scaling stops at {k} threads; peak {_fmt(sweep.peak.tps)} {m} at {sweep.peak.threads}",
+            title=(
+                f"Scaling stops at {count(k, 'thread')}; peak {_fmt(sweep.peak.tps)} {m} "
+                f"at {sweep.peak.threads}"
+            ),
             summary=(
-                f"From {seg[0]} to {seg[1]} threads {m} grows only {_fmt((seg[2]) * 100, 0)}% as fast as "
-                f"the thread count (elasticity {seg[2]:.2f}, {_fmt(k_tps)} → "
-                f"{_fmt(next(x for n, x in _levels(sweep.steps) if n == seg[1]))} {m}); the peak is "
-                f"{_fmt(sweep.peak.tps)} {m} at {sweep.peak.threads} threads."
+                f"From {seg[0]} to {seg[1]} threads {how}; the peak is "
+                f"{_fmt(sweep.peak.tps)} {m} at {count(sweep.peak.threads, 'thread')}."
             ),
             evidence={
                 "knee_threads": k,
@@ -429,7 +520,9 @@ def knee(ds: Dataset, sweep: Sweep | None, th: Thresholds) -> list[Finding] | Sk
                 "peak_threads": sweep.peak.threads,
                 "peak_throughput": sweep.peak.tps,
                 "throughput_per_thread_at_first_step": per_thread_low,
-                "elasticities": [[a, b, round(e, 3)] for a, b, e in sweep.elasticities],
+                "elasticities": [
+                    [a, b, round(e, 3) if math.isfinite(e) else None] for a, b, e in sweep.elasticities
+                ],
                 "metric": sweep.metric,
             },
             explanation=(
@@ -454,6 +547,10 @@ def retrograde(ds: Dataset, sweep: Sweep | None, th: Thresholds) -> list[Finding
     levels = _levels(sweep.steps)
     top_n, top_x = levels[-1]
     peak_n, peak_x = max(levels, key=lambda lv: lv[1])
+    if not peak_x > 0:
+        return Skipped(
+            "sweep.retrograde", "no load level completed a transaction: there is no peak to fall from"
+        )
     drop = (peak_x - top_x) / peak_x * 100
     if top_n == peak_n or drop < th["sweep.retrograde"]["min_drop_pct"]:
         return []
@@ -482,8 +579,9 @@ def retrograde(ds: Dataset, sweep: Sweep | None, th: Thresholds) -> list[Finding
             dominant=dominant.split()[0],
         )
         cause = (
-            f" The USL fit (R² {fit.r2:.3f}) gives σ={fit.sigma:.4f}, κ={fit.kappa:.2e}: at {top_n} threads "
-            f"the {dominant} term dominates ({contention:.2f} vs {coherency:.2f})."
+            f" The USL fit (R² {fit.r2:.3f}) gives σ={fit.sigma:.4f}, κ={fit.kappa:.2e}: "
+            f"at {count(top_n, 'thread')} the {dominant} term dominates "
+            f"({contention:.2f} vs {coherency:.2f})."
         )
     unsteady = [s.threads for s in sweep.steps if s.threads > peak_n and s.stable is False]
     if unsteady:
@@ -494,10 +592,10 @@ def retrograde(ds: Dataset, sweep: Sweep | None, th: Thresholds) -> list[Finding
         Finding(
             rule="sweep.retrograde",
             severity="warning",
-            title=f"Throughput falls {drop:.0f}% past the peak at {peak_n} threads",
+            title=f"Throughput falls {drop:.0f}% past the peak at {count(peak_n, 'thread')}",
             summary=(
-                f"{m} peaks at {_fmt(peak_x)} with {peak_n} threads and falls to {_fmt(top_x)} at {top_n} "
-                f"threads ({drop:.0f}% lower).{cause}"
+                f"{m} peaks at {_fmt(peak_x)} with {count(peak_n, 'thread')} and falls to {_fmt(top_x)} "
+                f"at {count(top_n, 'thread')} ({drop:.0f}% lower).{cause}"
             ),
             evidence=ev,
             explanation=(
@@ -524,9 +622,12 @@ def not_saturated(ds: Dataset, sweep: Sweep | None, th: Thresholds) -> list[Find
         return Skipped("sweep.not-saturated", NO_LOAD)
     if len(sweep.elasticities) == 0:
         step = sweep.steps[0]
-        return Skipped("sweep.not-saturated", f"one load level ({step.threads} threads): scaling unknown")
+        return Skipped(
+            "sweep.not-saturated", f"one load level ({count(step.threads, 'thread')}): scaling unknown"
+        )
     a, b, e = sweep.elasticities[-1]
-    if not e >= th["sweep.not-saturated"]["min_elasticity"]:
+    # +inf: the level before the last completed nothing (a stall), which says nothing about scaling
+    if not (math.isfinite(e) and e >= th["sweep.not-saturated"]["min_elasticity"]):
         return []
     m = sweep.metric.upper()
     return [
@@ -587,7 +688,8 @@ def unstable(ds: Dataset, sweep: Sweep | None, th: Thresholds) -> list[Finding] 
                     else f"Throughput is unstable inside the {s.threads}-thread step"
                 ),
                 summary=(
-                    f"At {s.threads} threads TPS went from {_fmt(first)} to {_fmt(last)} within the step "
+                    f"At {count(s.threads, 'thread')} TPS went from {_fmt(first)} to {_fmt(last)} "
+                    "within the step "
                     f"(trend {s.drift_pct:+.0f}% of its mean, variation {s.cv_pct:.0f}%){lat_note}."
                 ),
                 evidence={
@@ -626,8 +728,10 @@ def underdriven(ds: Dataset, sweep: Sweep | None, th: Thresholds) -> list[Findin
     out: list[Finding] = []
     low = []
     for s in sweep.steps:
+        if not s.tps > 0:
+            continue  # nothing completed: Little's law says nothing about what was inside
         inflight, how = s.little_concurrency, "TPS × average RT"
-        if inflight is None and s.lat_pct_ms is not None:
+        if inflight is None and s.lat_pct_ms is not None and s.lat_pct_ms > 0:
             # The percentile exceeds the mean for any latency distribution seen in practice, so
             # TPS × p95 is an upper bound of the in-flight concurrency: below the ratio, certainly low.
             inflight, how = s.tps * s.lat_pct_ms / 1000.0, f"TPS × p{s.lat_pct:g} RT (an upper bound)"
@@ -640,9 +744,10 @@ def underdriven(ds: Dataset, sweep: Sweep | None, th: Thresholds) -> list[Findin
             Finding(
                 rule="load.underdriven",
                 severity="warning",
-                title=f"Only {inflight:.0f} of {s.threads} threads' requests are in flight",
+                title=f"Only {inflight:.0f} requests in flight with {count(s.threads, 'thread')}",
                 summary=(
-                    f"At {s.threads} threads, {how.replace('TPS', sweep.metric.upper())} = {_fmt(s.tps)} × "
+                    f"At {count(s.threads, 'thread')}, {how.replace('TPS', sweep.metric.upper())} = "
+                    f"{_fmt(s.tps)} × "
                     f"{_fmt((inflight / s.tps) * 1000)} ms "
                     f"= {inflight:.1f} requests in the system, {inflight / s.threads * 100:.0f}% of the "
                     f"configured concurrency ({len(low)} of {len(sweep.steps)} steps below "
@@ -749,14 +854,15 @@ def _fall_together(s: Step, server: pd.DataFrame | None, rec: dict | None, th: T
         )
         title = f"TPS and the database's RT fall together inside the {s.threads}-thread step"
         summary = (
-            f"At {s.threads} threads TPS fell {tps_drop:.0f}% ({_fmt(tps_first)} → {_fmt(tps_last)}) and the "
+            f"At {count(s.threads, 'thread')} TPS fell {tps_drop:.0f}% ({_fmt(tps_first)} → "
+            f"{_fmt(tps_last)}) and the "
             f"database's RT fell {srv[2]:.0f}% ({_fmt(srv[0], 2)} → {_fmt(srv[1], 2)} ms) between the first "
             f"and last third of the step{client_note}: the pressure stops before the database."
         )
     else:
         title = f"TPS and RT fall together inside the {s.threads}-thread step"
         summary = (
-            f"At {s.threads} threads TPS fell {tps_drop:.0f}% and latency fell {client[2]:.0f}% "  # type: ignore[index]
+            f"At {count(s.threads, 'thread')} TPS fell {tps_drop:.0f}% and latency fell {client[2]:.0f}% "  # type: ignore[index]
             f"between the first and last third of the step: the pressure stopped arriving."
         )
     return Finding(

@@ -21,6 +21,8 @@ from perfkit.errors import PerfkitError
 
 EXIT_ERROR = 1
 EXIT_FINDINGS = 4
+EXIT_INCOMPLETE = 5  # the report was written, but a rule failed: say so to scripts, not only in the text
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report it
 
 
 class _Group(click.Group):
@@ -33,6 +35,9 @@ class _Group(click.Group):
             raise _Fail(str(exc)) from None
         except OSError as exc:
             raise _Fail(f"{exc.filename or ''}: {exc.strerror}".lstrip(": ")) from None
+        except KeyboardInterrupt:  # Ctrl-C where a command keeps no state to save (analyze, parse)
+            click.echo("interrupted", err=True)
+            sys.exit(EXIT_INTERRUPTED)
 
 
 class _Fail(click.ClickException):
@@ -67,7 +72,9 @@ def main() -> None:
     "--tz",
     default="UTC",
     show_default=True,
-    help="Time zone of the captured hosts, for timestamps that carry none.",
+    callback=lambda ctx, param, value: _time_zone(value),
+    help="Time zone of the captured hosts, for timestamps that carry none: an IANA name "
+    "(Asia/Shanghai) or a whole-hour offset (+08:00).",
 )
 @click.option(
     "--fail-on",
@@ -104,8 +111,12 @@ def analyze(
             click.echo(line)
         if outdir is not None:
             click.echo("wrote " + ", ".join(str(p) for p in written))
+    if not result.complete:
+        click.echo(f"analysis incomplete: {len(result.failed)} rule(s) failed (listed above)", err=True)
     if fail_on and result.has_findings(at_least=fail_on):
         sys.exit(EXIT_FINDINGS)
+    if not result.complete:
+        sys.exit(EXIT_INCOMPLETE)
 
 
 @main.command()
@@ -123,7 +134,13 @@ def analyze(
     "-o", "--output", type=click.Path(dir_okay=False, path_type=Path), help="Write here, not stdout."
 )
 @click.option("--host", help="Host name to put in the host column.")
-@click.option("--tz", default="UTC", show_default=True, help="Time zone of the host that made the capture.")
+@click.option(
+    "--tz",
+    default="UTC",
+    show_default=True,
+    callback=lambda ctx, param, value: _time_zone(value),
+    help="Time zone of the host that made the capture (IANA name or +08:00).",
+)
 @click.option("--list", "list_kinds", is_flag=True, help="List the parser kinds and what they read.")
 def parse(
     file: Path | None,
@@ -794,6 +811,17 @@ def _targets(
     if len({t.name for t in targets}) != len(targets):
         raise click.UsageError("a host is named twice")
     return targets, roles
+
+
+def _time_zone(value: str) -> str:
+    """--tz checked before any work: a typo would otherwise drop every capture as unreadable."""
+    from perfkit.config import time_zone
+    from perfkit.errors import ConfigError
+
+    try:
+        return time_zone(value)
+    except ConfigError as exc:
+        raise click.BadParameter(str(exc), param_hint="--tz") from None
 
 
 def _printable(text: str) -> str:

@@ -4,7 +4,9 @@ inventories (perfkit's own format, or a TiUP topology.yaml)."""
 from __future__ import annotations
 
 import difflib
+import math
 import re
+import zoneinfo
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -52,8 +54,77 @@ def load_thresholds(path: Path | None = None) -> Thresholds:
                 raise ConfigError(f"{path}: {rule}: unknown setting {key!r} (known: {', '.join(th[rule])})")
             if not isinstance(value, int | float) or isinstance(value, bool):
                 raise ConfigError(f"{path}: {rule}.{key}: expected a number, got {value!r}")
+            problem = threshold_problem(key, value)
+            if problem:
+                raise ConfigError(f"{path}: {rule}.{key}: {value!r} {problem}")
             th[rule][key] = value
     return th
+
+
+# What a threshold may be, told by its name (the names in thresholds.yaml follow one convention).
+# A value outside its range would not tighten or loosen a rule but switch it off silently (a
+# warm-up fraction of 1.5 drops every interval; a NaN compares false with everything), so it is
+# refused. Checked in order; anything else (rates, sizes, ratios, growth) must not be negative.
+_COUNTS = re.compile(r"(^|_)(samples|intervals|iterations|hot_threads|n)$")  # whole, at least 1
+_SHARE_OF_ONE = re.compile(r"(^|_)(share|fraction)$")  # 0-1
+_PERCENT_OF_WHOLE = re.compile(r"(util|idle|capacity|share|steal|wait|tolerance|drop|flat)_pct$")
+
+
+def threshold_problem(key: str, value: float) -> str | None:
+    """Why `value` cannot be the threshold `key`, or None when it can."""
+    if not math.isfinite(value):
+        return "is not a finite number"
+    if _COUNTS.search(key):
+        return None if float(value).is_integer() and value >= 1 else "must be a whole number, at least 1"
+    if key == "warmup_fraction":
+        return None if 0 <= value < 1 else "must be at least 0 and below 1 (1 would drop every interval)"
+    if _SHARE_OF_ONE.search(key):
+        return None if 0 <= value <= 1 else "must be a share between 0 and 1"
+    if key.endswith("elasticity"):
+        return None if 0 <= value <= 1 else "must be an elasticity between 0 and 1 (1.0 = linear scaling)"
+    if _PERCENT_OF_WHOLE.search(key):
+        return None if 0 <= value <= 100 else "must be a percentage between 0 and 100"
+    return None if value >= 0 else "must not be negative"
+
+
+def time_zone(text: str) -> str:
+    """The IANA zone name for `text`: a zone name (any case), UTC, or a whole-hour offset such as
+    `+08:00`, `+0800`, `UTC+8` (as `Etc/GMT-8`: the tz database's signs are inverted).
+
+    Raises:
+        ConfigError: an abbreviation (CST is China, US Central and Cuba), a typo, or an offset that
+            is not a whole number of hours (name the zone: Asia/Kolkata), with suggestions.
+    """
+    name = text.strip()
+    if name.upper() in ("UTC", "Z", "GMT"):
+        return "UTC"
+    offset = re.fullmatch(r"(?:UTC|GMT)?\s*([+-])(\d{1,2})(?::?(\d{2}))?", name, re.IGNORECASE)
+    if offset:
+        sign, hours, minutes = offset[1], int(offset[2]), int(offset[3] or 0)
+        if minutes or hours > 14:
+            raise ConfigError(
+                f"time zone {text!r}: only whole-hour offsets up to 14 h can be given as an offset; "
+                "name the zone instead (e.g. Asia/Kolkata, Asia/Kathmandu)"
+            )
+        return "UTC" if hours == 0 else f"Etc/GMT{'-' if sign == '+' else '+'}{hours}"
+    zones = zoneinfo.available_timezones()
+    if name in zones:
+        return name
+    by_case = {z.lower(): z for z in zones}
+    if name.lower() in by_case:
+        return by_case[name.lower()]
+    if re.fullmatch(r"[A-Za-z]{2,5}", name):
+        raise ConfigError(
+            f"time zone {text!r}: abbreviations are ambiguous (CST is China, US Central and Cuba); "
+            "name the zone (e.g. Asia/Shanghai, America/Chicago) or give an offset (+08:00)"
+        )
+    close = difflib.get_close_matches(name, sorted(zones), n=3)
+    hint = (
+        f"; did you mean {' or '.join(close)}?"
+        if close
+        else " (an IANA name such as Asia/Shanghai, or +08:00)"
+    )
+    raise ConfigError(f"unknown time zone {text!r}{hint}")
 
 
 # --------------------------------------------------------------------------- inventory

@@ -80,6 +80,42 @@ class Skipped:
         return {"rule": self.rule, "reason": self.reason}
 
 
+@dataclass(frozen=True)
+class RuleFailure:
+    """A rule (or the sweep model) that raised instead of concluding: a bug in perfkit or input it did
+    not foresee. Shown beside the findings so the user knows the analysis is incomplete."""
+
+    rule: str
+    reason: str  # the exception's type and message, and where it was raised
+
+    def to_dict(self) -> dict[str, str]:
+        return {"rule": self.rule, "reason": self.reason}
+
+
+def number(value: Any) -> str:
+    """A figure as a person writes it: 11,337 not 1.134e+04; 949.3; 0.0123; n/a for none, NaN or inf.
+
+    Four significant digits, but every digit before the point, and no exponent down to 0.0001;
+    below that (USL κ, say) the exponent is how people write it.
+    """
+    if value is None:
+        return "n/a"
+    if hasattr(value, "item") and not isinstance(value, str | bytes):
+        value = value.item()
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return str(value)
+    if isinstance(value, int):
+        return f"{value:,}"
+    if not math.isfinite(value):
+        return "n/a"
+    return f"{value:,.0f}" if abs(value) >= 1000 else f"{value:.4g}"
+
+
+def count(n: int, noun: str, plural: str | None = None) -> str:
+    """`1 thread`, `4 threads`: a count with its noun in the right number."""
+    return f"{n:,} {noun if n == 1 else plural or noun + 's'}"
+
+
 def jsonable(value: Any) -> Any:
     """Plain JSON values: numpy scalars become Python numbers, NaN/inf become None, floats are rounded."""
     if isinstance(value, dict):

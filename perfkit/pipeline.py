@@ -6,9 +6,10 @@ from pathlib import Path
 
 from perfkit.analyzers import Analysis, analyze
 from perfkit.archive import open_archive
-from perfkit.config import load_thresholds
+from perfkit.config import load_thresholds, time_zone
 from perfkit.dataset import Capture, Dataset, load_dataset
 from perfkit.errors import AnalysisError
+from perfkit.findings import count, number
 from perfkit.reports import findings_json, html, markdown, use
 from perfkit.reports.plots import all_plots, flame_graphs, standalone_svg
 
@@ -24,11 +25,12 @@ def analyze_path(
 
     Raises:
         ArchiveError: the source cannot be opened safely.
-        ConfigError: the thresholds file is invalid.
+        ConfigError: the thresholds file or the time zone is invalid.
         ParseError: the tiers file cannot be read.
         AnalysisError: nothing in the source could be parsed.
     """
     th = load_thresholds(thresholds)
+    tz = time_zone(tz)  # a typo would otherwise drop every capture that needs it as unreadable
     tier_capture = _tiers_capture(tiers) if tiers is not None else None
     with open_archive(source) as archive:
         ds = load_dataset(archive, tz=tz)
@@ -106,19 +108,27 @@ def summary_lines(analysis: Analysis) -> list[str]:
     sweep = analysis.sweep
     if sweep is not None:
         knee = sweep.knee_threads if sweep.knee_threads else "none"
-        lines.append(
-            f"sweep ({sweep.tool}): {len(sweep.steps)} steps, peak {sweep.peak.tps:,.1f} "
-            f"{sweep.metric.upper()} at {sweep.peak.threads} threads, knee {knee}"
+        peak = (
+            f"peak {number(sweep.peak.tps)} {sweep.metric.upper()} at {count(sweep.peak.threads, 'thread')}"
+            if sweep.peak.tps > 0
+            else "no level completed a transaction"
         )
+        lines.append(f"sweep ({sweep.tool}): {count(len(sweep.steps), 'step')}, {peak}, knee {knee}")
         if sweep.run and sweep.run["stopped_because"]:
             why = sweep.run["stopped_because"]
-            lines.append(f"{sweep.run['steps_run']} steps run; stopped because {why}")
+            lines.append(f"{count(sweep.run['steps_run'], 'step')} run; stopped because {why}")
+    for ex in analysis.excluded_steps:
+        lines.append(f"left out of the sweep: {ex.line()}")
     for f in analysis.findings:
         lines.append(f"[{f.severity}] {f.rule}: {f.summary}")
     if not analysis.findings:
         lines.append("no findings")
+    for failure in analysis.failed:
+        lines.append(f"rule {failure.rule} failed: {failure.reason} (analysis incomplete)")
     for u in ds.unparsed:
         lines.append(f"not read: {u['path']}: {u['reason']}")
+    for p in ds.problems:  # the manifest and the files disagree: listed but absent, size or hash wrong
+        lines.append(f"archive problem: {p['path']}: {p['reason']}")
     return [_printable(line) for line in lines]
 
 

@@ -1,8 +1,10 @@
 """findings.json: the machine-readable report, in design.md's shape (the JSON contract).
 
-Beyond design.md's keys (never renamed): `verdict` (the first finding's rule), `use` (the USE
-rows the report's tables show: reports/use.py), `processes` (the busiest processes per host and
-step) and `timeline` (the clock span and the steps on the controller's UTC clock).
+Beyond design.md's keys (never renamed): `verdict` (the first finding's rule, null when none
+locates a bottleneck), `complete` (false when a rule failed), `failed` (each failed rule and why),
+`excluded_steps` (load runs left out of the sweep model: failed, interrupted, stray copies), `use`
+(the USE rows the report's tables show: reports/use.py), `processes` (the busiest processes per
+host and step) and `timeline` (the clock span and the steps on the controller's UTC clock).
 """
 
 from __future__ import annotations
@@ -38,6 +40,9 @@ def build(
             "verdict": analysis.verdict.rule if analysis.verdict else None,
             "findings": [f.to_dict() for f in analysis.findings],
             "skipped": [s.to_dict() for s in analysis.skipped],
+            "complete": analysis.complete,
+            "failed": [f.to_dict() for f in analysis.failed],
+            "excluded_steps": [e.to_dict() for e in analysis.excluded_steps],
             "inputs": ds.inputs(),
             "use": [r.to_dict() for r in rows],
             "processes": [p.to_dict() for p in procs],

@@ -17,6 +17,7 @@ from markupsafe import Markup
 
 from perfkit import __version__
 from perfkit.analyzers import Analysis
+from perfkit.findings import count, number
 
 from . import use
 from .plots import Flame, Plot
@@ -30,18 +31,11 @@ def _env() -> Environment:
         trim_blocks=True,
         lstrip_blocks=True,
     )
-    env.filters["num"] = _num
+    env.filters["num"] = number
+    env.filters["count"] = count
     env.filters["cell"] = use.fmt_cell
     env.filters["compact"] = lambda v: json.dumps(v, ensure_ascii=False, default=str)[:400]
     return env
-
-
-def _num(value: Any) -> str:
-    if value is None:
-        return "n/a"
-    if isinstance(value, float):
-        return f"{value:,.4g}" if abs(value) < 1e6 else f"{value:,.0f}"
-    return str(value)
 
 
 def _image(p: Plot) -> dict[str, Any]:

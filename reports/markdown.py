@@ -6,7 +6,8 @@ import json
 import re
 from typing import Any
 
-from perfkit.analyzers import Analysis
+from perfkit.analyzers import Analysis, is_context
+from perfkit.findings import count, number
 
 from . import use
 from .plots import Flame, Plot
@@ -20,8 +21,8 @@ def esc(text: Any) -> str:
 
 
 def fmt(value: Any) -> str:
-    if isinstance(value, float):
-        return f"{value:,.4g}" if abs(value) < 1e6 else f"{value:,.0f}"
+    if isinstance(value, float | int) and not isinstance(value, bool):
+        return number(value)
     if isinstance(value, list | dict):
         return esc(json.dumps(value, ensure_ascii=False, default=str)[:300])
     return esc("n/a" if value is None else value)
@@ -29,7 +30,7 @@ def fmt(value: Any) -> str:
 
 def _finding(i: int, f: Any) -> list[str]:
     hosts = f" — {esc(', '.join(f.hosts))}" if f.hosts else ""
-    verdict = " (the verdict)" if i == 0 else ""
+    verdict = " (the verdict)" if i == 0 and not is_context(f) else ""  # ranked: context comes last
     out = [
         f"#### [{f.severity}] {esc(f.title)}{hosts}{verdict}",
         "",
@@ -118,17 +119,30 @@ def render(
             out.append("")
     else:
         out += ["**Verdict: no rule found a bottleneck in these inputs.**", ""]
+        if analysis.findings:
+            out += ["(The findings below qualify the evidence: they locate no bottleneck.)", ""]
+    if analysis.failed:
+        out += [
+            f"**The analysis is incomplete: {len(analysis.failed)} of perfkit's rules failed on these "
+            "inputs.** Every other rule ran; please report this with the archive.",
+            "",
+        ]
+        out += [f"- `{f.rule}`: {esc(f.reason)}" for f in analysis.failed] + [""]
+    if analysis.excluded_steps:
+        out += ["**Load runs left out of the sweep model** (their figures would be wrong as a level):", ""]
+        out += [f"- {esc(e.line())}" for e in analysis.excluded_steps] + [""]
     sweep = analysis.sweep
     if sweep is not None:
         metric = sweep.metric.upper()
         out += [
             "## Sweep",
             "",
-            f"Tool: {esc(sweep.tool)}. Peak {sweep.peak.tps:,.1f} {metric} at "
-            f"{sweep.peak.threads} threads; knee: {sweep.knee_threads if sweep.knee_threads else 'none'}."
+            f"Tool: {esc(sweep.tool)}. Peak {number(sweep.peak.tps)} {metric} at "
+            f"{count(sweep.peak.threads, 'thread')}; knee: {sweep.knee_threads or 'none'}."
             + (
-                f" {'Adaptive search' if sweep.run['adaptive'] else 'Sweep'}: {sweep.run['steps_run']} "
-                f"steps, stopped because {esc(sweep.run['stopped_because'])}."
+                f" {'Adaptive search' if sweep.run['adaptive'] else 'Sweep'}: "
+                f"{count(sweep.run['steps_run'], 'step')}, "
+                f"stopped because {esc(sweep.run['stopped_because'])}."
                 if sweep.run and sweep.run["stopped_because"]
                 else ""
             ),
@@ -137,7 +151,8 @@ def render(
         if sweep.usl is not None:
             u = sweep.usl
             out += [
-                f"USL fit: σ = {u.sigma:.4g}, κ = {u.kappa:.4g}, λ = {u.lam:.4g}, R² = {u.r2:.3f}; "
+                f"USL fit: σ = {number(u.sigma)}, κ = {number(u.kappa)}, λ = {number(u.lam)}, "
+                f"R² = {u.r2:.3f}; "
                 f"peak concurrency {fmt(u.peak_concurrency)}, peak throughput {fmt(u.peak_throughput)}, "
                 f"limit λ/σ {fmt(u.limit_throughput)}.",
                 "",
