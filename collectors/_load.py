@@ -21,14 +21,16 @@ import contextlib
 import re
 import select
 import shlex
+import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Self
 
 from perfkit.errors import CollectError, ParseError, PerfkitError
 from perfkit.redact import Redactor, redact
-from perfkit.transport import LOCAL, Transport, connect
+from perfkit.transport import LOCAL, Job, Transport, connect
 
 _PID = re.compile(rb"perfkit-load-pid (\d+)")
 KILL_AFTER_S = 10  # `timeout -k`: how long a signalled tool has to exit before SIGKILL
@@ -205,6 +207,11 @@ class LoadHost:
                         code = job.poll()
                         break
                     select.select([job], [], [], 0.1)
+            except (KeyboardInterrupt, SystemExit) as exc:
+                # Ctrl-C or SIGTERM in perfkit itself: the tool must not outlive it (a remote one,
+                # or a local one in its own session, would go on loading the tables for hours)
+                self._end(job, pid, errbuf, lambda data: write(redactor.feed(data)))
+                raise exc
             finally:
                 write(redactor.flush())
                 job.close()
@@ -218,6 +225,42 @@ class LoadHost:
             interrupted=interrupted,
             redacted=redactor.hits > 0,
         )
+
+    def _end(self, job: Job, pid: int | None, errbuf: bytes, keep: Callable[[bytes], None]) -> None:
+        """Stop a tool whose perfkit was interrupted: its pid read if not yet (the shell prints it
+        first), SIGINT, `KILL_AFTER_S + 5` s to exit (`timeout` SIGKILLs it after `KILL_AFTER_S`),
+        then the job killed. What it prints meanwhile is kept through `keep`."""
+        deadline = time.monotonic() + KILL_AFTER_S + 5
+        while pid is None and job.poll() is None and time.monotonic() < deadline - KILL_AFTER_S:
+            o, e = job.read()
+            keep(o)
+            errbuf += e
+            m = _PID.search(errbuf)
+            pid = int(m.group(1)) if m else None
+            select.select([job], [], [], 0.1)
+        self._signal(pid, "INT")
+        while job.poll() is None and time.monotonic() < deadline:
+            keep(job.read()[0])
+            select.select([job], [], [], 0.1)
+        if job.poll() is None:
+            job.kill()
+        keep(job.read()[0])
+
+    def admin(
+        self,
+        argv: list[str],
+        *,
+        limit_s: float,
+        shown: str,
+        secret_arg: tuple[str, str] | None = None,
+    ) -> tuple[LoadResult, str]:
+        """A tool's prepare/load/cleanup run to completion through `stream` (so an interrupted
+        perfkit stops it by pid, here or on a client host): the result and its output as text,
+        secrets masked. The output goes to a private temp file on this machine, removed after."""
+        with tempfile.TemporaryDirectory(prefix="perfkit-admin-") as tmp:
+            out = Path(tmp) / "admin.out"
+            res = self.stream(argv, out, limit_s=limit_s, shown=shown, secret_arg=secret_arg)
+            return res, out.read_text(errors="replace")
 
     def _signal(self, pid: int | None, sig: str) -> None:
         if pid is None:

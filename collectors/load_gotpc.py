@@ -13,14 +13,14 @@ output (parsers/gotpc.py): go-tpc can exit 0 on a failure (go-tpc #206).
 from __future__ import annotations
 
 import shlex
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from perfkit.errors import PerfkitError
 
 from ._load import HostedRunner, LoadHost, LoadResult, judge_go_tool
-from .load_sysbench import check_database
+from .load_sysbench import check_database, count_rows
 from .mysql_sampler import DbTarget
 
 
@@ -78,15 +78,24 @@ class GoTpcRunner(HostedRunner):
     def _admin(self, command: str, timeout: float) -> None:
         assert self.host is not None
         argv = self.argv(command, threads=max(1, min(self.warehouses, 8)))
-        with tempfile.TemporaryDirectory(prefix="perfkit-gotpc-") as tmp:
-            out = Path(tmp) / f"{command}.out"
-            res = self.host.stream(
-                argv, out, limit_s=timeout, shown=self.shown(argv), secret_arg=("-p", self.target.password)
-            )
-            text = out.read_text(errors="replace")
+        res, text = self.host.admin(
+            argv, limit_s=timeout, shown=self.shown(argv), secret_arg=("-p", self.target.password)
+        )
         if res.exit_code != 0 or res.timed_out:
             last = [line for line in text.splitlines() if "rror" in line][-1:] or [f"exit {res.exit_code}"]
             raise PerfkitError(f"go-tpc {command} failed (exit {res.exit_code}): {last[0][:300]}")
+
+    def check_tables(self) -> dict[str, Any]:
+        """The warehouses loaded (`SELECT COUNT(*) FROM warehouse`, exact; the table has one row
+        each), as `SysbenchRunner.check_tables`: fewer than --warehouses is refused."""
+        rows = count_rows(self.target, ["warehouse"])
+        if rows["warehouse"] < self.warehouses:
+            has = "does not exist" if rows["warehouse"] < 0 else f"holds {rows['warehouse']:,} warehouses"
+            raise PerfkitError(
+                f"table {self.target.db}.warehouse {has}, --warehouses is {self.warehouses}: "
+                "run with --prepare, or give the number loaded"
+            )
+        return {"method": "SELECT COUNT(*)", "rows": rows}
 
     def run(self, threads: int, time_s: int, out: Path, *, stop: object | None = None) -> LoadResult:
         """One measured run of `time_s` seconds (go-tpc's own `--time`), streamed into `out`."""

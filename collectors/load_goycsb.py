@@ -18,11 +18,14 @@ import shlex
 import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
+
+import pymysql
 
 from perfkit.errors import PerfkitError
 
 from ._load import HostedRunner, LoadHost, LoadResult, judge_go_tool
-from .load_sysbench import check_database
+from .load_sysbench import check_database, count_rows, db_error
 from .mysql_sampler import DbTarget
 
 _CORE = {"workload": "core", "readallfields": "true"}
@@ -88,6 +91,19 @@ class YcsbWorkload:
         return str(self.file) if self.file is not None else f"workload{self.name}"
 
 
+def property_value(key: str, value: str) -> str:
+    """`value` written so go-ycsb's property reader (magiconair/properties 1.8, UTF-8) gives it back
+    intact: a backslash escapes, leading blanks are dropped and `\\ `, `\\t`, `\\f` keep them. It
+    expands `${name}` from other properties or the environment, with no escape: such a value, or a
+    line break, is refused (naming the property, never the value)."""
+    if "${" in value or "\n" in value or "\r" in value:
+        raise PerfkitError(
+            f"go-ycsb cannot be given this {key}: its property files expand ${{...}} and end a value "
+            "at a line break (change it for the test user)"
+        )
+    return value.translate({ord("\\"): "\\\\", ord(" "): "\\ ", ord("\t"): "\\t", ord("\f"): "\\f"})
+
+
 def _read_props(path: Path) -> dict[str, str]:
     out = {}
     for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
@@ -143,18 +159,17 @@ class GoYcsbRunner(HostedRunner):
         if t is None:
             props.update({"tikv.pd": str(self.pd), "tikv.type": self.tikv_type})
         else:
-            props.update(
-                {
-                    "mysql.host": t.host,
-                    "mysql.port": str(t.port),
-                    "mysql.user": t.user,
-                    "mysql.password": t.password,
-                    "mysql.db": t.db,
-                }
-            )
+            connection = {
+                "mysql.host": t.host,
+                "mysql.port": str(t.port),
+                "mysql.user": t.user,
+                "mysql.password": t.password,
+                "mysql.db": t.db,
+            }
+            props.update({k: property_value(k, v) for k, v in connection.items()})
         for key, value in props.items():
-            if "\n" in value:
-                raise PerfkitError(f"go-ycsb property {key}: a newline is not allowed")
+            if "\n" in value or "\r" in value:
+                raise PerfkitError(f"go-ycsb property {key}: a line break is not allowed")
         return "".join(f"{k}={v}\n" for k, v in props.items())
 
     def argv(self, command: str, *, threads: int) -> list[str]:
@@ -185,9 +200,10 @@ class GoYcsbRunner(HostedRunner):
         """Load `recordcount` records (into a freshly dropped table, on MySQL)."""
         assert self.host is not None
         if self.target is not None:
-            with self.target.connect() as conn, conn.cursor() as cur:
-                cur.execute(f"DROP TABLE IF EXISTS `{self.workload.table}`")
-        rc, text = self.host.run(shlex.join(self.argv("load", threads=4)) + " 2>&1", timeout=timeout)
+            self._drop_table("load")
+        argv = self.argv("load", threads=4)
+        res, text = self.host.admin(argv, limit_s=timeout, shown=self.shown(argv))
+        rc = res.exit_code
         if rc != 0 or "Run finished" not in text:
             last = text.strip().splitlines()[-1:] or [f"exit {rc}"]
             raise PerfkitError(f"go-ycsb load failed (exit {rc}): {last[0][:300]}")
@@ -195,8 +211,33 @@ class GoYcsbRunner(HostedRunner):
     def cleanup(self, *, timeout: float = 600) -> None:
         if self.target is None:
             raise PerfkitError("go-ycsb on TiKV: perfkit cannot delete the loaded keys; no cleanup")
-        with self.target.connect() as conn, conn.cursor() as cur:
-            cur.execute(f"DROP TABLE IF EXISTS `{self.workload.table}`")
+        self._drop_table("cleanup")
+
+    def _drop_table(self, what: str) -> None:
+        assert self.target is not None
+        try:
+            with self.target.connect() as conn, conn.cursor() as cur:
+                cur.execute(f"DROP TABLE IF EXISTS `{self.workload.table}`")
+        except pymysql.MySQLError as exc:
+            raise PerfkitError(
+                f"go-ycsb {what}: cannot drop {self.target.db}.{self.workload.table}: "
+                f"{db_error(self.target, exc)}"
+            ) from None
+
+    def check_tables(self) -> dict[str, Any]:
+        """The rows in the table (`SELECT COUNT(*)`, exact), as `SysbenchRunner.check_tables`;
+        fewer than --recordcount is refused. TiKV's keys are not counted."""
+        if self.target is None:
+            return {"method": None, "reason": "not counted: TiKV keys"}
+        table = self.workload.table
+        rows = count_rows(self.target, [table])
+        if rows[table] < self.workload.recordcount:
+            has = "does not exist" if rows[table] < 0 else f"holds {rows[table]:,} records"
+            raise PerfkitError(
+                f"table {self.target.db}.{table} {has}, --recordcount is {self.workload.recordcount:,}: "
+                "run with --prepare, or give the count the table has"
+            )
+        return {"method": "SELECT COUNT(*)", "rows": rows}
 
     def run(self, threads: int, time_s: int, out: Path, *, stop: object | None = None) -> LoadResult:
         """One measured run of `time_s` seconds, ended by SIGTERM, streamed into `out`."""

@@ -14,6 +14,7 @@ import re
 import shlex
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pymysql
 
@@ -94,10 +95,7 @@ class SysbenchRunner(HostedRunner):
         }
         if t.socket:
             opts["mysql-socket"] = t.socket
-        for k, v in opts.items():
-            if "\n" in v:
-                raise PerfkitError(f"sysbench option {k}: a newline is not allowed")
-        return "".join(f"{k}={v}\n" for k, v in opts.items())
+        return "".join(f"{k}={config_value(k, v)}\n" for k, v in opts.items())
 
     # ------------------------------------------------------------------ commands
 
@@ -154,14 +152,43 @@ class SysbenchRunner(HostedRunner):
         self._admin("cleanup", timeout=timeout)
 
     def _admin(self, command: str, *, timeout: float, check: bool = True) -> None:
+        """prepare/cleanup, judged by their output too: sysbench's parallel prepare (a thread per
+        table) exits 0 after a thread's `FATAL: ... error 1142`, with that table never made."""
         argv = self.argv(command, threads=max(1, min(self.workload.tables, 8)))
-        try:
-            rc, text = self.host.run(shlex.join(argv) + " 2>&1", timeout=timeout)
-        except PerfkitError as exc:
-            raise PerfkitError(f"sysbench {command} did not finish: {exc}") from None
-        if check and rc != 0:
-            fatal = _FATAL.findall(text.encode()) or [text.strip().encode()[-300:]]
-            raise PerfkitError(f"sysbench {command} failed (exit {rc}): {fatal[0].decode()}")
+        res, text = self.host.admin(argv, limit_s=timeout, shown=self.shown(argv))
+        if not check:
+            return
+        if res.timed_out or res.exit_code == 124:
+            raise PerfkitError(f"sysbench {command} did not finish within {timeout:g}s")
+        fatal = [m.decode(errors="replace") for m in _FATAL.findall(text.encode())]
+        errors = fatal or [line for line in text.splitlines() if re.search(r"\berror\b", line, re.I)]
+        if res.exit_code != 0 or errors:
+            last = (errors or text.strip().splitlines() or ["no output"])[-1]
+            why = failure_reason(fatal) if fatal else last
+            raise PerfkitError(f"sysbench {command} failed (exit {res.exit_code}): {why[:300]}")
+
+    def check_tables(self) -> dict[str, Any]:
+        """How many rows the workload's tables hold, counted exactly (`SELECT COUNT(*)`, one index
+        scan a table: a fraction of what prepare took to write them); PerfkitError when a table is
+        missing or holds fewer rows than --table-size (the run would ask for rows that are not
+        there). A custom Lua script's or bulk_insert's tables are not sysbench's sbtestN of
+        table_size rows: not counted."""
+        w = self.workload
+        if w.script is not None or w.name == "bulk_insert":
+            why = "a custom Lua script" if w.script is not None else "bulk_insert writes its own tables"
+            return {"method": None, "reason": f"not counted: {why}"}
+        tables = [f"sbtest{i}" for i in range(1, w.tables + 1)]
+        rows = count_rows(self.target, tables)
+        short = {t: n for t, n in rows.items() if n < w.table_size}
+        if short:
+            t, n = next(iter(short.items()))
+            has = "does not exist" if n < 0 else f"holds {n:,} rows"
+            raise PerfkitError(
+                f"table {self.target.db}.{t} {has}, --table-size is {w.table_size:,}"
+                f"{f' ({len(short)} tables short)' if len(short) > 1 else ''}: "
+                "run with --prepare, or give the size the tables have"
+            )
+        return {"method": "SELECT COUNT(*)", "rows": rows}
 
     def run(self, threads: int, time_s: int, out: Path, *, stop: object | None = None) -> LoadResult:
         """One measured run, its output streamed into `out`. `stop` (an Event) ends it early."""
@@ -178,7 +205,8 @@ def judge(res: LoadResult, out: Path, time_s: int) -> None:
     from perfkit.parsers import sysbench as sb_parser
 
     text = out.read_bytes()
-    res.fatal = [m.decode(errors="replace") for m in _FATAL.findall(text)][:5]
+    fatal = [m.decode(errors="replace") for m in _FATAL.findall(text)]
+    res.fatal = fatal[:5]
     if res.interrupted:
         res.status, res.reason = "interrupted", "stopped by the user"
         return
@@ -193,13 +221,13 @@ def judge(res: LoadResult, out: Path, time_s: int) -> None:
     if res.timed_out or res.exit_code == 124:
         res.status, res.reason = "failed", f"sysbench did not exit within {time_s + 30}s"
     elif not summary:
-        why = res.fatal[0] if res.fatal else f"exit {res.exit_code}, no summary printed"
+        why = failure_reason(fatal) if fatal else f"exit {res.exit_code}, no summary printed"
         res.status, res.reason = "failed", why
     elif not summary.get("tps") and not summary.get("eps"):
         res.status, res.reason = "failed", "no transaction completed"
     elif res.fatal or res.exit_code != 0:
         res.status = "degraded"
-        res.reason = res.fatal[0] if res.fatal else f"exit {res.exit_code} after a summary"
+        res.reason = failure_reason(fatal) if fatal else f"exit {res.exit_code} after a summary"
     elif summary.get("total_time_s", time_s) < 0.9 * time_s:
         res.status, res.reason = "degraded", f"ran {summary['total_time_s']:.1f}s of {time_s}s"
     elif summary.get("reconnects") or (summary.get("ignored_errors") or 0) > ERROR_SHARE * (
@@ -212,20 +240,92 @@ def judge(res: LoadResult, out: Path, time_s: int) -> None:
         res.status, res.reason = "degraded", f"{zero} one-second intervals with no transaction"
 
 
+# How sysbench 1.0 prints the server's error among its FATAL lines (tests/fixtures/sysbench/1.0.20-*):
+# a failed connect, a failed prepared statement, a failed query, the Lua error that ends a thread.
+_MYSQL_ERROR = (
+    re.compile(r"^FATAL: error (\d+): (.+)$"),
+    re.compile(r'^FATAL: MySQL error: (\d+) "(.*)"$'),
+    re.compile(r"^FATAL: mysql_\w+\(\) returned error (\d+) \((.*)\) for query"),
+    re.compile(r"SQL error, errno = (\d+), state = '[^']*': (.+)$"),
+)
+
+
+def failure_reason(fatal: list[str]) -> str:
+    """Why sysbench failed, from its FATAL lines: the server's error (number and message) when it
+    printed one, with the first FATAL line as context when that line does not already say it
+    ("unable to connect" is the first line of a `Too many connections`)."""
+    first = fatal[0].removeprefix("FATAL: ").strip()
+    for line in fatal:
+        for pattern in _MYSQL_ERROR:
+            if m := pattern.search(line):
+                error = f"MySQL error {m.group(1)}: {m.group(2).strip()}"
+                return error if m.group(2).strip() in first else f"{error} ({first})"
+    return first
+
+
+def config_value(key: str, value: str) -> str:
+    """`value` as sysbench's --config-file reader gets it back intact (sb_options.c `read_config`:
+    a line is read into 256 bytes, an unquoted value ends at whitespace or `,`, a value in `'` or
+    `"` runs to the same quote). PerfkitError, naming the option but never the value, for what the
+    format cannot carry: a newline, both quote characters where quoting is needed, an over-long line."""
+    if "\n" in value or "\r" in value or "\0" in value:
+        raise PerfkitError(f"sysbench --config-file: {key}: a line break or NUL is not allowed")
+    plain = value == "" or (not re.search(r"[\s,]", value) and value[0] not in "#'\"")
+    if plain:
+        text = value
+    elif "'" not in value:
+        text = f"'{value}'"
+    elif '"' not in value:
+        text = f'"{value}"'
+    else:
+        raise PerfkitError(
+            f"sysbench --config-file cannot carry this {key}: it holds both quote characters and a space, "
+            "a comma or a leading # (sysbench's file format has no escapes; change it for the test user)"
+        )
+    if len(f"{key}={text}\n".encode()) > 255:
+        raise PerfkitError(f"sysbench --config-file: {key} is too long (sysbench reads 255 bytes a line)")
+    return text
+
+
+def count_rows(target: DbTarget, tables: list[str], *, timeout: float = 600) -> dict[str, int]:
+    """`SELECT COUNT(*)` of each table (-1: it does not exist); PerfkitError naming the table otherwise."""
+    rows: dict[str, int] = {}
+    what = target.db
+    try:
+        with target.connect(read_timeout=timeout) as conn, conn.cursor() as cur:
+            for table in tables:
+                what = f"{target.db}.{table}"
+                try:
+                    cur.execute(f"SELECT COUNT(*) FROM `{table}`")
+                    rows[table] = int(cur.fetchone()[0])
+                except pymysql.err.ProgrammingError as exc:
+                    if not (exc.args and exc.args[0] == 1146):  # ER_NO_SUCH_TABLE
+                        raise
+                    rows[table] = -1
+    except pymysql.MySQLError as exc:
+        raise PerfkitError(f"cannot count the rows of {what}: {db_error(target, exc)}") from None
+    return rows
+
+
+def db_error(target: DbTarget, exc: pymysql.MySQLError) -> str:
+    """`error N: message` of a pymysql error, the password masked."""
+    code = exc.args[0] if exc.args else "?"
+    return f"error {code}: " + target.redact(str(exc.args[1]) if len(exc.args) > 1 else str(exc))
+
+
 def check_database(target: DbTarget) -> str:
     """Log in once and return the server version; PerfkitError with no secret in it otherwise."""
     try:
         conn = target.connect()
     except pymysql.MySQLError as exc:
         code = exc.args[0] if exc.args else "?"
-        text = target.redact(str(exc.args[1]) if len(exc.args) > 1 else str(exc))
         hint = {
             1045: "wrong user or password (PERFKIT_MYSQL_PASSWORD or --mysql-password-file)",
             1049: f"database {target.db!r} does not exist",
             2003: "nothing answers there (server down, wrong host or port, firewall)",
         }.get(code, "")
         raise PerfkitError(
-            f"database {target.user}@{target.name}: cannot log in: error {code}: {text}"
+            f"database {target.user}@{target.name}: cannot log in: {db_error(target, exc)}"
             + (f" — {hint}" if hint else "")
         ) from None
     try:

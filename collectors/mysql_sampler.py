@@ -53,7 +53,10 @@ class DbTarget:
         """`text` with the password's exact value masked (K2)."""
         return text.replace(self.password, "***") if self.password else text
 
-    def connect(self, *, database: bool = True) -> pymysql.connections.Connection:
+    def connect(
+        self, *, database: bool = True, read_timeout: float = READ_TIMEOUT_S
+    ) -> pymysql.connections.Connection:
+        """A connection; `read_timeout` longer than the sampler's for a query that scans a table."""
         return pymysql.connect(
             host=self.host,
             port=self.port,
@@ -62,7 +65,7 @@ class DbTarget:
             database=self.db if database else None,
             unix_socket=self.socket,
             connect_timeout=CONNECT_TIMEOUT_S,
-            read_timeout=READ_TIMEOUT_S,
+            read_timeout=read_timeout,
             write_timeout=READ_TIMEOUT_S,
             autocommit=True,
         )

@@ -5,6 +5,9 @@ from __future__ import annotations
 import pytest
 
 from perfkit.collectors._load import LoadResult, judge_go_tool
+from perfkit.collectors.load_goycsb import property_value
+from perfkit.collectors.load_sysbench import config_value, failure_reason, judge
+from perfkit.errors import PerfkitError
 
 from .conftest import FIXTURES
 
@@ -56,3 +59,80 @@ def test_go_tpc_that_had_to_be_stopped_or_exited_badly(exit_code: int) -> None:
 def test_go_tpc_access_denied_failed() -> None:
     res = judged("gotpc/1.0.12-access-denied.txt", 2, 4, ended_by_perfkit=False)
     assert res.status == "failed" and "Access denied" in res.reason
+
+
+def judged_sysbench(fixture: str, exit_code: int, time_s: int = 2) -> LoadResult:
+    res = LoadResult("/usr/bin/sysbench oltp_read_write ... run", exit_code, 0.0, float(time_s), 1)
+    judge(res, FIXTURES / "sysbench" / fixture, time_s)
+    return res
+
+
+@pytest.mark.parametrize(
+    ("fixture", "reason"),
+    [
+        (  # the first FATAL line said "unable to connect"
+            "1.0.20-run-too-many-connections.txt",
+            "MySQL error 1040: Too many connections (unable to connect to MySQL server on host "
+            "'127.0.0.1', port 43687, aborting...)",
+        ),
+        (  # the first FATAL line said "mysql_stmt_prepare() failed"
+            "1.0.20-run-update-denied.txt",
+            "MySQL error 1142: UPDATE command denied to user 'pk_r'@'localhost' for table "
+            "`pk_repro`.`sbtest1` (mysql_stmt_prepare() failed)",
+        ),
+        (  # the error is in the first line already: no context repeated
+            "1.0.20-run-update-denied-no-ps.txt",
+            "MySQL error 1142: UPDATE command denied to user 'pk_r'@'localhost' for table "
+            "`pk_repro`.`sbtest2`",
+        ),
+        ("1.0.20-rw-server-killed.txt", "MySQL error 2013: Lost connection to server during query"),
+    ],
+)
+def test_a_failed_sysbench_step_names_the_mysql_error(fixture: str, reason: str) -> None:
+    res = judged_sysbench(fixture, 1)
+    assert res.status == "failed" and res.reason == reason
+    assert res.fatal[0].startswith("FATAL: ")  # the raw lines are kept as they were
+
+
+def test_a_fatal_line_without_a_server_error_is_the_reason_as_printed() -> None:
+    res = judged_sysbench("1.0.20-rw-forced-shutdown.txt", 2)
+    assert res.status == "degraded" and res.reason == "The --max-time limit has expired, forcing shutdown..."
+
+
+def test_the_prepare_fixture_exit_0_with_fatal_has_its_cause() -> None:
+    text = (FIXTURES / "sysbench" / "1.0.20-prepare-create-denied.txt").read_text()
+    fatal = [line for line in text.splitlines() if line.startswith("FATAL: ")]
+    assert failure_reason(fatal) == (
+        "MySQL error 1142: CREATE command denied to user 'pk_r'@'localhost' for table `pk_repro`.`sbtest2`"
+    )
+
+
+@pytest.mark.parametrize(
+    ("value", "written"),
+    [
+        ("plain", "plain"),
+        ("", ""),
+        (" sp ace ", "' sp ace '"),
+        ("a,b", "'a,b'"),
+        ("#lead", "'#lead'"),
+        ("it's x", '"it\'s x"'),
+        ("it's", "it's"),  # a quote inside an unquoted value is literal
+        ("back\\slash=#", "back\\slash=#"),
+        ("x" * 239, "x" * 239),  # 255 bytes with its key and newline: sysbench reads 255 a line (tried)
+    ],
+)
+def test_sysbench_config_values_are_quoted_the_way_its_reader_reads_them(value: str, written: str) -> None:
+    assert config_value("mysql-password", value) == written
+
+
+@pytest.mark.parametrize("value", ["both ' and \" and a space", "x" * 240, "line\nbreak"])
+def test_what_sysbenchs_config_file_cannot_carry_is_refused_without_the_value(value: str) -> None:
+    with pytest.raises(PerfkitError) as info:
+        config_value("mysql-password", value)
+    assert "mysql-password" in str(info.value) and value not in str(info.value)
+
+
+def test_go_ycsb_property_values_are_escaped_and_expansion_refused() -> None:
+    assert property_value("mysql.password", " a b\\c\t=#") == "\\ a\\ b\\\\c\\t=#"
+    with pytest.raises(PerfkitError, match=r"mysql.password: its property files expand \$\{\.\.\.\}"):
+        property_value("mysql.password", "x${HOME}")
