@@ -7,7 +7,7 @@ time with per-second reports into `load/<step>/<tool>.out`; the step ends when b
 a cool-down waits (bounded) until this machine's TIME_WAIT sockets to the database are back to
 where they were before the step, so the next step does not start against a port table the last
 one filled. The database sampler (`db/<host>/global_status.jsonl`) runs from the first step to
-the last. Ctrl-C stops the running step and keeps every finished one.
+the last. Ctrl-C (or SIGTERM, SIGHUP) stops the running step and keeps every finished one.
 
 A step is judged from the load generator's parsed output (load_sysbench.judge). A failed step
 ends the sweep (`on_failure="stop"`, the default: a dead database fails every later step too)
@@ -236,9 +236,9 @@ def run_sweep(
     check_new_output(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     session.check_free_space(out.parent, what=str(out.parent))
-    say = progress or (lambda _msg: None)
+    say = session.best_effort(progress) or (lambda _msg: None)
     old_umask = os.umask(0o077)
-    restore = session._on_sigint(stop)
+    restore = session.on_stop_signals(stop)
     try:
         staging = Path(tempfile.mkdtemp(prefix="perfkit-run-", dir=out.parent)) if packed else None
         root = staging / opts.run_id if staging else out
@@ -292,7 +292,7 @@ def run_sweep(
             steps += [dataclasses.replace(s, status="skipped", reason="stopped") for s in planner.pending()]
         for s in steps:
             if s.status == "pending":
-                s.status, s.reason = "interrupted", "stopped by the user"
+                s.status, s.reason = "interrupted", stop.said()
         reserve.unlink(missing_ok=True)
         manifest = session._manifest(
             hosts, opts, created, records, outcomes, stop=stop, aborted=aborted, extra_records=extra
@@ -304,7 +304,7 @@ def run_sweep(
             "plan": {**asdict(plan), "threads": list(plan.threads), **(plan_record or {})},
             "adaptive": plan.adaptive is not None,
             "steps": [asdict(s) for s in steps],
-            "stopped_because": "stopped by the user" if stop.is_set() else planner.stopped_because,
+            "stopped_because": stop.said() if stop.is_set() else planner.stopped_because,
             "load_s": round(sum(s.load_s + s.warmup_s for s in steps), 3),
             "cooldown_s": round(sum(s.cooldown_s for s in steps), 3),
         }
@@ -376,6 +376,8 @@ def _run_step(
             records.setdefault(host, []).extend(recs)
         for host, o in cap.outcomes.items():
             _merge_outcome(outcomes.setdefault(host, session.HostOutcome(host)), o, step.name)
+    if load.status == "interrupted":  # the runner cannot tell Ctrl-C from SIGTERM: the stop can
+        load.reason = stop.said()
     step.status = load.status
     step.reason = "; ".join(x for x in (load.reason, step.reason) if x)
     summary = load.summary or {}
@@ -435,7 +437,7 @@ def _run_status(manifest: dict, steps: list[StepOutcome], stop: session.Stop) ->
         return "disk_full", "the archive's filesystem filled up; everything written before is kept"
     if stop.is_set():
         done = sum(s.status in ("ok", "degraded") for s in steps)
-        return "interrupted", f"stopped by the user after {done} finished step(s)"
+        return "interrupted", f"{stop.said()} after {done} finished step(s)"
     bad = [s for s in steps if s.status not in ("ok",)]
     if all(s.status in ("failed", "skipped") for s in steps):
         return "failed", "; ".join(f"{s.name}: {s.reason}" for s in steps if s.reason)[:500]

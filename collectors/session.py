@@ -50,10 +50,9 @@ GATE_SLACK_S = 10  # the windows open together unless a host is this much later 
 FREE_FLOOR_BYTES = 100 << 20
 FREE_FLOOR_PCT = 5
 RESERVE, RESERVE_BYTES = ".perfkit-reserve", 1 << 20
-_STOP_REASONS = {
-    "interrupted": "stopped by the user; output so far kept",
-    "disk_full": "archive disk full; output so far kept",
-}
+# What stops a run the way a first Ctrl-C does: SIGTERM (a cancelled CI job, `timeout`, `kill`) and
+# SIGHUP (the terminal or the SSH session to the controller went away) too.
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 SAMPLER_ID = "psutil"
 _DISK_FULL = (errno.ENOSPC, errno.EFBIG, errno.EDQUOT)  # a write failing so means the archive side is full
 # sshd's default MaxSessions is 10 channels per connection, the control shell's included: window
@@ -334,14 +333,21 @@ def _status(
 
 
 class Stop(threading.Event):
-    """Set when the run must end early; `reason` says why ("interrupted" or "disk_full")."""
+    """Set when the run must end early; `reason` says why ("interrupted" or "disk_full") and `by` who
+    interrupted it ("the user" for Ctrl-C, else the signal's name: "SIGTERM", "SIGHUP")."""
 
     reason = ""
+    by = "the user"
 
-    def trigger(self, reason: str) -> None:
+    def trigger(self, reason: str, *, by: str | None = None) -> None:
         if not self.is_set():
             self.reason = reason
+            self.by = by or self.by
         self.set()
+
+    def said(self) -> str:
+        """Why the run stopped, as the manifest's reasons put it."""
+        return "archive disk full" if self.reason == "disk_full" else f"stopped by {self.by}"
 
 
 def check_free_space(path: Path, *, what: str) -> None:
@@ -369,10 +375,10 @@ def collect(
 ) -> Result:
     """Collect on every host for `opts.window` seconds into `out` (a directory, or a .tar.gz).
 
-    One host failing never stops the others; its outcome says why. The first Ctrl-C stops the
-    captures, keeps what arrived and writes the archive marked `interrupted`; a second one stops
-    waiting at once and writes a minimal manifest into the unpacked directory. A full disk on the
-    archive side stops the run the same way, marked `disk_full`.
+    One host failing never stops the others; its outcome says why. The first Ctrl-C (or SIGTERM, or
+    SIGHUP: `on_stop_signals`) stops the captures, keeps what arrived and writes the archive marked
+    `interrupted`; a second Ctrl-C stops waiting at once and writes a minimal manifest into the
+    unpacked directory. A full disk on the archive side stops the run the same way, marked `disk_full`.
 
     Raises:
         PerfkitError: only for the output location itself (a non-empty directory, an existing
@@ -386,7 +392,7 @@ def collect(
     parent.mkdir(parents=True, exist_ok=True)
     check_free_space(parent, what=str(parent))
     old_umask = os.umask(0o077)
-    restore = _on_sigint(stop)
+    restore = on_stop_signals(stop)
     try:
         staging = Path(tempfile.mkdtemp(prefix="perfkit-collect-", dir=parent)) if packed else None
         root = staging / opts.run_id if staging else out
@@ -455,6 +461,7 @@ def capture(
     """One window of captures on every host (and HTTP profile fetch) into the directory `root`; no
     manifest, no packing: `collect` does those for a single window, the sweep driver once per sweep.
     `window_open` is set when the windows open (a load can start then)."""
+    progress, status = best_effort(progress), best_effort(status)
     records: dict[str, list[Record]] = {h.name: [] for h in hosts}
     outcomes = {h.name: HostOutcome(h.name) for h in hosts}
     gate = _Gate(len(hosts) + len(opts.pprof) + len(opts.tidb_zip), GATE_SLACK_S, window_open)
@@ -506,18 +513,47 @@ def capture(
     return Captured(records, outcomes, profile_records, aborted)
 
 
-def _on_sigint(stop: Stop) -> Callable[[], None]:
-    """First SIGINT: stop cleanly. Second: KeyboardInterrupt in the main thread. Returns the undo."""
+def on_stop_signals(stop: Stop) -> Callable[[], None]:
+    """Until the returned undo is called, the STOP_SIGNALS stop the run cleanly: `stop` is set with
+    reason "interrupted" and who did it. A second Ctrl-C raises KeyboardInterrupt in the main thread
+    (stop waiting, minimal manifest); a repeated SIGTERM or SIGHUP changes nothing, since `timeout`
+    sends its TERM twice (to perfkit, then to its process group) and its echo must not cut the clean
+    stop short. A signal ignored when perfkit started (`nohup`) stays ignored. Main thread only."""
     if threading.current_thread() is not threading.main_thread():
         return lambda: None
 
     def handler(signum: int, frame: object) -> None:
-        if stop.is_set() and stop.reason == "interrupted":
+        if signum == signal.SIGINT and stop.is_set() and stop.reason == "interrupted":
             raise KeyboardInterrupt
-        stop.trigger("interrupted")
+        stop.trigger("interrupted", by="the user" if signum == signal.SIGINT else signal.Signals(signum).name)
 
-    previous = signal.signal(signal.SIGINT, handler)
-    return lambda: signal.signal(signal.SIGINT, previous)
+    previous = {
+        sig: signal.signal(sig, handler) for sig in STOP_SIGNALS if signal.getsignal(sig) != signal.SIG_IGN
+    }
+
+    def restore() -> None:
+        for sig, old in previous.items():
+            signal.signal(sig, old)
+
+    return restore
+
+
+def best_effort(callback: Callable[[Any], None] | None) -> Callable[[Any], None] | None:
+    """`callback` (a progress or status display) made harmless: after SIGHUP the terminal is gone and
+    every write to it fails (EIO; a closed pipe: EPIPE). The first failure silences it; the run goes
+    on and still writes its archive."""
+    if callback is None:
+        return None
+    failed = threading.Event()
+
+    def call(arg: Any) -> None:
+        if not failed.is_set():
+            try:
+                callback(arg)
+            except OSError:
+                failed.set()
+
+    return call
 
 
 # ---------------------------------------------------------------- one host
@@ -581,7 +617,7 @@ def _host_main(
     bad = [r for r in records if r.status in ("lost", "timed_out", "failed") or r.truncated]
     if outcome.status == "ok" and stop.is_set():
         outcome.status = stop.reason or "interrupted"
-        outcome.reason = "archive disk full" if stop.reason == "disk_full" else "stopped by the user"
+        outcome.reason = stop.said()
     elif outcome.status == "ok" and bad:
         outcome.status = "partial"
         outcome.reason = "; ".join(f"{r.id}: {r.reason or r.status}" for r in bad[:5])
@@ -841,7 +877,7 @@ class _HostRun:
                     if not j.done:
                         self.abandoned = True  # its process may outlive the channel: sweep at the end
                         if self.stop.is_set():
-                            j.abort(self.stop.reason, _STOP_REASONS.get(self.stop.reason, "stopped"))
+                            j.abort(self.stop.reason, f"{self.stop.said()}; output so far kept")
                         else:
                             j.abort("timed_out", "no exit after the deadline")
                 queue.clear()
@@ -1203,7 +1239,9 @@ def _manifest(
         status, reason = "disk_full", "the archive's filesystem filled up; everything written before is kept"
     elif stop.is_set():
         status = "interrupted"
-        reason = "stopped by a second interrupt: minimal manifest" if aborted else "stopped by the user"
+        reason = (
+            f"{stop.said()}; a second Ctrl-C ended the waiting: minimal manifest" if aborted else stop.said()
+        )
     elif all(s == "ok" for s in states):
         status, reason = "complete", ""
     elif all(s == "failed" for s in states):
