@@ -1,22 +1,27 @@
 """The `perfkit` command: a thin click layer over library functions.
 
 Exit codes: 0 success; 1 an error perfkit reports (bad input, unreadable archive, invalid config,
-every host failed); 2 usage error (click); 3 `collect` finished partially (a host or capture failed;
-the archive holds the rest); 4 `analyze --fail-on` found findings at or above the given severity;
-130 interrupted (the archive is still written, marked interrupted).
+every host failed); 2 usage error (click); 3 `collect` or `run` finished partially (a host, capture or
+step failed; the archive holds the rest), or `run --cleanup` failed after a complete sweep; 4 `analyze
+--fail-on` found findings at or above the given severity; 130 interrupted (the archive is still
+written, marked interrupted; `run` interrupted before its first step writes none).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
+import signal
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import click
 
 from perfkit import __version__
+from perfkit.archive import check_new_output
 from perfkit.errors import PerfkitError
 
 EXIT_ERROR = 1
@@ -531,6 +536,7 @@ def run_sysbench(**kw: Any) -> None:
     """sysbench against MySQL/MariaDB/TiDB, one step per thread count."""
     from perfkit.collectors.load_sysbench import SysbenchRunner, Workload
 
+    check_new_output(kw["output"])
     db = _db_target(kw)
     try:
         workload = Workload(
@@ -590,6 +596,7 @@ def run_ycsb(**kw: Any) -> None:
         raise click.UsageError("--pd goes with --db tikv, and --db tikv needs --pd")
     if tikv and kw["cleanup"]:
         raise click.UsageError("--cleanup: perfkit cannot delete the keys go-ycsb loaded into TiKV")
+    check_new_output(kw["output"])
     db = None if tikv else _db_target(kw)
     try:
         props = tuple(tuple(p.split("=", 1)) for p in kw["props"])
@@ -625,6 +632,7 @@ def run_tpcc(**kw: Any) -> None:
     """go-tpc TPC-C against MySQL/MariaDB/TiDB, one step per thread count."""
     from perfkit.collectors.load_gotpc import GoTpcRunner
 
+    check_new_output(kw["output"])
     db = _db_target(kw)
     try:
         runner = GoTpcRunner(db, warehouses=kw["warehouses"], binary=kw["binary"], host=_load_host(kw, db))
@@ -701,10 +709,18 @@ def _sweep(kw: dict[str, Any], db: Any, runner: Any, record: dict[str, Any], *, 
         if db is None
         else {"host": db.host, "port": db.port, "socket": db.socket, "user": db.user, "db": db.db},
     }
-    runner.preflight()
-    if kw["prepare"]:
-        click.echo(f"preparing the {what} tables", err=True)
-        runner.prepare()
+    with _interrupts_raise():
+        try:
+            runner.preflight()
+            if kw["prepare"]:
+                click.echo(f"preparing the {what} tables", err=True)
+                runner.prepare()
+            record["table_rows"] = runner.check_tables()
+        except KeyboardInterrupt:
+            runner.close()  # its private dir with the secrets goes; a prepare was stopped by pid
+            with contextlib.suppress(OSError):  # after SIGHUP there is no terminal to write to
+                click.echo(f"interrupted before the sweep: nothing written to {kw['output']}", err=True)
+            sys.exit(session.EXIT_INTERRUPTED)
     steps = "an adaptive search" if adaptive else f"{len(plan.threads)} steps"
     click.echo(
         f"sweeping {runner.version} {what} over {steps} of {plan.time_s}s from {runner.host.name}, "
@@ -721,8 +737,12 @@ def _sweep(kw: dict[str, Any], db: Any, runner: Any, record: dict[str, Any], *, 
         plan_record=record,
         progress=lambda msg: click.echo(_printable(msg), err=True),
     )
+    cleanup_failed = ""
     if kw["cleanup"] and result.manifest["status"] != "interrupted":
-        runner.cleanup()
+        try:
+            runner.cleanup()
+        except (PerfkitError, OSError) as exc:  # the archive is written: report it, do not lose it
+            cleanup_failed = str(exc) or type(exc).__name__
     click.echo(f"{'step':8s} {'threads':>7s} {'time':>5s} {'TPS':>10s} {'status':12s} reason")
     for st in result.steps:
         tps = f"{st.tps:,.1f}" if st.tps is not None else "-"
@@ -734,7 +754,32 @@ def _sweep(kw: dict[str, Any], db: Any, runner: Any, record: dict[str, Any], *, 
     click.echo(f"{result.manifest['status']}: wrote {result.path} in {result.wall_s:.0f}s")
     if not kw["no_report"] and any(st.status in ("ok", "degraded") for st in result.steps):
         _report_beside(result.path)
+    if cleanup_failed:
+        click.echo(f"warning: --cleanup failed: {_printable(cleanup_failed)}", err=True)
+        # a complete sweep whose tables were not dropped is partial; a worse status stays
+        sys.exit(session.EXIT_PARTIAL if result.exit_code == session.EXIT_OK else result.exit_code)
     sys.exit(result.exit_code)
+
+
+@contextlib.contextmanager
+def _interrupts_raise() -> Iterator[None]:
+    """Ctrl-C, SIGTERM and SIGHUP raise KeyboardInterrupt once, and are ignored while it unwinds
+    (the load tool stopped, its secrets' dir removed); the previous handlers come back after.
+    Without this, SIGTERM killed perfkit at once and left both behind."""
+    fired = False
+
+    def handler(signum: int, frame: object) -> None:
+        nonlocal fired
+        if not fired:
+            fired = True
+            raise KeyboardInterrupt
+
+    previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
+    try:
+        yield
+    finally:
+        for sig, old in previous.items():
+            signal.signal(sig, old)
 
 
 def _db_target(kw: dict[str, Any]) -> Any:
