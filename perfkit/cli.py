@@ -5,6 +5,7 @@ every host failed); 2 usage error (click); 3 `collect` or `run` finished partial
 step failed; the archive holds the rest), or `run --cleanup` failed after a complete sweep; 4 `analyze
 --fail-on` found findings at or above the given severity; 130 interrupted (the archive is still
 written, marked interrupted; `run` interrupted before its first step writes none).
+Ctrl-C, SIGTERM and SIGHUP all stop a run cleanly: 130, not 128+signal (perfkit does not die of it).
 """
 
 from __future__ import annotations
@@ -362,11 +363,14 @@ def collect(
     )
     live = _LiveStatus(sys.stderr)
     result = session.collect(targets, output, opts, progress=live.message, roles=roles, status=live)
-    live.message("")
-    click.echo(f"{'host':20s} {'status':12s} {'captures':>8s} {'bytes':>12s}  reason")
-    for h in result.hosts:
-        click.echo(f"{h.host:20s} {h.status:12s} {h.captures:8d} {h.bytes:12,d}  {h.reason}")
-    click.echo(f"{result.manifest['status']}: wrote {result.path}")
+    # After SIGHUP the terminal is gone and these writes fail: the archive is written, and the exit
+    # code must still say how the run ended.
+    with contextlib.suppress(OSError):
+        live.message("")
+        click.echo(f"{'host':20s} {'status':12s} {'captures':>8s} {'bytes':>12s}  reason")
+        for h in result.hosts:
+            click.echo(f"{h.host:20s} {h.status:12s} {h.captures:8d} {h.bytes:12,d}  {h.reason}")
+        click.echo(f"{result.manifest['status']}: wrote {result.path}")
     sys.exit(result.exit_code)
 
 
