@@ -79,6 +79,8 @@ def saturated(ds: Dataset, sweep: Any, th: Thresholds) -> list[Finding] | Skippe
             if cap.host != host:
                 continue
             st = _Step(host, cap.step, kind, threads_of.get(cap.path), sources=[cap.path])
+            known = ds.cpu_count(host, cap.step)
+            st.cpus = known[0] if known else None
             same = [c for k in os_kinds for c in ds.of(k) if c.host == host and c.step == cap.step]
             _measure(st, same, lim)
             judged.append(st)
@@ -94,12 +96,6 @@ def _threads_by_source(sweep: Any) -> dict[str, int]:
 
 def _measure(st: _Step, caps: list[Capture], lim: dict[str, Any]) -> None:
     by = {k: [c for c in caps if c.kind == k] for k in ("vmstat", "mpstat", "top", "nproc")}
-    for c in by["nproc"]:
-        if len(c.frame) and pd.notna(c.frame["cpus"].iloc[0]):
-            st.cpus = int(c.frame["cpus"].iloc[0])
-    mp = [c.frame[c.frame["cpu"] != "all"] for c in by["mpstat"]]
-    if st.cpus is None and mp and len(mp[0]):
-        st.cpus = int(mp[0]["cpu"].nunique())
     vm = pd.concat([c.frame[~c.frame["since_boot"].astype(bool)] for c in by["vmstat"]] or [pd.DataFrame()])
     if len(vm) >= lim["min_samples"]:
         st.idle_pct = float((vm["id"].astype(float) + vm["wa"].astype(float).fillna(0)).median())

@@ -67,39 +67,6 @@ def _step_label(step: str | None, steps: dict[str, Any]) -> str:
     return f"{step} ({s.threads} threads)" if s is not None else step
 
 
-def _cpu_count(ds: Dataset, host: str | None, step: str | None) -> tuple[int | None, str]:
-    """The host's CPU count and where it came from: nproc (what a process started there gets), else
-    the CPU rows of mpstat, sar/sadf's CPU table, else the psutil sampler. The capture of the same
-    step wins when there are several."""
-
-    def mine(kind: str) -> list[Capture]:
-        caps = [c for c in ds.of(kind) if c.host == host and len(c.frame)]
-        return sorted(caps, key=lambda c: c.step != step)
-
-    for cap in mine("nproc"):
-        v = _num(cap.frame["cpus"]).dropna()
-        if len(v):
-            return int(v.iloc[0]), cap.path
-    for cap in mine("mpstat"):
-        cpus = cap.frame["cpu"].dropna()
-        n = cpus[cpus != "all"].nunique()
-        if n:
-            return int(n), cap.path
-    for kind in ("sar", "sadf"):
-        for cap in mine(kind):
-            df = cap.frame
-            if "table" in df.columns:
-                inst = df.loc[df["table"] == "cpu", "instance"].dropna()
-                n = inst[inst != "all"].nunique()
-                if n:
-                    return int(n), cap.path
-    for cap in mine("psutil"):
-        v = _num(cap.frame["ncpu"]).dropna()
-        if len(v):
-            return int(v.max()), cap.path
-    return None, ""
-
-
 def _mpstat_idle(ds: Dataset, cap: Capture, rows: pd.DataFrame) -> pd.Series | None:
     """mpstat's `all` idle + iowait at vmstat's sample times, for a vmstat that printed no `id`."""
     for mp in ds.of("mpstat"):
@@ -142,10 +109,11 @@ def saturated(ds: Dataset, sweep: Any, th: Thresholds) -> list[Finding] | Skippe
         rows = _load_rows(cap)
         if rows.empty:
             continue
-        cpus, cpus_src = _cpu_count(ds, cap.host, cap.step)
-        if not cpus:
+        known = ds.cpu_count(cap.host, cap.step)
+        if known is None:
             unknown_cpus.append(cap.path)
             continue
+        cpus, cpus_src = known
         idle = _num(rows["id"]) + _num(rows["wa"]).fillna(0)
         if idle.isna().all():
             idle = _mpstat_idle(ds, cap, rows)
@@ -157,7 +125,9 @@ def saturated(ds: Dataset, sweep: Any, th: Thresholds) -> list[Finding] | Skippe
         if n >= lim["min_samples"] and n >= lim["min_share"] * len(rows):
             by_host.setdefault(cap.host, []).append((cap, rows.assign(_match=match), cpus, cpus_src))
     if not by_host and unknown_cpus and len(unknown_cpus) == len(caps):
-        return Skipped(rule, "no nproc, mpstat, sar or psutil capture: CPU count unknown")
+        return Skipped(
+            rule, "CPU count unknown: no nproc, sysstat banner, mpstat -P ALL, sar/sadf CPU or psutil capture"
+        )
     out = []
     for host, hits in by_host.items():
         rows = pd.concat([h[1] for h in hits])

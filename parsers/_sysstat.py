@@ -26,6 +26,7 @@ from . import _common
 
 _NAT = np.iinfo(np.int64).min
 _BANNER = re.compile(r"^Linux\s+\S+\s+\(([^)]*)\)\s+(\S+)")
+_BANNER_CPUS = re.compile(r"\((\d{1,6}) CPU\)\s*$")  # not translated in any locale sysstat ships
 _AMPM = re.compile(r"^[AaPp]\.?[Mm]\.?$")
 _ZH_CLOCK = re.compile(r"^(\d{1,2})时(\d{2})分(\d{2})秒$")
 _AVERAGE_LABELS = frozenset({"Average:", "Durchschn.:", "平均时间:"})
@@ -39,6 +40,13 @@ CHUNK_ROWS = 65536  # data rows handed to pandas at once: bounds memory, amortis
 # non-ASCII (zh_CN clocks). Any other byte could make a token pandas reads as a number and the
 # per-line grammar refuses (`1e5`, `inf`, `+5`), so such a chunk goes line by line.
 _PLAIN = b"0123456789 .,:-\nAMP" + bytes(range(0x80, 0x100))
+
+
+def banner_cpus(line: str) -> int | None:
+    """The CPU count a sysstat banner ends with (`... _x86_64_ (2 CPU)`: the CPUs online when the
+    capture started), or None."""
+    m = _BANNER_CPUS.search(line)
+    return int(m[1]) or None if m else None
 
 
 class Sysstat:
@@ -59,6 +67,7 @@ class Sysstat:
             raise ParseError(kind, self.lines.path, 0, "", f"unknown time zone {tz!r} ({exc})") from None
         self.tz = tz
         self.banner_host: str | None = None
+        self.banner_cpus: int | None = None
         self.date: date | None = None
         self.slash_date = False
         self.day = 0
@@ -84,6 +93,7 @@ class Sysstat:
         if not _common.FIRST_DATE <= day < _common.PAST_DATE:  # int64 ns stamps would wrap: wrong times
             raise self.error(line_no, line, f"banner date {day.isoformat()} outside 1678-2261")
         self.banner_host = m[1] or None
+        self.banner_cpus = banner_cpus(line) or self.banner_cpus
         self.date = day
         self.slash_date = "/" in m[2]
         if self.slash_date and self.decimal == ",":

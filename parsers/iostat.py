@@ -42,7 +42,7 @@ Schema (one row per device per report):
 
 A column the version does not print is NaN, never 0; derived columns are NaN when there was no IO.
 `df.attrs`: `header_generation`, `unknown_columns` (header names in no table), `dropped_lines`
-(a truncated last line), `notes`.
+(a truncated last line), `notes`, `cpus` (the last banner's `(N CPU)`, None without a banner).
 
 The first report after the banner is the average since boot (`since_boot=True`); sysstat 12.x
 with `-y` prints a second blank line after the banner instead, and then nothing is marked.
@@ -76,6 +76,7 @@ from perfkit.errors import ParseError
 
 from . import _common
 from ._columns import CONVERT, IOSTAT_IGNORED, RENAME
+from ._sysstat import banner_cpus
 
 KIND = "iostat"
 
@@ -233,6 +234,7 @@ class _Parser:
         self.lines = lines
         self.host = host
         self.banner_host: str | None = None
+        self.banner_cpus: int | None = None
         self.tz = tz
         self.line_no = 0
         # a bad structural line: fatal, unless it turns out to be the cut-off last line
@@ -349,6 +351,7 @@ class _Parser:
         if c == "L" and (banner := _BANNER_HOST.match(line)):
             self.last_struct = line_no
             self.banner_host = banner[1] or None
+            self.banner_cpus = banner_cpus(line) or self.banner_cpus
             self.since_boot_armed = self.after_banner = self.watch_blanks = True
             self.banner_blanks = 0
             return None
@@ -771,6 +774,7 @@ class _Parser:
             "unknown_columns": list(self.unknown),
             "dropped_lines": self.dropped,
             "notes": list(self.notes),
+            "cpus": self.banner_cpus,
         }
         n = self.n
         if n == 0:

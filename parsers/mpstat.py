@@ -38,7 +38,7 @@ Schema (one row per CPU per interval; `Average:` rows are never in the frame):
 
 `df.attrs`: `averages` (the `Average:` rows as a list of records with the columns above but
 `timestamp`; None for a missing value), `unknown_columns`, `dropped_lines` (a last line cut
-mid-write), `notes`.
+mid-write), `notes`, `cpus` (the banner's `(N CPU)`, None without a banner).
 
 Not read: `mpstat -I` / `-N` / `-A` tables (other headers), `-o JSON`. Tested on:
 tests/fixtures/mpstat/*.txt (see README.md there).
@@ -425,6 +425,7 @@ class _Mpstat(Sysstat):
             "unknown_columns": self.unknown,
             "dropped_lines": self.dropped,
             "notes": self.notes,
+            "cpus": self.banner_cpus,
         }
         n = self.parts.rows
         if n == 0:

@@ -38,7 +38,8 @@ The tables of one interval are merged into one tidy frame, one row per (timestam
 
 A value from a table in which the task did not appear is NaN/NA, never 0. `df.attrs`: `averages`
 (the `Average:` tables merged the same way, as a list of records without `timestamp`; None for a
-missing value), `unknown_columns`, `dropped_lines` (a last line cut mid-write), `notes`.
+missing value), `unknown_columns`, `dropped_lines` (a last line cut mid-write), `notes`, `cpus` (the
+banner's `(N CPU)`, None without a banner).
 
 Large captures (a day at 1 s is 8 M lines): the bytes are cut into data rows, headers and blank
 lines with numpy over multi-MB blocks (`ByteScan`, `_block`), a header seen before but for its time
@@ -789,6 +790,7 @@ class _Pidstat(Sysstat):
             "unknown_columns": self.unknown,
             "dropped_lines": self.dropped,
             "notes": self.notes,
+            "cpus": self.banner_cpus,
         }
         n = self.n
         if n == 0:

@@ -57,7 +57,8 @@ rollover is tracked per table, not per file).
 metric columns; None for a missing value), `restarts` (records `timestamp` ISO UTC, `cpus`),
 `comments` (`COM` lines), `skipped_tables` (headers of tables not read, e.g. `-B`, `-w`, `-n SOCK`
 in a `sar -A` capture: their rows are skipped, not guessed), `unknown_columns` (header names of a
-read table this parser does not know), `dropped_lines` (a last line cut mid-write), `notes`.
+read table this parser does not know), `dropped_lines` (a last line cut mid-write), `notes`, `cpus`
+(the last banner's `(N CPU)`, None without a banner).
 
 Large captures are read a few MB at a time (parsers/_chunks.py `ByteScan`). sar pads a table's fields
 to fixed widths, so a run of rows laid out like its first row is cut into fields as bytes: Arrow's
@@ -706,6 +707,7 @@ class _Sar(_Chunked):
                 "unknown_columns": self.unknown,
                 "dropped_lines": self.dropped,
                 "notes": self.notes,
+                "cpus": self.banner_cpus,
             }
         )
         return frame

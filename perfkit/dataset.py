@@ -55,6 +55,44 @@ class Dataset:
         """Every capture of one kind, in archive order."""
         return [c for c in self.captures if c.kind == kind]
 
+    def cpu_count(self, host: str | None, step: str | None = None) -> tuple[int, str] | None:
+        """The host's CPU count and the capture it came from, or None when no capture tells.
+
+        The one place every rule and report reads it from. Evidence, best first: nproc (the CPUs a
+        process started there may use); the `(N CPU)` banner of mpstat, sar, pidstat or iostat (CPUs
+        online); the CPUs mpstat's `-P ALL` rows list; the CPUs of sar/sadf's CPU table; psutil's
+        count. (top's `%Cpu0` lines are not kept by its parser.) Within each, a capture of `step`
+        comes first: a count can differ between steps only if CPUs went on- or offline.
+        """
+
+        def mine(*kinds: str) -> list[Capture]:
+            caps = [c for c in self.captures if c.kind in kinds and c.host == host]
+            return sorted(caps, key=lambda c: c.step != step)
+
+        for cap in mine("nproc"):
+            n = pd.to_numeric(cap.frame["cpus"], errors="coerce").dropna()
+            if len(n) and n.iloc[0] >= 1:
+                return int(n.iloc[0]), cap.path
+        for cap in mine("mpstat", "sar", "pidstat", "iostat"):
+            banner = cap.frame.attrs.get("cpus")
+            if banner:
+                return int(banner), cap.path
+        for cap in mine("mpstat", "sar", "sadf"):
+            f = cap.frame
+            if cap.kind != "mpstat":
+                if "table" not in f.columns:
+                    continue
+                f = f[f["table"] == "cpu"].rename(columns={"instance": "cpu"})
+            ids = f["cpu"].dropna().astype(str)
+            n = int(ids[ids.str.fullmatch(r"\d+")].nunique())
+            if n:
+                return n, cap.path
+        for cap in mine("psutil"):
+            n = pd.to_numeric(cap.frame["ncpu"], errors="coerce").dropna()
+            if len(n) and n.max() >= 1:
+                return int(n.max()), cap.path
+        return None
+
     def inputs(self) -> dict[str, list[dict]]:
         """The `inputs` block of findings.json."""
         parsed = [

@@ -18,7 +18,7 @@ Sources, best first where several captures measure the same thing (the others ar
 | net | saturation | TIME_WAIT sockets | ss |
 | net | errors | TCP retransmits/s | sar/sadf `-n ETCP` |
 
-The CPU count for run queue / CPU comes from nproc, else the CPUs mpstat or sar list, else psutil.
+The CPU count for run queue / CPU is `Dataset.cpu_count` (nproc, sysstat banners, listed CPUs, psutil).
 Rows are per host and per sweep step (a `perfkit run` archive has captures per step); the first
 report of vmstat and iostat (averages since boot) is left out. Idle disks and interfaces (below
 `IDLE_IOPS` / `IDLE_KB_S` on average) are not listed.
@@ -130,34 +130,14 @@ def step_threads(ds: Dataset) -> dict[str, int]:
     return out
 
 
-def _cpu_counts(ds: Dataset) -> dict[str | None, int]:
-    """host -> CPUs: nproc first (what a process there gets), else what mpstat/sar/psutil list."""
-    out: dict[str | None, int] = {}
-    for cap in ds.of("nproc"):
-        vals = cap.frame["cpus"].dropna()
-        if len(vals):
-            out[cap.host] = int(vals.max())
-    for kind in ("mpstat", "sar", "sadf", "psutil"):
-        for cap in ds.of(kind):
-            if cap.host in out or cap.frame.empty:
-                continue
-            n = _listed_cpus(cap)
-            if n:
-                out[cap.host] = n
+def _cpu_counts(ds: Dataset) -> dict[tuple[str | None, str | None], int]:
+    """(host, step) -> CPUs, from `Dataset.cpu_count`, the one place a host's CPU count comes from."""
+    out: dict[tuple[str | None, str | None], int] = {}
+    for key in {(c.host, c.step) for c in ds.captures}:
+        known = ds.cpu_count(*key)
+        if known is not None:
+            out[key] = known[0]
     return out
-
-
-def _listed_cpus(cap: Capture) -> int | None:
-    f = cap.frame
-    if cap.kind == "psutil":
-        vals = f["ncpu"].dropna()
-        return int(vals.max()) if len(vals) else None
-    col = "cpu" if cap.kind == "mpstat" else "instance"
-    if cap.kind != "mpstat":
-        f = f[f["table"] == "cpu"]
-    ids = f[col].dropna().astype(str)
-    n = int(ids[ids.str.fullmatch(r"\d+")].nunique())
-    return n or None
 
 
 def _stats(values: pd.Series) -> tuple[float, float, int] | None:
@@ -195,14 +175,14 @@ RUNQ = "run queue / CPU"
 RUNQ_RAW = "run queue (CPU count unknown)"
 
 
-def _runq(cap: Capture, values: pd.Series, cpus: dict[str | None, int]) -> list[UseRow]:
-    n = cpus.get(cap.host)
+def _runq(cap: Capture, values: pd.Series, cpus: dict[tuple[str | None, str | None], int]) -> list[UseRow]:
+    n = cpus.get((cap.host, cap.step))
     if n:
         return _row(cap, "cpu", "all", "saturation", RUNQ, "ratio", values.astype(float) / n)
     return _row(cap, "cpu", "all", "saturation", RUNQ_RAW, "tasks", values)
 
 
-def _rows_of(cap: Capture, cpus: dict[str | None, int]) -> list[tuple[int, UseRow]]:
+def _rows_of(cap: Capture, cpus: dict[tuple[str | None, str | None], int]) -> list[tuple[int, UseRow]]:
     """(rank, row) pairs: rank orders the sources of one metric (0 = preferred)."""
     f = cap.frame
     if f.empty:

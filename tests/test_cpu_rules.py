@@ -5,6 +5,9 @@ parsers, and on vmstat text in the parser's format where no real capture shows t
 from __future__ import annotations
 
 import copy
+import json
+import shutil
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -15,6 +18,7 @@ from perfkit.config import default_thresholds
 from perfkit.dataset import Capture, Dataset
 from perfkit.findings import Skipped
 from perfkit.parsers import nproc, top, vmstat
+from perfkit.pipeline import analyze_path
 
 from .conftest import FIXTURES
 
@@ -89,6 +93,34 @@ def test_cpu_count_comes_from_psutil_or_mpstat_when_no_nproc() -> None:
     ds.captures.append(cap("psutil", pd.DataFrame({"ncpu": pd.array([8], dtype="Int64")})))
     # 8 CPUs: r of 5 is below the CPU count, so nothing is saturated
     assert cpu.saturated(ds, None, TH) == []
+
+
+MPSTAT_ALL_ONLY = FIXTURES / "mpstat" / "sysstat-12.6-C-all-cpu-bound.txt"  # `(2 CPU)`, `all` rows only
+SAME_WINDOW_VMSTAT = FIXTURES / "mpstat" / "same-window" / "vmstat-procps-4.0.2-t.txt"
+
+
+@pytest.mark.parametrize("manifest", [False, True], ids=["foreign", "manifest"])
+def test_cpu_count_from_the_mpstat_banner_alone(tmp_path: Path, manifest: bool) -> None:
+    # An archive directory without nproc: `mpstat 1 3` (no -P ALL, so no per-CPU rows; its banner says
+    # `(2 CPU)`) and vmstat of the same window. The rule used to skip with "CPU count unknown".
+    host_dir = tmp_path / "hosts" / "db1"
+    host_dir.mkdir(parents=True)
+    shutil.copy(MPSTAT_ALL_ONLY, host_dir / "mpstat.out")
+    shutil.copy(SAME_WINDOW_VMSTAT, host_dir / "vmstat.out")
+    if manifest:
+        records = [{"path": f"hosts/db1/{k}.out", "kind": k, "host": "db1"} for k in ("mpstat", "vmstat")]
+        (tmp_path / "manifest.json").write_text(json.dumps({"format_version": 1, "captures": records}))
+    result = analyze_path(tmp_path)
+    assert "cpu.saturated" not in {s.rule for s in result.skipped}
+    [f] = [f for f in result.findings if f.rule == "cpu.saturated"]
+    ev = f.evidence
+    assert (ev["cpus"], ev["cpus_source"]) == (2, "hosts/db1/mpstat.out")
+    # after the since-boot row: r 9 9 9 9 (4.5 per CPU), id 0, us 94 91 95 87, sy 6 9 5 14
+    assert (ev["samples"], ev["saturated_samples"], ev["r_median"]) == (4, 4, 9)
+    assert ev["idle_pct_median"] == 0 and ev["us_pct_median"] == 92.5 and ev["sy_pct_median"] == 7.5
+    assert f.severity == "critical"
+    assert f.hosts == (["db1"] if manifest else [])
+    assert f.title == "CPU saturated: run queue 9 on 2 CPUs, 0% idle"
 
 
 def test_iowait_is_not_cpu_saturation() -> None:

@@ -171,6 +171,15 @@ def test_foreign_archive_rows_have_no_host_or_step() -> None:
     assert disk.columns == ["whole capture"] and disk.rows[0]["check"] == "utilization"
 
 
+def test_run_queue_per_cpu_from_an_mpstat_banner(tmp_path: Path) -> None:
+    # no nproc, and mpstat without -P ALL lists no CPU: the banner's `(2 CPU)` is the count
+    shutil.copy(FIXTURES / "mpstat" / "sysstat-12.6-C-all-cpu-bound.txt", tmp_path / "mpstat.out")
+    shutil.copy(FIXTURES / "mpstat" / "same-window" / "vmstat-procps-4.0.2-t.txt", tmp_path / "vmstat.out")
+    ds, _ = _load(tmp_path)
+    rq = _one(use.use_rows(ds), resource="cpu", check="saturation")
+    assert (rq.metric, rq.unit, rq.mean, rq.max, rq.samples) == (use.RUNQ, "ratio", 4.5, 4.5, 4)  # r 9 / 2
+
+
 def test_use_tables_put_steps_in_thread_order() -> None:
     def row(step: str, threads: int, mean: float) -> use.UseRow:
         return use.UseRow("cpu", "h", "all", "utilization", use.BUSY, "%", step, threads, mean, mean, 1, "x")
