@@ -30,6 +30,8 @@ from typing import Any
 
 import pymysql
 
+from perfkit.redact import redact
+
 CONNECT_TIMEOUT_S = 5
 READ_TIMEOUT_S = 5
 
@@ -50,8 +52,8 @@ class DbTarget:
         return self.socket or f"{self.host}:{self.port}"
 
     def redact(self, text: str) -> str:
-        """`text` with the password's exact value masked (K2)."""
-        return text.replace(self.password, "***") if self.password else text
+        """`text` with the password masked where it stands as a word (K2; perfkit.redact's rule)."""
+        return redact(text, (self.password,)) if self.password else text
 
     def connect(
         self, *, database: bool = True, read_timeout: float = READ_TIMEOUT_S

@@ -335,3 +335,13 @@ def test_a_word_containing_the_password_survives_a_real_ps_capture(tmp_path: Pat
     assert rec["status"] == "ok" and rec["redacted"] is True
     assert f"sh -c sleep 30 {argv0} -p{MASK} --password={MASK}\n" in text
     assert text.count(secret) == 1  # only inside the longer word
+
+
+def test_the_database_targets_error_messages_follow_the_same_rule() -> None:
+    # DbTarget.redact masks the server's error text: it had its own str.replace, which turned a
+    # password `mariadb` inside `mariadbd` into `***d`
+    from perfkit.collectors.mysql_sampler import DbTarget
+
+    target = DbTarget(host="127.0.0.1", port=3306, user="u", db="d", password="mariadb", socket=None)
+    text = "Lost connection to mariadbd (password mariadb)"
+    assert target.redact(text) == "Lost connection to mariadbd (password ***)"
