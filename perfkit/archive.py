@@ -6,14 +6,19 @@ archives made by other people, so a tarball is treated as hostile input (reliabi
 - Every member header is validated in a first streaming pass, before anything is written. One
   bad member refuses the whole archive with `UnsafeArchive` naming the member and the rule; there
   is no sanitize-and-continue. Size and count caps are checked as each header arrives, so a bomb
-  is refused at the first breach without decompressing the rest.
+  is refused at the first breach without decompressing the rest. A name that is merely not valid
+  UTF-8 (a capture named on a Latin-1 host) is no attack: the member is extracted and listed under
+  its `shown_name` (`vmstat_\\xff`), and every rule (control characters, `..`, collisions with the
+  names before it) applies to that name.
 - Extraction is our own writer, not `extractall`: on CPython 3.11.7 even `filter="data"` wrote
   outside the destination (CVE-2025-4517). Only regular files and directories exist after the
   first pass, every file is created with `O_EXCL | O_NOFOLLOW`, and every parent is checked to
   resolve under the temp root.
 - The temp dir is removed when the context exits, however it exits.
 
-A directory is used in place and never modified; symlinks in it are reported, never followed.
+A directory is used in place and never modified; symlinks in it are reported, never followed. Its
+files keep their names as Python holds them (not valid UTF-8: surrogate escapes, so they can be
+opened); whatever shows a name passes it through `shown_name`.
 """
 
 from __future__ import annotations
@@ -140,8 +145,8 @@ def open_archive(path: Path | str, *, limits: Limits = DEFAULT_LIMITS) -> Iterat
             free space, or the manifest is not valid JSON or has an unknown format version.
     """
     path = Path(path)
-    shown = str(path)
-    name = path.name or shown
+    shown = shown_name(str(path))
+    name = shown_name(path.name) or shown
     if not path.exists():
         raise ArchiveError(f"{shown}: no such file or directory")
     if path.is_dir():
@@ -199,6 +204,15 @@ def read_manifest(root: Path) -> dict[str, Any] | None:
 # --------------------------------------------------------------------------- names and members
 
 
+def shown_name(name: str) -> str:
+    """A file name as text that can be shown and written anywhere (report, JSON, terminal): bytes that
+    are not UTF-8, which Python holds as lone surrogates (`os.fsdecode`, tarfile's surrogateescape),
+    become `\\xNN` escapes (`b"vmstat_\\xff"` -> `vmstat_\\xff`). Valid names come back unchanged."""
+    if not any(0xDC80 <= ord(c) <= 0xDCFF for c in name):
+        return name
+    return "".join(f"\\x{ord(c) - 0xDC00:02x}" if 0xDC80 <= ord(c) <= 0xDCFF else c for c in name)
+
+
 def _show(name: str) -> str:
     """A member name fit for a terminal or log line: quoted, control characters escaped, bounded."""
     if len(name) > 200:
@@ -217,11 +231,14 @@ def _split(name: str) -> list[str]:
     return [c for c in name.split("/") if c not in ("", ".")]
 
 
-def _name_rule(name: str, limits: Limits) -> str | None:
-    """The first naming rule `name` breaks, or None. Shared by tar members and manifest records."""
+def _name_rule(name: str, limits: Limits, *, undecodable_ok: bool = False) -> str | None:
+    """The first naming rule `name` breaks, or None. Shared by tar members and manifest records.
+
+    With `undecodable_ok` (a tar member), bytes that are not UTF-8 are allowed: the member is written
+    under its `shown_name`, whose length is the one checked."""
     if any(ord(c) < 0x20 or 0x7F <= ord(c) <= 0x9F for c in name):
         return "control character in name"
-    if any(0xDC80 <= ord(c) <= 0xDCFF for c in name):
+    if not undecodable_ok and any(0xDC80 <= ord(c) <= 0xDCFF for c in name):
         return "name is not valid UTF-8"
     if name.startswith(("\\\\", "//")):
         return "Windows UNC name"
@@ -234,6 +251,8 @@ def _name_rule(name: str, limits: Limits) -> str | None:
     parts = name.split("/")
     if ".." in parts:
         return "name has a '..' component"
+    name = shown_name(name)  # as written to disk (unchanged unless undecodable_ok let bytes through)
+    parts = name.split("/")
     size = len(name.encode("utf-8"))
     if size > limits.max_name_len:
         return f"name is {size} bytes, over max_name_len ({limits.max_name_len})"
@@ -266,13 +285,13 @@ class _Validator:
         return UnsafeArchive(f"{self.shown}: unsafe member {_show(name)}: {rule}; nothing was extracted")
 
     def check(self, ti: tarfile.TarInfo) -> _Member:
-        name = ti.name
         self.count += 1
         if self.count > self.limits.max_members:
-            raise self.refuse(name, f"more than max_members ({self.limits.max_members}) members")
-        rule = _name_rule(name, self.limits)
+            raise self.refuse(ti.name, f"more than max_members ({self.limits.max_members}) members")
+        rule = _name_rule(ti.name, self.limits, undecodable_ok=True)
         if rule:
-            raise self.refuse(name, rule)
+            raise self.refuse(ti.name, rule)
+        name = shown_name(ti.name)  # the name it is extracted and listed under
         kind = _ALLOWED_TYPES.get(ti.type)
         if kind is None or ti.sparse is not None:
             what = _TYPE_NAMES.get(ti.type, f"type {ti.type!r}")
@@ -598,19 +617,23 @@ def _walk(top: Path) -> tuple[list[str], list[dict[str, str]]]:
             with os.scandir(top / rel_dir if rel_dir else top) as it:
                 entries = list(it)
         except OSError as e:
-            problems.append({"path": rel_dir or ".", "reason": f"cannot read directory: {e.strerror or e}"})
+            problems.append(
+                {"path": shown_name(rel_dir or "."), "reason": f"cannot read directory: {e.strerror or e}"}
+            )
             continue
         for entry in entries:
             rel = f"{rel_dir}/{entry.name}" if rel_dir else entry.name
             if entry.is_symlink():
-                problems.append({"path": rel, "reason": "symlink, not followed"})
+                problems.append({"path": shown_name(rel), "reason": "symlink, not followed"})
             elif entry.is_dir(follow_symlinks=False):
                 pending.append(rel)
             elif entry.is_file(follow_symlinks=False):
                 if rel != MANIFEST:
                     files.append(rel)
             else:
-                problems.append({"path": rel, "reason": "special file (device, FIFO or socket), not read"})
+                problems.append(
+                    {"path": shown_name(rel), "reason": "special file (device, FIFO or socket), not read"}
+                )
     files.sort()
     problems.sort(key=lambda p: p["path"])
     return files, problems

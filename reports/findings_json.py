@@ -14,6 +14,7 @@ from typing import Any
 
 from perfkit import __version__
 from perfkit.analyzers import Analysis
+from perfkit.archive import shown_name
 from perfkit.findings import jsonable
 
 from . import use
@@ -31,24 +32,39 @@ def build(
     rows = use.use_rows(ds) if use_rows is None else use_rows
     procs = use.top_processes(ds) if processes is None else processes
     tl = use.timeline(ds, analysis.sweep) if timeline is None else timeline
-    return jsonable(
-        {
-            "format_version": 1,
-            "perfkit_version": __version__,
-            "source": ds.source,
-            "sweep": analysis.sweep.to_dict() if analysis.sweep is not None else None,
-            "verdict": analysis.verdict.rule if analysis.verdict else None,
-            "findings": [f.to_dict() for f in analysis.findings],
-            "skipped": [s.to_dict() for s in analysis.skipped],
-            "complete": analysis.complete,
-            "failed": [f.to_dict() for f in analysis.failed],
-            "excluded_steps": [e.to_dict() for e in analysis.excluded_steps],
-            "inputs": ds.inputs(),
-            "use": [r.to_dict() for r in rows],
-            "processes": [p.to_dict() for p in procs],
-            "timeline": tl.summary(),
-        }
+    return _shown(
+        jsonable(
+            {
+                "format_version": 1,
+                "perfkit_version": __version__,
+                "source": ds.source,
+                "sweep": analysis.sweep.to_dict() if analysis.sweep is not None else None,
+                "verdict": analysis.verdict.rule if analysis.verdict else None,
+                "findings": [f.to_dict() for f in analysis.findings],
+                "skipped": [s.to_dict() for s in analysis.skipped],
+                "complete": analysis.complete,
+                "failed": [f.to_dict() for f in analysis.failed],
+                "excluded_steps": [e.to_dict() for e in analysis.excluded_steps],
+                "inputs": ds.inputs(),
+                "use": [r.to_dict() for r in rows],
+                "processes": [p.to_dict() for p in procs],
+                "timeline": tl.summary(),
+            }
+        )
     )
+
+
+def _shown(value: Any) -> Any:
+    """Every string of the document as `shown_name` gives it: a file name that is not UTF-8 (a
+    capture's path, quoted in findings' evidence and text too) as `\\xNN`, not a lone surrogate that
+    no UTF-8 writer accepts."""
+    if isinstance(value, str):
+        return shown_name(value)
+    if isinstance(value, dict):
+        return {_shown(k): _shown(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_shown(v) for v in value]
+    return value
 
 
 def render(analysis: Analysis, **parts: Any) -> str:

@@ -17,6 +17,7 @@ from markupsafe import Markup
 
 from perfkit import __version__
 from perfkit.analyzers import Analysis
+from perfkit.archive import shown_name
 from perfkit.findings import count, number
 
 from . import use
@@ -30,6 +31,9 @@ def _env() -> Environment:
         undefined=StrictUndefined,
         trim_blocks=True,
         lstrip_blocks=True,
+        # every value printed, before escaping: file names that are not UTF-8 as `\\xNN` (Markup is
+        # our own escaped SVG, whose text was made from shown names already)
+        finalize=lambda v: shown_name(v) if isinstance(v, str) and not isinstance(v, Markup) else v,
     )
     env.filters["num"] = number
     env.filters["count"] = count

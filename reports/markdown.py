@@ -7,6 +7,7 @@ import re
 from typing import Any
 
 from perfkit.analyzers import Analysis, is_context
+from perfkit.archive import shown_name
 from perfkit.findings import count, number
 
 from . import use
@@ -16,8 +17,9 @@ _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]<>()#+!|~&])")
 
 
 def esc(text: Any) -> str:
-    """Text from captures, safe in Markdown: no markup, no HTML (GitHub renders raw HTML in .md)."""
-    return _MD_SPECIAL.sub(r"\\\1", str(text)).replace("\n", " ")
+    """Text from captures, safe in Markdown: no markup, no HTML (GitHub renders raw HTML in .md), file
+    names that are not UTF-8 as `\\xNN` (`shown_name`)."""
+    return _MD_SPECIAL.sub(r"\\\1", shown_name(str(text))).replace("\n", " ")
 
 
 def fmt(value: Any) -> str:
@@ -222,4 +224,5 @@ def render(
         out += ["Archive problems:", "", "| file | problem |", "|---|---|"]
         out += [f"| {esc(p['path'])} | {esc(p['reason'])} |" for p in ds.problems]
         out.append("")
-    return "\n".join(out)
+    # a name that reached the text without esc() (a plot title, a finding's own words) still shows as \xNN
+    return shown_name("\n".join(out))

@@ -17,9 +17,11 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
+from matplotlib.text import Text  # noqa: E402
 
 from perfkit.analyzers import Analysis  # noqa: E402
 from perfkit.analyzers import usl as usl_model  # noqa: E402
+from perfkit.archive import shown_name  # noqa: E402
 
 from . import use  # noqa: E402
 
@@ -78,6 +80,9 @@ def all_plots(analysis: Analysis, tl: use.Timeline | None = None) -> list[Plot]:
 
 
 def _png(fig: Figure) -> bytes:
+    # a file name that is not UTF-8 (titles, legends) as \xNN: matplotlib cannot lay out a lone surrogate
+    for text in fig.findobj(Text):
+        text.set_text(shown_name(text.get_text()))
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=90, bbox_inches="tight", metadata={"Software": None})
     plt.close(fig)
@@ -261,7 +266,7 @@ def flame_graphs(ds) -> tuple[list[Flame], str]:
         if not stacks:
             continue
         host = f" on {cap.host}" if cap.host else ""
-        title = f"{cap.kind} {cap.path}{host} ({what})"
+        title = f"{cap.kind} {shown_name(cap.path)}{host} ({what})"  # the SVG is written as UTF-8
         out.append(Flame(f"flame-{i}", title, flamegraph.svg(stacks, title=title), cap.host, cap.path))
     return out, ""
 

@@ -284,9 +284,47 @@ def test_control_characters_in_names_are_refused_and_escaped(box: Sandbox, name:
     assert not any(ord(c) < 0x20 or 0x7F <= ord(c) <= 0x9F for c in msg)
 
 
-def test_name_that_is_not_utf8_is_refused(box: Sandbox) -> None:
-    name = "caf\udce9.log"  # latin-1 byte 0xe9, as tarfile decodes it
-    refused(box, box.tarball([entry(name, b"x")]), name, rule="not valid UTF-8")
+def test_name_that_is_not_utf8_is_read_under_its_shown_name(box: Sandbox) -> None:
+    # a capture named on a Latin-1 host (byte 0xe9, which tarfile decodes as a lone surrogate) is no
+    # attack: one odd name must not refuse the archive; it is extracted and listed as `caf\xe9.log`
+    odd = "run/caf\udce9.log"
+    path = box.tarball(
+        [dirent("run"), entry("run/vmstat.txt", b"ok"), entry(odd, b"data"), entry("run/x\udcff", b"")]
+    )
+    with open_archive(path) as ar:
+        assert ar.files == ["caf\\xe9.log", "vmstat.txt", "x\\xff"]
+        assert (ar.root / "caf\\xe9.log").read_bytes() == b"data" and ar.problems == []
+        assert all(n.isprintable() for n in os.listdir(ar.root))
+    assert box.leftovers() == []
+    assert archive.shown_name(os.fsdecode(b"vmstat_\xff")) == "vmstat_\\xff"
+    assert archive.shown_name("plain/caf\u00e9") == "plain/caf\u00e9"
+
+
+@pytest.mark.parametrize(
+    ("name", "rule"),
+    [
+        ("../caf\udce9", "'..'"),
+        ("caf\udce9\x1b[31m", "control character"),
+        ("/abs/\udcff", "absolute"),
+        ("run/" + "\udcff" * 100, "max_component_len (255)"),  # 100 bytes, 400 once shown as \xff
+    ],
+)
+def test_hostile_names_with_bytes_that_are_not_utf8_are_still_refused(
+    box: Sandbox, name: str, rule: str
+) -> None:
+    refused(box, box.tarball([entry(name, b"x")]), name, rule=rule)
+
+
+def test_name_not_utf8_cannot_collide_with_its_shown_name(box: Sandbox) -> None:
+    # a member literally named like another's shown name has a backslash: refused before any collision
+    path = box.tarball([entry("caf\udce9.log", b"a"), entry("caf\\xe9.log", b"b")])
+    refused(box, path, "caf\\xe9.log", rule="backslash in name")
+
+
+def test_manifest_record_not_utf8_is_still_refused(box: Sandbox) -> None:
+    manifest = {"format_version": 1, "captures": [{"path": "caf\udce9.log", "kind": "vmstat"}]}
+    path = box.tarball([entry("manifest.json", json.dumps(manifest).encode())])
+    refused(box, path, None, rule="not valid UTF-8")
 
 
 def test_4kb_name_is_refused(box: Sandbox) -> None:

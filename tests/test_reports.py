@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
+from perfkit.cli import main
 from perfkit.pipeline import analyze_path, write_reports
 from perfkit.reports import html as html_report
 from perfkit.reports import markdown, use
@@ -170,3 +174,30 @@ def test_flame_graph_section_degrades_without_the_renderer(tmp_path: Path, monke
     assert 'id="flame-graphs"' in page and "<svg" not in page and "not installed" in page
     assert not list((out / "plots").glob("*.svg"))
     assert "not installed" in (out / "report.md").read_text()
+
+
+@pytest.mark.parametrize("packed", [False, True], ids=["directory", "tar.gz"])
+def test_file_name_not_utf8_is_read_and_shown_escaped(tmp_path: Path, packed: bool) -> None:
+    # a vmstat capture named b"vmstat_\xff" (not UTF-8): matplotlib crashed drawing it in a title, and
+    # a .tar.gz holding it was refused whole; now it is read, and shown as `vmstat_\xff` everywhere
+    run = tmp_path / "run"
+    run.mkdir()
+    shutil.copy(FIXTURES / "vmstat" / "procps-4.0.2-t.txt", os.fsencode(run) + b"/vmstat_\xff")
+    shutil.copy(FIXTURES / "sweep" / "seed002-qps-p95.txt", run / "sweep.csv")
+    target = run
+    if packed:
+        target = tmp_path / "run.tar.gz"
+        subprocess.run(["tar", "czf", str(target), "-C", str(tmp_path), "run"], check=True)
+    out = tmp_path / "out"
+    res = CliRunner().invoke(main, ["analyze", str(target), "-o", str(out)], catch_exceptions=False)
+    assert res.exit_code == 0, res.output
+    assert "2 captures read, 0 not read" in res.output
+    doc = json.loads((out / "findings.json").read_text(encoding="utf-8"))
+    [vm] = [p for p in doc["inputs"]["parsed"] if p["kind"] == "vmstat"]
+    assert (vm["path"], vm["rows"]) == ("vmstat_\\xff", 4)  # since-boot row + 3
+    page = (out / "report.html").read_text(encoding="utf-8")
+    assert "vmstat_\\xff" in page and "\ufffd" not in page
+    assert "vmstat\\_\\\\xff" in (out / "report.md").read_text(encoding="utf-8")  # Markdown-escaped
+    assert (out / "plots" / "vmstat-0.png").stat().st_size > 1000  # its title drawn
+    res = CliRunner().invoke(main, ["analyze", str(target), "--json"], catch_exceptions=False)
+    assert res.exit_code == 0 and '"path": "vmstat_\\\\xff"' in res.stdout
