@@ -24,6 +24,7 @@ import click
 from perfkit import __version__
 from perfkit.archive import check_new_output
 from perfkit.errors import PerfkitError
+from perfkit.findings import count
 
 EXIT_ERROR = 1
 EXIT_FINDINGS = 4
@@ -754,15 +755,17 @@ def _sweep(kw: dict[str, Any], db: Any, runner: Any, record: dict[str, Any], *, 
             f"{st.name:8s} {st.threads:7d} {st.time_s:4d}s {tps:>10s} {st.status:12s} {_printable(st.reason)}"
         )
     why = _printable(result.manifest["sweep"]["stopped_because"])
-    click.echo(f"{len(result.steps)} steps; stopped: {why}")
+    click.echo(f"{count(len(result.steps), 'step')}; stopped: {why}")
     click.echo(f"{result.manifest['status']}: wrote {result.path} in {result.wall_s:.0f}s")
+    complete = True
     if not kw["no_report"] and any(st.status in ("ok", "degraded") for st in result.steps):
-        _report_beside(result.path)
+        complete = _report_beside(result.path)
     if cleanup_failed:
         click.echo(f"warning: --cleanup failed: {_printable(cleanup_failed)}", err=True)
         # a complete sweep whose tables were not dropped is partial; a worse status stays
         sys.exit(session.EXIT_PARTIAL if result.exit_code == session.EXIT_OK else result.exit_code)
-    sys.exit(result.exit_code)
+    # the run's own outcome first; a complete run whose report lacks a failed rule's say is incomplete
+    sys.exit(result.exit_code if result.exit_code != session.EXIT_OK or complete else EXIT_INCOMPLETE)
 
 
 @contextlib.contextmanager
@@ -813,8 +816,9 @@ def _db_target(kw: dict[str, Any]) -> Any:
     )
 
 
-def _report_beside(archive: Path) -> None:
-    """Analyze a fresh archive and write its report into `<archive>-report/`."""
+def _report_beside(archive: Path) -> bool:
+    """Analyze a fresh archive and write its report into `<archive>-report/`; False when a rule
+    failed (the report says which)."""
     from perfkit.pipeline import analyze_path, summary_lines, write_reports
 
     name = archive.name.removesuffix(".tar.gz").removesuffix(".tgz")
@@ -823,11 +827,12 @@ def _report_beside(archive: Path) -> None:
         analysis = analyze_path(archive)
     except PerfkitError as exc:
         click.echo(f"report: not written: {exc}", err=True)
-        return
+        return True  # the archive is the run's result; why its report is missing was said
     written = write_reports(analysis, outdir)
     for line in summary_lines(analysis):
         click.echo(line)
     click.echo("wrote " + ", ".join(str(p) for p in written))
+    return analysis.complete
 
 
 def _targets(

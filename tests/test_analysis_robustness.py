@@ -12,7 +12,10 @@ import math
 import os
 import shutil
 import signal
+import subprocess
+import threading
 import time
+import uuid
 from pathlib import Path
 
 import pytest
@@ -30,6 +33,7 @@ from perfkit.parsers import sweep as sweep_parser
 from perfkit.pipeline import analyze_path, summary_lines, write_reports
 
 from .conftest import FIXTURES, ROOT
+from .test_run_robustness import scratch  # noqa: F401 - a fixture
 
 EXAMPLE = ROOT / "examples" / "seed000-tidb-write-only.tar.gz"
 SB = FIXTURES / "sysbench"
@@ -404,3 +408,90 @@ def test_the_example_still_reads_as_before() -> None:
     assert math.isclose(result.sweep.peak.tps, 949.3, rel_tol=0.01)
     with open_archive(EXAMPLE) as ar:
         assert len(load_dataset(ar).of("sysbench")) == 7
+
+
+# ---------------------------------------------------------------- the real thing (lab)
+
+
+@pytest.mark.lab
+def test_a_step_whose_server_connections_died_is_left_out_of_the_report(scratch, tmp_path: Path) -> None:  # noqa: F811
+    """A real sweep: the 2-thread step's connections are killed mid-step (what a crashed or restarted
+    server does to them); the report's peak and knee come from the steps that ran."""
+    from .test_run_robustness import load_tables, mariadb, perfkit_run
+
+    db, make_user = scratch
+    password = "pk-" + uuid.uuid4().hex
+    name = make_user(password)
+    load_tables(db, 1, 2000)
+    stop, killed = threading.Event(), []
+
+    def kill_the_second_step() -> None:
+        # 1 thread + the DB sampler = 2 connections; the 2-thread step is the first with 3
+        while not stop.is_set() and not killed:
+            ids = mariadb(f"SELECT id FROM information_schema.processlist WHERE user = '{name}'").split()
+            if len(ids) >= 3:
+                for i in ids:
+                    # one may have closed meanwhile: KILL of a gone id is an error, not a kill
+                    subprocess.run(
+                        ["mariadb", "-e", f"KILL CONNECTION {int(i)}"], capture_output=True, timeout=30
+                    )
+                killed.extend(ids)
+            stop.wait(0.2)
+
+    killer = threading.Thread(target=kill_the_second_step, daemon=True)
+    killer.start()
+    try:
+        out = tmp_path / "run"
+        proc = perfkit_run(
+            name,
+            password,
+            db,
+            out,
+            "--table-size",
+            "2000",
+            "--threads",
+            "1,2,4",
+            "--time",
+            "4",
+            "--on-failure",
+            "continue",
+        )
+    finally:
+        stop.set()
+        killer.join(10)
+    assert killed, proc.stdout + proc.stderr
+    steps = {s["name"]: s for s in json.loads((out / "manifest.json").read_text())["sweep"]["steps"]}
+    assert steps["t0002"]["status"] == "failed", steps
+    assert steps["t0001"]["status"] in ("ok", "degraded") and steps["t0004"]["status"] in ("ok", "degraded")
+    assert "Traceback" not in proc.stdout + proc.stderr
+    doc = json.loads((tmp_path / "run-report" / "findings.json").read_text())
+    assert [s["threads"] for s in doc["sweep"]["steps"]] == [1, 4]
+    assert doc["sweep"]["peak"]["threads"] in (1, 4)
+    assert [(e["source"], e["status"]) for e in doc["excluded_steps"]] == [
+        ("load/t0002/sysbench.out", "failed")
+    ]
+    assert "left out of the sweep: load/t0002/sysbench.out (2 threads): failed: MySQL error" in proc.stdout
+
+
+@pytest.mark.lab
+def test_a_run_whose_report_lost_a_rule_exits_5(
+    scratch,  # noqa: F811 - the fixture imported above
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from .test_run_robustness import load_tables
+
+    db, make_user = scratch
+    password = "pk-" + uuid.uuid4().hex
+    name = make_user(password)
+    load_tables(db, 1, 2000)
+    real = analyzers.rules()
+    monkeypatch.setattr(analyzers, "rules", lambda: {**real, "sweep.knee": _boom})
+    out = tmp_path / "run"
+    args = ["run", "sysbench", "--mysql-user", name, "--mysql-db", db, "--table-size", "2000"]
+    args += ["--threads", "1,2", "--time", "2"]
+    args += ["--cooldown-max", "0", "--profile", "minimal", "-o", str(out)]
+    cli = CliRunner().invoke(main, args, env={"PERFKIT_MYSQL_PASSWORD": password})
+    assert cli.exit_code == EXIT_INCOMPLETE, cli.output
+    assert "complete: wrote" in cli.output and "rule sweep.knee failed: ZeroDivisionError" in cli.output
+    assert (tmp_path / "run-report" / "report.html").exists()
