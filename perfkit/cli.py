@@ -3,8 +3,9 @@
 Exit codes: 0 success; 1 an error perfkit reports (bad input, unreadable archive, invalid config,
 every host failed); 2 usage error (click); 3 `collect` or `run` finished partially (a host, capture or
 step failed; the archive holds the rest), or `run --cleanup` failed after a complete sweep; 4 `analyze
---fail-on` found findings at or above the given severity; 130 interrupted (the archive is still
-written, marked interrupted; `run` interrupted before its first step writes none).
+--fail-on` found findings at or above the given severity; 5 the analysis is incomplete (a rule
+raised; the report was written and names it); 130 interrupted (the archive is still written, marked
+interrupted; `run` interrupted before its first step writes none).
 Ctrl-C, SIGTERM and SIGHUP all stop a run cleanly: 130, not 128+signal (perfkit does not die of it).
 """
 
