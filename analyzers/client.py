@@ -25,7 +25,7 @@ import pandas as pd
 
 from perfkit.config import Thresholds
 from perfkit.dataset import Capture, Dataset
-from perfkit.findings import Finding, Skipped
+from perfkit.findings import Finding, Skipped, count
 
 RULE = "client.saturated"
 LOAD_KINDS = ("sysbench", "goycsb", "gotpc")
@@ -167,7 +167,11 @@ def _finding(hot: list[_Step], judged: list[_Step], lim: dict[str, Any]) -> Find
     proc_bound = _process_bound(first, lim)
     host_bound = _host_bound(first, lim)
     tool = {"sysbench": "sysbench", "goycsb": "go-ycsb", "gotpc": "go-tpc"}[first.kind]
-    at = f"at {first.threads} threads" if first.threads else (f"in step {first.step}" if first.step else "")
+    at = (
+        f"at {count(first.threads, 'thread')}"
+        if first.threads
+        else (f"in step {first.step}" if first.step else "")
+    )
     parts = []
     if first.idle_pct is not None:
         parts.append(f"CPU idle {first.idle_pct:.0f}%")

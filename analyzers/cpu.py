@@ -17,7 +17,7 @@ import pandas as pd
 
 from perfkit.config import Thresholds
 from perfkit.dataset import Capture, Dataset
-from perfkit.findings import Finding, Skipped
+from perfkit.findings import Finding, Skipped, count
 
 from .io import plain
 
@@ -64,7 +64,7 @@ def _step_label(step: str | None, steps: dict[str, Any]) -> str:
     if step is None:
         return "the capture"
     s = steps.get(step)
-    return f"{step} ({s.threads} threads)" if s is not None else step
+    return f"{step} ({count(s.threads, 'thread')})" if s is not None else step
 
 
 def _mpstat_idle(ds: Dataset, cap: Capture, rows: pd.DataFrame) -> pd.Series | None:
@@ -451,13 +451,13 @@ def context_switches(ds: Dataset, sweep: Any, th: Thresholds) -> list[Finding] |
             ev["top_switcher_cs_per_s"] = top[0][2]
             ev["top_switchers"] = ", ".join(f"{c} ({p}): {v:.0f}/s" for c, p, v in top)
         why = (
-            f"{at['per_txn']:.0f} context switches per transaction at {at['step'].threads} threads "
+            f"{at['per_txn']:.0f} context switches per transaction at {count(at['step'].threads, 'thread')} "
             f"({at['cs']:.0f}/s for {at['step'].tps:.1f} {metric})"
         )
         if grows:
             why += (
                 f", {growth:.1f}x the {first['per_txn']:.0f} per transaction at "
-                f"{first['step'].threads} threads"
+                f"{count(first['step'].threads, 'thread')}"
             )
         out.append(
             Finding(

@@ -24,7 +24,7 @@ import numpy as np
 
 from perfkit.config import Thresholds
 from perfkit.dataset import Dataset
-from perfkit.findings import Finding, Skipped
+from perfkit.findings import Finding, Skipped, count
 
 RULE = "rt.localized"
 
@@ -123,7 +123,7 @@ def localized(ds: Dataset, sweep: Any, th: Thresholds) -> list[Finding] | Skippe
         return []
     b = levels[-1]
     if a >= b:
-        return Skipped(RULE, f"no load level with every tier's RT past the knee ({a} threads)")
+        return Skipped(RULE, f"no load level with every tier's RT past the knee ({count(a, 'thread')})")
     own = {n: _own(tiers, n) for n in levels}
     growth = [own[b][i] - own[a][i] for i in range(len(tiers))]
     total = outer.rt_ms[b] - outer.rt_ms[a]

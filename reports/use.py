@@ -33,6 +33,7 @@ from typing import Any
 import pandas as pd
 
 from perfkit.dataset import Capture, Dataset
+from perfkit.findings import count
 
 IDLE_IOPS = 1.0  # mean r/s + w/s below this: the device did no work worth a row
 IDLE_KB_S = 1.0  # mean rx + tx kB/s below this: an unused interface
@@ -333,7 +334,7 @@ def use_tables(rows: list[UseRow]) -> list[UseTable]:
 def _column(step: str | None, threads: int | None) -> str:
     if step is None:
         return "whole capture"
-    return f"{threads} threads ({step})" if threads is not None else step
+    return f"{count(threads, 'thread')} ({step})" if threads is not None else step
 
 
 def fmt_cell(cell: tuple[float, float] | None) -> str:
