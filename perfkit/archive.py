@@ -213,6 +213,12 @@ def shown_name(name: str) -> str:
     return "".join(f"\\x{ord(c) - 0xDC00:02x}" if 0xDC80 <= ord(c) <= 0xDCFF else c for c in name)
 
 
+def printable(text: str) -> str:
+    """Text from hosts or captures fit for a terminal: names that are not UTF-8 as `\\xNN`
+    (shown_name), control characters (ESC sequences in a file name) escaped, never executed."""
+    return "".join(ch if ch.isprintable() else repr(ch)[1:-1] for ch in shown_name(text))
+
+
 def _show(name: str) -> str:
     """A member name fit for a terminal or log line: quoted, control characters escaped, bounded."""
     if len(name) > 200:

@@ -23,7 +23,7 @@ from typing import Any
 import click
 
 from perfkit import __version__
-from perfkit.archive import check_new_output
+from perfkit.archive import check_new_output, printable
 from perfkit.errors import PerfkitError
 from perfkit.findings import count
 
@@ -52,7 +52,7 @@ class _Fail(click.ClickException):
     exit_code = EXIT_ERROR
 
     def format_message(self) -> str:
-        return _printable(self.message)
+        return printable(self.message)
 
 
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
@@ -741,7 +741,7 @@ def _sweep(kw: dict[str, Any], db: Any, runner: Any, record: dict[str, Any], *, 
         opts=opts,
         db=None if kw["no_db_sampler"] else db,
         plan_record=record,
-        progress=lambda msg: click.echo(_printable(msg), err=True),
+        progress=lambda msg: click.echo(printable(msg), err=True),
     )
     cleanup_failed = ""
     if kw["cleanup"] and result.manifest["status"] != "interrupted":
@@ -753,16 +753,16 @@ def _sweep(kw: dict[str, Any], db: Any, runner: Any, record: dict[str, Any], *, 
     for st in result.steps:
         tps = f"{st.tps:,.1f}" if st.tps is not None else "-"
         click.echo(
-            f"{st.name:8s} {st.threads:7d} {st.time_s:4d}s {tps:>10s} {st.status:12s} {_printable(st.reason)}"
+            f"{st.name:8s} {st.threads:7d} {st.time_s:4d}s {tps:>10s} {st.status:12s} {printable(st.reason)}"
         )
-    why = _printable(result.manifest["sweep"]["stopped_because"])
+    why = printable(result.manifest["sweep"]["stopped_because"])
     click.echo(f"{count(len(result.steps), 'step')}; stopped: {why}")
     click.echo(f"{result.manifest['status']}: wrote {result.path} in {result.wall_s:.0f}s")
     complete = True
     if not kw["no_report"] and any(st.status in ("ok", "degraded") for st in result.steps):
         complete = _report_beside(result.path)
     if cleanup_failed:
-        click.echo(f"warning: --cleanup failed: {_printable(cleanup_failed)}", err=True)
+        click.echo(f"warning: --cleanup failed: {printable(cleanup_failed)}", err=True)
         # a complete sweep whose tables were not dropped is partial; a worse status stays
         sys.exit(session.EXIT_PARTIAL if result.exit_code == session.EXIT_OK else result.exit_code)
     # the run's own outcome first; a complete run whose report lacks a failed rule's say is incomplete
@@ -879,11 +879,6 @@ def _time_zone(value: str) -> str:
         raise click.BadParameter(str(exc), param_hint="--tz") from None
 
 
-def _printable(text: str) -> str:
-    """Control characters from hosts or captures shown escaped, never sent to the terminal."""
-    return "".join(ch if ch.isprintable() else repr(ch)[1:-1] for ch in text)
-
-
 class _LiveStatus:
     """Redraws one status line on a terminal; elsewhere (logs, CI) prints one every 10 seconds."""
 
@@ -904,5 +899,5 @@ class _LiveStatus:
     def message(self, line: str) -> None:
         """A line that stays (a host finished): clears the status line first on a terminal."""
         if line or self.tty:
-            self.stream.write(("\r\x1b[2K" if self.tty else "") + _printable(line) + ("\n" if line else ""))
+            self.stream.write(("\r\x1b[2K" if self.tty else "") + printable(line) + ("\n" if line else ""))
             self.stream.flush()

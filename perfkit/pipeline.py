@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from perfkit.analyzers import Analysis, analyze
-from perfkit.archive import open_archive
+from perfkit.archive import open_archive, printable
 from perfkit.config import load_thresholds, time_zone
 from perfkit.dataset import Capture, Dataset, load_dataset
 from perfkit.errors import AnalysisError
@@ -129,9 +129,4 @@ def summary_lines(analysis: Analysis) -> list[str]:
         lines.append(f"not read: {u['path']}: {u['reason']}")
     for p in ds.problems:  # the manifest and the files disagree: listed but absent, size or hash wrong
         lines.append(f"archive problem: {p['path']}: {p['reason']}")
-    return [_printable(line) for line in lines]
-
-
-def _printable(text: str) -> str:
-    """Control characters from captures (ESC sequences in file names) shown escaped, never executed."""
-    return "".join(ch if ch.isprintable() else repr(ch)[1:-1] for ch in text)
+    return [printable(line) for line in lines]

@@ -495,3 +495,15 @@ def test_a_run_whose_report_lost_a_rule_exits_5(
     assert cli.exit_code == EXIT_INCOMPLETE, cli.output
     assert "complete: wrote" in cli.output and "rule sweep.knee failed: ZeroDivisionError" in cli.output
     assert (tmp_path / "run-report" / "report.html").exists()
+
+
+def test_a_name_that_is_not_utf8_is_shown_escaped_on_the_terminal(tmp_path: Path) -> None:
+    # a directory input keeps the name as the file system gives it (a lone surrogate); the summary
+    # line must show `\xfe` as the report does, not `\udcfe`
+    (tmp_path / "sweep.csv").write_text("threads,tps\n1,100\n2,190\n4,200\n")
+    with open(os.fsencode(tmp_path) + b"/junk_\xfe", "wb") as fh:
+        fh.write(b"nothing any parser reads\n")
+    cli = CliRunner().invoke(main, ["analyze", str(tmp_path)])
+    assert cli.exit_code == 0, cli.output
+    assert "not read: junk_\\xfe: no parser recognises this format" in cli.output
+    assert "udcfe" not in cli.output
