@@ -7,7 +7,7 @@ from pathlib import Path
 from perfkit.analyzers import Analysis, analyze
 from perfkit.archive import open_archive, printable
 from perfkit.config import load_thresholds, time_zone
-from perfkit.dataset import Capture, Dataset, load_dataset
+from perfkit.dataset import Capture, load_dataset
 from perfkit.errors import AnalysisError
 from perfkit.findings import count, number
 from perfkit.reports import findings_json, html, markdown, use
@@ -34,7 +34,6 @@ def analyze_path(
     tier_capture = _tiers_capture(tiers) if tiers is not None else None
     with open_archive(source) as archive:
         ds = load_dataset(archive, tz=tz)
-        _claim_tier_tables(ds, archive.root, set(archive.records))
     if tier_capture is not None:
         ds.captures.append(tier_capture)
     if not ds.captures:
@@ -48,28 +47,6 @@ def _tiers_capture(path: Path) -> Capture:
     from perfkit.parsers import tiers as tiers_parser
 
     return Capture(path=str(path), kind="tiers", host=None, step=None, frame=tiers_parser.parse(path))
-
-
-def _claim_tier_tables(ds: Dataset, root: Path, recorded: set[str]) -> None:
-    """A tiers CSV with a `tps` column also looks like a sweep table to the sweep parser's sniff, and
-    sniffing settles ties by name; a sniffed "sweep" whose header names tiers is re-read as tiers, so a
-    `tiers.csv` in a foreign archive neither goes unread nor becomes a bogus sweep."""
-    from perfkit.errors import ParseError
-    from perfkit.parsers import tiers as tiers_parser
-    from perfkit.parsers._common import head
-
-    kept: list[Capture] = []
-    for cap in ds.captures:
-        if cap.kind != "sweep" or cap.path in recorded or not tiers_parser.sniff(head(root / cap.path)):
-            kept.append(cap)
-            continue
-        try:
-            frame = tiers_parser.parse(root / cap.path, host=cap.host)
-        except ParseError as exc:
-            ds.unparsed.append({"path": cap.path, "reason": f"tiers: line {exc.line_no}: {exc.reason}"})
-            continue
-        kept.append(Capture(path=cap.path, kind="tiers", host=cap.host, step=cap.step, frame=frame))
-    ds.captures[:] = kept
 
 
 def write_reports(analysis: Analysis, outdir: Path) -> list[Path]:
