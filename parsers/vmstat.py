@@ -1,23 +1,46 @@
-"""vmstat: procps `vmstat [-t] [-w] [-n] INTERVAL [COUNT]`.
+"""vmstat: procps `vmstat [-t] [-w] [-n] [-a] INTERVAL [COUNT]`, one run or several in one file.
 
 Reads procps-ng 3.3 and 4.0 output, narrow or wide (`-w`), with or without the `gu` column
 (procps 4 prints it in wide mode), with or without `-t` timestamps (`2026-11-22 08:10:06`, wall
 clock of the host: the zone on the second header line is only an abbreviation, so the zone comes
-from `tz`). The header may repeat every screenful; repeats are skipped.
+from `tz`), with buff/cache or (`-a`) inact/active.
 
-Columns: timestamp (UTC), host, since_boot (the first row after the first header is the average
-since boot), then vmstat's own names, which every reader knows: r, b (tasks), swpd, free, buff,
-cache (KiB as vmstat prints by default), si, so, bi, bo (per second), in, cs (per second),
-us, sy, id, wa, st, gu (percent of CPU time). A column the version does not print is NA.
+Columns: timestamp (UTC), host, since_boot (the first row of each run is the average since boot),
+then vmstat's own names, which every reader knows: r, b (tasks), swpd, free, buff, cache, inact,
+active (KiB as vmstat prints by default), si, so, bi, bo (per second), in, cs (per second),
+us, sy, id, wa, st, gu (percent of CPU time). A column the run does not print is NA (buff and
+cache in a `-a` run, inact and active in any other, gu before procps 4 -w), never 0.
 Tested on: tests/fixtures/vmstat/ (see README.md there).
 
-Fast path (`_parse_regular`, paths and text): a capture that is exactly vmstat's own output (its
-first two lines the header, repeats of that same header pair, rows of digits and blanks ending with
-a `YYYY-MM-DD HH:MM:SS` stamp, perhaps one cut-off row at the end) is read in 1 MB blocks: the header
-pairs are cut out with `bytes.replace`, numpy checks that every stamp is in place, and the rows go to
-pandas' C reader with the stamps' `-` and `:` deleted (two more integers, YYYYMMDD and HHMMSS).
-Anything else (blank or foreign lines, a changed header, a malformed row, a minus sign, CR line
-ends, an invalid date, a stream) goes to the line walk, which also names the first bad line.
+Runs: a file may hold several runs (a script appending `vmstat 1 5` then `vmstat -a 1 5`, or the
+same command twice). Each run keeps its own columns for its own rows, and its first row is flagged
+since_boot. What the text shows (procps-ng 3.3 and 4.0 vmstat.c): a run prints its header pair, the
+since-boot row, then one row per INTERVAL (after `sleep`, so a run's stamps move on by at least a
+second), and prints the pair again before sample i when i % height == 0, where height is the rows of
+the terminal on stdout minus 3, 21 when stdout is no terminal (a file, a pipe, ssh without a tty:
+how captures are taken); never with -n. So a header pair starts a new run when
+  - it differs from the run's own (its `procs` line or column names: -a, -w, -t, gu), or
+  - it follows a block of other than 21 rows since the run's last header pair (a repeat comes
+    after exactly 21), or
+  - with -t, the row after it is stamped no later than the row before it.
+Otherwise it is vmstat's own repeat and skipped. Undecidable from the text, and read as said:
+a run of exactly 21·k rows followed at once by the same command (without -t, or when the next
+run's first row falls in a later second: read as one run, its since-boot row a sample); vmstat on
+a terminal of another height (a `script` log, a pasted screen) repeats every rows−3 rows, which is
+`vmstat 1 rows−3` run again: each screenful's first row is flagged since_boot; `-y` (no since-boot
+row) prints the same header: its first row is flagged, and its first repeat, after 20 rows, reads as
+a new run; a wall clock set back (DST's end) just across a repeated header reads as a new run.
+
+Fast path (`_parse_regular`, paths and text): a capture that is exactly one run of vmstat's own
+output (its first two lines the header, repeats of that same header pair every 21 rows, rows of
+digits and blanks ending with a `YYYY-MM-DD HH:MM:SS` stamp that moves on across each repeat, perhaps
+one cut-off row at the end) is read in 1 MB blocks: numpy finds the line ends, and so the header
+pairs and the rows between them, the pairs are cut out with `bytes.replace`, numpy checks that every
+stamp is in place, and the rows go to pandas' C reader with the stamps' `-` and `:` deleted (two
+more integers, YYYYMMDD and HHMMSS).
+Anything else (blank or foreign lines, a changed header, another run, a malformed row, a minus
+sign, CR line ends, an invalid date, a stream) goes to the line walk, which also names the first
+bad line.
 """
 
 from __future__ import annotations
@@ -43,6 +66,8 @@ COUNTS = (
     "free",
     "buff",
     "cache",
+    "inact",
+    "active",
     "si",
     "so",
     "bi",
@@ -63,8 +88,8 @@ SCHEMA: dict[str, str] = {
     **{c: "Int64" for c in COUNTS},
 }
 _REQUIRED = {"r", "b", "swpd", "free", "si", "so", "bi", "bo", "in", "cs", "us", "sy", "id"}
-# `vmstat -a` prints inact/active instead of buff/cache: known, not in the schema.
-_KNOWN_EXTRA = {"inact", "active"}
+# vmstat reprints its header pair before every 21st row when stdout is no terminal (module docstring)
+_HEADER_EVERY = 21
 CHUNK_ROWS = 65536  # sample rows read at once
 # Bytes the C reader is trusted on (see _Chunks): anything else goes row by row.
 _TRUSTED = b"0123456789 \n:-"
@@ -72,6 +97,7 @@ _BLOCK_BYTES = 1 << 20  # read at once by the fast path: bounds memory, amortise
 # The `-t` stamp with the blank before it, as the last 20 bytes of a row: where its separators and
 # digits are.
 _STAMP_AT = np.arange(-20, 0)
+_NEWLINE = ord("\n")
 _STAMP_SEPS = np.array([0, 5, 8, 11, 14, 17])
 _STAMP_SEP_BYTES = np.frombuffer(b" -- ::", dtype=np.uint8)
 _STAMP_DIGITS = np.array([i for i in range(20) if i not in _STAMP_SEPS])
@@ -122,6 +148,11 @@ def _parse_lines(source: Source, host: str | None, tz: str) -> pd.DataFrame:
     width = -1
     pending: tuple[int, str] | None = None  # a malformed row: fatal unless it is the last line
     last_line = 0  # the last non-blank line
+    procs: list[str] | None = None  # the last `procs` header line
+    run: tuple[list[str] | None, list[str]] | None = None  # the run's header pair (zone left out)
+    header_row = 0  # rows before the last header pair
+    runs: list[int] = []  # the first row of each run
+    maybe: list[int] = []  # rows after a repeat-like header in a -t run: a run if not stamped later
     buf, line_nos = chunks.buf, chunks.line_nos
     for line_no, line in lines:
         tokens = line.split()
@@ -139,27 +170,33 @@ def _parse_lines(source: Source, host: str | None, tz: str) -> pd.DataFrame:
             raise lines.error(*pending, "malformed vmstat row")
         last_line = line_no
         if _is_procs(tokens):
-            has_time = _has_time(tokens)
+            procs, has_time = tokens, _has_time(tokens)
             continue
         if tokens[:2] == ["r", "b"]:
             names = _names(tokens, has_time)
             missing = sorted(_REQUIRED - set(names))
             if missing:
                 chunks.flush()
-                foreign = [n for n in names if n not in COUNTS and n not in _KNOWN_EXTRA]
+                foreign = _unknown(names)
                 raise lines.error(
                     line_no,
                     line,
                     f"vmstat header lacks {', '.join(missing)} (has "
                     f"{', '.join(foreign) or 'nothing else'}): capture not taken under LC_ALL=C",
                 )
-            if columns is None:
-                unknown = _unknown(names)
+            unknown += [n for n in _unknown(names) if n not in unknown]
             if names != columns or width != len(names) + (2 if has_time else 0):
                 chunks.flush()  # rows so far have the old layout
             columns = names
             width = len(columns) + (2 if has_time else 0)
-            chunks.layout(len(columns), has_time)
+            chunks.layout(columns, has_time)
+            row = chunks.rows
+            if (procs, names) != run or row - header_row != _HEADER_EVERY:  # the module docstring's rule
+                runs.append(row)
+                run = (procs, names)
+            elif has_time:
+                maybe.append(row)
+            header_row = row
             continue
         if columns is None:
             raise lines.error(
@@ -182,15 +219,16 @@ def _parse_lines(source: Source, host: str | None, tz: str) -> pd.DataFrame:
         df = empty_frame(SCHEMA)
         df.attrs.update(dropped_lines=dropped, unknown_columns=unknown)
         return df
-    arr = chunks.numbers()
-    n = len(arr)
-    data: dict[str, object] = {name: arr[:, i] for name, i in _counts_at(columns).items()}
+    n = chunks.rows
+    data: dict[str, object] = chunks.columns(n)
     data["host"] = pd.array([host] * n, dtype="string")
-    data["since_boot"] = np.arange(n) == 0
-    if has_time:
-        data["timestamp"] = (
-            chunks.stamps().dt.tz_localize(tz, ambiguous="NaT", nonexistent="NaT").dt.tz_convert("UTC")
-        )
+    since_boot = np.zeros(n, dtype=bool)
+    since_boot[[k for k in runs if k < n]] = True
+    if any(timed for _, timed in chunks.layouts):
+        stamps = chunks.stamps()  # naive wall clock, as printed
+        since_boot[[k for k in maybe if k < n and stamps[k] <= stamps[k - 1]]] = True
+        data["timestamp"] = stamps.dt.tz_localize(tz, ambiguous="NaT", nonexistent="NaT").dt.tz_convert("UTC")
+    data["since_boot"] = since_boot
     df = coerce(pd.DataFrame(data), SCHEMA)
     df.attrs.update(dropped_lines=dropped, unknown_columns=unknown)
     return df
@@ -212,7 +250,7 @@ def _names(header: list[str], has_time: bool) -> list[str]:
 
 
 def _unknown(names: list[str]) -> list[str]:
-    return [n for n in names if n not in COUNTS and n not in _KNOWN_EXTRA]
+    return [n for n in names if n not in COUNTS]
 
 
 def _counts_at(names: list[str]) -> dict[str, int]:
@@ -249,9 +287,11 @@ def _parse_regular(source: str | Path, host: str | None, tz: str) -> pd.DataFram
         procs = parts[0] + b"\n"
         head = procs + parts[1] + b"\n"  # the header pair, at the start of a block
         n = 0
+        since = 0  # rows since the last header pair: vmstat repeats it after _HEADER_EVERY
+        last_header = 0  # rows before the last header pair
         tail = b""  # a cut-off last line
         held = b""  # a `procs` line that ended a block: it goes with the header line in the next
-        for data in itertools.chain([first], blocks):
+        for data in itertools.chain([first[len(head) :]], blocks):
             if held:
                 data, held = held + data, b""
             if not data.endswith(b"\n"):
@@ -259,12 +299,35 @@ def _parse_regular(source: str | Path, host: str | None, tz: str) -> pd.DataFram
                 data, tail = data[:cut], data[cut:]
             elif data == procs or data.endswith(b"\n" + procs):
                 data, held = data[: -len(procs)], procs
+            # where the header pairs are, by line: a `procs` line is the only one starting with its byte
+            # (a row starts with a blank or a digit; a `-` one is no repeat, see the byte count below)
+            buf = np.frombuffer(data, dtype=np.uint8)
+            ends = np.flatnonzero(buf == _NEWLINE)  # the data ends with a line end
+            heads = np.flatnonzero(buf[ends[:-1] + 1] == procs[0]) + 1
+            if data[:1] == procs[:1]:
+                heads = np.insert(heads, 0, 0)
+            if len(heads):
+                if heads[-1] + 1 >= len(ends):
+                    return None
+                if since + heads[0] != _HEADER_EVERY or (np.diff(heads) != _HEADER_EVERY + 2).any():
+                    return None  # a header pair that is no repeat of vmstat's: another run
+                last_header = n + int(heads[0]) + _HEADER_EVERY * (len(heads) - 1)
+                since = len(ends) - int(heads[-1]) - 2
+            else:
+                since += len(ends)
             body = data.replace(b"\n" + head, b"\n")
             if body.startswith(head):
                 body = body[len(head) :]
+            if len(data) - len(body) != len(head) * len(heads):
+                return None  # a line taken for a header pair above that is none
             if not body:  # nothing but header pairs
                 continue
-            got = _read_block(body, ncols, has_time)
+            rows_at = None
+            if has_time:  # the rows' line ends in `data`, for the stamp checks
+                keep = np.ones(len(ends), dtype=bool)
+                keep[heads] = keep[heads + 1] = False
+                rows_at = (buf, ends[keep], np.diff(ends, prepend=-1)[keep])
+            got = _read_block(body, ncols, rows_at)
             if got is None:
                 return None
             values, when = got
@@ -281,6 +344,10 @@ def _parse_regular(source: str | Path, host: str | None, tz: str) -> pd.DataFram
     for arr in (*out.values(), stamps):
         arr.resize(n, refcheck=False)  # no views of these arrays exist yet
     if has_time:
+        # rows after a repeat (every 21st): one stamped no later than the row before starts a new run
+        after = np.arange(_HEADER_EVERY, min(last_header, n - 1) + 1, _HEADER_EVERY)
+        if (stamps[after] <= stamps[after - 1]).any():
+            return None
         naive = pd.DatetimeIndex(stamps.view("M8[ns]"), copy=False)
         timestamp = naive.tz_localize(tz, ambiguous="NaT", nonexistent="NaT").tz_convert("UTC").array
     else:
@@ -334,14 +401,17 @@ def _regular_layout(procs: bytes, header: bytes) -> tuple[list[str], bool] | Non
     return names, has_time
 
 
-def _read_block(body: bytes, ncols: int, has_time: bool) -> tuple[np.ndarray, np.ndarray | None] | None:
+def _read_block(
+    body: bytes, ncols: int, rows_at: tuple[np.ndarray, np.ndarray, np.ndarray] | None
+) -> tuple[np.ndarray, np.ndarray | None] | None:
     """Rows of a block (whole lines) -> (int64 matrix, naive stamps in ns); None when any row is not
-    plainly `ncols` integers (and a stamp)."""
+    plainly `ncols` integers (and a stamp, with `rows_at`: see `_stamped_rows`)."""
+    has_time = rows_at is not None
     width = ncols + (2 if has_time else 0)
     if len(body[: body.index(b"\n")].split()) != width:
         return None  # with sep=" " pandas would cut a first row with too many fields
-    if has_time:
-        rows = _stamped_rows(body)
+    if rows_at is not None:
+        rows = _stamped_rows(body, *rows_at)
         if rows is None:
             return None
         body = body.translate(None, b"-:")  # the stamp as two integers, YYYYMMDD and HHMMSS
@@ -373,16 +443,16 @@ def _read_block(body: bytes, ncols: int, has_time: bool) -> tuple[np.ndarray, np
     return None if when is None else (values[:, :ncols], when)
 
 
-def _stamped_rows(body: bytes) -> int | None:
+def _stamped_rows(body: bytes, buf: np.ndarray, ends: np.ndarray, lengths: np.ndarray) -> int | None:
     """How many rows a block has when each is digits and blanks ending with ` YYYY-MM-DD HH:MM:SS`
-    (the block's only `-` and `:`: deleting them leaves every other token whole); else None."""
+    (the block's only `-` and `:`: deleting them leaves every other token whole); else None. The
+    stamps are read where the rows are in the block as read (`buf`, the rows' line `ends` there and
+    their `lengths`): the line ends were found there once, for the header pairs too."""
     marks = body.translate(None, b"0123456789 ")
     rows = len(marks) // 5
-    if marks != b"--::\n" * rows:
+    if marks != b"--::\n" * rows or rows != len(ends):
         return None
-    buf = np.frombuffer(body, dtype=np.uint8)
-    ends = np.flatnonzero(buf == ord("\n"))
-    if np.diff(ends, prepend=-1).min() < 22:  # a line too short to hold a number and a stamp
+    if lengths.min() < 22:  # a line too short to hold a number and a stamp
         return None
     text = buf[ends[:, None] + _STAMP_AT]
     digits = text[:, _STAMP_DIGITS] - ord("0")  # uint8: a byte below "0" wraps past 9
@@ -420,15 +490,17 @@ class _Chunks:
 
     def __init__(self, lines: Lines) -> None:
         self.lines = lines
+        self.names: list[str] = []
         self.ncols = 0
         self.has_time = False
         self.buf: list[str] = []
         self.line_nos: list[int] = []
         self.parts: list[np.ndarray] = []
         self.stamp_parts: list[pd.Series] = []  # naive wall-clock times, NaT where unreadable
+        self.layouts: list[tuple[list[str], bool]] = []  # each part's columns and -t
 
-    def layout(self, ncols: int, has_time: bool) -> None:
-        self.ncols, self.has_time = ncols, has_time
+    def layout(self, names: list[str], has_time: bool) -> None:
+        self.names, self.ncols, self.has_time = names, len(names), has_time
 
     def add(self, line_no: int, line: str) -> None:
         if len(self.buf) >= CHUNK_ROWS:
@@ -494,6 +566,7 @@ class _Chunks:
             )
         self.parts.append(numbers)
         self.stamp_parts.append(when)
+        self.layouts.append((self.names, self.has_time))
         buf.clear()
         self.line_nos.clear()
         return dropped
@@ -511,8 +584,19 @@ class _Chunks:
             return pd.Series(np.full(len(stamps), np.datetime64("NaT"), dtype="M8[ns]"))
         return pd.to_datetime(stamps, format=_STAMP_FORMAT, errors="coerce")
 
-    def numbers(self) -> np.ndarray:
-        return np.concatenate(self.parts)
+    def columns(self, n: int) -> dict[str, object]:
+        """Every count column over the `n` rows kept, each part's values in its own rows and NA where
+        its run did not print that column (a run's layout holds for its rows only)."""
+        values = {name: np.zeros(n, dtype=np.int64) for name in COUNTS}
+        missing = {name: np.ones(n, dtype=bool) for name in COUNTS}
+        start = 0
+        for numbers, (names, _) in zip(self.parts, self.layouts, strict=True):
+            end = start + len(numbers)
+            for name, i in _counts_at(names).items():
+                values[name][start:end] = numbers[:, i]
+                missing[name][start:end] = False
+            start = end
+        return {name: pd.arrays.IntegerArray(values[name], missing[name]) for name in COUNTS}
 
     def stamps(self) -> pd.Series:
         return pd.concat(self.stamp_parts, ignore_index=True)

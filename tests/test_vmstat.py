@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import random
 import subprocess
 from pathlib import Path
 
@@ -165,3 +166,176 @@ def test_real_vmstat_here() -> None:
     assert len(df) == 2 and df["timestamp"].is_monotonic_increasing
     total = df[["us", "sy", "id", "wa", "st"]].sum(axis=1)
     assert total.between(97, 103).all()  # vmstat rounds each share
+
+
+# ---------------------------------------------------------------- captures holding more than one run
+
+
+def _frames(path: Path, tmp_path: Path) -> list[pd.DataFrame]:
+    """The capture read by each path: text and path (the bulk path when it takes it), stream (line walk)."""
+    return [vmstat.parse(source) for source in _sources(path.read_text(), tmp_path)]
+
+
+def _boot_rows(df: pd.DataFrame) -> list[int]:
+    return [i for i, flag in enumerate(df["since_boot"]) if flag]
+
+
+def test_a_run_keeps_its_own_memory_columns(tmp_path: Path) -> None:
+    # `vmstat 1 3; vmstat -a 1 3`: the -a run blanked buff/cache for the whole file
+    for df in _frames(V / "procps-4.0.2-runs-plain-then-a.txt", tmp_path):
+        assert len(df) == 6 and _boot_rows(df) == [0, 3]
+        assert df["buff"].tolist()[:3] == [96516] * 3 and df["cache"].tolist()[:3] == [2651956] * 3
+        assert df["inact"].tolist()[3:] == [1950516] * 3 and df["active"].tolist()[3:] == [946712] * 3
+        # what a run did not print is missing, never 0
+        assert df[["buff", "cache"]].iloc[3:].isna().all().all()
+        assert df[["inact", "active"]].iloc[:3].isna().all().all()
+        assert df["bo"].tolist() == [6919, 8, 0, 6849, 143548, 4]
+
+
+def test_wide_timestamped_a_run_keeps_its_columns_and_times(tmp_path: Path) -> None:
+    for df in _frames(V / "procps-4.0.2-runs-wide-t-then-a.txt", tmp_path):
+        assert _boot_rows(df) == [0, 3] and df["gu"].eq(0).all()
+        assert df["cache"].tolist()[:3] == [2644216] * 3 and df["cache"].iloc[3:].isna().all()
+        assert df["active"].iloc[:3].isna().all() and df["active"].tolist()[3:] == [964816] * 3
+        assert df["timestamp"].dt.strftime("%H:%M:%S").tolist() == [
+            "07:19:23", "07:19:24", "07:19:25", "07:19:25", "07:19:26", "07:19:27",
+        ]  # fmt: skip
+
+
+def test_second_run_since_boot_row_is_flagged(tmp_path: Path) -> None:
+    # `vmstat -t 1 3` twice: the second run's first row (us 50 sy 17 id 32: since boot) was a sample
+    for df in _frames(V / "procps-4.0.2-runs-t-twice.txt", tmp_path):
+        assert len(df) == 6 and _boot_rows(df) == [0, 3]
+        assert df.loc[3, "id"] == 32 and df["timestamp"].notna().all()
+
+
+def test_header_repeat_is_not_a_run_but_a_short_block_is(tmp_path: Path) -> None:
+    # `vmstat 1 23; vmstat 1 4`: vmstat's own repeat after 21 rows, then a new run after 2 more
+    for df in _frames(V / "procps-4.0.2-runs-23-then-4.txt", tmp_path):
+        assert len(df) == 27 and _boot_rows(df) == [0, 23]
+
+
+def test_timestamps_tell_a_run_after_21_rows_from_a_repeat(tmp_path: Path) -> None:
+    # `vmstat -t 1 21; vmstat -t 1 3`: the header comes where vmstat's repeat would, but the row after
+    # it is stamped 07:20:17 like the row before: a sleeping vmstat cannot print two rows in one second
+    path = V / "procps-4.0.2-runs-t-21-then-3.txt"
+    for df in _frames(path, tmp_path):
+        assert len(df) == 24 and _boot_rows(df) == [0, 21]
+    # one second later it could be either: taken for vmstat's own repeat (module docstring)
+    text = path.read_text()
+    first = " 2861  8172 1134 1920 58 16 25  1  0 2026-11-27 07:20:"  # the second run's since-boot row
+    later = text.replace(first + "17", first + "18")
+    assert later != text
+    for source in _sources(later, tmp_path):
+        assert _boot_rows(vmstat.parse(source)) == [0]
+
+
+def test_narrow_then_wide_run_is_read(tmp_path: Path) -> None:
+    # `vmstat 1 2; vmstat -w 1 2`: 17 columns then 18 (gu) escaped as a numpy ValueError
+    for df in _frames(V / "procps-4.0.2-runs-narrow-then-wide.txt", tmp_path):
+        assert _boot_rows(df) == [0, 2] and df["r"].tolist() == [10, 7, 7, 10]
+        assert df["gu"].iloc[:2].isna().all() and df["gu"].tolist()[2:] == [0, 0]
+
+
+def test_timestamps_of_a_t_run_kept_before_a_plain_run(tmp_path: Path) -> None:
+    # `vmstat -t 1 2; vmstat 1 2`: the last run's layout (no -t) erased the first run's times
+    for df in _frames(V / "procps-4.0.2-runs-t-then-plain.txt", tmp_path):
+        assert _boot_rows(df) == [0, 2]
+        assert df["timestamp"].tolist()[:2] == [
+            pd.Timestamp("2026-11-27 07:20:24", tz="UTC"),
+            pd.Timestamp("2026-11-27 07:20:25", tz="UTC"),
+        ]
+        assert df["timestamp"].iloc[2:].isna().all()
+
+
+def test_terminal_height_repeat_reads_as_runs(tmp_path: Path) -> None:
+    # vmstat on a 10-row terminal repeats its header every 7 rows: the text is that of `vmstat 1 7` run
+    # again, so each screenful's first row is flagged (the documented limit), never counted as a sample
+    for df in _frames(V / "procps-4.0.2-tty-10-rows.txt", tmp_path):
+        assert len(df) == 9 and _boot_rows(df) == [0, 7]
+
+
+def _long_capture(rows: int, runs_at: dict[int, str]) -> str:
+    """`vmstat -w -t 1` rows with vmstat's header every 21 rows; a new run starts at each row of
+    `runs_at` ("same" second as the row before, or a "short" block: header after fewer rows)."""
+    fixture = (V / "procps-4.0.2-wide-t-gu.txt").read_text().splitlines(keepends=True)
+    head, row = "".join(fixture[:2]), fixture[3]
+    stamp = row[-20:-1]
+    out, since, clock = [], 0, pd.Timestamp("2026-11-22 23:00:00")
+    for i in range(rows):
+        how = runs_at.get(i)
+        if i == 0 or since == 21 or how:
+            out.append(head)
+            since = 0
+        if how != "same":
+            clock += pd.Timedelta(seconds=1)
+        out.append(row.replace(stamp, clock.strftime("%Y-%m-%d %H:%M:%S")).replace(" 44740 ", f" {i:5d} "))
+        since += 1
+    return "".join(out)
+
+
+@pytest.mark.parametrize("runs_at", [{}, {4200: "same"}, {4210: "short"}, {840: "same", 5000: "short"}])
+def test_long_capture_in_many_blocks_bulk_and_line_walk_agree(
+    runs_at: dict[int, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(vmstat, "_BLOCK_BYTES", 5000)  # many blocks, headers cut at every place
+    text = _long_capture(6000, runs_at)
+    frames = [vmstat.parse(source) for source in _sources(text, tmp_path)]
+    for df in frames[1:]:
+        pd.testing.assert_frame_equal(df, frames[0])
+    df = frames[0]
+    assert len(df) == 6000 and df["bo"].tolist() == list(range(6000))
+    assert _boot_rows(df) == [0, *sorted(runs_at)]
+    # a single run stays on the bulk path
+    bulk = vmstat._parse_regular(text, None, "UTC")
+    assert (bulk is not None) == (not runs_at)
+
+
+def _random_runs(rng: random.Random) -> tuple[str, list[int]]:
+    """Up to 4 runs of random layouts and counts appended to one text, vmstat's header repeated every
+    21 rows (or never: -n), and the first row of each run the module docstring's rule can tell."""
+    layouts = {}
+    for kind, name, at in (
+        ("plain", "procps-4.0.2-plain.txt", 0),
+        ("t", "procps-4.0.2-t.txt", 0),
+        ("wide-t", "procps-4.0.2-wide-t-gu.txt", 0),
+        ("a", "procps-4.0.2-runs-plain-then-a.txt", 5),
+    ):
+        lines = (V / name).read_text().splitlines(keepends=True)
+        layouts[kind] = ("".join(lines[at : at + 2]), lines[at + 3])
+    out: list[str] = []
+    starts: list[int] = []
+    clock = pd.Timestamp("2026-11-22 23:59:00")
+    rows = last_block = 0
+    last_kind = None
+    for run in range(rng.randint(1, 4)):
+        kind = rng.choice(sorted(layouts))
+        head, row = layouts[kind]
+        gap = rng.choice([0, 0, 1, 5])  # seconds from the last run's last row to this one's first
+        timed = kind in ("t", "wide-t")
+        if not run or kind != last_kind or last_block != 21 or (timed and gap == 0):
+            starts.append(rows)
+        clock += pd.Timedelta(seconds=gap if run else 0)
+        every = 10**9 if rng.random() < 0.2 else 21  # -n: the header once
+        for i in range(rng.choice([1, 2, 20, 21, 22, 42, 43, rng.randint(1, 70)])):
+            if i % every == 0:
+                out.append(head)
+                last_block = 0
+            clock += pd.Timedelta(seconds=1 if i else 0)
+            out.append(row[:-20] + clock.strftime("%Y-%m-%d %H:%M:%S\n") if timed else row)
+            last_block += 1
+            rows += 1
+        last_kind = kind
+    return "".join(out), starts
+
+
+def test_random_runs_bulk_and_line_walk_agree_with_the_rule() -> None:
+    rng = random.Random(14)
+    bulk = 0
+    for _ in range(150):
+        text, starts = _random_runs(rng)
+        walked = vmstat.parse(io.StringIO(text))
+        pd.testing.assert_frame_equal(vmstat.parse(text), walked)
+        assert _boot_rows(walked) == starts
+        bulk += vmstat._parse_regular(text, None, "UTC") is not None
+    assert bulk > 20  # single runs went the bulk way
