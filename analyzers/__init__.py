@@ -13,12 +13,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
+from typing import TypeVar
 
 from perfkit.config import Thresholds
 from perfkit.dataset import Dataset
 from perfkit.findings import SEVERITIES, Finding, RuleFailure, Skipped
 
 Rule = Callable[..., "list[Finding] | Skipped"]
+T = TypeVar("T")
 
 # Rules that point at a cause (a resource, a tier, the load itself) rank above the ones that
 # describe the sweep's shape: the knee says *that* scaling stopped, these say *where*. Last come the
@@ -94,16 +96,13 @@ def analyze(ds: Dataset, th: Thresholds) -> Analysis:
     from . import sweep as sweep_model  # the model module is also a rule family
 
     result = Analysis(dataset=ds, sweep=None)
-    try:
-        result.sweep, result.excluded_steps = sweep_model.model(ds, th)
-    except Exception as exc:  # noqa: BLE001 - see the docstring
-        result.failed.append(RuleFailure("sweep model", describe(exc)))
+    result.sweep, result.excluded_steps = attempt(
+        result.failed, "sweep model", lambda: sweep_model.model(ds, th), (None, [])
+    )
     sweep, sweep_failed = result.sweep, bool(result.failed)
     for rule_id, fn in sorted(rules().items()):
-        try:
-            out = fn(ds, sweep, th)
-        except Exception as exc:  # noqa: BLE001 - see the docstring
-            result.failed.append(RuleFailure(rule_id, describe(exc)))
+        out = attempt(result.failed, rule_id, lambda fn=fn: fn(ds, sweep, th), None)
+        if out is None:
             continue
         if isinstance(out, Skipped):
             if sweep_failed and out.reason == sweep_model.NO_LOAD:  # the load was there; the model failed
@@ -113,6 +112,16 @@ def analyze(ds: Dataset, th: Thresholds) -> Analysis:
             result.findings.extend(out)
     result.findings.sort(key=_rank)
     return result
+
+
+def attempt(failed: list[RuleFailure], what: str, fn: Callable[[], T], fallback: T) -> T:
+    """`fn()`, or `fallback` with the exception recorded in `failed` as `what` failing: one rule,
+    plot or table that raises costs the user that part, never the rest of the report."""
+    try:
+        return fn()
+    except Exception as exc:  # noqa: BLE001 - any bug: recorded and shown, see analyze()
+        failed.append(RuleFailure(what, describe(exc)))
+        return fallback
 
 
 def describe(exc: BaseException) -> str:

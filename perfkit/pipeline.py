@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from perfkit.analyzers import Analysis, analyze
+from perfkit.analyzers import Analysis, analyze, attempt
 from perfkit.archive import open_archive, printable
 from perfkit.config import load_thresholds, time_zone
 from perfkit.dataset import Capture, load_dataset
@@ -53,11 +53,14 @@ def write_reports(analysis: Analysis, outdir: Path) -> list[Path]:
     """Write report.html, report.md (with plots/*.png beside it) and findings.json into `outdir`."""
     outdir.mkdir(parents=True, exist_ok=True)
     ds = analysis.dataset
-    # computed once, rendered three times (HTML, Markdown, JSON)
-    tl = use.timeline(ds, analysis.sweep)
-    rows, procs = use.use_rows(ds), use.top_processes(ds)
-    plots = all_plots(analysis, tl)
-    flames, flame_note = flame_graphs(ds)
+    # computed once, rendered three times (HTML, Markdown, JSON); a part that raises is left out and
+    # listed with the failed rules, so the rest of the report is still written
+    failed = analysis.failed
+    tl = attempt(failed, "timeline", lambda: use.timeline(ds, analysis.sweep), use.Timeline.none())
+    rows = attempt(failed, "USE table", lambda: use.use_rows(ds), [])
+    procs = attempt(failed, "busiest processes", lambda: use.top_processes(ds), [])
+    plots = all_plots(analysis, tl, failed=failed)
+    flames, flame_note = attempt(failed, "flame graphs", lambda: flame_graphs(ds), ([], ""))
     plot_dir = outdir / "plots"
     plot_dir.mkdir(exist_ok=True)
     for p in plots:

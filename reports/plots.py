@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import importlib
 import io
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import matplotlib
 
@@ -19,9 +21,10 @@ import pandas as pd  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.text import Text  # noqa: E402
 
-from perfkit.analyzers import Analysis  # noqa: E402
+from perfkit.analyzers import Analysis, attempt  # noqa: E402
 from perfkit.analyzers import usl as usl_model  # noqa: E402
 from perfkit.archive import shown_name  # noqa: E402
+from perfkit.findings import RuleFailure  # noqa: E402
 
 from . import use  # noqa: E402
 
@@ -50,33 +53,44 @@ class Flame:
     path: str
 
 
-def all_plots(analysis: Analysis, tl: use.Timeline | None = None) -> list[Plot]:
+def all_plots(
+    analysis: Analysis, tl: use.Timeline | None = None, *, failed: list[RuleFailure] | None = None
+) -> list[Plot]:
     """Every plot the analysis has data for, in report order.
 
     Names: `sweep`, `tiers` (RT per tier vs threads), `timeline` (one UTC clock, or the steps end to
-    end when nothing has timestamps), `iostat-N`, `vmstat-N` (one per capture).
+    end when nothing has timestamps), `iostat-N`, `vmstat-N` (one per capture). With `failed`, a plot
+    that raises is left out and recorded there (`plot NAME`) instead of ending the report.
     """
-    out: list[Plot] = []
     sweep = analysis.sweep
     ds = analysis.dataset
-    if sweep is not None:
-        out.append(_sweep_plot(sweep))
-    tiers = use.tier_rt(ds, sweep)
-    if tiers["tier"].nunique() >= 2:
-        out.append(_tier_plot(tiers))
     tl = tl if tl is not None else use.timeline(ds, sweep)
-    if not tl.empty:
-        out.append(_aligned_timeline_plot(tl, sweep.metric.upper() if sweep is not None else "TPS"))
-    elif sweep is not None and any(s.all_intervals is not None for s in sweep.steps):
-        out.append(_timeline_plot(sweep))
-    for i, cap in enumerate(analysis.dataset.of("iostat")):
-        p = _iostat_plot(cap, i)
-        if p:
+    metric = sweep.metric.upper() if sweep is not None else "TPS"
+    drawn: list[tuple[str, Callable[[], Plot | None]]] = [
+        ("sweep", lambda: _sweep_plot(sweep) if sweep is not None else None),
+        ("tiers", lambda: _tier_plot(t) if (t := use.tier_rt(ds, sweep))["tier"].nunique() >= 2 else None),
+        ("timeline", lambda: _any_timeline(tl, sweep, metric)),
+    ]
+    drawn += [(f"iostat-{i}", lambda c=c, i=i: _iostat_plot(c, i)) for i, c in enumerate(ds.of("iostat"))]
+    drawn += [
+        (f"vmstat-{i}", lambda c=c, i=i: _vmstat_plot(c, i) if len(c.frame) else None)
+        for i, c in enumerate(ds.of("vmstat"))
+    ]
+    out = []
+    for name, draw in drawn:
+        p = draw() if failed is None else attempt(failed, f"plot {name}", draw, None)
+        if p is not None:
             out.append(p)
-    for i, cap in enumerate(analysis.dataset.of("vmstat")):
-        if len(cap.frame):
-            out.append(_vmstat_plot(cap, i))
     return out
+
+
+def _any_timeline(tl: use.Timeline, sweep: Any, metric: str) -> Plot | None:
+    """The aligned timeline, else the steps end to end when nothing has timestamps, else none."""
+    if not tl.empty:
+        return _aligned_timeline_plot(tl, metric)
+    if sweep is not None and any(s.all_intervals is not None for s in sweep.steps):
+        return _timeline_plot(sweep)
+    return None
 
 
 def _png(fig: Figure) -> bytes:

@@ -426,6 +426,11 @@ class Timeline:
     series: pd.DataFrame
     steps: list[StepSpan]
 
+    @classmethod
+    def none(cls) -> Timeline:
+        """A timeline with nothing aligned on it."""
+        return cls(pd.DataFrame(columns=_LOAD_COLUMNS), pd.DataFrame(columns=_SERIES_COLUMNS), [])
+
     @property
     def empty(self) -> bool:
         return self.load.empty and self.series.empty

@@ -507,3 +507,23 @@ def test_a_name_that_is_not_utf8_is_shown_escaped_on_the_terminal(tmp_path: Path
     assert cli.exit_code == 0, cli.output
     assert "not read: junk_\\xfe: no parser recognises this format" in cli.output
     assert "udcfe" not in cli.output
+
+
+def test_a_plot_or_table_that_raises_costs_only_itself(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from perfkit.reports import plots, use
+
+    monkeypatch.setattr(plots, "_sweep_plot", lambda sweep: 1 / 0)
+    monkeypatch.setattr(use, "top_processes", lambda ds: [][1])
+    result = analyze_path(EXAMPLE)
+    write_reports(result, tmp_path)
+    assert [(f.rule, f.reason.split(":")[0]) for f in result.failed] == [
+        ("busiest processes", "IndexError"),
+        ("plot sweep", "ZeroDivisionError"),
+    ]
+    assert not (tmp_path / "plots" / "sweep.png").exists()
+    assert (tmp_path / "plots" / "timeline.png").exists()  # the other plots are drawn
+    doc = json.loads((tmp_path / "findings.json").read_text())
+    assert doc["complete"] is False and doc["verdict"] == "disk.serial-small-io"
+    assert "plot sweep" in (tmp_path / "report.html").read_text()
