@@ -9,7 +9,6 @@ captures (tests/fixtures/sysbench/) with drawn step statuses, and hosts with or 
 from __future__ import annotations
 
 import json
-import shutil
 import tempfile
 from pathlib import Path
 
@@ -20,6 +19,7 @@ from perfkit.errors import PerfkitError
 from perfkit.pipeline import analyze_path, summary_lines, write_reports
 
 from .conftest import FIXTURES
+from .test_analysis_robustness import _run_archive
 
 SB = FIXTURES / "sysbench"
 # (file, threads it ran with, whether it measured a level: a summary, or intervals and no FATAL)
@@ -104,43 +104,11 @@ def run_archive(draw: st.DrawFn) -> tuple[list[tuple[int, Path, str, bool]], lis
 
 
 def _write_run(root: Path, steps: list[tuple[int, Path, str, bool]], hosts: list[str]) -> None:
-    records, sweep_steps = [], []
-    for i, (threads, log, status, _measured) in enumerate(steps):
-        name = f"t{threads:04d}" + (f"-{i}" if any(s[0] == threads for s in steps[:i]) else "")
-        rel = f"load/{name}/sysbench.out"
-        (root / rel).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy(log, root / rel)
-        records.append(
-            {
-                "bytes": (root / rel).stat().st_size,
-                "id": "sysbench",
-                "host": "client",
-                "kind": "sysbench",
-                "path": rel,
-                "step": name,
-                "threads": threads,
-                "status": "ok" if status in ("ok", "degraded") else status,
-                "reason": "" if status == "ok" else f"{status} in the test",
-            }
-        )
-        sweep_steps.append({"name": name, "threads": threads, "status": status})
-        for kind in hosts:
-            src = dict(HOST_CAPTURES)[kind]
-            host_rel = f"hosts/db1/{name}/{kind}.out"
-            (root / host_rel).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy(src, root / host_rel)
-            records.append(
-                {"id": kind, "host": "db1", "kind": kind, "path": host_rel, "step": name, "status": "ok"}
-            )
-    manifest = {
-        "format_version": 1,
-        "perfkit_version": "0.1.0",
-        "run_id": "p",
-        "status": "partial",
-        "sweep": {"tool": "sysbench", "steps": sweep_steps, "stopped_because": "every planned step ran"},
-        "captures": records,
-    }
-    (root / "manifest.json").write_text(json.dumps(manifest))
+    named = [
+        (name, threads, log, status, f"{status} in the test")
+        for (name, _ok), (threads, log, status, _measured) in zip(_names(steps), steps, strict=True)
+    ]
+    _run_archive(root, named, [(kind, dict(HOST_CAPTURES)[kind]) for kind in hosts])
 
 
 @SETTINGS

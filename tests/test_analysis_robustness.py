@@ -16,6 +16,7 @@ import subprocess
 import threading
 import time
 import uuid
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -135,9 +136,10 @@ def test_nothing_completed_at_any_level_says_so() -> None:
 
 
 def _run_archive(
-    root: Path, steps: list[tuple[str, int, Path, str, str]], *, extra: dict | None = None
+    root: Path, steps: list[tuple[str, int, Path, str, str]], host_captures: Sequence[tuple[str, Path]] = ()
 ) -> Path:
-    """A `perfkit run`-style archive: (step, threads, load output, status, reason) per step."""
+    """A `perfkit run`-style archive: (step, threads, load output, status, reason) per step, and the
+    (kind, capture) of host db1 in every step."""
     records, sweep_steps = [], []
     for name, threads, src, status, reason in steps:
         rel = f"load/{name}/sysbench.out"
@@ -158,6 +160,13 @@ def _run_archive(
             }
         )
         sweep_steps.append({"name": name, "threads": threads, "status": status, "reason": reason})
+        for kind, capture in host_captures:
+            rel = f"hosts/db1/{name}/{kind}.out"
+            (root / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy(capture, root / rel)
+            records.append(
+                {"id": kind, "host": "db1", "kind": kind, "path": rel, "step": name, "status": "ok"}
+            )
     manifest = {
         "format_version": 1,
         "perfkit_version": "0.1.0",
@@ -165,7 +174,6 @@ def _run_archive(
         "status": "partial",
         "sweep": {"tool": "sysbench", "steps": sweep_steps, "stopped_because": "every planned step ran"},
         "captures": records,
-        **(extra or {}),
     }
     (root / "manifest.json").write_text(json.dumps(manifest))
     return root

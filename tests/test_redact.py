@@ -290,11 +290,9 @@ def test_chunking_never_changes_the_result(case: tuple[list[str], bytes], cuts: 
     assert got == expected and hits == whole.hits
 
 
-@pytest.mark.lab
-def test_a_password_in_another_process_argv_is_masked_in_the_ps_capture(tmp_path: Path) -> None:
-    """go-tpc's password is in its argv on the load host: `ps auxww` must not carry it home."""
-    secret = "canary-" + uuid.uuid4().hex
-    holder = subprocess.Popen(["sh", "-c", "sleep 30", secret])  # $0 = the secret, as `ps` shows it
+def _ps_capture_of(argv: list[str], secret: str, tmp_path: Path) -> tuple[dict, str]:
+    """perfkit's real `ps auxww` capture taken while `argv` runs: its record and archived text."""
+    holder = subprocess.Popen(argv)
     try:
         spec = next(s for s in captures.DEFAULT if s.id == "ps-start")
         res = session.collect(
@@ -306,7 +304,14 @@ def test_a_password_in_another_process_argv_is_masked_in_the_ps_capture(tmp_path
         holder.kill()
         holder.wait()
     rec = res.manifest["captures"][0]
-    text = (tmp_path / "run" / rec["path"]).read_text()
+    return rec, (tmp_path / "run" / rec["path"]).read_text()
+
+
+@pytest.mark.lab
+def test_a_password_in_another_process_argv_is_masked_in_the_ps_capture(tmp_path: Path) -> None:
+    """go-tpc's password is in its argv on the load host: `ps auxww` must not carry it home."""
+    secret = "canary-" + uuid.uuid4().hex
+    rec, text = _ps_capture_of(["sh", "-c", "sleep 30", secret], secret, tmp_path)  # $0 = the secret
     assert rec["status"] == "ok" and rec["redacted"] is True
     assert secret not in text and f"sh -c sleep 30 {MASK}" in text  # the line stays, the value goes
     manifest = (tmp_path / "run" / "manifest.json").read_text()
@@ -319,19 +324,8 @@ def test_a_word_containing_the_password_survives_a_real_ps_capture(tmp_path: Pat
     the archived `ps auxww` line, while the same process's `-p<secret>` and `--password=` go."""
     secret = "canary" + uuid.uuid4().hex
     argv0 = f"/usr/sbin/{secret}d"
-    holder = subprocess.Popen(["sh", "-c", "sleep 30", argv0, f"-p{secret}", f"--password={secret}"])
-    try:
-        spec = next(s for s in captures.DEFAULT if s.id == "ps-start")
-        res = session.collect(
-            [LOCAL],
-            tmp_path / "run",
-            session.Options(window=1, specs=(spec,), run_id="redact", sampler=False, secrets=(secret,)),
-        )
-    finally:
-        holder.kill()
-        holder.wait()
-    rec = res.manifest["captures"][0]
-    text = (tmp_path / "run" / rec["path"]).read_text()
+    argv = ["sh", "-c", "sleep 30", argv0, f"-p{secret}", f"--password={secret}"]
+    rec, text = _ps_capture_of(argv, secret, tmp_path)
     assert rec["status"] == "ok" and rec["redacted"] is True
     assert f"sh -c sleep 30 {argv0} -p{MASK} --password={MASK}\n" in text
     assert text.count(secret) == 1  # only inside the longer word
