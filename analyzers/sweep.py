@@ -119,7 +119,7 @@ class Excluded:
 
     def line(self) -> str:
         """`t0004 (4 threads): failed: FATAL: …` for the terminal and the reports."""
-        who = f"{self.source} ({self.threads} threads)" if self.threads is not None else self.source
+        who = f"{self.source} ({count(self.threads, 'thread')})" if self.threads is not None else self.source
         return f"{who}: {self.status}: {self.reason}"
 
 
@@ -291,6 +291,7 @@ def _goycsb_runs(frame: pd.DataFrame, record: dict, path: str) -> Iterator[tuple
                 "threads": threads,
                 "percentile": 95,
                 "summary": {**summary, "tps": summary.get("ops_s")} if summary else {},
+                "fatal": run.get("fatal"),
             },
         )
 
@@ -327,7 +328,13 @@ def _gotpc_runs(frame: pd.DataFrame, record: dict, path: str) -> Iterator[tuple[
             ).dropna(subset=["tps"])
         yield (
             intervals,
-            {"run": run["run"], "threads": threads, "percentile": 95, "summary": run.get("summary") or {}},
+            {
+                "run": run["run"],
+                "threads": threads,
+                "percentile": 95,
+                "summary": run.get("summary") or {},
+                "fatal": run.get("fatal"),
+            },
         )
 
 

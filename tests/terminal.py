@@ -9,14 +9,22 @@ import select
 import signal
 import sys
 import time
+from collections.abc import Callable
 
 import pytest
 
 CLI = "import sys; from perfkit.cli import main; sys.exit(main())"
 
 
-def under_pty(args: list[str], ctrl_c_at: tuple[float, ...], limit: float = 60) -> tuple[int, str, float]:
-    """Run perfkit on a pseudo-terminal, typing Ctrl-C at the given seconds; (exit code, output, seconds)."""
+def under_pty(
+    args: list[str],
+    ctrl_c_at: tuple[float, ...] = (),
+    limit: float = 60,
+    ctrl_c_when: Callable[[], bool] | None = None,
+) -> tuple[int, str, float]:
+    """Run perfkit on a pseudo-terminal, typing Ctrl-C at the given seconds, or once when `ctrl_c_when`
+    first holds (a phase seen running: a fixed second races a machine's speed); (exit code, output,
+    seconds)."""
     pid, fd = pty.fork()
     if pid == 0:  # child: the terminal's foreground process
         os.execv(sys.executable, [sys.executable, "-c", CLI, *args])
@@ -26,6 +34,9 @@ def under_pty(args: list[str], ctrl_c_at: tuple[float, ...], limit: float = 60) 
         if pending and time.monotonic() - start >= pending[0]:
             os.write(fd, b"\x03")
             pending.pop(0)
+        if ctrl_c_when is not None and ctrl_c_when():
+            os.write(fd, b"\x03")
+            ctrl_c_when = None
         if select.select([fd], [], [], 0.05)[0]:
             with contextlib.suppress(OSError):  # EIO once the child closed the terminal
                 out += os.read(fd, 65536)

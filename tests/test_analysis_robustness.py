@@ -230,6 +230,15 @@ def test_a_log_that_died_is_left_out_without_a_manifest(tmp_path: Path) -> None:
     assert denied.reason.startswith("FATAL:")
 
 
+def test_a_go_ycsb_log_that_died_says_why(tmp_path: Path) -> None:
+    # go-ycsb printed only its error: the reason is that error, not a missing thread count
+    (tmp_path / "goycsb_16.log").write_bytes((FIXTURES / "goycsb" / "1.0.3-access-denied.txt").read_bytes())
+    (tmp_path / "sysbench_4.log").write_bytes(T4.read_bytes())
+    [ex] = analyze_path(tmp_path).excluded_steps
+    assert (ex.source, ex.status) == ("goycsb_16.log", "failed")
+    assert ex.reason.startswith("create db mysql failed Error 1045: Access denied")
+
+
 def test_an_unlisted_copy_of_a_load_log_is_no_extra_step(tmp_path: Path) -> None:
     root = _run_archive(tmp_path / "run", [("t0004", 4, T4, "ok", "")])
     shutil.copy(root / "load/t0004/sysbench.out", root / "load/t0004/sysbench.out.orig")

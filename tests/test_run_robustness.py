@@ -314,7 +314,7 @@ def test_interrupting_prepare_exits_130_and_leaves_nothing_behind(scratch, tmp_p
         try:
             watcher = threading.Thread(target=watch_prepare, args=(time.monotonic() + 30,), daemon=True)
             watcher.start()
-            code, text, _took = under_pty(args, ctrl_c_at=(6.0,))
+            code, text, _took = under_pty(args, ctrl_c_when=lambda: bool(seen.get("sysbench")))
             watcher.join()
         finally:
             del os.environ["PERFKIT_MYSQL_PASSWORD"]
