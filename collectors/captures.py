@@ -6,7 +6,8 @@ Placeholders: `{interval}` (s), `{count}` (samples in the window), `{reports}` (
 tools whose first report comes at once with no interval behind it — vmstat's and iostat's since-boot
 averages, top's and iotop's first screen, the ss loop's first block — so their last report lands at
 the window's end, as mpstat's, pidstat's and sar's do), `{window}` (s), `{workdir}` (a 0700 scratch
-directory on the host, removed at the end). Every command later runs under
+directory on the host, removed at the end), `{watch}` (the process names whose threads and cgroups
+are followed: WATCHED plus the user's `--watch`, one shell word). Every command later runs under
 `LC_ALL=C S_TIME_FORMAT=ISO` and a `timeout` tied to the window (session.py), so nothing
 outlives the run.
 
@@ -22,6 +23,30 @@ import shlex
 from dataclasses import dataclass
 
 PHASES = ("start", "window", "end")
+# The processes whose threads, waits and cgroups matter in a database load test, by the name the
+# kernel gives them (/proc/PID/comm, at most 15 characters): databases, load generators, proxies.
+WATCHED: tuple[str, ...] = (
+    "mariadbd",
+    "mysqld",
+    "tidb-server",
+    "tikv-server",
+    "pd-server",
+    "tiflash",
+    "sysbench",
+    "go-ycsb",
+    "go-tpc",
+    "haproxy",
+    "proxysql",
+)
+_NAME = re.compile(r"^[A-Za-z0-9._:+-]{1,64}$")
+
+
+def watch_names(extra: tuple[str, ...] = ()) -> tuple[str, ...]:
+    """WATCHED and the user's names, each once; ValueError for a name that is no process name."""
+    for name in extra:
+        if not _NAME.match(name):
+            raise ValueError(f"invalid process name {name!r}: letters, digits and . _ : + - only")
+    return tuple(dict.fromkeys((*WATCHED, *extra)))
 
 
 @dataclass(frozen=True)
@@ -30,7 +55,7 @@ class CaptureSpec:
 
     id: str  # file stem in the archive: hosts/<host>/<id>.out
     kind: str  # the parser module that reads it (design.md); may not exist yet
-    command: str  # POSIX shell template with {interval} {count} {reports} {window} {workdir}
+    command: str  # POSIX shell template with {interval} {count} {reports} {window} {workdir} {watch}
     tool: str  # the binary that must exist on the host (checked with `command -v`)
     phase: str = "window"
     version: str = ""  # shell command whose first output line names the tool's version
@@ -45,8 +70,9 @@ class CaptureSpec:
         per_sample, per_cpu, fixed = self.host_bytes
         return samples * (per_sample + per_cpu * max(1, cpus)) + fixed
 
-    def render(self, *, interval: int, window: int, workdir: str) -> str:
-        """The command with its placeholders filled; values are numbers or a quoted path."""
+    def render(self, *, interval: int, window: int, workdir: str, watch: tuple[str, ...] = ()) -> str:
+        """The command with its placeholders filled (`watch`: the user's names beside WATCHED);
+        values are numbers or quoted words."""
         count = max(1, window // interval)
         return self.command.format(
             interval=int(interval),
@@ -54,6 +80,7 @@ class CaptureSpec:
             reports=count + 1,
             window=int(window),
             workdir=shlex.quote(workdir),
+            watch=shlex.quote(" ".join(watch_names(watch))),
         )
 
 
@@ -172,7 +199,6 @@ function emit(   s, i) { if (n) { s = comm; for (i = n; i >= 1; i--) s = s ";" s
 /^[ \t]*$/ { emit() }
 END { emit(); for (k in count) print k, count[k] }
 """
-_NAME = re.compile(r"^[A-Za-z0-9._:+-]{1,64}$")
 # perf.data stays on the host (it is folded there): bounded, so a busy process cannot fill the disk
 PERF_MAX_MB = 512
 

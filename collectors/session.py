@@ -38,7 +38,7 @@ from perfkit.errors import CollectError, CommandTimeout, ConfigError, PerfkitErr
 from perfkit.redact import Redactor
 from perfkit.transport import LOST, HostSpec, Job, Transport, connect
 
-from . import pprof
+from . import captures, pprof
 from .captures import PHASES, CaptureSpec
 from .sampler import Sampler, run_sampler
 
@@ -78,8 +78,10 @@ class Options:
     # exact values masked in every capture before it is written (a password a load generator takes in
     # argv shows in `ps auxww` and `iotop`); never recorded anywhere
     secrets: tuple[str, ...] = field(default=(), repr=False)
+    watch: tuple[str, ...] = ()  # process names followed beside captures.WATCHED (`--watch`)
 
     def __post_init__(self) -> None:
+        captures.watch_names(self.watch)  # ValueError: refused before anything runs
         # The run id names directories here and on every host and is matched in process lists there.
         for what, value in (("run id", self.run_id), ("step", self.step or "x")):
             if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}", value):
@@ -903,7 +905,10 @@ class _HostRun:
     def _commands(self, specs: list[CaptureSpec]) -> list[str]:
         for spec in specs:
             self.records[spec.id].command = spec.render(
-                interval=self.opts.interval, window=self.opts.window, workdir=self.workdir
+                interval=self.opts.interval,
+                window=self.opts.window,
+                workdir=self.workdir,
+                watch=self.opts.watch,
             )
         return [self.records[spec.id].command for spec in specs]
 

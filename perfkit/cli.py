@@ -270,6 +270,14 @@ def _ssh_options(f: Any) -> Any:
 )
 @click.option("--iftop", "iftop_interface", metavar="IFACE", help="Opt-in: iftop on interface IFACE.")
 @click.option(
+    "--watch",
+    "watch",
+    metavar="NAME",
+    multiple=True,
+    help="Also follow the threads and cgroup of processes named NAME (beside the databases, load "
+    "generators and proxies perfkit knows). Repeatable.",
+)
+@click.option(
     "--pprof",
     "pprof_urls",
     metavar="URL",
@@ -302,6 +310,7 @@ def collect(
     iftop_interface: str | None,
     pprof_urls: tuple[str, ...],
     tidb_zip_urls: tuple[str, ...],
+    watch: tuple[str, ...],
     dry_run: bool,
 ) -> None:
     """Capture OS activity on this machine and/or SSH hosts into one archive."""
@@ -322,10 +331,15 @@ def collect(
         raise click.BadParameter(str(exc)) from None
     try:
         opts = session.Options(
-            window=duration, interval=interval, specs=specs, pprof=pprof_urls, tidb_zip=tidb_zip_urls
+            window=duration,
+            interval=interval,
+            specs=specs,
+            pprof=pprof_urls,
+            tidb_zip=tidb_zip_urls,
+            watch=watch,
         )
     except ValueError as exc:
-        raise click.BadParameter(str(exc), param_hint="--pprof/--tidb-zip") from None
+        raise click.BadParameter(str(exc), param_hint="--pprof/--tidb-zip/--watch") from None
     if dry_run:
         click.echo(
             "## per host: window captures on a channel each; start and end snapshots one after another "
@@ -340,7 +354,7 @@ def collect(
             click.echo(f"# {t.name} ({where})")
             workdir = session.workdir(opts.run_id, t.name)
             for spec in opts.specs:
-                cmd = spec.render(interval=interval, window=duration, workdir=workdir)
+                cmd = spec.render(interval=interval, window=duration, workdir=workdir, watch=watch)
                 if spec.phase == "window":
                     line = session.wrap(
                         cmd, deadline_s=duration + opts.grace, workdir=workdir, run_id=opts.run_id
@@ -508,6 +522,13 @@ def _run_options(tool: str, default_db: str) -> Any:
         ),
         click.option(
             "--profile", type=click.Choice(["default", "minimal"]), default="default", show_default=True
+        ),
+        click.option(
+            "--watch",
+            "watch",
+            metavar="NAME",
+            multiple=True,
+            help="Also follow the threads and cgroup of processes named NAME. Repeatable.",
         ),
         _ssh_options,
         click.option(
@@ -705,7 +726,12 @@ def _sweep(kw: dict[str, Any], db: Any, runner: Any, record: dict[str, Any], *, 
         kw["identity"],
         kw["accept_new_host_key"],
     )
-    opts = session.Options(window=1, specs=captures.profile(kw["profile"]), secrets=_secrets(db))
+    try:
+        opts = session.Options(
+            window=1, specs=captures.profile(kw["profile"]), secrets=_secrets(db), watch=kw["watch"]
+        )
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--watch") from None
     record = {
         "plan_file": str(kw["plan"]) if kw["plan"] else None,
         "options": {k: (str(v) if isinstance(v, Path) else v) for k, v in kw.items() if k != "plan"},
