@@ -108,6 +108,175 @@ _SYSCTL_KEYS = (
     "net.core.somaxconn net.ipv4.tcp_max_syn_backlog kernel.task_delayacct vm.swappiness"
 )
 
+# cgroup limits and counters of the watched processes (parsers/cgroup.py reads it; its docstring shows
+# the output): grep names every process's comm in one pass, awk keeps the watched ones and reads their
+# /proc/PID/cgroup, finds each hierarchy's mount in /proc/self/mountinfo (a v1 controller may be
+# co-mounted, `cpu,cpuacct`; a mount's root is taken off the path, as in a container that mounts its
+# own cgroup as `/`), and prints each cgroup's CPU, IO and memory files once, however many watched
+# processes share it; a file, controller or cgroup that is not there is a `missing`/`unreachable`
+# line, never an error. POSIX awk (mawk): `getline < file` returns -1 for a file that is not there.
+# One grep and one awk, about a dozen small reads per cgroup: taken at the window's start and end so
+# the counters' deltas are the step's. `R` (unset here) prefixes every path read, so a test can
+# point it at a tree of files in the kernel's formats (tests/test_cgroup.py).
+_CGROUP_AWK = r"""
+function unesc(s,   out, i, c) {
+  out = ""
+  while ((i = index(s, "\\")) > 0) {
+    c = substr(s, i + 1, 3)
+    if (c == "040") c = " "; else if (c == "011") c = "\t"; else if (c == "012") c = "\n"
+    else if (c == "134") c = "\\"; else { out = out substr(s, 1, i); s = substr(s, i + 1); continue }
+    out = out substr(s, 1, i - 1) c; s = substr(s, i + 4)
+  }
+  return out s
+}
+function has(list, item) { return index("," list ",", "," item ",") > 0 }
+function wanted(list,   n, a, k) {
+  n = split(list, a, ",")
+  for (k = 1; k <= n; k++) if (a[k] in files1) return 1
+  return 0
+}
+function resolve(ver, list, path,   i, n, a, k, ok, r, rel, best, dir) {
+  why = ""; dir = ""; best = -1
+  if (path == "/.." || substr(path, 1, 4) == "/../") {
+    why = "the cgroup is outside this cgroup namespace"; return ""
+  }
+  for (i = 1; i <= nm; i++) {
+    if (mver[i] != ver) continue
+    if (ver == 1) {
+      n = split(list, a, ","); ok = 1
+      for (k = 1; k <= n; k++) if (!has(mopts[i], a[k])) ok = 0
+      if (!ok) continue
+    }
+    r = mroot[i]
+    if (r == "/") rel = path
+    else if (path == r) rel = "/"
+    else if (substr(path, 1, length(r) + 1) == r "/") rel = substr(path, length(r) + 1)
+    else { why = "the path is not below the root " r " mounted at " mpoint[i]; continue }
+    if (length(r) <= best) continue
+    best = length(r); dir = (rel == "/" ? mpoint[i] : (mpoint[i] == "/" ? "" : mpoint[i]) rel)
+  }
+  if (dir == "" && why == "")
+    why = (ver == 1 ? "no cgroup mount of " list : "no cgroup2 mount") " in /proc/self/mountinfo"
+  return dir
+}
+function dump(dir, name, note,   f, line, r, d) {
+  f = R dir "/" name
+  r = (getline line < f)
+  if (r < 0) { print "missing " name note; return }
+  print "file " name
+  while (r > 0) {
+    print "  " line
+    if (line ~ /^[0-9]+:[0-9]+ / && name ~ /^(blkio|io)\./) {
+      d = substr(line, 1, index(line, " ") - 1)
+      if (!(d in devs)) { devs[d] = 1; nd++; dev[nd] = d }
+    }
+    r = (getline line < f)
+  }
+  close(f)
+}
+BEGIN {
+  n = split(watch, a, " "); for (k = 1; k <= n; k++) want[a[k]] = 1
+  files1["cpu"] = "cpu.cfs_quota_us cpu.cfs_period_us cpu.stat"
+  files1["cpuacct"] = "cpuacct.usage"
+  tb = "blkio.throttle."
+  files1["blkio"] = tb "read_bps_device " tb "write_bps_device " tb "read_iops_device " \
+    tb "write_iops_device " tb "io_serviced " tb "io_service_bytes"
+  files1["memory"] = "memory.limit_in_bytes memory.usage_in_bytes memory.max_usage_in_bytes " \
+    "memory.failcnt memory.oom_control"
+  files2 = "cpu.max cpu.weight cpu.stat io.max io.stat " \
+    "memory.max memory.high memory.current memory.peak memory.events"
+}
+substr($0, 1, 6) == "/proc/" {
+  rest = substr($0, 7); i = index(rest, "/comm:")
+  if (i > 1 && substr(rest, i + 6) in want) {
+    np++; pid[np] = substr(rest, 1, i - 1); comm[np] = substr(rest, i + 6)
+  }
+}
+END {
+  print "cgroup snapshot at " t " of: " watch
+  f = R "/proc/self/mountinfo"
+  while ((getline line < f) > 0) {
+    n = split(line, a, " ")
+    for (k = 7; k <= n && a[k] != "-"; k++) ;
+    if (k + 3 > n || (a[k + 1] != "cgroup" && a[k + 1] != "cgroup2")) continue
+    nm++; mver[nm] = (a[k + 1] == "cgroup2" ? 2 : 1); mopts[nm] = a[k + 3]
+    mroot[nm] = unesc(a[4]); mpoint[nm] = unesc(a[5])
+    print "mount v" mver[nm] " " mopts[nm] " root " mroot[nm] " at " mpoint[nm]
+  }
+  close(f)
+  if (!nm) print "missing cgroup mounts (no cgroup or cgroup2 line in /proc/self/mountinfo)"
+  if (!np) print "missing processes (none of the watched names is running)"
+  for (p = 1; p <= np; p++) {
+    print "== pid " pid[p] " " comm[p]
+    f = R "/proc/" pid[p] "/cgroup"; got = ""; v2 = 0
+    r = (getline line < f)
+    if (r < 0) print "missing /proc/" pid[p] "/cgroup (the process exited)"
+    for (; r > 0; r = (getline line < f)) {
+      i = index(line, ":"); rest = substr(line, i + 1); j = index(rest, ":")
+      list = substr(rest, 1, j - 1); path = substr(rest, j + 1)
+      if (substr(line, 1, i - 1) == "0" && list == "") { ver = 2; v2 = 1; print "cgroup v2 " path }
+      else if (wanted(list)) { ver = 1; got = got "," list; print "cgroup v1 " list " " path }
+      else continue
+      key = ver " " list " " path
+      if (!(key in seen)) { seen[key] = 1; nb++; bver[nb] = ver; blist[nb] = list; bpath[nb] = path }
+    }
+    close(f)
+    if (r >= 0 && !v2) {
+      n = split("cpu cpuacct blkio memory", a, " ")
+      for (k = 1; k <= n; k++) if (!has(got, a[k]))
+        print "missing controller " a[k] " (in no hierarchy of /proc/" pid[p] "/cgroup)"
+    }
+  }
+  for (b = 1; b <= nb; b++) {
+    print "== cgroup v" bver[b] (bver[b] == 1 ? " " blist[b] : "") " " bpath[b]
+    dir = resolve(bver[b], blist[b], bpath[b])
+    if (dir == "") { print "unreachable " why; continue }
+    print "dir " dir
+    if (bver[b] == 1) {
+      n = split(blist[b], a, ",")
+      for (k = 1; k <= n; k++) if (a[k] in files1) {
+        m = split(files1[a[k]], fl, " ")
+        for (q = 1; q <= m; q++) dump(dir, fl[q], "")
+      }
+      continue
+    }
+    f = R dir "/cgroup.controllers"; ctl = ""
+    if ((getline ctl < f) < 0) ctl = "unknown"
+    close(f)
+    print "controllers " ctl
+    m = split(files2, fl, " ")
+    for (q = 1; q <= m; q++) {
+      c = substr(fl[q], 1, index(fl[q], ".") - 1)
+      if (index(" " ctl " ", " " c " ") == 0) note = " (controller " c " not enabled for this cgroup)"
+      else if (bpath[b] == "/") note = " (the root cgroup has none)"
+      else note = ""
+      dump(dir, fl[q], note)
+    }
+  }
+  for (k = 1; k <= nd; k++) {
+    f = R "/sys/dev/block/" dev[k] "/uevent"; name = ""
+    while ((getline line < f) > 0) if (substr(line, 1, 8) == "DEVNAME=") name = substr(line, 9)
+    close(f)
+    if (name == "" && !parts) {
+      parts = 1
+      while ((getline line < (R "/proc/partitions")) > 0)
+        if (split(line, a, " ") == 4 && a[1] ~ /^[0-9]+$/) part[a[1] ":" a[2]] = a[4]
+      close(R "/proc/partitions")
+    }
+    if (name == "" && dev[k] in part) name = part[dev[k]]
+    if (name == "") print "missing device " dev[k] " (in neither /sys/dev/block nor /proc/partitions)"
+    else print "device " dev[k] " " name
+  }
+}
+"""
+_CGROUP = "t=$(date +%s); grep -s -H '' /proc/[0-9]*/comm | awk -v t=\"$t\" -v watch={watch} " + shlex.quote(
+    _CGROUP_AWK
+).replace("{", "{{").replace("}", "}}")
+CGROUP: tuple[CaptureSpec, ...] = (
+    CaptureSpec("cgroup-start", "cgroup", _CGROUP, "awk", phase="start"),
+    CaptureSpec("cgroup-end", "cgroup", _CGROUP, "awk", phase="end"),
+)
+
 DEFAULT: tuple[CaptureSpec, ...] = (
     CaptureSpec("vmstat", "vmstat", "vmstat -w -t {interval} {reports}", "vmstat", version="vmstat -V"),
     CaptureSpec("iostat", "iostat", "iostat -x -d -t {interval} {reports}", "iostat", version="iostat -V"),
@@ -173,11 +342,26 @@ DEFAULT: tuple[CaptureSpec, ...] = (
     CaptureSpec("sar-net", "sadf", "sadf -d {workdir}/sa.bin -- -n DEV", "sadf", phase="end"),
     CaptureSpec("sar-tcp", "sadf", "sadf -d {workdir}/sa.bin -- -n TCP,ETCP", "sadf", phase="end"),
     CaptureSpec("sar-binary", "sa", "cat {workdir}/sa.bin", "cat", phase="end"),
+    *CGROUP,
 )
 
 # Lighter set for a quick look: no per-thread top, no per-process tables.
 MINIMAL: tuple[CaptureSpec, ...] = tuple(
-    s for s in DEFAULT if s.id in ("vmstat", "iostat", "mpstat", "ss", "sysctl", "nproc", "uname", "df")
+    s
+    for s in DEFAULT
+    if s.id
+    in (
+        "vmstat",
+        "iostat",
+        "mpstat",
+        "ss",
+        "sysctl",
+        "nproc",
+        "uname",
+        "df",
+        "cgroup-start",
+        "cgroup-end",
+    )
 )
 
 PROFILES: dict[str, tuple[CaptureSpec, ...]] = {"default": DEFAULT, "minimal": MINIMAL}
