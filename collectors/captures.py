@@ -18,9 +18,11 @@ snapshots and conversions run after it (sar's binary file is converted on the ho
 
 from __future__ import annotations
 
+import ast
 import re
 import shlex
 from dataclasses import dataclass
+from pathlib import Path
 
 PHASES = ("start", "window", "end")
 # The processes whose threads, waits and cgroups matter in a database load test, by the name the
@@ -277,6 +279,182 @@ CGROUP: tuple[CaptureSpec, ...] = (
     CaptureSpec("cgroup-end", "cgroup", _CGROUP, "awk", phase="end"),
 )
 
+# The thread-state sampler (issue 15; parsers/threads.py reads it, its docstring shows the format):
+# one window capture that, with whatever Python 2.7+ the host has, runs collectors/thread_sampler.py
+# fed on stdin (its text embedded here), and without one the same sampling in POSIX sh + awk at 2
+# samples a second (1 where `sleep` takes no fractions). It also appends PSI to {workdir}/psi.out,
+# which the `psi` end capture ships (as sar's file is). The version probe (the manifest's
+# tool_version) says which mode runs and at what rate. pyenv-style shims answer `command -v` for a
+# Python they cannot run, hence the probe runs each candidate.
+_PICK_PYTHON = (
+    "py=; for c in python3 python2.7 python2 python; do command -v $c >/dev/null 2>&1 && "
+    "v=$($c -c 'import sys; sys.version_info >= (2, 7) and "
+    'sys.stdout.write("%d.%d.%d" % tuple(sys.version_info[:3]))\' 2>/dev/null) && '
+    '[ -n "$v" ] && py=$c && break; done'
+)
+# sh lists each selected process's threads (a glob: no process started per sample) and sleeps; one
+# awk reads every thread's stat, syscall and wchan, counts, and at each interval's `I` line reads
+# schedstat and PSI and writes the block. Selection: `cat` of every /proc/PID/stat twice, the busiest
+# by utime+stime between them (not our own process group), the named by comm; refreshed every 10 s.
+_THREADS_AWK_MODE = r"""W=__W__; I=__I__; N=__N__; PSI=__PSI__
+R=2; P=0.5; sleep 0.01 2>/dev/null || { R=1; P=1; }
+now() { d=$(date +%s.%N); case $d in *N*) d=${d%%.*} ;; esac; }
+probe() { cat /proc/[0-9]*/stat 2>/dev/null; }
+SEL='
+function tail(l) { return match(l, /\) [A-Za-z] [-0-9 ]*$/) ? substr(l, RSTART + 2) : "" }
+function esc(s) { gsub(/\\/, "\\\\", s); gsub(/\t/, "\\t", s); gsub(/\r/, "\\r", s); return s }
+BEGIN { split(watch, w, " "); for (i in w) named[w[i]] = 1
+  split(known, kn, " "); for (i in kn) old[kn[i]] = 1 }
+$0 == "==" { second = 1; next }
+{ t = tail($0); if (t == "") next; split(t, f, " "); pid = $1 + 0
+  c = substr($0, index($0, "(") + 1, RSTART - index($0, "(") - 1)
+  if (pid == me) mypg = f[3]
+  pg[pid] = f[3]; comm[pid] = c; tick = f[12] + f[13]
+  if (second) { t1[pid] = tick } else { t0[pid] = tick } }
+END {
+  out = ""; lines = ""
+  for (p in old) if (p in comm) out = out " " p; else lines = lines "# gone " stamp " pid=" p "\n"
+  for (p in comm) if (!(p in old) && (comm[p] in named)) {
+    out = out " " p; chosen[p] = 1
+    lines = lines "# select " stamp " pid=" p " why=named comm=" esc(comm[p]) "\n" }
+  if (busiest > 0 && second) {
+    for (k = 1; k <= busiest; k++) {
+      best = ""; bd = 0
+      for (p in t1)
+        if ((p in t0) && !(p in chosen) && !(p in old) && pg[p] != mypg && t1[p] - t0[p] > bd) {
+          best = p; bd = t1[p] - t0[p] }
+      if (best == "") break
+      chosen[best] = 1; out = out " " best
+      lines = lines "# select " stamp " pid=" best " why=busiest cpu_ticks=" bd " comm=" esc(comm[best]) "\n"
+    }
+  }
+  printf "%s\n%s", out, lines
+}'
+MAIN='
+function esc(s) { gsub(/\\/, "\\\\", s); gsub(/\t/, "\\t", s); gsub(/\r/, "\\r", s); return s }
+function first(f,   l, r) { l = ""; r = (getline l < f); close(f); return r > 0 ? l : "?" }
+BEGIN { OFS = "\t"; print "# perfkit-psi 1 source=/proc/pressure" > psi }
+/^#/ { print
+  if ($2 == "select") { p = $4; sub(/^pid=/, "", p); c = $0; sub(/.* comm=/, "", c); comm[p] = c }
+  next }
+$1 == "B" { last = $2; next }
+$1 == "T" {
+  f = $2 "/stat"; l = ""; r = (getline l < f); close(f); if (r <= 0) next
+  if (!match(l, /\) [A-Za-z] [-0-9 ]*$/)) next
+  n = split(substr(l, RSTART + 2), s, " ")
+  name = esc(substr(l, index(l, "(") + 1, RSTART - index(l, "(") - 1))
+  pid = $2; sub(/^\/proc\//, "", pid); sub(/\/.*/, "", pid)
+  if (int(s[7] / 2097152) % 2) call = "kernel"; else { call = first($2 "/syscall"); sub(/ .*/, "", call) }
+  wc = first($2 "/wchan"); if (wc == "") wc = "0"
+  cnt[pid SUBSEP s[1] SUBSEP call SUBSEP esc(wc) SUBSEP name]++
+  if (!($2 in pc)) {  # first sight: a new thread of a known process starts from 0, else a baseline
+    if (pid in known) { pc[$2] = 0; pd[$2] = 0 }
+    else { split(first($2 "/schedstat"), b, " "); pc[$2] = b[1]; pd[$2] = b[2] } }
+  task[$2] = name; tpid[$2] = pid; seen[pid] = 1; next }
+$1 == "E" { samples++; next }
+$1 == "I" {
+  printf "= %s %.3f %d\n", $2, $2 - last, samples
+  for (k in cnt) { split(k, a, SUBSEP); print "c", a[1], a[2], a[3], a[4], cnt[k], comm[a[1]], a[5] }
+  for (t in task) {
+    l = first(t "/schedstat"); if (split(l, s, " ") < 2) continue
+    key = tpid[t] SUBSEP task[t]; thr[key]++
+    if (s[1] >= pc[t]) cpu[key] += s[1] - pc[t]; if (s[2] >= pd[t]) del[key] += s[2] - pd[t]
+    pc[t] = s[1]; pd[t] = s[2] }
+  for (t in pc) if (!(t in task)) { delete pc[t]; delete pd[t] }  # exited
+  for (key in thr) { split(key, a, SUBSEP)
+    print "d", a[1], thr[key], sprintf("%.0f", cpu[key]), sprintf("%.0f", del[key]), comm[a[1]], a[2] }
+  print "= " $2 > psi
+  for (i = 1; i <= 3; i++) { res = (i == 1) ? "cpu" : (i == 2) ? "io" : "memory"; f = "/proc/pressure/" res
+    r = 0; while ((getline l < f) > 0) { r = 1; print res " " l > psi } close(f)
+    if (!r && !(res in nopsi)) { nopsi[res] = 1; print "# no PSI for " res ": " f ": not readable" > psi } }
+  fflush(psi); fflush()
+  for (p in seen) known[p] = 1
+  split("", cnt); split("", thr); split("", cpu); split("", del); split("", task); split("", seen)
+  samples = 0; last = $2; next }
+'
+nl='
+'
+pick() { pids=${sel%%"$nl"*}; case $sel in *"$nl"*) printf '%s\n' "${sel#*"$nl"}" ;; esac; }
+me=$$
+{
+  t=$(getconf CLK_TCK 2>/dev/null || echo 100)
+  echo "# perfkit-threads 1 mode=awk version=- rate_hz=$R interval_s=$I clk_tck=$t arch=$(uname -m)" \
+    "busiest=3 refresh_s=10 watch=$(echo $W | tr ' ' ,)"
+  a=$(probe); sleep $P; b=$(probe); now
+  sel=$(printf '%s\n==\n%s\n' "$a" "$b" |
+    awk -v watch="$W" -v me=$me -v busiest=3 -v stamp="$d" -v known= "$SEL")
+  pick
+  echo "B $d"
+  i=0; every=$(( (10 + I - 1) / I ))
+  while [ $i -lt $N ]; do
+    j=0
+    while [ $j -lt $((R * I)) ]; do
+      for p in $pids; do printf 'T %s\n' /proc/$p/task/*; done; echo E
+      sleep $P; j=$((j + 1))
+    done
+    now; echo "I $d"; i=$((i + 1))
+    if [ $((i % every)) -eq 0 ] && [ $i -lt $N ]; then
+      sel=$(probe | awk -v watch="$W" -v me=$me -v busiest=0 -v stamp="$d" -v known="$pids" "$SEL")
+      pick
+    fi
+  done
+} | awk -v psi="$PSI" "$MAIN"
+"""
+
+
+def _sampler_python() -> str:
+    """collectors/thread_sampler.py without its module docstring and comment lines (the host needs
+    neither; the command and the manifest stay smaller). tests/test_threads_sampler.py checks the
+    result's syntax tree is the module's."""
+    text = (Path(__file__).with_name("thread_sampler.py")).read_text()
+    doc = ast.parse(text).body[0]
+    lines = text.splitlines()
+    keep = lines[: doc.lineno - 1] + lines[doc.end_lineno :]
+    return "\n".join(ln for ln in keep if not ln.lstrip().startswith("#")) + "\n"
+
+
+def _threads_command() -> str:
+    from . import thread_sampler
+
+    python = _sampler_python()
+    assert "PERFKIT_THREADS_EOF" not in python
+    awk_mode = (
+        _THREADS_AWK_MODE.replace("{", "{{")
+        .replace("}", "}}")
+        .replace("__W__", "{watch}")
+        .replace("__I__", "{interval}")
+        .replace("__N__", "{count}")
+        .replace("__PSI__", "{workdir}/psi.out")
+    )
+    return (
+        _PICK_PYTHON.replace("{", "{{").replace("}", "}}")
+        + '\nif [ -n "$py" ]; then exec "$py" - --interval {interval} --count {count} '
+        + f"--rate {thread_sampler.DEFAULT_RATE_HZ} --busiest {thread_sampler.BUSIEST} "
+        + "--watch {watch} --psi {workdir}/psi.out <<'PERFKIT_THREADS_EOF'\n"
+        + python.replace("{", "{{").replace("}", "}}")
+        + "PERFKIT_THREADS_EOF\nfi\n"
+        + awk_mode
+    )
+
+
+def _threads_version() -> str:
+    from . import thread_sampler
+
+    return (
+        _PICK_PYTHON
+        + '; if [ -n "$py" ]; then echo "thread sampler: $py $v, '
+        + f'{thread_sampler.DEFAULT_RATE_HZ} samples/s"; '
+        + "else r=2; sleep 0.01 2>/dev/null || r=1; "
+        + 'echo "thread sampler: awk (no Python 2.7+), $r samples/s"; fi'
+    )
+
+
+THREADS: tuple[CaptureSpec, ...] = (
+    CaptureSpec("threads", "threads", _threads_command(), "sh", version=_threads_version()),
+    # about 400 bytes an interval on the host
+    CaptureSpec("psi", "psi", "cat {workdir}/psi.out", "cat", phase="end", host_bytes=(512, 0, 4096)),
+)
+
 DEFAULT: tuple[CaptureSpec, ...] = (
     CaptureSpec("vmstat", "vmstat", "vmstat -w -t {interval} {reports}", "vmstat", version="vmstat -V"),
     CaptureSpec("iostat", "iostat", "iostat -x -d -t {interval} {reports}", "iostat", version="iostat -V"),
@@ -343,6 +521,7 @@ DEFAULT: tuple[CaptureSpec, ...] = (
     CaptureSpec("sar-tcp", "sadf", "sadf -d {workdir}/sa.bin -- -n TCP,ETCP", "sadf", phase="end"),
     CaptureSpec("sar-binary", "sa", "cat {workdir}/sa.bin", "cat", phase="end"),
     *CGROUP,
+    *THREADS,
 )
 
 # Lighter set for a quick look: no per-thread top, no per-process tables.
@@ -361,6 +540,8 @@ MINIMAL: tuple[CaptureSpec, ...] = tuple(
         "df",
         "cgroup-start",
         "cgroup-end",
+        "threads",
+        "psi",
     )
 )
 
