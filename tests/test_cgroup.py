@@ -254,6 +254,52 @@ def test_v1_container_mount_roots_comount_and_unreachable() -> None:
     assert "dir /sys/fs/cgroup/mem ory" in (C / "synthetic-v1-docker-container.txt").read_text()
 
 
+def test_real_v1_step_deltas_as_the_rules_compute_them() -> None:
+    """The docstring's recipes on a real start/end pair: two throwaway processes (one cgroup) under a
+    0.2-core quota and a 20 write-IOPS limit on vda, 3 s apart."""
+    start, end = (
+        cgroup.parse(C / f"v1-quota-0.2-write-iops-20-{p}.txt", host="lab") for p in ("start", "end")
+    )
+    s, e = (df[df["process"] == "pkcgtest"] for df in (start, end))
+    assert len(set(s["pid"])) == 2 and len(set(s["cgroup"])) == 3  # the test group, memory, v2 root
+    pid = int(s["pid"].min())
+    s, e = (df[(df["pid"] == pid) & (df["version"] == 1)] for df in (s, e))
+    seconds = (e["timestamp"].iloc[0] - s["timestamp"].iloc[0]).total_seconds()
+    assert seconds == 3
+
+    def delta(key: str, **match: object) -> float:
+        return value(e, key=key, **match) - value(s, key=key, **match)
+
+    assert value(s, key="quota_usec") / value(s, key="period_usec") == 0.2  # quota in cores
+    assert delta("nr_throttled") / delta("nr_periods") == 1.0  # throttled in every period
+    assert delta("throttled_usec") / 1e6 == pytest.approx(2.310428371)  # throttled seconds
+    assert delta("usage_usec", controller="cpuacct") / 1e6 / seconds == pytest.approx(0.2, abs=0.01)
+    iops = delta("write_ios", device="254:0") / seconds
+    limit = rows(s, key="write_max_iops").iloc[0]
+    assert iops == 20 == limit["value"] and limit["device_name"] == "vda"  # IOPS at the limit
+    mem = rows(s, key="max_bytes").iloc[0]
+    assert mem["unlimited"] and mem["cgroup"].startswith("/process_api/")
+
+
+def test_real_lab_mariadb_unconstrained() -> None:
+    df = cgroup.parse(C / "v1-lab-mariadb-unconstrained.txt")
+    db = df[(df["process"] == "mariadbd") & (df["version"] == 1)]
+    assert set(db["cgroup"]) >= {"/"}
+    assert rows(db, key="quota_usec")["unlimited"].all() and rows(db, key="max_bytes")["unlimited"].all()
+    assert rows(db, controller="blkio", key="write_max_iops").empty  # no IO limit anywhere
+    assert value(db, key="nr_periods") == 0  # no quota: CFS bandwidth never ran a period
+
+
+def test_real_v2_child_without_controllers() -> None:
+    df = cgroup.parse(C / "v2-child-no-controllers.txt")
+    v2 = df[(df["process"] == "pkcgv2") & (df["version"] == 2)]
+    assert set(v2["cgroup"]) == {"/perfkit-scn-cgtest32229-v2"}
+    assert set(v2["key"]) == {"usage_usec", "user_usec", "system_usec", "nice_usec"}
+    assert (
+        "cgroup v2 /perfkit-scn-cgtest32229-v2: missing cpu.max (controller cpu not enabled for this cgroup)"
+    ) in df.attrs["notes"]
+
+
 def test_v1_unlimited_values() -> None:
     text = (
         "cgroup snapshot at 1795766400 of: mariadbd\n== pid 9 mariadbd\ncgroup v1 cpu,cpuacct /\n"
