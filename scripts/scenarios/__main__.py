@@ -64,13 +64,25 @@ def main(argv: list[str] | None = None) -> int:
             )
     except (KeyboardInterrupt, Interrupted) as exc:
         what = "SIGINT" if isinstance(exc, KeyboardInterrupt) else str(exc)
-        print(f"scenarios: interrupted by {what}; machine restored (see scenario.json)", file=sys.stderr)
+        restore = _restore_problems(getattr(args, "output", None))
+        said = {None: "see scenario.json", (): "machine restored"}.get(
+            None if restore is None else tuple(restore), f"restore problems: {restore}"
+        )
+        print(f"scenarios: interrupted by {what}; {said}", file=sys.stderr)
         return EXIT_INTERRUPTED
     except (ScenarioError, InstanceError, CgroupError) as exc:
         print(f"scenarios: {exc}", file=sys.stderr)
         return 1
     print(json.dumps(summary(rec), indent=1))
     return 1 if rec.get("restore") else 0
+
+
+def _restore_problems(out: Path | None) -> list[str] | None:
+    """scenario.json's `restore` (None when there is no record, e.g. an interrupted cleanup)."""
+    try:
+        return json.loads((out / "scenario.json").read_text())["restore"] if out else None
+    except (OSError, ValueError, KeyError):
+        return None
 
 
 def summary(rec: dict) -> dict:

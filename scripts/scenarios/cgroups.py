@@ -87,7 +87,7 @@ def detect(mounts: Path = Path("/proc/self/mounts")) -> Layout:
 def _write(path: Path, text: str) -> None:
     """One write(2) of `text` (cgroup files take one value per write); the error names the file."""
     try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o644)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
         try:
             os.write(fd, text.encode())
         finally:
@@ -134,15 +134,20 @@ class Group:
         if not name.startswith(PREFIX) or "/" in name:
             raise ValueError(f"cgroup name {name!r} must start with {PREFIX!r} and have no '/'")
         self.name, self.layout = name, layout
-        versions = {layout.pick(n, version) for n in needs}
+        if not needs and version is None:
+            raise ValueError("a group with no controller (membership only) needs its version")
+        versions = {layout.pick(n, version) for n in needs} or {version}
+        if not needs and version == 1:
+            raise ValueError("a v1 group needs a controller: v1 has no hierarchy without one")
         if len(versions) != 1:
             raise CgroupError(f"{needs} are split between cgroup v1 and v2 here: not supported")
-        self.version = versions.pop()
+        self.version = int(versions.pop() or 0)
         if self.version == 1:
             ctrls = sorted({c for n in needs for c in ({"cpu": ("cpu", "cpuacct"), "io": ("blkio",)}[n])})
             self.roots = {c: layout.v1[c] for c in ctrls}
         else:
-            assert layout.v2 is not None
+            if layout.v2 is None:
+                raise CgroupError("no cgroup2 hierarchy mounted (see /proc/self/mounts)")
             self.roots = {"unified": layout.v2}
             self.needs = needs
         self.enabled: list[str] = []  # v2 controllers this group turned on in the root's subtree_control

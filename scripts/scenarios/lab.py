@@ -441,19 +441,23 @@ def cleanup(
     A run whose harness still runs is left alone unless `force`. Returns the problems."""
     layout = layout or cgroups.detect()
     problems: list[str] = []
-    live: set[str] = set()
+    live = {_run_id(b) for b in leftover_bases() if owner_alive(b) and not force}
+    # cgroups first: a process moved back is no longer throttled, so its instance stops quickly
+    for d, root, version in cgroups.leftovers(layout):
+        if _run_id(d) in live:
+            continue
+        log(f"cleanup: cgroup v{version} {d}: tasks back to {root}, removed")
+        problems += cgroups.remove_leftover(d, root, version)
     for base in leftover_bases():
-        run_id = base.name[len(PREFIX) :].split("-", 1)[0]
-        if owner_alive(base) and not force:
-            live.add(run_id)
+        if _run_id(base) in live:
             log(f"cleanup: {base}: its run is still going (owner alive), left alone")
             continue
         log(f"cleanup: stopping and removing {base}")
         problems += stop_by_pidfile(base)
         problems += _remove_base(base)
-    for d, root, version in cgroups.leftovers(layout):
-        if d.name[len(PREFIX) :].split("-", 1)[0] in live:
-            continue
-        log(f"cleanup: cgroup v{version} {d}: tasks back to {root}, removed")
-        problems += cgroups.remove_leftover(d, root, version)
     return problems
+
+
+def _run_id(path: Path) -> str:
+    """The run id in a lab dir or cgroup name: `perfkit-scn-<run id>-...`."""
+    return path.name[len(PREFIX) :].split("-", 1)[0]
