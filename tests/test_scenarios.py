@@ -100,6 +100,18 @@ def test_v2_io_group_writes_io_max_and_reads_wios(fake_v2: Layout) -> None:
     assert (root / "cgroup.subtree_control").read_text() == "io memory\n"
 
 
+def test_a_group_never_removes_a_dir_it_did_not_make(fake_v2: Layout) -> None:
+    root = fake_v2.v2
+    assert root is not None
+    theirs = root / (PREFIX + "u3-db")
+    theirs.mkdir()  # another run's group, by the same name
+    g = Group(PREFIX + "u3-db", ("cpu",), fake_v2)
+    with pytest.raises(CgroupError, match="exists already"):
+        g.create()
+    assert g.release() == []
+    assert theirs.is_dir()
+
+
 def test_detect_and_pick_name_what_is_missing(tmp_path: Path) -> None:
     mounts = tmp_path / "mounts"
     mounts.write_text(

@@ -151,7 +151,7 @@ class Group:
             self.roots = {"unified": layout.v2}
             self.needs = needs
         self.enabled: list[str] = []  # v2 controllers this group turned on in the root's subtree_control
-        self.created = False
+        self.made: list[str] = []  # the controllers whose dir this group made (only those are removed)
 
     @property
     def dirs(self) -> dict[str, Path]:
@@ -170,14 +170,14 @@ class Group:
                 if ctrl not in on:
                     _write(root / "cgroup.subtree_control", f"+{ctrl}")
                     self.enabled.append(ctrl)
-        for d in self.dirs.values():
+        for ctrl, d in self.dirs.items():
             try:
                 d.mkdir()
+                self.made.append(ctrl)
             except FileExistsError:
                 raise CgroupError(f"{d} exists already (a crashed run? `scenarios cleanup`)") from None
             except OSError as exc:
                 raise CgroupError(f"{d}: cannot create: {exc.strerror}") from None
-        self.created = True
 
     # ------------------------------------------------------------------ limits
 
@@ -295,10 +295,10 @@ class Group:
         """Move every member back to the root group, remove the group's directories and disable the v2
         controllers it enabled. Never raises: returns the problems (empty when all is undone)."""
         problems: list[str] = []
-        for ctrl, d in self.dirs.items():
-            if not d.exists():
-                continue
-            problems += _empty_and_remove(d, self.roots[ctrl], self.version)
+        dirs = self.dirs
+        for ctrl in reversed(self.made):
+            problems += _empty_and_remove(dirs[ctrl], self.roots[ctrl], self.version)
+        self.made = []
         if self.version == 2:
             sub = self.roots["unified"] / "cgroup.subtree_control"
             for ctrl in reversed(self.enabled):
