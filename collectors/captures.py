@@ -338,13 +338,15 @@ BEGIN { OFS = "\t"; print "# perfkit-psi 1 source=/proc/pressure" > psi }
   if ($2 == "select") { p = $4; sub(/^pid=/, "", p); c = $0; sub(/.* comm=/, "", c); comm[p] = c }
   next }
 $1 == "B" { last = $2; next }
+$1 == "X" { nosys[$2] = 1; next }
 $1 == "T" {
   f = $2 "/stat"; l = ""; r = (getline l < f); close(f); if (r <= 0) next
   if (!match(l, /\) [A-Za-z] [-0-9 ]*$/)) next
   n = split(substr(l, RSTART + 2), s, " ")
   name = esc(substr(l, index(l, "(") + 1, RSTART - index(l, "(") - 1))
   pid = $2; sub(/^\/proc\//, "", pid); sub(/\/.*/, "", pid)
-  if (int(s[7] / 2097152) % 2) call = "kernel"; else { call = first($2 "/syscall"); sub(/ .*/, "", call) }
+  if (int(s[7] / 2097152) % 2) call = "kernel"; else if (pid in nosys) call = "?"
+  else { call = first($2 "/syscall"); sub(/ .*/, "", call) }
   wc = first($2 "/wchan"); if (wc == "") wc = "0"
   cnt[pid SUBSEP s[1] SUBSEP call SUBSEP esc(wc) SUBSEP name]++
   if (!($2 in pc)) {  # first sight: a new thread of a known process starts from 0, else a baseline
@@ -374,7 +376,12 @@ $1 == "I" {
 '
 nl='
 '
-pick() { pids=${sel%%"$nl"*}; case $sel in *"$nl"*) printf '%s\n' "${sel#*"$nl"}" ;; esac; }
+# A process whose syscall file may not be read (ptrace rules; pid 1 here) fails the read, not the
+# open, and mawk dies on a read error: such processes are tested once with cat and told to awk (X).
+pick() {
+  pids=${sel%%"$nl"*}; case $sel in *"$nl"*) printf '%s\n' "${sel#*"$nl"}" ;; esac
+  for p in $pids; do cat /proc/$p/syscall >/dev/null 2>&1 || echo "X $p"; done
+}
 me=$$
 {
   t=$(getconf CLK_TCK 2>/dev/null || echo 100)

@@ -55,6 +55,9 @@ PF_KTHREAD = 0x00200000
 _FILES = ("stat", "syscall", "wchan", "schedstat")
 _monotonic = getattr(time, "monotonic", time.time)
 _pread = getattr(os, "pread", None)
+# Descriptors held open for re-reading, and how many may be: the soft RLIMIT_NOFILE less room for the
+# files opened and closed on the way (main() sets it; a process's limit is often 1024).
+HELD = [0, 1024 - 64]
 
 
 def escape(name):
@@ -106,13 +109,16 @@ class Task(object):
         # type: (str) -> bytes | None
         fd = self.fds.get(name)
         if fd is None:
+            if HELD[0] >= HELD[1]:  # out of descriptors to hold: read this one afresh
+                return read_file(self.base + name)
             try:
                 fd = os.open(self.base + name, os.O_RDONLY)
             except (OSError, IOError) as exc:
                 if exc.errno in (errno.EMFILE, errno.ENFILE):
-                    return read_file(self.base + name)
+                    HELD[1] = HELD[0]
                 return None
             self.fds[name] = fd
+            HELD[0] += 1
         try:
             if _pread is not None:
                 return _pread(fd, 4096, 0)
@@ -128,6 +134,7 @@ class Task(object):
                 os.close(fd)
             except OSError:
                 pass
+        HELD[0] -= len(self.fds)
         self.fds = {}
 
 
@@ -183,7 +190,7 @@ class Sampler(object):
 
     def cpu_ticks(self):
         # type: () -> dict[int, tuple[bytes, int]]
-        """utime+stime per process not in our own process group (pid -> (comm, ticks))."""
+        """utime+stime per process not in our own process group: {pid: (comm, ticks)}."""
         found = {}
         for pid in self.pids():
             data = read_file("%s/%d/stat" % (self.root, pid))
@@ -415,21 +422,23 @@ class Sampler(object):
             self.select_busiest(before, self.cpu_ticks())
         self.out.flush()
         period = 1.0 / rate_hz
+        per = max(1, int(round(rate_hz * interval_s)))
         start = last = monotonic()
         refresh = start + REFRESH_S
         self.schedstat()  # baselines: the first interval's deltas are its own
-        for i in range(1, intervals + 1):
-            end = start + i * interval_s
-            tick = last
-            while True:
+        for i in range(intervals):
+            begin = start + i * interval_s
+            end = begin + interval_s
+            for j in range(per):  # on schedule; behind it, the next sample at once, none past the end
                 now = monotonic()
                 if now >= end:
                     break
-                if now >= tick:
-                    self.sample()
-                    tick = max(tick + period, now)  # behind schedule: no burst to catch up
-                    continue
-                sleep(min(tick, end) - now)
+                if begin + j * period > now:
+                    sleep(begin + j * period - now)
+                self.sample()
+            now = monotonic()
+            if now < end:
+                sleep(end - now)
             now = monotonic()
             self.flush(now - last)
             last = now
@@ -489,6 +498,8 @@ def main(argv=None):
         want = 65536 if hard == resource.RLIM_INFINITY else min(hard, 65536)
         if soft != resource.RLIM_INFINITY and soft < want:
             resource.setrlimit(resource.RLIMIT_NOFILE, (want, hard))
+        soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+        HELD[1] = max(0, (65536 if soft == resource.RLIM_INFINITY else soft) - 64)
     except (ImportError, ValueError, OSError):
         pass
     out.write(header(mode, version, args.rate, args.interval, args.busiest, watch))
