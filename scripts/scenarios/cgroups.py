@@ -58,6 +58,9 @@ class Layout:
             return 1
         if have_v2:
             return 2
+        if version == 2:
+            where = f"{self.v2}/cgroup.controllers" if self.v2 else "no cgroup2 mount"
+            raise CgroupError(f"cgroup v2: no {need} controller ({where})")
         where = f"{self.v2}/cgroup.controllers" if self.v2 else "no cgroup2 mount"
         raise CgroupError(f"no cgroup controller for {need}: not mounted as v1, not in v2 ({where})")
 

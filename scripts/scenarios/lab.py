@@ -301,7 +301,6 @@ def run_scenario(
             raise ScenarioError(f"{tool} not found (scripts/lab.sh installs it)")
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise ScenarioError(f"{out}: exists and is not an empty directory")
-    out.mkdir(parents=True, exist_ok=True)
     layout = layout or cgroups.detect()
     run_id = uuid.uuid4().hex[:8]
     record: dict[str, Any] = {
@@ -316,6 +315,12 @@ def run_scenario(
         "profile": profile,
         "limit": None,
     }
+    group: Group | None = None
+    role = "client" if sc.limit == "client-cpu" else "db"
+    if sc.limit is not None:  # an unusable cgroup layout is said before anything is started
+        needs = ("io",) if sc.limit == "db-write-iops" else ("cpu",)
+        group = Group(f"{PREFIX}{run_id}-{role}", needs, layout, cgroup_version)
+    out.mkdir(parents=True, exist_ok=True)
     lab = Restorer(log)
     monitor: Monitor | None = None
     try:
@@ -332,15 +337,11 @@ def run_scenario(
         inst.prepare(tables=tables, table_size=table_size)
         assert inst.pid is not None
 
-        group: Group | None = None
         device: tuple[int, int] | None = None
         binary: str | None = None
         with contextlib.suppress(cgroups.CgroupError):
             device = cgroups.block_device(inst.datadir)
-        if sc.limit is not None:
-            needs = ("io",) if sc.limit == "db-write-iops" else ("cpu",)
-            role = "client" if sc.limit == "client-cpu" else "db"
-            group = Group(f"{PREFIX}{run_id}-{role}", needs, layout, cgroup_version)
+        if group is not None and sc.limit is not None:
             lab.push(f"release cgroup {group.name}", group.release)
             group.create()
             limit: dict[str, Any] = {"kind": sc.limit, "cgroup": group.describe()}
