@@ -281,8 +281,9 @@ CGROUP: tuple[CaptureSpec, ...] = (
 
 # The thread-state sampler (issue 15; parsers/threads.py reads it, its docstring shows the format):
 # one window capture that, with whatever Python 2.7+ the host has, runs collectors/thread_sampler.py
-# fed on stdin (its text embedded here), and without one the same sampling in POSIX sh + awk at 2
-# samples a second (1 where `sleep` takes no fractions). It also appends PSI to {workdir}/psi.out,
+# fed on stdin (its text embedded here) at 2 samples a second, and without one the same sampling in
+# POSIX sh + awk at 1 a second (a `sleep` and file opens per sample: 2 a second cost 3.8 % of a core
+# for 300 threads, docs/benchmarks.md). It also appends PSI to {workdir}/psi.out,
 # which the `psi` end capture ships (as sar's file is). The version probe (the manifest's
 # tool_version) says which mode runs and at what rate. pyenv-style shims answer `command -v` for a
 # Python they cannot run, hence the probe runs each candidate.
@@ -297,7 +298,7 @@ _PICK_PYTHON = (
 # schedstat and PSI and writes the block. Selection: `cat` of every /proc/PID/stat twice, the busiest
 # by utime+stime between them (not our own process group), the named by comm; refreshed every 10 s.
 _THREADS_AWK_MODE = r"""W=__W__; I=__I__; N=__N__; PSI=__PSI__
-R=2; P=0.5; sleep 0.01 2>/dev/null || { R=1; P=1; }
+R=1; P=1  # samples a second, and the seconds between them
 now() { d=$(date +%s.%N); case $d in *N*) d=${d%%.*} ;; esac; }
 probe() { cat /proc/[0-9]*/stat 2>/dev/null; }
 SEL='
@@ -347,7 +348,11 @@ $1 == "T" {
   pid = $2; sub(/^\/proc\//, "", pid); sub(/\/.*/, "", pid)
   if (int(s[7] / 2097152) % 2) call = "kernel"; else if (pid in nosys) call = "?"
   else { call = first($2 "/syscall"); sub(/ .*/, "", call) }
-  wc = first($2 "/wchan"); if (wc == "") wc = "0"
+  # wchan: 0 for a running thread; reused while it sleeps (S) in the same call (as the Python sampler)
+  if (s[1] == "R") wc = "0"
+  else if (s[1] == "S" && lsc[$2] == s[1] " " call) wc = lwc[$2]
+  else { wc = first($2 "/wchan"); if (wc == "") wc = "0" }
+  lsc[$2] = s[1] " " call; lwc[$2] = wc
   cnt[pid SUBSEP s[1] SUBSEP call SUBSEP esc(wc) SUBSEP name]++
   if (!($2 in pc)) {  # first sight: a new thread of a known process starts from 0, else a baseline
     if (pid in known) { pc[$2] = 0; pd[$2] = 0 }
@@ -362,7 +367,7 @@ $1 == "I" {
     key = tpid[t] SUBSEP task[t]; thr[key]++
     if (s[1] >= pc[t]) cpu[key] += s[1] - pc[t]; if (s[2] >= pd[t]) del[key] += s[2] - pd[t]
     pc[t] = s[1]; pd[t] = s[2] }
-  for (t in pc) if (!(t in task)) { delete pc[t]; delete pd[t] }  # exited
+  for (t in pc) if (!(t in task)) { delete pc[t]; delete pd[t]; delete lsc[t]; delete lwc[t] }
   for (key in thr) { split(key, a, SUBSEP)
     print "d", a[1], thr[key], sprintf("%.0f", cpu[key]), sprintf("%.0f", del[key]), comm[a[1]], a[2] }
   print "= " $2 > psi
@@ -387,7 +392,7 @@ me=$$
   t=$(getconf CLK_TCK 2>/dev/null || echo 100)
   echo "# perfkit-threads 1 mode=awk version=- rate_hz=$R interval_s=$I clk_tck=$t arch=$(uname -m)" \
     "busiest=3 refresh_s=10 watch=$(echo $W | tr ' ' ,)"
-  a=$(probe); sleep $P; b=$(probe); now
+  a=$(probe); sleep 0.3 2>/dev/null || sleep 1; b=$(probe); now
   sel=$(printf '%s\n==\n%s\n' "$a" "$b" |
     awk -v watch="$W" -v me=$me -v busiest=3 -v stamp="$d" -v known= "$SEL")
   pick
@@ -451,8 +456,7 @@ def _threads_version() -> str:
         _PICK_PYTHON
         + '; if [ -n "$py" ]; then echo "thread sampler: $py $v, '
         + f'{thread_sampler.DEFAULT_RATE_HZ} samples/s"; '
-        + "else r=2; sleep 0.01 2>/dev/null || r=1; "
-        + 'echo "thread sampler: awk (no Python 2.7+), $r samples/s"; fi'
+        + 'else echo "thread sampler: awk (no Python 2.7+), 1 samples/s"; fi'
     )
 
 

@@ -16,9 +16,11 @@ appends /proc/pressure/{cpu,io,memory} to `--psi FILE`. The named set is refresh
 REFRESH_S (a restarted mariadbd is found again under its new pid); the busiest are chosen once.
 
 Cost: the per-thread files are opened once and re-read with pread (lseek+read on 2.7): on the lab VM
-that is 8 us a thread per sample against 24 us with open/read/close, which is what lets 5 samples
-a second of 300 threads stay under 2 % of one core (docs/benchmarks.md). When the process runs out
-of file descriptors, the rest are read with open/read/close.
+that is 8 us a thread per sample against 24 us with open/read/close. wchan is not read for a running
+thread (0) nor for one still sleeping (S) in the call it slept in at the last sample (the same wait:
+an idle pool's threads sit in one futex for seconds). With the parsing and counting,
+about 20 us a thread per sample, so DEFAULT_RATE_HZ is 2 (5 cost 4 % of a core for 300 threads:
+docs/benchmarks.md has the figures). Past the descriptors the process may hold, files are read afresh.
 
 Output (text, one line each; names escaped: backslash, tab, CR and LF as \\\\ \\t \\r \\n):
 
@@ -47,7 +49,7 @@ import sys
 import time
 
 FORMAT = 1
-DEFAULT_RATE_HZ = 5
+DEFAULT_RATE_HZ = 2
 BUSIEST = 3
 BUSIEST_PROBE_S = 0.3
 REFRESH_S = 10
@@ -95,7 +97,7 @@ def parse_stat(data, maxsplit=-1):
 class Task(object):
     """One thread: its files held open (or paths, when out of descriptors) and its last schedstat."""
 
-    __slots__ = ("base", "fds", "sched", "name", "kernel")
+    __slots__ = ("base", "fds", "sched", "name", "kernel", "last", "wchan")
 
     def __init__(self, base, sched):
         # type: (str, tuple[int, int] | None) -> None
@@ -104,6 +106,8 @@ class Task(object):
         self.sched = sched  # (cpu_ns, delay_ns) at the last schedstat pass; None: no baseline yet
         self.name = b""
         self.kernel = None  # type: bool | None
+        self.last = None  # type: tuple[bytes, bytes] | None
+        self.wchan = b"?"
 
     def read(self, name):
         # type: (str) -> bytes | None
@@ -301,8 +305,14 @@ class Sampler(object):
                 else:
                     data = task.read("syscall")
                     call = data.split(None, 1)[0] if data else b"?"
-                wchan = task.read("wchan")
-                wchan = (wchan.strip() or b"0") if wchan is not None else b"?"
+                if state == b"R":
+                    wchan = b"0"  # not sleeping: the kernel prints 0
+                elif state == b"S" and task.last == (state, call):
+                    wchan = task.wchan  # still asleep in the same call: the same wait, one read saved
+                else:
+                    wchan = task.read("wchan")
+                    wchan = (wchan.strip() or b"0") if wchan is not None else b"?"
+                task.last, task.wchan = (state, call), wchan
                 key = (proc.pid, name, state, call, wchan)
                 counts[key] = counts.get(key, 0) + 1
         self.samples += 1

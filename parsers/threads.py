@@ -4,8 +4,8 @@
 What the sampler does: for the processes it selected (named by `/proc/PID/comm` from `{watch}`, plus
 the busiest few by CPU over a short probe at the start), it reads every thread's
 `/proc/PID/task/TID/stat` (state), `syscall` (first field) and `wchan` several times a second
-(`rate_hz` in the header: 5 with Python 2.7/3, 2 in the awk mode, 1 where `sleep` takes no
-fractions), counts the samples per (pid, thread name, state, syscall, wchan) and writes them once per
+(`rate_hz` in the header: 2 with Python 2.7/3, 1 in the awk mode; the fixtures were taken at
+an earlier 5 and 2), counts the samples per (pid, thread name, state, syscall, wchan) and writes them once per
 interval, with every thread's `schedstat` delta (on-CPU ns, run-queue wait ns) summed per (pid,
 thread name). The capture:
 
