@@ -22,6 +22,9 @@ iteration iotop prints:
   accounting was switched on still show 0.00 % (iotop issues #38, #21): no way to tell from the text.
 - COMMAND is the rest of the line, verbatim: a process's full command line, a kernel thread in
   brackets (`[jbd2/sda2-8]`), or a thread's name appended in brackets (`... [raftstore-4-0]`).
+  iotop prints a command line's newlines as they are (`python3 -c` with a script, `sh -c`, an awk
+  program), so the lines after a task row that are none of iotop's own belong to its COMMAND: they are
+  joined to it with `\n`, and `notes` counts them.
 - Rows are threads (TID) unless `-P` (header `PID`): then they are processes, said in `notes`.
 - iotop formats with Python's `%.2f` and `strftime('%H:%M:%S')`: no locale changes the numbers.
 
@@ -172,6 +175,10 @@ CHUNK_ROWS = 16384  # task rows converted at once: bounds the buffered text, amo
 # are still in the CPU cache (holding 16 k rows of them costs more than the match itself).
 STAGE_ROWS = 256
 _STRING_GROUPS = {4: "prio", 5: "user", 13: "command"}  # _ROW group index -> column
+_COMMAND_GROUP = 13
+# the start of a task row (time, TID, I/O class): a line so made that is no row is a broken row, never
+# a command's next line
+_ROWLIKE = re.compile(r"^\s*(?:\d{1,2}:\d\d:\d\d\s+)?\d+\s+(?:be|rt|idle)\b")
 _NUMBER_GROUPS = {3: "tid", 6: "read", 8: "write", 10: "swapin", 11: "io"}
 _UNIT_GROUPS = {7: "read_unit", 9: "write_unit"}
 _UNIT_KIB = np.ones(256)  # unit letter byte -> KiB factor
@@ -210,6 +217,8 @@ class _State:
         self.fast: list[tuple[int, re.Match[bytes], int]] = []
         self.fast_text: list[memoryview] = []  # their task rows
         self.fast_rows = 0
+        self.after_row = False  # the last line walked was a task row (or a continuation of one)
+        self.continued = 0  # lines joined to the COMMAND above them
 
     def clock(self, line_no: int, line: str, hms: tuple[str, str, str] | tuple[None, None, None]) -> float:
         """Seconds since the first day's midnight of a line's leading time; NaN without `-t`."""
@@ -264,17 +273,26 @@ class _State:
     def line(self, line_no: int, line: str, lines: Lines | None = None) -> None:
         """The line walk: a task row, or Total, Actual/Current, the header, blank; else an error.
         (`lines`: `walk_text` passes it; `self.lines` is the same.)"""
+        row, self.after_row = self.after_row, False
         if m := _ROW.match(line):
             if not self.totals:
                 raise self.lines.error(line_no, line, "task row before any `Total DISK READ` line")
             self.groups.append(m.groups())
             self.clocks.append(self.clock(line_no, line, (m[1], m[2], m[3])))
             self.iterations.append(len(self.totals))
+            self.after_row = True
             if len(self.groups) >= STAGE_ROWS:
                 self.stage()
             return
         if not line.strip():
-            return  # seed 000's sed put a blank line before every block
+            # seed 000's sed put a blank line before every block; a command's script may hold one too
+            self.after_row = row
+            return
+        if row and not (
+            _TOTAL.match(line) or _ACTUAL.match(line) or _HEADER.match(line) or _ROWLIKE.match(line)
+        ):
+            self.continue_command(line)
+            return
         if m := _TOTAL.match(line):
             self.total(line_no, line, m.groups())
             return
@@ -291,6 +309,17 @@ class _State:
         raise self.lines.error(
             line_no, line, "not an iotop batch line (Total/Actual/Current, header or task row)"
         )
+
+    def continue_command(self, line: str) -> None:
+        """A line of the COMMAND above: a command line with a newline in it."""
+        if self.groups:
+            last = list(self.groups[-1])
+            last[_COMMAND_GROUP] = f"{last[_COMMAND_GROUP]}\n{line}"
+            self.groups[-1] = tuple(last)
+        else:  # the row was staged already
+            self.strings["command"][-1] = f"{self.strings['command'][-1]}\n{line}"
+        self.continued += 1
+        self.after_row = True
 
     def cut_last(self, line_no: int, line: str, lines: Lines) -> None:
         """A last line without newline was cut mid-write: its numbers or command may be cut too."""
@@ -555,6 +584,10 @@ def parse(
         st = _State(lines)
         _walk(st)
     st.flush()
+    if st.continued:
+        st.notes.append(
+            f"{st.continued} line(s) joined to the COMMAND above them (command lines with newlines)"
+        )
     attrs = {"totals": st.totals, "dropped_lines": st.dropped, "unknown_columns": [], "notes": st.notes}
     n = st.n
     if n == 0:

@@ -245,3 +245,14 @@ def test_users_printed_as_uids_are_read_in_bulk_as_text(monkeypatch: pytest.Monk
     assert batches and all(chunk is not None for chunk in batches)
     assert df["user"].tolist() == ["1001", "0007"] * 400 and df["user"].dtype == "string"
     pd.testing.assert_frame_equal(df, iotop.parse(io.StringIO(text)))
+
+
+def test_a_command_line_with_newlines_belongs_to_its_row() -> None:
+    # iotop prints `python3 -c "<script>"` with the script's newlines raw: the next lines are the
+    # COMMAND's, not garbage (a real capture; the whole file was refused before)
+    df = iotop.parse(D / "iotop-0.6-botqk-multiline-command.txt")
+    scripts = df[df["command"].str.startswith("python3 -c", na=False)]
+    assert len(scripts) == 3 and scripts["write_kb_s"].min() > 100_000
+    assert scripts["command"].iloc[0].split("\n")[1:3] == ["import mmap, os, sys, time", "t=time.time()"]
+    assert df.attrs["notes"] == ["15 line(s) joined to the COMMAND above them (command lines with newlines)"]
+    assert df["iteration"].max() == 3 and (df["command"].str.startswith("awk function esc(s)")).sum() == 3
