@@ -363,7 +363,8 @@ def collect(
                     line = session.snapshot_line(
                         cmd, deadline_s=session.SNAPSHOT_TIMEOUT_S, workdir=workdir, run_id=opts.run_id
                     )
-                click.echo(f"[{spec.phase}] {line}")
+                first, *more = line.splitlines()  # the thread sampler carries its script: kilobytes
+                click.echo(f"[{spec.phase}] {first}" + (f" [... {len(more)} more lines]" if more else ""))
         from perfkit.collectors import pprof
 
         services = [(b, pprof.plan) for b in opts.pprof] + [(b, pprof.zip_plan) for b in opts.tidb_zip]
