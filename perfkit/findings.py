@@ -32,6 +32,7 @@ RULE_IDS = (
     "disk.full",
     "profile.hotspots",
     "collector.overhead",
+    "wait.profile",
 )
 
 
