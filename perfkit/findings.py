@@ -33,6 +33,8 @@ RULE_IDS = (
     "profile.hotspots",
     "collector.overhead",
     "wait.profile",
+    "cpu.throttled",
+    "io.throttled",
 )
 
 
