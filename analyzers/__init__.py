@@ -135,6 +135,21 @@ def describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}{': ' + message[:200] if message else ''}{where}"
 
 
+# A limit found (a cgroup quota, an IO cap) is the most specific answer there is; then where the
+# threads wait, which says *why* a resource is busy or idle; then the resources and tiers; then the
+# sweep's shape; then context.
+LIMIT_RULES = ("cpu.throttled", "io.throttled")
+
+
 def _rank(f: Finding) -> tuple[int, int, str]:
-    tier = 2 if is_context(f) else 1 if f.rule in SYMPTOM_RULES else 0
+    if is_context(f):
+        tier = 4
+    elif f.rule in SYMPTOM_RULES:
+        tier = 3
+    elif f.rule in LIMIT_RULES:
+        tier = 0
+    elif f.rule == "wait.profile" and f.evidence.get("dominant") != "net":
+        tier = 1  # a database waiting on the network waits for its clients: the cause is upstream
+    else:
+        tier = 2
     return (tier, SEVERITIES.index(f.severity), f.rule)

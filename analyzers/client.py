@@ -27,6 +27,9 @@ from perfkit.config import Thresholds
 from perfkit.dataset import Capture, Dataset
 from perfkit.findings import Finding, Skipped, count
 
+from . import waits
+from .io import category
+
 RULE = "client.saturated"
 LOAD_KINDS = ("sysbench", "goycsb", "gotpc")
 # the load process's name in top's COMMAND (as printed, or the start of a command line with -c)
@@ -55,6 +58,9 @@ class _Step:
     proc_limit_pct: float | None = None
     top_other: str | None = None
     top_other_cpu_pct: float | None = None
+    quota_cores: float | None = None  # the load process's cgroup CPU quota, where it has one
+    waits_on_server: float | None = None  # its active threads' share waiting on the network (sampler)
+    active_threads: float | None = None
 
 
 def saturated(ds: Dataset, sweep: Any, th: Thresholds) -> list[Finding] | Skipped:
@@ -72,6 +78,7 @@ def saturated(ds: Dataset, sweep: Any, th: Thresholds) -> list[Finding] | Skippe
         )
     lim = th[RULE]
     threads_of = _threads_by_source(sweep)
+    profiles = [p for p in waits.profiles(ds, sweep) if category(p.process) == "load generator"]
     out: list[Finding] = []
     for host in hosts:
         judged = []
@@ -83,8 +90,15 @@ def saturated(ds: Dataset, sweep: Any, th: Thresholds) -> list[Finding] | Skippe
             st.cpus = known[0] if known else None
             same = [c for k in os_kinds for c in ds.of(k) if c.host == host and c.step == cap.step]
             _measure(st, same, lim)
+            _quota(st, [c for c in ds.of("cgroup") if c.host == host and c.step == cap.step])
+            _waits(st, [p for p in profiles if p.host == host and p.step == cap.step])
             judged.append(st)
-        hot = [s for s in judged if _host_bound(s, lim) or _process_bound(s, lim)]
+        # a busy host is not the load's ceiling while the load's own threads wait on the server
+        hot = [
+            s
+            for s in judged
+            if _process_bound(s, lim) or (_host_bound(s, lim) and not _waits_on_server(s, lim))
+        ]
         if hot:
             out.append(_finding(hot, judged, lim))
     return out
@@ -151,6 +165,35 @@ def _host_bound(s: _Step, lim: dict[str, Any]) -> bool:
     return s.runq is not None and bool(s.cpus) and s.runq >= lim["min_runq_per_cpu"] * s.cpus  # type: ignore[operator]
 
 
+def _quota(st: _Step, caps: list[Capture]) -> None:
+    """The load process's cgroup CPU quota (the `cgroup` capture at the step's start), in cores: a
+    client limited by a quota is at its ceiling at that quota, not at its threads or the host's CPUs."""
+    for cap in caps:
+        rows = pd.DataFrame(cap.frame)
+        rows = rows[rows["process"].map(lambda name: category(str(name)) == "load generator")]
+        cpu = rows[(rows["controller"] == "cpu") & ~rows["unlimited"].fillna(False).astype(bool)]
+        quota = cpu.loc[cpu["key"] == "quota_usec", "value"]
+        period = cpu.loc[cpu["key"] == "period_usec", "value"]
+        if len(quota) and len(period) and float(period.iloc[0]) > 0:
+            st.quota_cores = float(quota.iloc[0]) / float(period.iloc[0])
+            limit = st.quota_cores * 100
+            st.proc_limit_pct = min(st.proc_limit_pct, limit) if st.proc_limit_pct else limit
+            st.sources.append(cap.path)
+            return
+
+
+def _waits(st: _Step, profs: list[waits.WaitProfile]) -> None:
+    """How much of the load process's active time waits on the network: on the server's replies."""
+    active = sum(p.active for p in profs)
+    if profs and active > 0:
+        st.active_threads = active
+        st.waits_on_server = sum(p.classes.get("net", 0.0) for p in profs) / active
+
+
+def _waits_on_server(s: _Step, lim: dict[str, Any]) -> bool:
+    return s.waits_on_server is not None and s.waits_on_server >= lim["min_server_wait_share"]
+
+
 def _process_bound(s: _Step, lim: dict[str, Any]) -> bool:
     if s.proc_cpu_pct is None or not s.proc_limit_pct:
         return False
@@ -179,7 +222,8 @@ def _finding(hot: list[_Step], judged: list[_Step], lim: dict[str, Any]) -> Find
         parts.append(f"run queue {first.runq:.0f}" + (f" on {first.cpus} CPUs" if first.cpus else ""))
     if first.proc_cpu_pct is not None:
         limit = f" of a possible {first.proc_limit_pct:.0f}%" if first.proc_limit_pct else ""
-        parts.append(f"{tool} itself at {first.proc_cpu_pct:.0f}% CPU{limit}")
+        quota = f" (its cgroup's quota: {first.quota_cores:.2f} cores)" if first.quota_cores else ""
+        parts.append(f"{tool} itself at {first.proc_cpu_pct:.0f}% CPU{limit}{quota}")
     shared = (
         f" The host is shared: {first.top_other} used {first.top_other_cpu_pct:.0f}% CPU beside the load."
         if host_bound
@@ -205,6 +249,9 @@ def _finding(hot: list[_Step], judged: list[_Step], lim: dict[str, Any]) -> Find
         "busiest_other_cpu_pct_median": first.top_other_cpu_pct,
         "host_bound": host_bound,
         "process_bound": proc_bound,
+        "load_process_quota_cores": first.quota_cores,
+        "load_process_active_threads": first.active_threads,
+        "load_process_server_wait_share": first.waits_on_server,
         "saturated_steps": [s.step or s.threads for s in sorted(hot, key=lambda s: s.threads or 0)],
         "steps_judged": len(judged),
         "sources": first.sources,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from perfkit.analyzers import Analysis, analyze, attempt
+from perfkit.analyzers import Analysis, analyze, attempt, waits
 from perfkit.archive import open_archive, printable
 from perfkit.config import load_thresholds, time_zone
 from perfkit.dataset import Capture, load_dataset
@@ -59,6 +59,7 @@ def write_reports(analysis: Analysis, outdir: Path) -> list[Path]:
     tl = attempt(failed, "timeline", lambda: use.timeline(ds, analysis.sweep), use.Timeline.none())
     rows = attempt(failed, "USE table", lambda: use.use_rows(ds), [])
     procs = attempt(failed, "busiest processes", lambda: use.top_processes(ds), [])
+    wait_rows = attempt(failed, "thread waits", lambda: waits.profiles(ds, analysis.sweep), [])
     plots = all_plots(analysis, tl, failed=failed)
     flames, flame_note = attempt(failed, "flame graphs", lambda: flame_graphs(ds), ([], ""))
     plot_dir = outdir / "plots"
@@ -69,12 +70,20 @@ def write_reports(analysis: Analysis, outdir: Path) -> list[Path]:
         (plot_dir / f"{f.name}.svg").write_text(standalone_svg(f.svg), encoding="utf-8")
     files = {
         "report.html": html.render(
-            analysis, plots, flames, use_rows=rows, processes=procs, flame_note=flame_note
+            analysis, plots, flames, use_rows=rows, processes=procs, flame_note=flame_note, waits=wait_rows
         ),
         "report.md": markdown.render(
-            analysis, plots, flames=flames, use_rows=rows, processes=procs, flame_note=flame_note
+            analysis,
+            plots,
+            flames=flames,
+            use_rows=rows,
+            processes=procs,
+            flame_note=flame_note,
+            waits=wait_rows,
         ),
-        "findings.json": findings_json.render(analysis, use_rows=rows, processes=procs, timeline=tl),
+        "findings.json": findings_json.render(
+            analysis, use_rows=rows, processes=procs, timeline=tl, waits=wait_rows
+        ),
     }
     for name, text in files.items():
         (outdir / name).write_text(text, encoding="utf-8")

@@ -4,7 +4,9 @@ Beyond design.md's keys (never renamed): `verdict` (the first finding's rule, nu
 locates a bottleneck), `complete` (false when a rule failed), `failed` (each failed rule and why),
 `excluded_steps` (load runs left out of the sweep model: failed, interrupted, stray copies), `use`
 (the USE rows the report's tables show: reports/use.py), `processes` (the busiest processes per
-host and step) and `timeline` (the clock span and the steps on the controller's UTC clock).
+host and step), `timeline` (the clock span and the steps on the controller's UTC clock) and `waits`
+(per step, host and process: average threads by wait class and the top state/syscall/wchan rows,
+analyzers/waits.py).
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from typing import Any
 
 from perfkit import __version__
 from perfkit.analyzers import Analysis
+from perfkit.analyzers.waits import WaitProfile, profiles
 from perfkit.archive import shown_name
 from perfkit.findings import jsonable
 
@@ -26,12 +29,14 @@ def build(
     use_rows: list[use.UseRow] | None = None,
     processes: list[use.ProcessRow] | None = None,
     timeline: use.Timeline | None = None,
+    waits: list[WaitProfile] | None = None,
 ) -> dict[str, Any]:
     """The findings.json document. Keys may be added over time, never renamed."""
     ds = analysis.dataset
     rows = use.use_rows(ds) if use_rows is None else use_rows
     procs = use.top_processes(ds) if processes is None else processes
     tl = use.timeline(ds, analysis.sweep) if timeline is None else timeline
+    wait_rows = profiles(ds, analysis.sweep) if waits is None else waits
     return _shown(
         jsonable(
             {
@@ -49,6 +54,7 @@ def build(
                 "use": [r.to_dict() for r in rows],
                 "processes": [p.to_dict() for p in procs],
                 "timeline": tl.summary(),
+                "waits": [w.to_dict() for w in wait_rows],
             }
         )
     )

@@ -17,6 +17,7 @@ from markupsafe import Markup
 
 from perfkit import __version__
 from perfkit.analyzers import Analysis
+from perfkit.analyzers.waits import WaitProfile
 from perfkit.archive import shown_name
 from perfkit.findings import count, number
 
@@ -59,6 +60,7 @@ def render(
     use_rows: list[use.UseRow] | None = None,
     processes: list[use.ProcessRow] | None = None,
     flame_note: str = "",
+    waits: list[WaitProfile] | None = None,
 ) -> str:
     """The page: verdict, sweep, timeline, then findings and USE tables by resource and host."""
     ds = analysis.dataset
@@ -85,6 +87,7 @@ def render(
                 for f in flames or []
             ],
             flame_note=flame_note,
+            waits=waits or [],
             profiles=[c for c in ds.captures if c.kind in ("folded", "perf_script", "pprof")],
             version=__version__,
         )

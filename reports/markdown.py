@@ -7,6 +7,7 @@ import re
 from typing import Any
 
 from perfkit.analyzers import Analysis, is_context
+from perfkit.analyzers.waits import WaitProfile
 from perfkit.archive import shown_name
 from perfkit.findings import count, number
 
@@ -49,6 +50,32 @@ def _finding(i: int, f: Any) -> list[str]:
     out += [f"- {esc(step)}" for step in f.next_steps]
     out.append("")
     return out
+
+
+def _waits(rows: list[WaitProfile]) -> list[str]:
+    """Where threads wait: average threads by class per step and process, and the top rows."""
+    out = [
+        "## Where threads wait",
+        "",
+        "Average threads per class (idle: parked at every step, or asleep on purpose); the top "
+        "(state, syscall, wait channel) rows as 0x.tools' psn prints them.",
+        "",
+        "| step | process | active | cpu | cpu wait | io | lock | net | other | idle | top rows |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|",
+    ]
+    for w in rows:
+        top = "; ".join(
+            f"{t['state']} {t['syscall'] or '-'} {t['wchan'] or '-'}: {t['avg_threads']:.1f}"
+            for t in w.top[:3]
+        )
+        who = f"{w.process} {w.pid}" + (" (busiest)" if w.selected == "busiest" else "")
+        who += f" on {w.host}" if w.host else ""
+        step = (w.step or "-") + (f" ({w.threads})" if w.threads else "")
+        cells = " | ".join(
+            f"{w.classes.get(k, 0.0):.2f}" for k in ("cpu", "cpu_wait", "io", "lock", "net", "other", "idle")
+        )
+        out.append(f"| {esc(step)} | {esc(who)} | {w.active:.2f} | {cells} | {esc(top)} |")
+    return [*out, ""]
 
 
 def _image(p: Plot, plot_dir: str) -> list[str]:
@@ -101,6 +128,7 @@ def render(
     use_rows: list[use.UseRow] | None = None,
     processes: list[use.ProcessRow] | None = None,
     flame_note: str = "",
+    waits: list[WaitProfile] | None = None,
 ) -> str:
     """The same content as report.html: verdict, sweep, timeline, then resources by host."""
     ds = analysis.dataset
@@ -183,6 +211,8 @@ def render(
                     out += _block(sec, b, plot_dir)
     if "timeline" in by_name:
         out += ["## Timeline", ""] + _image(by_name["timeline"], plot_dir)
+    if waits:
+        out += _waits(waits)
     for sec in secs:
         if sec.resource == "sweep" and sweep is not None:
             continue

@@ -94,3 +94,33 @@ def test_skipped_when_inputs_are_missing() -> None:
         "x", None, [load(), cap("vmstat", vmstat, "procps-4.0.2-wide-t-idle.txt", host="db1")]
     )
     assert run(elsewhere).reason == "no vmstat, mpstat or top capture of the load-generator host (lg1)"
+
+
+# ---------------------------------------------------------------- thread sampler and cgroups (issue 15)
+ARCHIVES = FIXTURES / "archives"
+
+
+def test_a_load_generator_held_by_its_cgroup_quota_is_the_ceiling() -> None:
+    # scn-client-cpu-quota: sysbench in a v1 cpu cgroup with a 0.25-core quota (tests/fixtures/archives/
+    # README.md); the host's 2 CPUs are not all busy, sysbench itself is at its quota
+    from perfkit.pipeline import analyze_path
+
+    result = analyze_path(ARCHIVES / "scn-client-cpu-quota")
+    assert result.verdict is not None and result.verdict.rule == "client.saturated"
+    ev = result.verdict.evidence
+    assert ev["load_process_quota_cores"] == pytest.approx(0.25)
+    assert ev["load_process_cpu_limit_pct"] == pytest.approx(25.0)  # the quota, not 1 thread x 100 %
+    assert ev["process_bound"] is True and result.verdict.severity == "critical"
+    assert "its cgroup's quota: 0.25 cores" in result.verdict.summary
+    # its threads wait for a CPU (throttled), not on the server
+    assert ev["load_process_server_wait_share"] < 0.5
+
+
+def test_a_busy_host_is_not_the_ceiling_while_the_load_waits_on_the_server() -> None:
+    # scn-db-write-iops: the database's writes are held to 40 IOPS; sysbench's 16 threads wait in
+    # poll for its replies (16.0 of 17.07 active threads): whatever else keeps the host busy, the
+    # client is not what limits the sweep
+    from perfkit.pipeline import analyze_path
+
+    result = analyze_path(ARCHIVES / "scn-db-write-iops")
+    assert "client.saturated" not in {f.rule for f in result.findings}

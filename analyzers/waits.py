@@ -1,0 +1,434 @@
+"""Where the threads wait: the thread sampler's counts turned into average threads by wait class,
+per step, host and process (0x.tools' "average active threads by state, syscall and wait channel").
+
+A thread sample is classed by what the kernel says the thread was doing:
+
+- cpu: state R (on a CPU or runnable); with schedstat, split into `cpu` (on a CPU) and `cpu_wait`
+  (runnable, waiting for one: the run delay).
+- io: state D (uninterruptible: disk, fsync) unless its wait channel is a kernel lock; asleep in an IO
+  syscall (fsync, fdatasync, io_uring_enter, io_getevents, pread64, ...).
+- lock: futex (user-space locks and condition variables: InnoDB mutexes, group commit, row locks),
+  flock, fcntl, semop; state D in a kernel mutex or rwsem.
+- net: poll, select, epoll_wait, recv*, send*, accept, connect, and read/write asleep (sockets, pipes).
+- idle: asleep on purpose: nanosleep, clock_nanosleep, pause, signal waits, waitpid.
+- other: anything else (an unknown syscall, one the sampler could not read).
+
+What is active: a database parks background threads on futexes and sockets whatever the load, and
+those are no wait of a request. With a sweep, for a process that lives through it (a server: the same
+pid at every step; a load generator starts anew each step and all its threads are the load's), a
+combination's *standing* part (the least average
+threads it held at any step of the sweep) is counted as idle, and only what a step adds over it as
+active: 10 InnoDB threads parked on futexes at every step are idle, the 15 more at 16 threads are
+commits waiting behind the log flush. A thread in state D is never parked: always active. One step,
+or a capture outside a sweep, has no such baseline: only the `idle` class is idle then, and the
+profile says so (`baseline: false`).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import pandas as pd
+
+from perfkit.dataset import Dataset
+from perfkit.findings import Finding, Skipped, count
+
+CLASSES = ("cpu", "cpu_wait", "io", "lock", "net", "other", "idle")
+ACTIVE = ("cpu", "cpu_wait", "io", "lock", "net", "other")
+WAITING = ("cpu_wait", "io", "lock", "net", "other")  # active, not on a CPU
+OFF_CPU = ("io", "lock", "net", "other")  # waiting for something else than a CPU
+
+_IO_CALLS = frozenset(
+    {
+        "fsync",
+        "fdatasync",
+        "sync_file_range",
+        "syncfs",
+        "sync",
+        "io_getevents",
+        "io_pgetevents",
+        "io_submit",
+        "io_uring_enter",
+        "pread64",
+        "pwrite64",
+        "preadv",
+        "pwritev",
+        "preadv2",
+        "pwritev2",
+        "fallocate",
+        "ftruncate",
+        "msync",
+    }
+)
+_LOCK_CALLS = frozenset({"futex", "flock", "fcntl", "semop", "semtimedop"})
+_NET_CALLS = frozenset(
+    {
+        "poll",
+        "ppoll",
+        "select",
+        "pselect6",
+        "epoll_wait",
+        "epoll_pwait",
+        "epoll_pwait2",
+        "recvfrom",
+        "recvmsg",
+        "recvmmsg",
+        "sendto",
+        "sendmsg",
+        "sendmmsg",
+        "accept",
+        "accept4",
+        "connect",
+        "read",
+        "write",
+        "readv",
+        "writev",
+    }
+)
+_IDLE_CALLS = frozenset(
+    {
+        "nanosleep",
+        "clock_nanosleep",
+        "pause",
+        "rt_sigtimedwait",
+        "rt_sigsuspend",
+        "sigsuspend",
+        "wait4",
+        "waitid",
+    }
+)
+_KERNEL_LOCK_WCHANS = ("mutex", "rwsem", "down_read", "down_write", "__down", "futex")
+
+
+def wait_class(state: Any, syscall: Any, wchan: Any) -> str:
+    """The class of one (state, syscall, wait channel) combination (module docstring)."""
+    state = str(state) if isinstance(state, str) else ""
+    call = str(syscall) if isinstance(syscall, str) else ""
+    chan = str(wchan) if isinstance(wchan, str) else ""
+    if state == "R":
+        return "cpu"
+    if state == "D":
+        return "lock" if any(k in chan for k in _KERNEL_LOCK_WCHANS) else "io"
+    if call in _IO_CALLS:
+        return "io"
+    if call in _LOCK_CALLS:
+        return "lock"
+    if call in _NET_CALLS:
+        return "net"
+    if call in _IDLE_CALLS:
+        return "idle"
+    return "other"
+
+
+@dataclass
+class WaitProfile:
+    """Average threads of one process by wait class over one step (or one capture window)."""
+
+    step: str | None
+    threads: int | None  # the step's load threads
+    host: str | None
+    process: str
+    pid: int
+    selected: str  # "named" (a database, load generator, proxy or --watch) or "busiest"
+    samples: int  # thread-state samples taken
+    classes: dict[str, float]  # class -> average threads (active part; `idle` holds the rest)
+    top: list[dict[str, Any]] = field(default_factory=list)  # combinations, most threads first
+    baseline: bool = False  # whether the sweep gave a standing baseline (module docstring)
+    total_threads: float = 0.0  # every thread sampled, idle included
+
+    @property
+    def active(self) -> float:
+        return sum(self.classes.get(c, 0.0) for c in ACTIVE)
+
+    def dominant_wait(self, classes: tuple[str, ...] = WAITING) -> tuple[str, float] | None:
+        """The waiting class holding the most threads, with its average threads."""
+        waits = [(c, self.classes.get(c, 0.0)) for c in classes]
+        best = max(waits, key=lambda cw: cw[1])
+        return best if best[1] > 0 else None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "step": self.step,
+            "threads": self.threads,
+            "host": self.host,
+            "process": self.process,
+            "pid": self.pid,
+            "selected": self.selected,
+            "samples": self.samples,
+            "baseline": self.baseline,
+            "classes": {c: round(self.classes.get(c, 0.0), 3) for c in CLASSES},
+            "top": self.top,
+        }
+
+
+def profiles(ds: Dataset, sweep: Any | None = None, top_n: int = 8) -> list[WaitProfile]:
+    """Every process's wait profile per step (the `threads` captures), in step and host order."""
+    step_threads = _step_threads(ds, sweep)
+    raw: list[tuple[WaitProfile, pd.DataFrame]] = []
+    for cap in ds.of("threads"):
+        frame = pd.DataFrame(cap.frame)  # without attrs (analyzers/io.plain)
+        if frame.empty:
+            continue
+        state = frame[frame["record"] == "state"]
+        sched = frame[frame["record"] == "sched"]
+        if state.empty:
+            continue
+        samples = int(state.drop_duplicates("timestamp")["samples"].sum())
+        if samples <= 0:
+            continue
+        for (pid, process), rows in state.groupby(["pid", "process"], sort=True):
+            combos = (
+                rows.groupby(["state", "syscall", "wchan", "thread"], dropna=False)["count"].sum() / samples
+            ).rename("avg")
+            combos = combos.reset_index()
+            combos["wait"] = [
+                wait_class(s, c, w)
+                for s, c, w in zip(combos["state"], combos["syscall"], combos["wchan"], strict=True)
+            ]
+            mine = sched[sched["pid"] == pid]
+            p = WaitProfile(
+                step=cap.step,
+                threads=step_threads.get(cap.step),
+                host=cap.host,
+                process=str(process),
+                pid=int(pid),
+                selected=str(rows["selected"].iloc[0]),
+                samples=samples,
+                classes={},
+                total_threads=float(combos["avg"].sum()),
+            )
+            _cpu_split(p, combos, mine)
+            raw.append((p, combos))
+    _apply_baseline(raw)
+    for p, combos in raw:
+        shown = combos.sort_values("avg", ascending=False, kind="stable").head(top_n)
+        p.top = [
+            {
+                "state": _text(r.state),
+                "syscall": _text(r.syscall),
+                "wchan": _text(r.wchan),
+                "thread": _text(r.thread),
+                "class": r.wait,
+                "avg_threads": round(float(r.avg), 3),
+            }
+            for r in shown.itertuples(index=False)
+        ]
+    return [p for p, _ in raw]
+
+
+def _cpu_split(p: WaitProfile, combos: pd.DataFrame, sched: pd.DataFrame) -> None:
+    """Class totals; state R split by schedstat into on-CPU and run-queue time where it was read."""
+    totals = combos.groupby("wait")["avg"].sum()
+    p.classes = {c: float(totals.get(c, 0.0)) for c in CLASSES}
+    if sched.empty or sched["cpu_s_per_s"].isna().all():
+        return
+    per_interval = sched.groupby("timestamp")[["cpu_s_per_s", "run_delay_s_per_s"]].sum()
+    on_cpu, queued = (
+        float(per_interval["cpu_s_per_s"].mean()),
+        float(per_interval["run_delay_s_per_s"].mean()),
+    )
+    if math.isfinite(on_cpu) and math.isfinite(queued):
+        # R samples not on a CPU were waiting for one: in the run queue (run delay) or throttled by
+        # a cgroup quota (a throttled thread stays R but is off every run queue: no run delay)
+        runnable = p.classes["cpu"]
+        p.classes["cpu"], p.classes["cpu_wait"] = on_cpu, max(queued, runnable - on_cpu)
+
+
+def _apply_baseline(raw: list[tuple[WaitProfile, pd.DataFrame]]) -> None:
+    """Move each combination's standing part (its least average threads over the sweep's steps, per
+    host and process name; 0 when a step lacks it) from its class to `idle`."""
+    seen: dict[tuple, dict[tuple, list[float]]] = {}
+    steps: dict[tuple, int] = {}
+    key_of = _baseline_keys([p for p, _ in raw])
+    for p, combos in raw:
+        key = key_of[id(p)]
+        if p.step is None or key is None:
+            continue
+        steps[key] = steps.get(key, 0) + 1
+        for combo, avg in zip(_combos(combos), combos["avg"], strict=True):
+            seen.setdefault(key, {}).setdefault(combo, []).append(float(avg))
+    for p, combos in raw:
+        key = key_of[id(p)]
+        if p.step is None or key is None or steps.get(key, 0) < 2:
+            continue
+        p.baseline = True
+        for combo, wait in zip(_combos(combos), combos["wait"], strict=True):
+            avgs = seen[key][combo]
+            standing = min(avgs) if len(avgs) == steps[key] else 0.0
+            # D is never parked: a thread in uninterruptible IO waits for the request it serves
+            if standing > 0 and wait not in ("cpu", "idle") and combo[0] != "D":
+                p.classes[wait] = max(0.0, p.classes[wait] - standing)
+                p.classes["idle"] += standing
+
+
+def _baseline_keys(profs: list[WaitProfile]) -> dict[int, tuple | None]:
+    """The process each profile is across the steps, or None when it has no baseline: a server keeps
+    its pid through the sweep and parks threads at every step; a load generator starts anew each step
+    (a new pid) and every thread of it is the load's, so nothing of it is standing."""
+    steps_of: dict[tuple, set] = {}
+    for p in profs:
+        steps_of.setdefault((p.host, p.process, p.pid), set()).add(p.step)
+    keys: dict[int, tuple | None] = {}
+    for p in profs:
+        own = (p.host, p.process, p.pid)
+        keys[id(p)] = own if len(steps_of[own]) > 1 else None
+    return keys
+
+
+def _combos(combos: pd.DataFrame) -> list[tuple[str, str, str, str]]:
+    return [
+        (_text(a), _text(b), _text(c), _text(d))
+        for a, b, c, d in zip(
+            combos["state"], combos["syscall"], combos["wchan"], combos["thread"], strict=True
+        )
+    ]
+
+
+def _step_threads(ds: Dataset, sweep: Any | None) -> dict[str | None, int]:
+    steps = ((ds.manifest or {}).get("sweep") or {}).get("steps") or []
+    return {s.get("name"): s.get("threads") for s in steps if isinstance(s, dict) and s.get("name")}
+
+
+def _text(value: Any) -> str:
+    return (
+        ""
+        if value is None or (isinstance(value, float) and math.isnan(value)) or value is pd.NA
+        else str(value)
+    )
+
+
+# ---------------------------------------------------------------- the rule
+
+_WHY = {
+    "lock": (
+        "on locks (futex: InnoDB mutexes and row locks, or commits queued behind the log flush)",
+        [
+            "Look at what the lock waits are: SHOW ENGINE INNODB STATUS (semaphores, lock waits), "
+            "performance_schema wait summaries, Innodb_row_lock_waits; TiDB/TiKV lock and latch metrics.",
+            "If commits wait on the log flush (an IO-bound log writer), see io.throttled / disk findings: "
+            "group commit, innodb_flush_log_at_trx_commit, a faster log device.",
+            "Hot rows: spread the writes (more rows, smaller transactions), or batch them.",
+        ],
+    ),
+    "io": (
+        "on IO (fsync, pwrite, reads in uninterruptible sleep)",
+        [
+            "Check the device's latency and limits (iostat await, the cgroup's io.max / blkio.throttle.*, "
+            "a cloud volume's IOPS cap): see disk.* and io.throttled.",
+            "Fewer synchronous writes per transaction (group commit, flush settings), or a faster device.",
+        ],
+    ),
+    "net": (
+        "on the network (poll, recv: waiting for clients or for another tier)",
+        [
+            "For a database this is waiting for the next request (client think time, a slow or "
+            "overloaded client, a proxy) or for another tier (TiDB → TiKV RPCs): compare the tiers' RTs.",
+            "Check the load generator's host and the path between the tiers.",
+        ],
+    ),
+    "cpu_wait": (
+        "for a CPU (runnable, in the run queue)",
+        [
+            "The CPU is the limit: see cpu.saturated or cpu.throttled (a cgroup quota) for why.",
+            "Fewer runnable threads than CPUs (a smaller pool), or more CPU.",
+        ],
+    ),
+    "other": (
+        "in other system calls",
+        ["Look at the top rows (syscall, wait channel) for what they are."],
+    ),
+}
+
+
+def wait_profile(ds: Dataset, sweep: Any | None, th: dict[str, dict[str, Any]]) -> list[Finding] | Skipped:
+    """Most of the database's active threads wait off the CPU (on locks, IO, the network) rather than
+    run or queue for a CPU, at or past the knee: the verdict says *why* throughput stops growing."""
+    from .io import category
+
+    profs = profiles(ds, sweep)
+    if not profs:
+        return Skipped("wait.profile", "no thread-state capture (perfkit's thread sampler: `threads`)")
+    lim = th["wait.profile"]
+    db = [p for p in profs if category(p.process) == "database"]
+    if not db:
+        return Skipped("wait.profile", "no database process among the sampled ones")
+    knee = getattr(sweep, "knee_threads", None)
+    out = []
+    for key, group in _by_process(db).items():
+        judged = [p for p in group if knee is None or (p.threads or 0) >= knee]
+        if knee is None and any(p.threads for p in group):
+            judged = [max(group, key=lambda p: p.threads or 0)]
+        hits = []
+        for p in judged:
+            active = p.active
+            # waiting for a CPU is the CPU's story (cpu.saturated, cpu.throttled): here, the rest
+            waiting = sum(p.classes.get(c, 0.0) for c in OFF_CPU)
+            if active >= lim["min_active_threads"] and waiting >= lim["min_wait_share"] * active:
+                hits.append((p, waiting / active))
+        if hits:
+            out.append(_finding(key, group, hits))
+    return out
+
+
+def _by_process(profs: list[WaitProfile]) -> dict[tuple, list[WaitProfile]]:
+    keys = _baseline_keys(profs)
+    grouped: dict[tuple, list[WaitProfile]] = {}
+    for p in profs:
+        grouped.setdefault(keys[id(p)] or (p.host, p.process), []).append(p)
+    return {k: sorted(v, key=lambda p: (p.threads or 0, p.step or "")) for k, v in grouped.items()}
+
+
+def _finding(key: tuple, group: list[WaitProfile], hits: list[tuple[WaitProfile, float]]) -> Finding:
+    p, share = hits[-1]  # the highest step that waits
+    dominant, dominant_threads = p.dominant_wait(OFF_CPU) or ("other", 0.0)
+    why, steps_next = _WHY[dominant]
+    lowest = group[0]
+    growth = dominant_threads - lowest.classes.get(dominant, 0.0) if lowest is not p else None
+    top = [t for t in p.top if t["class"] == dominant][:3]
+    where = f"at {count(p.threads, 'thread')}" if p.threads else (f"in step {p.step}" if p.step else "")
+    rows = "; ".join(
+        f"{t['syscall'] or t['state']} in {t['wchan'] or '-'} ({t['avg_threads']:.1f} in all)" for t in top
+    )
+    since = f", {growth:+.1f} since the lowest step" if growth is not None else ""
+    summary = (
+        f"{where.capitalize() + ', ' if where else ''}{p.process} (pid {p.pid}) had {p.active:.1f} active "
+        f"threads on average, {share * 100:.0f}% of them waiting off the CPU "
+        f"({p.classes.get('cpu', 0.0):.2f} on a CPU); most wait {why}: {dominant_threads:.1f} threads{since}"
+        + (f" ({rows})." if rows else ".")
+    )
+    return Finding(
+        rule="wait.profile",
+        severity="warning",
+        title=f"{p.process}'s threads wait {why.split(' (')[0]}, not on a CPU",
+        summary=summary,
+        evidence={
+            "process": p.process,
+            "pid": p.pid,
+            "step": p.step,
+            "threads": p.threads,
+            "active_threads": p.active,
+            "waiting_share": share,
+            "dominant": dominant,
+            "dominant_threads": dominant_threads,
+            "classes": {c: round(v, 3) for c, v in p.classes.items()},
+            "top": [[t["state"], t["syscall"], t["wchan"], t["avg_threads"]] for t in top],
+            "per_step": [
+                [q.threads, q.step, round(q.active, 2), (q.dominant_wait() or ("-", 0.0))[0]] for q in group
+            ],
+            "baseline": p.baseline,
+        },
+        hosts=[p.host] if p.host else [],
+        explanation=(
+            "The thread sampler reads every thread's state, system call and kernel wait channel several "
+            "times a second (0x.tools' method). Threads that are active but not on a CPU wait for "
+            "something: the class that holds most of them is what the requests queue for. Threads parked "
+            "at every load level (background pools) are counted as idle; what a step adds over them is the "
+            "load's own waiting."
+        ),
+        next_steps=steps_next,
+    )
+
+
+RULES = {"wait.profile": wait_profile}

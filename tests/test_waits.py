@@ -1,0 +1,133 @@
+"""Where threads wait (analyzers/waits.py): classes, the standing baseline, wait.profile, and what
+client.saturated and the reports take from it — on a real sweep of the scenario lab.
+
+tests/fixtures/archives/scn-db-write-iops/ is the archive of
+`python3 -m scripts.scenarios run db-write-iops --threads 1,4,16 --time 5 -o DIR` (a throwaway MariaDB
+whose writes a blkio cgroup holds to 40 IOPS; sysbench oltp_write_only), trimmed to the threads,
+cgroup, psi, vmstat, iostat, nproc and sysbench captures (the manifest lists only those; its
+`output` option rewritten to `archive`). The figures below were computed by hand from its
+threads.out files with awk: `c` lines of pid 22522 summed per (state, syscall, wchan), divided by the
+samples of the step's `=` lines (2 per interval, 5 intervals: 10).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from perfkit.analyzers import analyze, waits
+from perfkit.archive import open_archive
+from perfkit.config import default_thresholds
+from perfkit.dataset import load_dataset
+from perfkit.pipeline import analyze_path, write_reports
+
+from .conftest import FIXTURES
+
+ARCHIVE = FIXTURES / "archives" / "scn-db-write-iops"
+DB = 22522  # the scenario's throwaway mariadbd (11010 is the lab's own, idle)
+
+
+@pytest.mark.parametrize(
+    ("state", "syscall", "wchan", "cls"),
+    [
+        ("R", "running", "0", "cpu"),
+        ("D", "fdatasync", "submit_bio_wait", "io"),
+        ("D", "pwrite64", "__iomap_dio_rw", "io"),
+        ("D", "read", "rwsem_down_read_slowpath", "lock"),
+        ("S", "futex", "futex_do_wait", "lock"),
+        ("S", "io_uring_enter", "io_cqring_wait", "io"),
+        ("S", "poll", "poll_schedule_timeout.constprop.0", "net"),
+        ("S", "recvfrom", "wait_woken", "net"),
+        ("S", "clock_nanosleep", "hrtimer_nanosleep", "idle"),
+        ("S", "rt_sigtimedwait", "do_sigtimedwait.isra.0", "idle"),
+        ("S", None, None, "other"),
+        ("S", "ioctl", "0", "other"),
+    ],
+)
+def test_wait_class(state: str, syscall: str | None, wchan: str | None, cls: str) -> None:
+    assert waits.wait_class(state, syscall, wchan) == cls
+
+
+def _profiles() -> dict[tuple[str, int], waits.WaitProfile]:
+    with open_archive(ARCHIVE) as ar:
+        ds = load_dataset(ar)
+    return {(p.step, p.pid): p for p in waits.profiles(ds)}
+
+
+def test_the_standing_threads_are_idle_and_what_the_load_adds_is_active() -> None:
+    got = _profiles()
+    low, high = got[("t0001", DB)], got[("t0016", DB)]
+    # futex_do_wait: 10.1 threads at 1 thread, 25.0 at 16: 14.9 are commits queued behind the flush
+    assert high.classes["lock"] == pytest.approx(25.0 - 10.1)
+    assert low.classes["lock"] == pytest.approx(0.0)
+    # D is never standing: fdatasync + pwrite64 in uninterruptible sleep, 0.8 + 0.1 and 0.4 + 0.6
+    assert low.classes["io"] == pytest.approx(0.9) and high.classes["io"] == pytest.approx(1.0)
+    # parked: 10.1 on futexes, 2.0 in poll, 1.0 in io_uring_enter, 1.0 waiting for signals
+    assert high.classes["idle"] == pytest.approx(14.1) and high.baseline
+    assert high.total_threads == pytest.approx(30.0)  # 25.0 futex + 2.0 poll + 1.0 + 1.0 + 0.6 + 0.4
+    lab = got[("t0016", 11010)]  # the lab's idle MariaDB: every thread parked
+    assert lab.active == pytest.approx(0.0, abs=0.01)
+
+
+def test_a_load_generator_has_no_standing_part() -> None:
+    # a new sysbench each step: all its threads are the load's; at 16 threads 16.0 wait in poll on
+    # the server's replies (and its main thread on a futex for its workers)
+    sb = next(p for (step, _), p in _profiles().items() if step == "t0016" and p.process == "sysbench")
+    assert not sb.baseline
+    assert sb.classes["net"] == pytest.approx(16.0) and sb.classes["lock"] == pytest.approx(1.0)
+    assert sb.dominant_wait() == ("net", pytest.approx(16.0))
+
+
+def test_wait_profile_names_the_lock_waits_of_the_io_limited_database() -> None:
+    result = analyze_path(ARCHIVE)
+    [f] = [f for f in result.findings if f.rule == "wait.profile"]
+    ev = f.evidence
+    assert (ev["pid"], ev["step"], ev["threads"], ev["dominant"]) == (DB, "t0016", 16, "lock")
+    assert ev["dominant_threads"] == pytest.approx(14.9)
+    assert ev["active_threads"] == pytest.approx(16.22, abs=0.01)
+    assert ev["waiting_share"] > 0.95
+    assert ev["top"][0][:3] == ["S", "futex", "futex_do_wait"]
+    assert "+14.9 since the lowest step" in f.summary
+    # the same archive's client is not the ceiling: sysbench's threads wait on the server
+    assert "client.saturated" not in {x.rule for x in result.findings}
+
+
+def test_wait_profile_stays_silent_when_the_database_runs() -> None:
+    # the same sweep with every thread of the database on a CPU: a CPU-bound server is no wait story
+    with open_archive(ARCHIVE) as ar:
+        ds = load_dataset(ar)
+    for cap in ds.of("threads"):
+        f = cap.frame
+        f.loc[f["pid"] == DB, "state"] = "R"
+    result = analyze(ds, default_thresholds())
+    assert "wait.profile" not in {x.rule for x in result.findings}
+
+
+def test_wait_profile_skips_without_a_thread_capture() -> None:
+    result = analyze_path(FIXTURES.parent.parent / "examples" / "seed000-tidb-write-only.tar.gz")
+    skipped = {s.rule: s.reason for s in result.skipped}
+    assert skipped["wait.profile"].startswith("no thread-state capture")
+
+
+def test_findings_json_and_the_reports_carry_the_waits(tmp_path: Path) -> None:
+    result = analyze_path(ARCHIVE)
+    write_reports(result, tmp_path)
+    doc = json.loads((tmp_path / "findings.json").read_text())
+    db = [w for w in doc["waits"] if w["pid"] == DB]
+    assert [w["step"] for w in db] == ["t0001", "t0004", "t0016"]
+    high = db[-1]
+    assert high["threads"] == 16 and high["process"] == "mariadbd" and high["host"] == "localhost"
+    assert set(high["classes"]) == {"cpu", "cpu_wait", "io", "lock", "net", "other", "idle"}
+    assert high["classes"]["lock"] == pytest.approx(14.9)
+    assert high["top"][0] == {
+        "state": "S",
+        "syscall": "futex",
+        "wchan": "futex_do_wait",
+        "thread": "mariadbd",
+        "class": "lock",
+        "avg_threads": 25.0,
+    }
+    assert "Where threads wait" in (tmp_path / "report.md").read_text()
+    assert 'id="waits"' in (tmp_path / "report.html").read_text()
