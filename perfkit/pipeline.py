@@ -60,7 +60,7 @@ def write_reports(analysis: Analysis, outdir: Path) -> list[Path]:
     rows = attempt(failed, "USE table", lambda: use.use_rows(ds), [])
     procs = attempt(failed, "busiest processes", lambda: use.top_processes(ds), [])
     wait_rows = attempt(failed, "thread waits", lambda: waits.profiles(ds, analysis.sweep), [])
-    plots = all_plots(analysis, tl, failed=failed)
+    plots = all_plots(analysis, tl, failed=failed, waits=wait_rows)
     flames, flame_note = attempt(failed, "flame graphs", lambda: flame_graphs(ds), ([], ""))
     plot_dir = outdir / "plots"
     plot_dir.mkdir(exist_ok=True)

@@ -213,6 +213,8 @@ def render(
         out += ["## Timeline", ""] + _image(by_name["timeline"], plot_dir)
     if waits:
         out += _waits(waits)
+        if "waits" in by_name:
+            out += _image(by_name["waits"], plot_dir)
     for sec in secs:
         if sec.resource == "sweep" and sweep is not None:
             continue

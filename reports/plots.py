@@ -23,6 +23,7 @@ from matplotlib.text import Text  # noqa: E402
 
 from perfkit.analyzers import Analysis, attempt  # noqa: E402
 from perfkit.analyzers import usl as usl_model  # noqa: E402
+from perfkit.analyzers.waits import WaitProfile  # noqa: E402
 from perfkit.archive import shown_name  # noqa: E402
 from perfkit.findings import RuleFailure  # noqa: E402
 
@@ -54,7 +55,11 @@ class Flame:
 
 
 def all_plots(
-    analysis: Analysis, tl: use.Timeline | None = None, *, failed: list[RuleFailure] | None = None
+    analysis: Analysis,
+    tl: use.Timeline | None = None,
+    *,
+    failed: list[RuleFailure] | None = None,
+    waits: list[WaitProfile] | None = None,
 ) -> list[Plot]:
     """Every plot the analysis has data for, in report order.
 
@@ -70,6 +75,7 @@ def all_plots(
         ("sweep", lambda: _sweep_plot(sweep) if sweep is not None else None),
         ("tiers", lambda: _tier_plot(t) if (t := use.tier_rt(ds, sweep))["tier"].nunique() >= 2 else None),
         ("timeline", lambda: _any_timeline(tl, sweep, metric)),
+        ("waits", lambda: _waits_plot(waits) if waits else None),
     ]
     drawn += [(f"iostat-{i}", lambda c=c, i=i: _iostat_plot(c, i)) for i, c in enumerate(ds.of("iostat"))]
     drawn += [
@@ -82,6 +88,46 @@ def all_plots(
         if p is not None:
             out.append(p)
     return out
+
+
+_WAIT_COLOURS = {
+    "cpu": "#2e7d32",
+    "cpu_wait": "#9ccc65",
+    "io": "#1565c0",
+    "lock": "#c62828",
+    "net": "#f9a825",
+    "other": "#9e9e9e",
+}
+
+
+def _waits_plot(profiles: list[WaitProfile]) -> Plot | None:
+    """Average active threads by wait class per step, stacked: one panel per database and load
+    generator (idle threads left out: they wait for nothing the requests need)."""
+    from perfkit.analyzers.io import category
+
+    panels: dict[tuple, list[WaitProfile]] = {}
+    for p in profiles:
+        if p.selected == "named" and category(p.process) in ("database", "load generator") and p.step:
+            panels.setdefault((p.host, p.process, p.pid if p.baseline else None), []).append(p)
+    panels = {k: v for k, v in panels.items() if any(x.active >= 0.05 for x in v)}
+    if not panels:
+        return None
+    shown = sorted(panels.items(), key=lambda kv: (str(kv[0][0]), kv[0][1], kv[0][2] or 0))[:4]
+    fig, axes = plt.subplots(1, len(shown), figsize=(5.5 * len(shown), 3.6), squeeze=False)
+    for ax, ((host, process, pid), rows) in zip(axes[0], shown, strict=True):
+        rows = sorted(rows, key=lambda p: (p.threads or 0, p.step or ""))
+        labels = [str(p.threads) if p.threads else str(p.step) for p in rows]
+        bottom = np.zeros(len(rows))
+        for cls, colour in _WAIT_COLOURS.items():
+            values = np.array([p.classes.get(cls, 0.0) for p in rows])
+            ax.bar(labels, values, bottom=bottom, color=colour, label=cls.replace("_", " "))
+            bottom += values
+        ax.set_xlabel("threads")
+        ax.set_ylabel("average active threads")
+        ax.set_title(f"{process}{f' {pid}' if pid else ''}{f' on {host}' if host else ''}", fontsize=9)
+        ax.grid(alpha=0.3, axis="y")
+    axes[0][-1].legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    return Plot("waits", "Where threads wait: average active threads by class per step", _png(fig))
 
 
 def _any_timeline(tl: use.Timeline, sweep: Any, metric: str) -> Plot | None:

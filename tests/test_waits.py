@@ -131,3 +131,4 @@ def test_findings_json_and_the_reports_carry_the_waits(tmp_path: Path) -> None:
     }
     assert "Where threads wait" in (tmp_path / "report.md").read_text()
     assert 'id="waits"' in (tmp_path / "report.html").read_text()
+    assert (tmp_path / "plots" / "waits.png").stat().st_size > 5000  # mariadbd and sysbench, stacked
