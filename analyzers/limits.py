@@ -476,6 +476,12 @@ def io_throttled(ds: Dataset, sweep: Any, th: Thresholds) -> list[Finding] | Ski
     lim = th[IO_RULE]
     threads = _threads_of(ds, sweep)
     waits = _io_waits(ds, sweep)
+    if not waits and not ds.of("threads"):
+        return Skipped(
+            IO_RULE,
+            "no thread-state (threads) capture, and iotop printed no IO% "
+            "(kernel.task_delayacct=0: `sysctl kernel.task_delayacct=1` or boot with delayacct)",
+        )
     snaps = {(s.host, s.step): s for s in snapshots(ds)}
     units: dict[tuple, list[dict[str, Any]]] = {}
     for (host, step, process, pid), (io_threads, source, lock_threads) in waits.items():
@@ -533,6 +539,8 @@ def _io_waits(ds: Dataset, sweep: Any) -> dict[tuple, tuple[float, str, float | 
             n = sum(1 for s in t.samples if s.rsplit("#", 1)[0] == path)
             if not n:
                 continue
+            if mine["io_pct"].isna().all():
+                continue  # `?unavailable?`: the kernel keeps no IO delay (kernel.task_delayacct=0)
             db = mine[[category(str(p)) == "database" for p in mine["program"]]]
             for program, r in db.groupby("program", sort=True, observed=True):
                 io = float(r["io_pct"].fillna(0).sum()) / 100 / n
