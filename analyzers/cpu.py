@@ -24,7 +24,7 @@ from .io import plain
 # ---------------------------------------------------------------- shared helpers
 
 
-def _load_rows(cap: Capture) -> pd.DataFrame:
+def interval_rows(cap: Capture) -> pd.DataFrame:
     """vmstat rows measured over an interval: the since-boot average is no sample of the load."""
     df = cap.frame
     return df[~df["since_boot"].astype(bool)] if "since_boot" in df.columns else df
@@ -43,7 +43,7 @@ def _hosts(host: str | None) -> list[str]:
     return [host] if host else []
 
 
-def _step_map(ds: Dataset, sweep: Any) -> dict[str, Any]:
+def steps_by_name(ds: Dataset, sweep: Any) -> dict[str, Any]:
     """Sweep step name (`t0008`) -> the sweep's Step, from the load output's manifest record (its
     `step`), else the `load/<step>/` directory of the step's source file."""
     if sweep is None:
@@ -102,11 +102,11 @@ def saturated(ds: Dataset, sweep: Any, th: Thresholds) -> list[Finding] | Skippe
     if not caps:
         return Skipped(rule, "no vmstat capture")
     lim = th[rule]
-    steps = _step_map(ds, sweep)
+    steps = steps_by_name(ds, sweep)
     by_host: dict[str | None, list[tuple[Capture, pd.DataFrame, int, str]]] = {}
     unknown_cpus = []
     for cap in caps:
-        rows = _load_rows(cap)
+        rows = interval_rows(cap)
         if rows.empty:
             continue
         known = ds.cpu_count(cap.host, cap.step)
@@ -246,7 +246,7 @@ def hot_thread(ds: Dataset, sweep: Any, th: Thresholds) -> list[Finding] | Skipp
     if not caps:
         return Skipped(rule, "no top -H (per-thread) capture")
     lim = th[rule]
-    steps = _step_map(ds, sweep)
+    steps = steps_by_name(ds, sweep)
     found: dict[tuple, dict[str, Any]] = {}
     for cap in caps:
         cols = ["iteration", "pid", "user", "virt_kb", "res_kb", "shr_kb", "cpu_pct", "command"]
@@ -403,11 +403,11 @@ def context_switches(ds: Dataset, sweep: Any, th: Thresholds) -> list[Finding] |
     if sweep is None or not sweep.steps:
         return Skipped(rule, "no load-generator output: no throughput to divide context switches by")
     lim = th[rule]
-    steps = _step_map(ds, sweep)
+    steps = steps_by_name(ds, sweep)
     per_host: dict[str | None, list[dict[str, Any]]] = {}
     for cap in caps:
         step = steps.get(cap.step) if cap.step else (sweep.steps[0] if len(sweep.steps) == 1 else None)
-        rows = _load_rows(cap)
+        rows = interval_rows(cap)
         if step is None or rows.empty or not (step.tps and step.tps > 0):
             continue
         cs = _median(_num(rows["cs"]))
@@ -507,7 +507,7 @@ def swapping(ds: Dataset, sweep: Any, th: Thresholds) -> list[Finding] | Skipped
     lim = th[rule]
     sources: list[tuple[Capture, pd.DataFrame]] = []
     for cap in ds.of("vmstat"):
-        rows = _load_rows(cap)
+        rows = interval_rows(cap)
         if len(rows):
             sources.append(
                 (
@@ -545,7 +545,7 @@ def swapping(ds: Dataset, sweep: Any, th: Thresholds) -> list[Finding] | Skipped
             )
     if not sources:
         return Skipped(rule, "no vmstat or psutil capture")
-    steps = _step_map(ds, sweep)
+    steps = steps_by_name(ds, sweep)
     by_host: dict[str | None, list[tuple[Capture, pd.DataFrame]]] = {}
     for cap, df in sources:
         swap = (df["si"] >= lim["min_kb_s"]) | (df["so"] >= lim["min_kb_s"])

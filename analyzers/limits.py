@@ -35,7 +35,7 @@ from perfkit.config import Thresholds
 from perfkit.dataset import Capture, Dataset
 from perfkit.findings import Finding, Skipped, count
 
-from .cpu import _load_rows, _step_map
+from .cpu import interval_rows, steps_by_name
 from .io import category, plain, program_name, tasks
 
 CPU_RULE = "cpu.throttled"
@@ -219,7 +219,7 @@ def _one(rows: pd.DataFrame, key: str, col: str = "end") -> float | None:
 def host_idle(ds: Dataset, host: str | None, step: str | None) -> tuple[float, str] | None:
     """The host's CPU idle % over the step (median; idle + iowait: iowait is idle CPU), from vmstat,
     else mpstat's `all` rows; None when neither was captured there."""
-    vm = [_load_rows(c) for c in ds.of("vmstat") if c.host == host and c.step == step]
+    vm = [interval_rows(c) for c in ds.of("vmstat") if c.host == host and c.step == step]
     vm = [v for v in vm if len(v)]
     if vm:
         rows = pd.concat(vm)
@@ -239,7 +239,7 @@ def host_idle(ds: Dataset, host: str | None, step: str | None) -> tuple[float, s
 
 
 def _threads_of(ds: Dataset, sweep: Any) -> dict[str, int]:
-    return {name: s.threads for name, s in _step_map(ds, sweep).items()}
+    return {name: s.threads for name, s in steps_by_name(ds, sweep).items()}
 
 
 def _from_knee(steps: list[str | None], threads: dict[str, int], sweep: Any) -> list[str | None]:
