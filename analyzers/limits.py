@@ -108,6 +108,53 @@ class _Snap:
     paths: list[str] = field(default_factory=list)
 
 
+# the per-step figures each rule's evidence keeps (the rest of a step's record is working state); a
+# key a step lacks (no IO limit seen) is None
+_CPU_STEP_KEYS = (
+    "step",
+    "quota_cores",
+    "used_cores",
+    "used_share_of_quota",
+    "periods",
+    "throttled_periods",
+    "throttled_share",
+    "throttled_s",
+    "throttled_s_per_s",
+    "host_idle_pct",
+    "idle_from",
+    "seconds",
+    "interval_s",
+    "time_base",
+    "held",
+)
+_IO_STEP_KEYS = (
+    "step",
+    "io_threads",
+    "lock_threads",
+    "io_from",
+    "device",
+    "util_pct_median",
+    "aqu_sz_median",
+    "device_iops_mean",
+    "w_await_ms_median",
+    "limit_key",
+    "limit",
+    "limit_device",
+    "done_count",
+    "done_per_s",
+    "limit_used_share",
+    "seconds",
+    "time_base",
+    "held",
+)
+
+
+def _per_step(
+    steps: list[dict[str, Any]], keys: tuple[str, ...], threads: dict[str, int]
+) -> list[dict[str, Any]]:
+    return [{k: s.get(k) for k in keys} | {"threads": threads.get(s["step"] or "")} for s in steps]
+
+
 def _records(ds: Dataset) -> dict[str, dict]:
     return {r.get("path"): r for r in (ds.manifest or {}).get("captures", []) if isinstance(r, dict)}
 
@@ -397,30 +444,7 @@ def _cpu_finding(
         "throttled_s_total": sum(s["throttled_s"] for s in held),
         "used_cores_max": max(used) if used else None,
         "host_idle_pct_min": min(idles) if idles else None,
-        "per_step": [
-            {
-                k: s[k]
-                for k in (
-                    "step",
-                    "quota_cores",
-                    "used_cores",
-                    "used_share_of_quota",
-                    "periods",
-                    "throttled_periods",
-                    "throttled_share",
-                    "throttled_s",
-                    "throttled_s_per_s",
-                    "host_idle_pct",
-                    "idle_from",
-                    "seconds",
-                    "interval_s",
-                    "time_base",
-                    "held",
-                )
-            }
-            | {"threads": threads.get(s["step"] or "")}
-            for s in steps
-        ],
+        "per_step": _per_step(steps, _CPU_STEP_KEYS, threads),
         "source": ", ".join(p for s in held for p in s["sources"]),
     }
     where = (
@@ -694,33 +718,7 @@ def _io_finding(
             "no cgroup limit of its own reached: the ceiling is above the device "
             "(a cloud volume cap, the hypervisor)"
         )
-    ev["per_step"] = [
-        {
-            k: s.get(k)
-            for k in (
-                "step",
-                "io_threads",
-                "lock_threads",
-                "io_from",
-                "device",
-                "util_pct_median",
-                "aqu_sz_median",
-                "device_iops_mean",
-                "w_await_ms_median",
-                "limit_key",
-                "limit",
-                "limit_device",
-                "done_count",
-                "done_per_s",
-                "limit_used_share",
-                "seconds",
-                "time_base",
-                "held",
-            )
-        }
-        | {"threads": threads.get(s["step"] or "")}
-        for s in steps
-    ]
+    ev["per_step"] = _per_step(steps, _IO_STEP_KEYS, threads)
     where = (
         f"at {_label(first, threads)}"
         if len(held) == 1
