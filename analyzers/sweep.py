@@ -223,6 +223,18 @@ def _no_figures(run: dict) -> str:
     return "no throughput reported" + (f" ({run['fatal']})" if run.get("fatal") else "")
 
 
+def load_window(rec: dict | None) -> tuple[pd.Timestamp, pd.Timestamp] | None:
+    """The part of a step's load run the DB sampler's series is read over: the load output's manifest
+    record's `started_at` + 1 s to `ended_at` - 0.5 s (threads connecting and leaving left out), or None
+    without those times (a foreign archive)."""
+    if not rec or not rec.get("started_at") or not rec.get("ended_at"):
+        return None
+    return (
+        pd.Timestamp(rec["started_at"]) + pd.Timedelta(seconds=1),
+        pd.Timestamp(rec["ended_at"]) - pd.Timedelta(seconds=0.5),
+    )
+
+
 def _server_side(ds: Dataset, steps: list[Step], records: dict[str, dict]) -> None:
     """Each step's server QPS and server RT from the DB sampler, over the step's load window (its
     first second and last half second left out: threads connecting and leaving)."""
@@ -231,11 +243,10 @@ def _server_side(ds: Dataset, steps: list[Step], records: dict[str, dict]) -> No
         return
     frame = pd.concat(status, ignore_index=True)
     for step in steps:
-        rec = records.get(step.source)
-        if not rec or not rec.get("started_at") or not rec.get("ended_at"):
+        window = load_window(records.get(step.source))
+        if window is None:
             continue
-        start = pd.Timestamp(rec["started_at"]) + pd.Timedelta(seconds=1)
-        end = pd.Timestamp(rec["ended_at"]) - pd.Timedelta(seconds=0.5)
+        start, end = window
         rows = frame[(frame["timestamp"] >= start) & (frame["timestamp"] <= end)]
         rows = rows[rows["questions_s"].notna() & rows["threads_running_avg"].notna()]
         if rows.empty:
@@ -800,10 +811,10 @@ def _thirds_change(x: pd.Series) -> tuple[float, float, float]:
 def _server_rt_in_step(server: pd.DataFrame | None, rec: dict | None, th: Thresholds) -> pd.Series | None:
     """The DB sampler's per-second server RT over the step's load window (connect and exit seconds
     and the same warm-up share as the client's intervals left out), or None without enough samples."""
-    if server is None or not rec or not rec.get("started_at") or not rec.get("ended_at"):
+    window = load_window(rec)
+    if server is None or window is None:
         return None
-    start = pd.Timestamp(rec["started_at"]) + pd.Timedelta(seconds=1)
-    end = pd.Timestamp(rec["ended_at"]) - pd.Timedelta(seconds=0.5)
+    start, end = window
     rows = server[(server["timestamp"] >= start) & (server["timestamp"] <= end)].sort_values("timestamp")
     rt = rows["server_rt_ms"].dropna()
     if len(rt) >= 4:

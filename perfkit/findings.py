@@ -35,6 +35,7 @@ RULE_IDS = (
     "wait.profile",
     "cpu.throttled",
     "io.throttled",
+    "db.lock-contention",
 )
 
 

@@ -29,7 +29,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     run.add_argument("--iops", type=int, help="write IOPS limit (db-write-iops, default 40)")
     run.add_argument("--cgroup-version", type=int, choices=(1, 2), help="default: v1 where mounted, else v2")
-    run.add_argument("--table-size", type=int, default=10000)
+    run.add_argument("--table-size", type=int, help="rows per table (default 10,000; hot-rows 4)")
     run.add_argument("--tables", type=int, default=1)
     run.add_argument("--profile", choices=("default", "minimal"), default="default")
     clean = sub.add_parser(

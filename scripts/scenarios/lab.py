@@ -65,6 +65,7 @@ class Scenario:
     induces: str
     workload: str
     limit: str | None  # "db-cpu" | "db-write-iops" | "client-cpu" | None
+    table_size: int = 10000  # rows per table unless the run says otherwise (hot-rows: a few)
 
 
 SCENARIOS: dict[str, Scenario] = {
@@ -88,6 +89,14 @@ SCENARIOS: dict[str, Scenario] = {
             "(default 0.25 core)",
             "oltp_point_select",
             "client-cpu",
+        ),
+        Scenario(
+            "hot-rows",
+            "no limit: every transaction updates one of a few rows (default 4), so transactions queue "
+            "on each other's row locks",
+            "oltp_update_non_index",
+            None,
+            table_size=4,
         ),
         Scenario("control", "no limit: the same instance and sweep, unconstrained", "oltp_read_write", None),
     )
@@ -285,7 +294,7 @@ def run_scenario(
     iops: int | None = None,
     cgroup_version: int | None = None,
     tables: int = 1,
-    table_size: int = 10000,
+    table_size: int | None = None,
     profile: str = "default",
     layout: Layout | None = None,
     log: Callable[[str], None] = lambda m: print(f"scenarios: {m}", file=sys.stderr, flush=True),
@@ -294,6 +303,7 @@ def run_scenario(
     if name not in SCENARIOS:
         raise ScenarioError(f"unknown scenario {name!r}: one of {', '.join(SCENARIOS)}")
     sc = SCENARIOS[name]
+    table_size = table_size or sc.table_size
     if os.geteuid() != 0:
         raise ScenarioError("scenarios need root (cgroups, mariadbd --user=mysql)")
     for tool in ("mariadbd", "mariadb-install-db", "mariadb", "mariadb-admin", "sysbench"):

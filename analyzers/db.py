@@ -1,0 +1,270 @@
+"""The database's own view of where transactions wait, from the DB sampler's `SHOW GLOBAL STATUS`
+(parsers/mysql_status.py), per database host and sweep step.
+
+`db.lock-contention`: over a step's load window (sweep.load_window), the status counters' deltas:
+
+- lock waiting = ΔInnodb_row_lock_time (ms) / 1000 / Δt: seconds spent waiting on row locks per
+  second, i.e. the average number of transactions waiting on a row lock at every moment (Little's
+  law over the waits). Set against the step's threads it says how much of the offered concurrency
+  is queued on rows rather than working.
+- waits per second (ΔInnodb_row_lock_waits / Δt), per transaction (waits per second / the step's TPS
+  from the sweep; without one, / Δ(Com_commit + Com_rollback) per second), and the mean wait.
+
+The parser turns counters into per-second rates over each sample's own interval (NaN after a failed
+sample or a restart), so a delta over a window is Σ rate × interval and Δt is Σ interval over the
+samples with a rate: a gap is left out of both, never read as zero.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import pandas as pd
+
+from perfkit.dataset import Dataset
+from perfkit.findings import Finding, Skipped, count
+
+from .sweep import NO_LOAD, load_window
+
+RULE = "db.lock-contention"
+NO_SAMPLER = (
+    "no DB sampler capture (perfkit run's db/<host>/global_status.jsonl: SHOW GLOBAL STATUS every second)"
+)
+NO_ROW_LOCKS = (
+    "the server's status has no row-lock counters (Innodb_row_lock_time, Innodb_row_lock_waits): "
+    "TiDB has none (its lock waits are in information_schema.data_lock_waits and TiKV's metrics)"
+)
+
+
+@dataclass
+class LockStep:
+    """One sweep step's row-lock figures on one database host."""
+
+    threads: int
+    step_source: str  # the load output the step came from
+    seconds: float  # Δt the deltas cover (samples with a rate in the load window)
+    samples: int
+    lock_time_s: float  # ΔInnodb_row_lock_time / 1000
+    lock_waits: float  # ΔInnodb_row_lock_waits
+    transactions_s: float | None  # the sweep's TPS, else (ΔCom_commit + ΔCom_rollback) / Δt
+    basis: str  # what transactions_s is
+    window: tuple[str, str]
+    inside: float | None = None  # transactions inside the server on average (the sampler's Threads_running)
+
+    @property
+    def waiting(self) -> float:
+        """Transactions waiting on a row lock on average: lock seconds per second."""
+        return self.lock_time_s / self.seconds
+
+    @property
+    def concurrency(self) -> float:
+        """What the waiters are a share of: the transactions inside the server when the sampler
+        measured them (a CPU-bound client keeps fewer there than its threads), else the step's threads."""
+        return self.inside if self.inside is not None and self.inside > 0 else float(self.threads)
+
+    @property
+    def waits_s(self) -> float:
+        return self.lock_waits / self.seconds
+
+    @property
+    def waits_per_txn(self) -> float | None:
+        return self.waits_s / self.transactions_s if self.transactions_s else None
+
+    @property
+    def avg_wait_ms(self) -> float | None:
+        return self.lock_time_s * 1000 / self.lock_waits if self.lock_waits > 0 else None
+
+    def to_list(self) -> list[Any]:
+        return [
+            self.threads,
+            round(self.waiting, 3),
+            round(self.waits_s, 1),
+            None if self.waits_per_txn is None else round(self.waits_per_txn, 3),
+            round(self.lock_time_s, 2),
+            round(self.seconds, 2),
+            round(self.concurrency, 2),
+        ]
+
+
+STEP_COLUMNS = [
+    "threads",
+    "lock_waiting",
+    "waits_s",
+    "waits_per_txn",
+    "lock_time_s",
+    "seconds",
+    "concurrency",
+]
+
+
+def _mean(x: pd.Series) -> float | None:
+    x = x.dropna()
+    return float(x.mean()) if len(x) else None
+
+
+def _delta(rows: pd.DataFrame, col: str) -> float:
+    return float((rows[col] * rows["dt_s"]).sum())
+
+
+def lock_steps(ds: Dataset, sweep: Any, min_samples: int = 1) -> dict[str, list[LockStep]] | Skipped:
+    """host -> its steps' row-lock figures (ordered by threads), or Skipped with the reason."""
+    caps = [c for c in ds.of("mysql_status") if len(c.frame)]
+    if not caps:
+        return Skipped(RULE, NO_SAMPLER)
+    if sweep is None:
+        return Skipped(RULE, NO_LOAD)
+    records = {r.get("path"): r for r in (ds.manifest or {}).get("captures", [])}
+    windows = [(s, load_window(records.get(s.source))) for s in sweep.steps]
+    windows = [(s, w) for s, w in windows if w is not None]
+    if not windows:
+        return Skipped(RULE, "no step has its load run's start and end in a perfkit run manifest")
+    out: dict[str, list[LockStep]] = {}
+    any_counters = False
+    for cap in caps:
+        host = cap.host or str(
+            cap.frame["host"].dropna().iloc[0] if cap.frame["host"].notna().any() else "db"
+        )
+        frame = cap.frame.sort_values("timestamp").reset_index(drop=True)
+        if frame["innodb_row_lock_time_ms_s"].isna().all():
+            continue
+        any_counters = True
+        # each rate covers the interval since the previous sample
+        frame["dt_s"] = frame["timestamp"].diff().dt.total_seconds()
+        found = []
+        for step, (start, end) in windows:
+            rows = frame[(frame["timestamp"] >= start) & (frame["timestamp"] <= end)]
+            rows = rows[rows["innodb_row_lock_time_ms_s"].notna() & rows["innodb_row_lock_waits_s"].notna()]
+            if len(rows) < min_samples or not rows["dt_s"].sum() > 0:
+                continue
+            seconds = float(rows["dt_s"].sum())
+            if step.tps and math.isfinite(step.tps) and step.tps > 0 and sweep.metric == "tps":
+                txn, basis = float(step.tps), "sweep TPS"
+            else:
+                commits = rows[["com_commit_s", "com_rollback_s"]].fillna(0).sum(axis=1)
+                txn = float((commits * rows["dt_s"]).sum()) / seconds or None
+                basis = "Com_commit + Com_rollback"
+            found.append(
+                LockStep(
+                    threads=step.threads,
+                    step_source=step.source,
+                    seconds=seconds,
+                    samples=len(rows),
+                    lock_time_s=_delta(rows, "innodb_row_lock_time_ms_s") / 1000,
+                    lock_waits=_delta(rows, "innodb_row_lock_waits_s"),
+                    transactions_s=txn,
+                    basis=basis,
+                    window=(start.isoformat(), end.isoformat()),
+                    inside=_mean(rows["threads_running_avg"].clip(lower=0)),
+                )
+            )
+        if found:
+            out[host] = sorted(found, key=lambda s: s.threads)
+    if not any_counters:
+        return Skipped(RULE, NO_ROW_LOCKS)
+    if not out:
+        return Skipped(
+            RULE, f"fewer than {count(min_samples, 'status sample')} inside any step's load window"
+        )
+    return out
+
+
+def lock_contention(ds: Dataset, sweep: Any | None, th: dict[str, dict[str, Any]]) -> list[Finding] | Skipped:
+    """Transactions queue on row locks: a large share of the transactions inside the server (else of
+    the step's threads) wait on a row lock at every moment, at or past the knee (the highest step
+    without one)."""
+    lim = th[RULE]
+    found = lock_steps(ds, sweep, int(lim["min_samples"]))
+    if isinstance(found, Skipped):
+        return found
+    knee = getattr(sweep, "knee_threads", None)
+    out = []
+    for host, steps in found.items():
+        judged = [s for s in steps if s.threads >= knee] if knee is not None else [steps[-1]]
+        hits = [
+            s
+            for s in judged
+            if s.waiting >= lim["min_waiting"] and s.waiting >= lim["min_concurrency_share"] * s.concurrency
+        ]
+        if hits:
+            out.append(_finding(host, steps, hits[-1], knee, lim))
+    return out
+
+
+def _finding(host: str, steps: list[LockStep], s: LockStep, knee: int | None, lim: dict[str, Any]) -> Finding:
+    share = s.waiting / s.concurrency
+    critical = s.waiting >= lim["critical_thread_share"] * s.threads
+    low = steps[0]
+    growth = s.waiting / low.waiting if low is not s and low.waiting > 0 else None
+    per_txn = f", {s.waits_per_txn:.2f} waits per transaction" if s.waits_per_txn is not None else ""
+    mean = f", {s.avg_wait_ms:.1f} ms each" if s.avg_wait_ms is not None else ""
+    since = (
+        f"; {low.waiting:.2f} waiting at {count(low.threads, 'thread')} ({growth:.0f}× less)"
+        if growth is not None
+        else (f"; none at {count(low.threads, 'thread')}" if low is not s else "")
+    )
+    where = f"the knee ({count(knee, 'thread')})" if knee is not None else "the highest step (no knee)"
+    summary = (
+        f"At {count(s.threads, 'thread')}, {s.waiting:.1f} transactions waiting on row locks at every moment "
+        f"({s.lock_time_s:.1f} s of lock time in {s.seconds:.1f} s; {share * 100:.0f}% of the "
+        f"{s.concurrency:.1f} transactions inside the server): "
+        f"{s.waits_s:,.0f} waits a second{mean}{per_txn}{since}."
+    )
+    return Finding(
+        rule=RULE,
+        severity="critical" if critical else "warning",
+        title=f"Transactions wait on row locks: {s.waiting:.1f} of {s.threads} threads at every moment",
+        summary=summary,
+        evidence={
+            "host": host,
+            "threads": s.threads,
+            "lock_waiting": s.waiting,  # lock time per second = transactions waiting on average
+            "lock_waiting_share": share,  # of `concurrency`
+            "concurrency": s.concurrency,
+            "server_concurrency": s.inside,
+            "lock_time_s": s.lock_time_s,
+            "seconds": s.seconds,
+            "samples": s.samples,
+            "lock_waits": s.lock_waits,
+            "waits_s": s.waits_s,
+            "waits_per_txn": s.waits_per_txn,
+            "txn_basis": s.basis,
+            "transactions_s": s.transactions_s,
+            "avg_wait_ms": s.avg_wait_ms,
+            "knee_threads": knee,
+            "judged_from": where,
+            "growth": growth,  # lock waiting at this step / at the lowest step
+            "step_columns": STEP_COLUMNS,
+            "steps": [x.to_list() for x in steps],
+            "source": s.step_source,
+        },
+        hosts=[host],
+        window=s.window,
+        explanation=(
+            "InnoDB adds the time every transaction spends waiting for a row lock to Innodb_row_lock_time; "
+            "its growth per second of wall time is the average number of transactions waiting on a lock "
+            "(Little's law). When that is a large share of the threads offered, adding threads adds "
+            "waiters, not throughput: transactions queue on the same rows and run one after another. "
+            "The server's own response time grows because of it (rt.localized's server tier)."
+        ),
+        next_steps=[
+            "Find the hot rows: SHOW ENGINE INNODB STATUS (TRANSACTIONS) and "
+            "information_schema.innodb_lock_waits/innodb_trx (performance_schema.data_lock_waits on "
+            "MySQL 8.0) during the load name who blocks whom; counters, sequences and status rows "
+            "updated by every transaction are the usual ones.",
+            "Spread the keys (shard a counter over N rows and sum them; avoid monotonic hot spots) "
+            "and keep transactions short: take the hot row's lock last, commit right after.",
+            "Batch updates to a hot row in the application (one update of +N instead of N of +1).",
+            "Check the isolation level: REPEATABLE READ's gap and next-key locks block more than "
+            "READ COMMITTED's record locks.",
+            "On TiDB, compare optimistic and pessimistic transactions: optimistic ones do not wait "
+            "but fail and retry at commit — watch for retry storms (write conflicts, "
+            "tidb_retry_limit) instead of waits.",
+            "Cap concurrency on the hot path (a connection pool near the knee): more threads only "
+            "lengthen the lock queue.",
+        ],
+    )
+
+
+RULES = {RULE: lock_contention}
