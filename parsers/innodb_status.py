@@ -1,0 +1,690 @@
+"""innodb_status: `SHOW ENGINE INNODB STATUS\\G` (the InnoDB monitor), one row per dump.
+
+Reads the text the client prints for
+
+    mysql -e 'SHOW ENGINE INNODB STATUS\\G'        (mariadb -e ... on MariaDB)
+    pt-stalk's innodbstatus1 / innodbstatus2        (`SHOW /*!40100 ENGINE*/ INNODB STATUS\\G`)
+
+one dump or several appended to one file. Each dump starts at its header
+`2026-11-27 08:58:18 0x7fc8... INNODB MONITOR OUTPUT` (5.5's `YYMMDD HH:MM:SS` too), written in the
+server's local time: `tz` says which zone that is. Between dumps only the client's own lines may stand
+(`*** 1. row ***`, `Type: InnoDB`, `Name:`, `Status:`, `=====`, a `mysql>` echo); anything else is not
+this capture and is a ParseError naming the line. Inside a dump the sections are found by their titles
+between dash lines; a known line whose numbers do not read (`Buffer pool size   abc`) is a ParseError;
+free text (queries, record dumps, foreign key errors, thread states) is skipped. A dump with no
+`END OF INNODB MONITOR OUTPUT` (the capture was cut, or the client killed) is dropped: its lines are
+counted in `attrs["dropped_lines"]` and said in `attrs["notes"]`.
+
+Columns (SCHEMA), one row per complete dump; NaN/NA where the server printed no such line. Which
+server prints it: M = MariaDB 10.11, 8 = MySQL 8.0, 7 = MySQL 5.7 (the fixtures), else all three.
+
+- timestamp (UTC, the dump's header), host (the `host` argument)
+- interval_s (s): `Per second averages calculated from the last N seconds`
+- SEMAPHORES (7, 8; MariaDB 10.6+ has no sync wait array and prints none of these):
+  os_wait_reservations, os_wait_signals (count since start): `OS WAIT ARRAY INFO: reservation count
+  N` / `signal count N`; semaphore_spins, semaphore_os_waits (count since start): summed over
+  `Mutex spin waits N, rounds R, OS waits W` (7) and `RW-shared/RW-excl/RW-sx spins N, ...`;
+  long_semaphore_waits (threads): `--Thread T has waited at F line L for S seconds the semaphore:`
+  lines (0 when the wait array is printed and lists none); semaphore_wait_max_s (s): the longest S.
+- deadlock_at (UTC): first line of LATEST DETECTED DEADLOCK, the last deadlock since the server
+  started (NaT: no deadlock yet). A new deadlock between two dumps changes it.
+- TRANSACTIONS: trx_id_counter (id), history_list_length (undo logs not purged);
+  transactions_active (`---TRANSACTION id, ACTIVE N sec` lines), trx_active_max_s (s, the oldest
+  N; NaN: none active); lock_wait_transactions (`LOCK WAIT` lines of TRANSACTIONS, not those of the
+  deadlock section); lock_wait_sum_s, lock_wait_max_s (s): `TRX HAS BEEN WAITING N SEC` (7, 8) or
+  `N us` (M); the sum is 0 and the max NaN when no transaction waits.
+- FILE I/O: pending_fsyncs (`Pending flushes (fsync): N` (M), `... log: N; buffer pool: M` (7, 8),
+  summed); os_file_reads, os_file_writes, os_fsyncs (count since start); file_reads_per_s,
+  file_writes_per_s, fsyncs_per_s (`R reads/s, B avg bytes/read, W writes/s, F fsyncs/s`).
+- LOG: log_sequence_number, log_flushed_up_to, pages_flushed_up_to, last_checkpoint_at (LSN, a
+  byte offset in the redo stream); checkpoint_age_bytes = LSN - last checkpoint (how much redo a
+  crash would replay; near the redo log's capacity InnoDB flushes pages furiously);
+  log_unflushed_bytes = LSN - flushed up to; pending_log_flushes, pending_checkpoint_writes
+  (`N pending log flushes, M pending chkp writes`: 7); log_ios, log_ios_per_s (`N log i/o's done,
+  X log i/o's/second`: 7, 8).
+- BUFFER POOL AND MEMORY (the totals; the per-instance INDIVIDUAL BUFFER POOL INFO is skipped):
+  total_memory_bytes (`Total large memory allocated`; 8.0.30+ prints 0); buffer_pool_pages,
+  free_pages, database_pages, old_database_pages, modified_pages, pending_reads (pages of
+  innodb_page_size, 16 KiB by default: `Buffer pool size`, `Free buffers`, `Database pages`, `Old
+  database pages`, `Modified db pages`, `Pending reads`); pages_read, pages_created, pages_written
+  (pages since start; pages read are the reads from disk); pages_read_per_s, pages_created_per_s,
+  pages_written_per_s (`R reads/s, C creates/s, W writes/s`); hit_rate_per_1000 (`Buffer pool hit
+  rate N / 1000`; NaN after `No buffer pool page gets since the last printout`); read_ahead_per_s,
+  evicted_without_access_per_s (`Pages read ahead X/s, evicted without access Y/s`).
+- ROW OPERATIONS: queries_inside, queries_queued (`N queries inside InnoDB, M queries in queue`: 7,
+  8); read_views (`N read views open inside InnoDB`); rows_inserted_per_s, rows_updated_per_s,
+  rows_deleted_per_s, rows_read_per_s (the rate line after `Number of rows inserted ...`, not the
+  system rows' line of 8.0: 7, 8).
+
+Counters "since start" are cumulative from server start; the `_per_s` figures are the server's own
+averages over `interval_s` (since the previous dump, whoever asked for it).
+
+`attrs` (for what is not a number):
+- `lock_waits`: one dict per transaction in LOCK WAIT: `timestamp` (its dump, ISO UTC), `trx_id`,
+  `thread_id`, `active_s`, `waited_s`, `query` (the first line of its statement), `lock` (the lock it
+  waits for: the line after `TRX HAS BEEN WAITING`), `table` (`db`.`table` from that line).
+- `deadlocks`: the distinct latest deadlocks seen: `at` (ISO UTC), `rolled_back` (`*** WE ROLL BACK
+  TRANSACTION (N)`: N, else None), `text` (the section as printed).
+- `dropped_lines`, `notes` as above.
+
+Tested on: tests/fixtures/innodb_status/ (see README.md there: MariaDB 10.11 real, MySQL 5.7 and 8.0
+from the reference manual's examples; TiDB does not implement the statement).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from datetime import datetime
+
+import numpy as np
+import pandas as pd
+
+from perfkit.errors import ParseError
+
+from ._common import Lines, Source, coerce, empty_frame, to_utc
+
+KIND = "innodb_status"
+_INT64_MAX = 2**63 - 1
+
+_LSN = ("log_sequence_number", "log_flushed_up_to", "pages_flushed_up_to", "last_checkpoint_at")
+_INT_COLUMNS = (*_LSN, "checkpoint_age_bytes", "log_unflushed_bytes", "trx_id_counter")
+_FLOAT_COLUMNS = (
+    "interval_s",
+    "os_wait_reservations",
+    "os_wait_signals",
+    "semaphore_spins",
+    "semaphore_os_waits",
+    "long_semaphore_waits",
+    "semaphore_wait_max_s",
+    "history_list_length",
+    "transactions_active",
+    "trx_active_max_s",
+    "lock_wait_transactions",
+    "lock_wait_sum_s",
+    "lock_wait_max_s",
+    "pending_fsyncs",
+    "os_file_reads",
+    "os_file_writes",
+    "os_fsyncs",
+    "file_reads_per_s",
+    "file_writes_per_s",
+    "fsyncs_per_s",
+    "pending_log_flushes",
+    "pending_checkpoint_writes",
+    "log_ios",
+    "log_ios_per_s",
+    "total_memory_bytes",
+    "buffer_pool_pages",
+    "free_pages",
+    "database_pages",
+    "old_database_pages",
+    "modified_pages",
+    "pending_reads",
+    "pages_read",
+    "pages_created",
+    "pages_written",
+    "pages_read_per_s",
+    "pages_created_per_s",
+    "pages_written_per_s",
+    "hit_rate_per_1000",
+    "read_ahead_per_s",
+    "evicted_without_access_per_s",
+    "queries_inside",
+    "queries_queued",
+    "read_views",
+    "rows_inserted_per_s",
+    "rows_updated_per_s",
+    "rows_deleted_per_s",
+    "rows_read_per_s",
+)
+_ORDER = (
+    "interval_s",
+    "os_wait_reservations",
+    "os_wait_signals",
+    "semaphore_spins",
+    "semaphore_os_waits",
+    "long_semaphore_waits",
+    "semaphore_wait_max_s",
+    "deadlock_at",
+    "trx_id_counter",
+    "history_list_length",
+    "transactions_active",
+    "trx_active_max_s",
+    "lock_wait_transactions",
+    "lock_wait_sum_s",
+    "lock_wait_max_s",
+    "pending_fsyncs",
+    "os_file_reads",
+    "os_file_writes",
+    "os_fsyncs",
+    "file_reads_per_s",
+    "file_writes_per_s",
+    "fsyncs_per_s",
+    *_LSN,
+    "checkpoint_age_bytes",
+    "log_unflushed_bytes",
+    "pending_log_flushes",
+    "pending_checkpoint_writes",
+    "log_ios",
+    "log_ios_per_s",
+    "total_memory_bytes",
+    "buffer_pool_pages",
+    "free_pages",
+    "database_pages",
+    "old_database_pages",
+    "modified_pages",
+    "pending_reads",
+    "pages_read",
+    "pages_created",
+    "pages_written",
+    "pages_read_per_s",
+    "pages_created_per_s",
+    "pages_written_per_s",
+    "hit_rate_per_1000",
+    "read_ahead_per_s",
+    "evicted_without_access_per_s",
+    "queries_inside",
+    "queries_queued",
+    "read_views",
+    "rows_inserted_per_s",
+    "rows_updated_per_s",
+    "rows_deleted_per_s",
+    "rows_read_per_s",
+)
+
+
+def _dtype(col: str) -> str:
+    if col == "deadlock_at":
+        return "datetime64[ns, UTC]"
+    return "Int64" if col in _INT_COLUMNS else "float64"
+
+
+SCHEMA: dict[str, str] = {
+    "timestamp": "datetime64[ns, UTC]",
+    "host": "string",
+    **{col: _dtype(col) for col in _ORDER},
+}
+
+_HEADER = re.compile(
+    r"^(?:(\d{4})-(\d{2})-(\d{2})|(\d{2})(\d{2})(\d{2})) +(\d{1,2}):(\d{2}):(\d{2})"
+    r"(?: +\S+)? +INNODB MONITOR OUTPUT\s*$"  # the thread id: 0x7f.. (5.7+), 7f.. (5.6), decimal (8.0.3x)
+)
+_STAMP = re.compile(r"^(\d{4})-(\d{2})-(\d{2}) +(\d{1,2}):(\d{2}):(\d{2})\b")
+_END = "END OF INNODB MONITOR OUTPUT"
+# What the client prints around the Status text, and a pasted prompt: allowed outside a dump.
+_OUTSIDE = re.compile(
+    r"^(?:\s*|\*+ \d+\. row \*+|\s*Type: InnoDB\s*|\s*Name:\s*|\s*Status:\s*|=+|mysql> .*|MariaDB \[.*\]> .*"
+    r"|Type\tName\tStatus|InnoDB\t\t)$"
+)
+_SECTIONS = frozenset(
+    {
+        "BACKGROUND THREAD",
+        "SEMAPHORES",
+        "LATEST FOREIGN KEY ERROR",
+        "LATEST DETECTED DEADLOCK",
+        "TRANSACTIONS",
+        "FILE I/O",
+        "INSERT BUFFER AND ADAPTIVE HASH INDEX",
+        "LOG",
+        "BUFFER POOL AND MEMORY",
+        "INDIVIDUAL BUFFER POOL INFO",
+        "ROW OPERATIONS",
+    }
+)
+_DASHES = re.compile(r"^-{3,}$")
+
+_N = r"(\d+)"
+_F = r"(\d+(?:\.\d+)?)"
+
+
+class _Dump:
+    """The figures of one dump as they are read; `row()` makes the frame's record."""
+
+    def __init__(self, line_no: int, stamp: pd.Timestamp):
+        self.line_no = line_no
+        self.stamp = stamp
+        self.values: dict[str, float | int] = {}
+        self.deadlock_at: pd.Timestamp | None = None
+        self.deadlock_lines: list[str] = []
+        self.section = ""
+        self.spins: list[int] = []
+        self.os_waits: list[int] = []
+        self.wait_array = False
+        self.semaphore_waits: list[float] = []
+        self.active: list[float] = []
+        self.lock_waits: list[dict] = []
+        self.trx: dict | None = None  # the transaction being read in TRANSACTIONS
+        self.expect: str | None = None  # the next line is this transaction's "query" or "lock"
+        self.rows_rates_next = False
+
+
+def sniff(text: str) -> bool:
+    head = text[:8192]
+    return any(_HEADER.match(line) for line in head.splitlines()[:40])
+
+
+def parse(source: Source, *, host: str | None = None, tz: str = "UTC") -> pd.DataFrame:
+    """Parse one or more `SHOW ENGINE INNODB STATUS\\G` dumps; `tz` is the server's zone.
+
+    Raises:
+        ParseError: a line outside a dump that the client does not print, a dump header or known
+            line whose numbers do not read, a number too large for its column.
+    """
+    reader = _Reader(Lines(source, KIND), host, tz)
+    return reader.run()
+
+
+class _Reader:
+    """Walks the lines: outside a dump only the client's lines; inside, sections and figures."""
+
+    def __init__(self, lines: Lines, host: str | None, tz: str):
+        self.lines, self.host, self.tz = lines, host, tz
+        self.rows: list[dict] = []
+        self.lock_waits: list[dict] = []
+        self.deadlocks: dict[tuple[str, str], dict] = {}
+        self.notes: list[str] = []
+        self.dropped = 0
+        self.dump: _Dump | None = None
+        self.dump_lines = 0
+        self.prev = ""
+
+    def run(self) -> pd.DataFrame:
+        lines = self.lines
+        pending: ParseError | None = None  # fatal unless its line is the cut-off last one
+        last_no = 0
+        for line_no, line in lines:
+            if pending is not None:
+                raise pending
+            last_no = line_no
+            try:
+                self.step(line_no, line)
+            except ParseError as exc:
+                pending = exc
+        if pending is not None:
+            if lines.last_complete or pending.line_no != last_no:
+                raise pending
+            if self.dump is None:  # a cut line outside any dump
+                self.dropped += 1
+        if self.dump is not None:
+            self.drop("is cut off (no END OF INNODB MONITOR OUTPUT)")
+        df = _frame(self.rows, self.host) if self.rows else empty_frame(SCHEMA)
+        df.attrs["dropped_lines"] = self.dropped
+        df.attrs["notes"] = self.notes
+        df.attrs["lock_waits"] = self.lock_waits
+        df.attrs["deadlocks"] = list(self.deadlocks.values())
+        return df
+
+    def drop(self, why: str) -> None:
+        if self.dump is not None:
+            self.dropped += self.dump_lines
+            self.notes.append(f"dump at line {self.dump.line_no} {why}: dropped ({self.dump_lines} lines)")
+
+    def step(self, line_no: int, line: str) -> None:
+        lines, dump, prev = self.lines, self.dump, self.prev
+        self.prev = line
+        if _HEADER.match(line):
+            # a new dump; one still open never ended (the client was killed): drop it
+            self.drop("has no END OF INNODB MONITOR OUTPUT before the next dump")
+            self.dump, self.dump_lines = _Dump(line_no, _header_stamp(lines, line_no, line, self.tz)), 1
+            return
+        if dump is None:
+            if not _OUTSIDE.match(line):
+                raise lines.error(line_no, line, "not SHOW ENGINE INNODB STATUS\\G output")
+            return
+        self.dump_lines += 1
+        title = line.strip()
+        if title == _END:
+            self.rows.append(_finish(dump, self.lock_waits, self.deadlocks, lines, line_no, line))
+            self.dump = None
+        elif title in _SECTIONS and _DASHES.match(prev.strip()):
+            _leave_section(dump)
+            dump.section = title
+        else:
+            _read_line(dump, lines, line_no, line, self.tz)
+
+
+def _header_stamp(lines: Lines, line_no: int, line: str, tz: str) -> pd.Timestamp:
+    m = _HEADER.match(line)
+    if m is None:
+        raise lines.error(line_no, line, "not an INNODB MONITOR OUTPUT header")
+    if m[1]:
+        y, mo, d = int(m[1]), int(m[2]), int(m[3])
+    else:  # 5.5's YYMMDD
+        y, mo, d = 2000 + int(m[4]), int(m[5]), int(m[6])
+    return _stamp(lines, line_no, line, tz, y, mo, d, int(m[7]), int(m[8]), int(m[9]))
+
+
+def _stamp(lines: Lines, line_no: int, line: str, tz: str, *parts: int) -> pd.Timestamp:
+    try:
+        naive = datetime(*parts)  # type: ignore[misc]
+        if not 1678 <= naive.year < 2262:
+            raise ValueError("year outside 1678-2261")
+        return to_utc(naive, tz)
+    except ValueError as exc:
+        raise lines.error(line_no, line, f"not a date and time: {exc}") from None
+
+
+def _leave_section(dump: _Dump) -> None:
+    dump.trx = None
+    dump.expect = None
+    dump.rows_rates_next = False
+
+
+# A known line: (section, trigger, pattern, handler). A line of the section that starts with the
+# trigger must match the pattern (from its start), else it is a ParseError; others are free text.
+_Handler = Callable[[_Dump, re.Match[str]], None]
+
+
+def _set(*cols: str) -> _Handler:
+    def handle(dump: _Dump, m: re.Match[str]) -> None:
+        for col, text in zip(cols, m.groups(), strict=True):
+            if col and text is not None:
+                dump.values[col] = int(text) if col in _INT_COLUMNS else float(text)
+
+    return handle
+
+
+def _spins(dump: _Dump, m: re.Match[str]) -> None:
+    for part in _SPIN_PART.finditer(m.string):
+        dump.spins.append(int(part[1]))
+        dump.os_waits.append(int(part[3]))
+
+
+def _reservations(dump: _Dump, m: re.Match[str]) -> None:
+    dump.wait_array = True
+    dump.values["os_wait_reservations"] = float(m[1])
+    if m[2] is not None:  # 5.6 prints both counts on one line
+        dump.values["os_wait_signals"] = float(m[2])
+
+
+def _semaphore_wait(dump: _Dump, m: re.Match[str]) -> None:
+    dump.semaphore_waits.append(float(m[1]))
+
+
+def _pending_fsyncs(dump: _Dump, m: re.Match[str]) -> None:
+    dump.values["pending_fsyncs"] = float(m[1]) + (float(m[2]) if m[2] is not None else 0.0)
+
+
+def _rows_line(dump: _Dump, m: re.Match[str]) -> None:
+    dump.rows_rates_next = m[1] is None  # the user rows' rates follow; not the system rows'
+
+
+def _rows_rates(dump: _Dump, m: re.Match[str]) -> None:
+    if dump.rows_rates_next:
+        _set("rows_inserted_per_s", "rows_updated_per_s", "rows_deleted_per_s", "rows_read_per_s")(dump, m)
+    dump.rows_rates_next = False
+
+
+def _no_page_gets(dump: _Dump, m: re.Match[str]) -> None:
+    dump.values["hit_rate_per_1000"] = float("nan")
+
+
+_SPIN_PART = re.compile(
+    r"(?:Mutex spin waits|RW-shared spins|RW-excl spins|RW-sx spins) (\d+), (?:rounds (\d+), )?OS waits (\d+)"
+)
+_RULES: dict[str, list[tuple[str | re.Pattern[str], re.Pattern[str], _Handler]]] = {
+    "": [
+        (
+            "Per second averages",
+            re.compile(rf"Per second averages calculated from the last {_N} seconds"),
+            _set("interval_s"),
+        ),
+    ],
+    "SEMAPHORES": [
+        (
+            "OS WAIT ARRAY INFO: reservation count",
+            re.compile(rf"OS WAIT ARRAY INFO: reservation count {_N}(?:, signal count {_N})?"),
+            _reservations,
+        ),
+        (
+            "OS WAIT ARRAY INFO: signal count",
+            re.compile(rf"OS WAIT ARRAY INFO: signal count {_N}"),
+            _set("os_wait_signals"),
+        ),
+        ("Mutex spin waits", _SPIN_PART, _spins),
+        ("RW-", re.compile(r"RW-(?:shared|excl|sx) spins \d+, (?:rounds \d+, )?OS waits \d+"), _spins),
+        (
+            "--Thread ",
+            re.compile(rf"--Thread \d+ has waited at .* for {_F} seconds the semaphore"),
+            _semaphore_wait,
+        ),
+    ],
+    "TRANSACTIONS": [
+        ("Trx id counter", re.compile(rf"Trx id counter {_N}"), _set("trx_id_counter")),
+        ("History list length", re.compile(rf"History list length {_N}"), _set("history_list_length")),
+    ],
+    "FILE I/O": [
+        (
+            "Pending flushes (fsync)",
+            re.compile(rf"Pending flushes \(fsync\)(?: log)?: {_N}(?:; buffer pool: {_N})?"),
+            _pending_fsyncs,
+        ),
+        (
+            re.compile(r"\S+ OS file reads"),
+            re.compile(rf"{_N} OS file reads, {_N} OS file writes, {_N} OS fsyncs"),
+            _set("os_file_reads", "os_file_writes", "os_fsyncs"),
+        ),
+        (
+            re.compile(r"\S+ reads/s, "),
+            re.compile(rf"{_F} reads/s, {_F} avg bytes/read, {_F} writes/s, {_F} fsyncs/s"),
+            _set("file_reads_per_s", "", "file_writes_per_s", "fsyncs_per_s"),
+        ),
+    ],
+    "LOG": [
+        ("Log sequence number", re.compile(rf"Log sequence number\s+{_N}\s*$"), _set("log_sequence_number")),
+        ("Log flushed up to", re.compile(rf"Log flushed up to\s+{_N}\s*$"), _set("log_flushed_up_to")),
+        ("Pages flushed up to", re.compile(rf"Pages flushed up to\s+{_N}\s*$"), _set("pages_flushed_up_to")),
+        ("Last checkpoint at", re.compile(rf"Last checkpoint at\s+{_N}\s*$"), _set("last_checkpoint_at")),
+        (
+            re.compile(r"\S+ pending log flushes"),
+            re.compile(rf"{_N} pending log flushes, {_N} pending chkp writes"),
+            _set("pending_log_flushes", "pending_checkpoint_writes"),
+        ),
+        (
+            re.compile(r"\S+ log i/o's done"),
+            re.compile(rf"{_N} log i/o's done, {_F} log i/o's/second"),
+            _set("log_ios", "log_ios_per_s"),
+        ),
+    ],
+    "BUFFER POOL AND MEMORY": [
+        (
+            "Total large memory allocated",
+            re.compile(rf"Total large memory allocated {_N}\s*$"),
+            _set("total_memory_bytes"),
+        ),
+        ("Buffer pool size ", re.compile(rf"Buffer pool size\s+{_N}\s*$"), _set("buffer_pool_pages")),
+        ("Free buffers", re.compile(rf"Free buffers\s+{_N}\s*$"), _set("free_pages")),
+        ("Database pages", re.compile(rf"Database pages\s+{_N}\s*$"), _set("database_pages")),
+        ("Old database pages", re.compile(rf"Old database pages\s+{_N}\s*$"), _set("old_database_pages")),
+        ("Modified db pages", re.compile(rf"Modified db pages\s+{_N}\s*$"), _set("modified_pages")),
+        ("Pending reads", re.compile(rf"Pending reads\s+{_N}\s*$"), _set("pending_reads")),
+        (
+            "Pages read ahead",
+            re.compile(rf"Pages read ahead {_F}/s, evicted without access {_F}/s"),
+            _set("read_ahead_per_s", "evicted_without_access_per_s"),
+        ),
+        (
+            "Pages read ",
+            re.compile(rf"Pages read {_N}, created {_N}, written {_N}\s*$"),
+            _set("pages_read", "pages_created", "pages_written"),
+        ),
+        (
+            re.compile(r"\S+ reads/s, "),
+            re.compile(rf"{_F} reads/s, {_F} creates/s, {_F} writes/s"),
+            _set("pages_read_per_s", "pages_created_per_s", "pages_written_per_s"),
+        ),
+        ("Buffer pool hit rate", re.compile(rf"Buffer pool hit rate {_N} / 1000"), _set("hit_rate_per_1000")),
+        (
+            "No buffer pool page gets",
+            re.compile(r"No buffer pool page gets since the last printout"),
+            _no_page_gets,
+        ),
+    ],
+    "ROW OPERATIONS": [
+        (
+            re.compile(r"\S+ queries inside InnoDB"),
+            re.compile(rf"{_N} queries inside InnoDB, {_N} queries in queue"),
+            _set("queries_inside", "queries_queued"),
+        ),
+        (
+            re.compile(r"\S+ read views open"),
+            re.compile(rf"{_N} read views open inside InnoDB"),
+            _set("read_views"),
+        ),
+        (
+            "Number of ",
+            re.compile(r"Number of (system )?rows inserted \d+, updated \d+, deleted \d+, read \d+"),
+            _rows_line,
+        ),
+        (
+            re.compile(r"\S+ inserts/s, "),
+            re.compile(rf"{_F} inserts/s, {_F} updates/s, {_F} deletes/s, {_F} reads/s"),
+            _rows_rates,
+        ),
+    ],
+}
+
+_TRX = re.compile(r"---TRANSACTION (\S+?),? (?:ACTIVE (?:\(PREPARED\) )?(\d+) sec)?")
+_THREAD = re.compile(r"(?:MySQL|MariaDB) thread id (\d+),")
+_WAITED = re.compile(r"------- TRX HAS BEEN WAITING (\d+) (SEC|us) FOR THIS LOCK TO BE GRANTED:")
+_TABLE = re.compile(r"(?:of table|TABLE LOCK table) (`[^`]*`\.`[^`]*`)")
+
+
+def _read_line(dump: _Dump, lines: Lines, line_no: int, line: str, tz: str) -> None:
+    section = dump.section
+    if section == "LATEST DETECTED DEADLOCK":
+        if not dump.deadlock_lines and (not line.strip() or _DASHES.match(line)):
+            return  # the title's underline
+        if not dump.deadlock_lines:
+            m = _STAMP.match(line)
+            if m:
+                parts = [int(g) for g in m.groups()]
+                dump.deadlock_at = _stamp(lines, line_no, line, tz, *parts)
+        dump.deadlock_lines.append(line)
+        return
+    if section == "TRANSACTIONS":
+        _read_transaction(dump, lines, line_no, line)
+    for trigger, pattern, handle in _RULES.get(section, ()):
+        if not (line.startswith(trigger) if isinstance(trigger, str) else trigger.match(line)):
+            continue
+        m = pattern.match(line)
+        if m is None:
+            raise lines.error(line_no, line, f"a {section or 'header'} line whose figures do not read")
+        try:
+            handle(dump, m)
+        except (ValueError, OverflowError):
+            raise lines.error(line_no, line, "a number out of range") from None
+        _check_range(dump, lines, line_no, line)
+        return
+
+
+def _check_range(dump: _Dump, lines: Lines, line_no: int, line: str) -> None:
+    for col in _INT_COLUMNS:
+        value = dump.values.get(col)
+        if isinstance(value, int) and value > _INT64_MAX:
+            raise lines.error(line_no, line, "a number too large for a 64-bit counter")
+
+
+def _read_transaction(dump: _Dump, lines: Lines, line_no: int, line: str) -> None:
+    """Follow one transaction's lines: `---TRANSACTION`, `LOCK WAIT`, thread, statement, wait, lock."""
+    if line.startswith("---TRANSACTION "):
+        m = _TRX.match(line)
+        if m is None:
+            raise lines.error(line_no, line, "a transaction line that does not read")
+        dump.trx = {"trx_id": m[1].strip("()"), "active_s": float(m[2]) if m[2] else None}
+        dump.expect = None
+        if m[2]:
+            dump.active.append(float(m[2]))
+        return
+    trx = dump.trx
+    if trx is None:
+        return
+    expect, dump.expect = dump.expect, None
+    if expect == "query" and not line.startswith(("------- TRX HAS BEEN WAITING", "---", "Trx read view")):
+        trx["query"] = line
+        return
+    if expect == "lock":
+        table = _TABLE.search(line)
+        trx.update(lock=line, table=table[1] if table else None)
+        return
+    if line.startswith("LOCK WAIT "):
+        # the record is the transaction's own dict: what follows (thread, statement, lock) fills it
+        trx.update(
+            timestamp=dump.stamp.isoformat(), thread_id=None, waited_s=None, query=None, lock=None, table=None
+        )
+        dump.lock_waits.append(trx)
+        return
+    m = _THREAD.match(line)
+    if m:
+        trx["thread_id"] = int(m[1])
+        dump.expect = "query"
+        return
+    m = _WAITED.match(line)
+    if m:
+        trx["waited_s"] = float(m[1]) / (1e6 if m[2] == "us" else 1.0)
+        dump.expect = "lock"
+    elif line.startswith("------- TRX HAS BEEN WAITING"):
+        raise lines.error(line_no, line, "a lock wait line whose time does not read")
+
+
+def _finish(
+    dump: _Dump,
+    lock_waits: list[dict],
+    deadlocks: dict[tuple[str, str], dict],
+    lines: Lines,
+    line_no: int,
+    line: str,
+) -> dict:
+    _leave_section(dump)
+    v: dict[str, object] = dict(dump.values)
+    v["timestamp"] = dump.stamp
+    if dump.spins:
+        v["semaphore_spins"] = float(sum(dump.spins))
+        v["semaphore_os_waits"] = float(sum(dump.os_waits))
+    if dump.wait_array:  # the sync wait array is printed (MySQL): it lists every long wait
+        v["long_semaphore_waits"] = float(len(dump.semaphore_waits))
+        v["semaphore_wait_max_s"] = max(dump.semaphore_waits) if dump.semaphore_waits else np.nan
+    v["transactions_active"] = float(len(dump.active))
+    v["trx_active_max_s"] = max(dump.active) if dump.active else np.nan
+    waited = [w["waited_s"] for w in dump.lock_waits if w["waited_s"] is not None]
+    v["lock_wait_transactions"] = float(len(dump.lock_waits))
+    v["lock_wait_sum_s"] = float(sum(waited))
+    v["lock_wait_max_s"] = max(waited) if waited else np.nan
+    vals = dump.values
+    if "log_sequence_number" in vals and "last_checkpoint_at" in vals:
+        v["checkpoint_age_bytes"] = int(vals["log_sequence_number"]) - int(vals["last_checkpoint_at"])
+    if "log_sequence_number" in vals and "log_flushed_up_to" in vals:
+        v["log_unflushed_bytes"] = int(vals["log_sequence_number"]) - int(vals["log_flushed_up_to"])
+    for col in ("checkpoint_age_bytes", "log_unflushed_bytes"):
+        if col in v and not -_INT64_MAX <= int(v[col]) <= _INT64_MAX:  # type: ignore[call-overload]
+            raise lines.error(line_no, line, f"{col} out of range")
+    v["deadlock_at"] = dump.deadlock_at if dump.deadlock_at is not None else pd.NaT
+    if dump.deadlock_lines:
+        text = "\n".join(dump.deadlock_lines).strip("\n")
+        at = dump.deadlock_at.isoformat() if dump.deadlock_at is not None else None
+        victim = re.search(r"^\*\*\* WE ROLL BACK TRANSACTION \((\d+)\)", text, re.M)
+        deadlocks.setdefault(
+            (at or "", text), {"at": at, "rolled_back": int(victim[1]) if victim else None, "text": text}
+        )
+    keys = ("timestamp", "trx_id", "thread_id", "active_s", "waited_s", "query", "lock", "table")
+    lock_waits.extend({k: w.get(k) for k in keys} for w in dump.lock_waits)
+    return v
+
+
+def _frame(rows: list[dict], host: str | None) -> pd.DataFrame:
+    data: dict[str, object] = {
+        "timestamp": pd.to_datetime(pd.Series([r["timestamp"] for r in rows]), utc=True),
+        "host": pd.array([host] * len(rows), dtype="string"),
+    }
+    for col in _ORDER:
+        dtype = SCHEMA[col]
+        if dtype == "Int64":
+            data[col] = pd.array([r.get(col) for r in rows], dtype="Int64")
+        elif dtype.startswith("datetime"):
+            data[col] = pd.to_datetime(
+                pd.Series([r.get(col, pd.NaT) for r in rows], dtype="object"), utc=True
+            )
+        else:
+            data[col] = np.array([float(r.get(col, np.nan)) for r in rows], dtype="float64")
+    return coerce(pd.DataFrame(data), SCHEMA)
