@@ -136,8 +136,8 @@ def describe(exc: BaseException) -> str:
 
 
 # A limit found (a cgroup quota, an IO cap) is the most specific answer there is; then where the
-# threads wait, which says *why* a resource is busy or idle; then the resources and tiers; then the
-# sweep's shape; then context.
+# threads and sessions wait (wait.profile, db.*), which says *why* a resource is busy or idle; then the
+# resources and tiers; then the sweep's shape; then context.
 LIMIT_RULES = ("cpu.throttled", "io.throttled")
 
 
@@ -148,8 +148,11 @@ def _rank(f: Finding) -> tuple[int, int, str]:
         tier = 3
     elif f.rule in LIMIT_RULES:
         tier = 0
-    elif f.rule == "wait.profile" and f.evidence.get("dominant") != "net":
-        tier = 1  # a database waiting on the network waits for its clients: the cause is upstream
+    elif f.rule.startswith("db.") or (f.rule == "wait.profile" and f.evidence.get("dominant") != "net"):
+        # the database's own account of its waits (db.*) says the same as its threads' states, with
+        # the server's numbers: the two share a tier, severity first, db.* on a tie. A database
+        # waiting on the network waits for its clients: that cause is upstream (next tier)
+        tier = 1
     else:
         tier = 2
     return (tier, SEVERITIES.index(f.severity), f.rule)
