@@ -353,7 +353,7 @@ def cpu_throttled(ds: Dataset, sweep: Any, th: Thresholds) -> list[Finding] | Sk
     out = []
     for (host, version, cgroup), steps in sorted(units.items(), key=lambda kv: (kv[0][0] or "", kv[0][1:])):
         held = [s for s in steps if s["held"]]
-        if held:
+        if any(s["held"] for s in _judged(steps, threads, sweep)):
             out.append(_cpu_finding(host, version, cgroup, steps, held, threads, sweep, lim))
     return out
 
@@ -531,9 +531,25 @@ def io_throttled(ds: Dataset, sweep: Any, th: Thresholds) -> list[Finding] | Ski
     for (host, process, pid), steps in sorted(
         units.items(), key=lambda kv: (kv[0][0] or "", kv[0][1], kv[0][2] or 0)
     ):
-        if any(s["held"] for s in steps):
+        if any(s["held"] for s in _judged(steps, threads, sweep)):
             out.append(_io_finding(host, process, pid, steps, threads, sweep))
     return out
+
+
+def _judged(steps: list[dict[str, Any]], threads: dict[str, int], sweep: Any) -> list[dict[str, Any]]:
+    """The steps a limit must hold at to be the sweep's ceiling: at or past the knee, else the highest
+    (a database that only flushes in the background at the lightest step limits nothing); all steps
+    outside a sweep."""
+    knee = getattr(sweep, "knee_threads", None)
+    levels = [threads.get(s["step"] or "") for s in steps]
+    if not any(levels):
+        return steps
+    if knee is not None:
+        late = [s for s, n in zip(steps, levels, strict=True) if n is not None and n >= knee]
+        if late:
+            return late
+    top = max(n for n in levels if n is not None)
+    return [s for s, n in zip(steps, levels, strict=True) if n == top]
 
 
 def _io_waits(ds: Dataset, sweep: Any) -> dict[tuple, tuple[float, str, float | None]]:

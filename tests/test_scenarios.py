@@ -429,9 +429,10 @@ def test_a_cpu_quota_on_the_database_is_the_verdict(tmp_path_factory: pytest.Tem
     assert doc["verdict"] == "cpu.throttled", [(f["rule"], f["summary"]) for f in doc["findings"]]
     ev = doc["findings"][0]["evidence"]
     assert ev["quota_cores"] == pytest.approx(DB_QUOTA, abs=0.01)
-    # the database's threads are on a CPU or waiting for one (throttled), not waiting on IO or locks
-    low = _db_waits(rec, doc)[0]
-    assert low["classes"]["cpu"] + low["classes"]["cpu_wait"] >= 0.5 * _active(low), low
+    # under load the database's threads are on a CPU or waiting for one (throttled), not on IO or
+    # locks (at 1 thread its one connection also waits half the time for the client's next statement)
+    high = _db_waits(rec, doc)[-1]
+    assert high["classes"]["cpu"] + high["classes"]["cpu_wait"] >= 0.5 * _active(high), high
 
 
 @pytest.mark.lab
