@@ -52,6 +52,8 @@ class LockStep:
     basis: str  # what transactions_s is
     window: tuple[str, str]
     inside: float | None = None  # transactions inside the server on average (the sampler's Threads_running)
+    deadlocks: float | None = None  # ΔInnodb_deadlocks (MariaDB), None where the server counts none
+    current_waits_median: float | None = None  # Innodb_row_lock_current_waits as sampled each second
 
     @property
     def waiting(self) -> float:
@@ -102,6 +104,11 @@ STEP_COLUMNS = [
 def _mean(x: pd.Series) -> float | None:
     x = x.dropna()
     return float(x.mean()) if len(x) else None
+
+
+def _median(x: pd.Series) -> float | None:
+    x = x.dropna()
+    return float(x.median()) if len(x) else None
 
 
 def _delta(rows: pd.DataFrame, col: str) -> float:
@@ -157,6 +164,10 @@ def lock_steps(ds: Dataset, sweep: Any, min_samples: int = 1) -> dict[str, list[
                     basis=basis,
                     window=(start.isoformat(), end.isoformat()),
                     inside=_mean(rows["threads_running_avg"].clip(lower=0)),
+                    deadlocks=_delta(rows, "innodb_deadlocks_s")
+                    if rows["innodb_deadlocks_s"].notna().any()
+                    else None,
+                    current_waits_median=_median(rows["innodb_row_lock_current_waits"]),
                 )
             )
         if found:
@@ -209,7 +220,9 @@ def _finding(host: str, steps: list[LockStep], s: LockStep, knee: int | None, li
         f"At {count(s.threads, 'thread')}, {s.waiting:.1f} transactions waiting on row locks at every moment "
         f"({s.lock_time_s:.1f} s of lock time in {s.seconds:.1f} s; {share * 100:.0f}% of the "
         f"{s.concurrency:.1f} transactions inside the server): "
-        f"{s.waits_s:,.0f} waits a second{mean}{per_txn}{since}."
+        f"{s.waits_s:,.0f} waits a second{mean}{per_txn}{since}"
+        + (f"; {s.deadlocks:.0f} deadlocks" if s.deadlocks else "")
+        + "."
     )
     return Finding(
         rule=RULE,
@@ -232,6 +245,8 @@ def _finding(host: str, steps: list[LockStep], s: LockStep, knee: int | None, li
             "txn_basis": s.basis,
             "transactions_s": s.transactions_s,
             "avg_wait_ms": s.avg_wait_ms,
+            "current_waits_median": s.current_waits_median,  # Innodb_row_lock_current_waits, each second
+            "deadlocks": s.deadlocks,  # ΔInnodb_deadlocks over the step (MariaDB); None: not counted
             "knee_threads": knee,
             "judged_from": where,
             "growth": growth,  # lock waiting at this step / at the lowest step

@@ -8,8 +8,9 @@ went backwards — a server restart resets them). Gauges are kept as read.
 Columns (SCHEMA): timestamp (UTC), host, uptime_s, questions_s, queries_s, com_select_s,
 com_insert_s, com_update_s, com_delete_s, com_commit_s, com_rollback_s, innodb_rows_read_s,
 innodb_rows_inserted_s, innodb_rows_updated_s, innodb_rows_deleted_s, innodb_data_fsyncs_s,
-innodb_os_log_fsyncs_s, innodb_row_lock_waits_s, innodb_row_lock_time_ms_s, created_tmp_disk_tables_s,
-slow_queries_s, aborted_connects_s, threads_running, threads_connected (as read),
+innodb_os_log_fsyncs_s, innodb_row_lock_waits_s, innodb_row_lock_time_ms_s, innodb_deadlocks_s
+(MariaDB), created_tmp_disk_tables_s, slow_queries_s, aborted_connects_s, threads_running,
+threads_connected, innodb_row_lock_current_waits (transactions waiting on a row lock; as read),
 processlist_active, threads_running_avg (the sampler's 10 Hz mean over the second before the
 line, without its own thread; else threads_running - 1), server_rt_ms (Little's law:
 threads_running_avg / questions_s), error (the reason a sample failed, else NA).
@@ -54,11 +55,16 @@ COUNTERS = {
     "innodb_os_log_fsyncs_s": "Innodb_os_log_fsyncs",
     "innodb_row_lock_waits_s": "Innodb_row_lock_waits",
     "innodb_row_lock_time_ms_s": "Innodb_row_lock_time",
+    "innodb_deadlocks_s": "Innodb_deadlocks",  # MariaDB; MySQL counts none in its status
     "created_tmp_disk_tables_s": "Created_tmp_disk_tables",
     "slow_queries_s": "Slow_queries",
     "aborted_connects_s": "Aborted_connects",
 }
-GAUGES = {"threads_running": "Threads_running", "threads_connected": "Threads_connected"}
+GAUGES = {
+    "threads_running": "Threads_running",
+    "threads_connected": "Threads_connected",
+    "innodb_row_lock_current_waits": "Innodb_row_lock_current_waits",
+}
 SCHEMA: dict[str, str] = {
     "timestamp": "datetime64[ns, UTC]",
     "host": "string",

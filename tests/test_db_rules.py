@@ -217,3 +217,11 @@ def test_lab_control_is_not_lock_contention(tmp_path: Path) -> None:
     info, findings = scenario("control", tmp_path / "run", "--workload", "oltp_update_non_index")
     assert info["table_size"] == 10000
     assert ours(findings, info) == []
+
+
+def test_current_lock_waits_and_deadlocks_are_in_the_evidence() -> None:
+    # the samples at :50.336 and :51.336 inside t0016's window both say Innodb_row_lock_current_waits
+    # 8; Innodb_deadlocks stays 0 through the run (4 rows updated one statement at a time deadlock not)
+    (f,) = run(dataset(HOT))
+    assert f.evidence["current_waits_median"] == 8.0
+    assert f.evidence["deadlocks"] == 0.0 and "deadlocks" not in f.summary
