@@ -301,6 +301,22 @@ def _order(steps: list[str | None], threads: dict[str, int]) -> list[str | None]
     return sorted(steps, key=lambda s: (threads.get(s or "", 0), s or ""))
 
 
+def _in_order(
+    steps: list[dict[str, Any]], threads: dict[str, int], sweep: Any
+) -> tuple[list, list, list, dict, list]:
+    """(step names by threads, the steps in that order, those where the rule held, step -> record,
+    the names at and past the knee): what both findings are written from."""
+    order = _order([s["step"] for s in steps], threads)
+    steps = sorted(steps, key=lambda s: order.index(s["step"]))
+    return (
+        order,
+        steps,
+        [s for s in steps if s["held"]],
+        {s["step"]: s for s in steps},
+        _from_knee(order, threads, sweep),
+    )
+
+
 def _label(step: str | None, threads: dict[str, int]) -> str:
     if step is None:
         return "the capture"
@@ -352,9 +368,8 @@ def cpu_throttled(ds: Dataset, sweep: Any, th: Thresholds) -> list[Finding] | Sk
             units.setdefault((snap.host, int(version), str(cgroup)), []).append(st)
     out = []
     for (host, version, cgroup), steps in sorted(units.items(), key=lambda kv: (kv[0][0] or "", kv[0][1:])):
-        held = [s for s in steps if s["held"]]
         if any(s["held"] for s in _judged(steps, threads, sweep)):
-            out.append(_cpu_finding(host, version, cgroup, steps, held, threads, sweep, lim))
+            out.append(_cpu_finding(host, version, cgroup, steps, threads, sweep, lim))
     return out
 
 
@@ -403,16 +418,11 @@ def _cpu_finding(
     version: int,
     cgroup: str,
     steps: list[dict[str, Any]],
-    held: list[dict[str, Any]],
     threads: dict[str, int],
     sweep: Any,
     lim: dict[str, Any],
 ) -> Finding:
-    order = _order([s["step"] for s in steps], threads)
-    steps = sorted(steps, key=lambda s: order.index(s["step"]))
-    held = [s for s in steps if s["held"]]
-    by_step = {s["step"]: s for s in steps}
-    late = _from_knee(order, threads, sweep)
+    order, steps, held, by_step, late = _in_order(steps, threads, sweep)
     idle_known = all(s["host_idle_pct"] is not None for s in held)
     critical = (
         idle_known
@@ -538,18 +548,11 @@ def io_throttled(ds: Dataset, sweep: Any, th: Thresholds) -> list[Finding] | Ski
 
 def _judged(steps: list[dict[str, Any]], threads: dict[str, int], sweep: Any) -> list[dict[str, Any]]:
     """The steps a limit must hold at to be the sweep's ceiling: at or past the knee, else the highest
-    (a database that only flushes in the background at the lightest step limits nothing); all steps
-    outside a sweep."""
+    (a database that only flushes in the background at the lightest step limits nothing)."""
+    names = [s["step"] for s in steps]
     knee = getattr(sweep, "knee_threads", None)
-    levels = [threads.get(s["step"] or "") for s in steps]
-    if not any(levels):
-        return steps
-    if knee is not None:
-        late = [s for s, n in zip(steps, levels, strict=True) if n is not None and n >= knee]
-        if late:
-            return late
-    top = max(n for n in levels if n is not None)
-    return [s for s, n in zip(steps, levels, strict=True) if n == top]
+    judged = _from_knee(names, threads, sweep) if knee is not None else _order(names, threads)[-1:]
+    return [s for s in steps if s["step"] in judged]
 
 
 def _io_waits(ds: Dataset, sweep: Any) -> dict[tuple, tuple[float, str, float | None]]:
@@ -671,11 +674,7 @@ def _io_finding(
     threads: dict[str, int],
     sweep: Any,
 ) -> Finding:
-    order = _order([s["step"] for s in steps], threads)
-    steps = sorted(steps, key=lambda s: order.index(s["step"]))
-    held = [s for s in steps if s["held"]]
-    by_step = {s["step"]: s for s in steps}
-    late = _from_knee(order, threads, sweep)
+    order, steps, held, by_step, late = _in_order(steps, threads, sweep)
     limited = [s for s in held if s["limit_binding"]]
     # a visible limit, used up at every step from the knee on, is the ceiling; otherwise it is a guess
     critical = bool(late) and all(by_step[s]["held"] and by_step[s]["limit_binding"] for s in late)
