@@ -53,6 +53,7 @@ class LoadResult:
     reason: str = ""
     fatal: list[str] = field(default_factory=list)
     summary: dict = field(default_factory=dict)  # the tool's printed totals, as its parser gives them
+    failed: int = 0  # operations that failed (a tool's own retries of lock conflicts are not failures)
     redacted: bool = False
 
 
@@ -326,7 +327,7 @@ def judge_go_tool(
             transactions=summary.get("count"),
             ignored_errors=errors,
         )
-    res.summary = summary
+    res.summary, res.failed = summary, errors
     if res.timed_out or (res.exit_code == 124 and not ended_by_perfkit):
         res.status, res.reason = "failed", f"{tool} did not exit by itself after {time_s}s"
     elif not summary:

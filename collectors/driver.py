@@ -103,7 +103,7 @@ class StepOutcome:
     reason: str = ""
     tps: float | None = None  # from the load generator's summary, for the adaptive search
     lat_pct_ms: float | None = None
-    errors: float | None = None  # ignored errors per transaction
+    errors: float | None = None  # failed operations per transaction (LoadResult.failed)
     started_at: str | None = None
     ended_at: str | None = None
     load_s: float = 0.0
@@ -385,7 +385,7 @@ def _run_step(
     pct = [v for k, v in summary.items() if k.startswith("lat_p") and k.endswith("_ms")]
     step.lat_pct_ms = pct[0] if pct else None
     if summary.get("transactions"):
-        step.errors = (summary.get("ignored_errors") or 0) / summary["transactions"]
+        step.errors = load.failed / summary["transactions"]
     step.ended_at = session._now()
     rec = _file_record(root, rel, runner.host.name, runner.kind, load.command)
     rec.update(

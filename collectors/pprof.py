@@ -30,6 +30,18 @@ GZIP_MAGIC = b"\x1f\x8b"
 ZIP_MAGIC = b"PK\x03\x04"
 
 
+def _what(head: bytes) -> str:
+    """What an answer that is not the expected profile looks like, for its failure record."""
+    if b"<svg" in head or b"<?xml" in head:
+        return "an SVG (a TiKV flame graph?)"
+    for magic, name in ((GZIP_MAGIC, "gzip data"), (ZIP_MAGIC, "a zip")):
+        if head.startswith(magic):
+            return name
+    # a text answer (an error page) by its first line; other bytes in hex, which reads the same every time
+    line = head.split(b"\n", 1)[0][:40].decode("ascii", errors="replace").strip()
+    return f"text {line!r}" if line and line.isprintable() else f"bytes {head[:16].hex(' ')}"
+
+
 def parse_base(url: str) -> tuple[str, str]:
     """(base URL without a trailing slash, archive host name) of an http(s) URL; ValueError otherwise."""
     parts = urlsplit(url)
@@ -91,7 +103,7 @@ def fetch(url: str, out: Path, timeout: float, magic: bytes = GZIP_MAGIC) -> dic
     fields = {"bytes": size, "sha256": digest.hexdigest(), "truncated": truncated, "exit_code": 200}
     expected = "a zip" if magic == ZIP_MAGIC else "a gzip protobuf profile"
     if not head.startswith(magic):
-        what = "an SVG (a TiKV flame graph?)" if b"<svg" in head or b"<?xml" in head else f"{head[:20]!r}"
+        what = _what(head)
         return {**fields, "status": "failed", "reason": f"not {expected}: got {what}"}
     if magic == ZIP_MAGIC and not truncated:
         try:

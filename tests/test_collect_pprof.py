@@ -117,4 +117,17 @@ def test_pprof_and_tidb_zip_on_one_service_are_refused() -> None:
 def test_a_zip_endpoint_answering_gzip_is_failed(go_service: str, tmp_path: Path) -> None:
     out = tmp_path / "x.out"
     rec = pprof.fetch(f"{go_service}/debug/pprof/heap", out, 10, pprof.ZIP_MAGIC)
-    assert rec["status"] == "failed" and rec["reason"].startswith("not a zip: got b'\\x1f\\x8b")
+    assert rec["status"] == "failed" and rec["reason"] == "not a zip: got gzip data"
+
+
+@pytest.mark.parametrize(
+    ("head", "said"),
+    [
+        (b"404 page not found\n", "text '404 page not found'"),
+        (b"\x00\x01\xfe'\"", "bytes 00 01 fe 27 22"),
+        (b"\x1f\x8b\x08\x00'", "gzip data"),
+        (b'<?xml version="1.0"?><svg', "an SVG (a TiKV flame graph?)"),
+    ],
+)
+def test_what_a_wrong_answer_was_is_said_the_same_way_every_time(head: bytes, said: str) -> None:
+    assert pprof._what(head) == said
