@@ -115,54 +115,107 @@ def _delta(rows: pd.DataFrame, col: str) -> float:
     return float((rows[col] * rows["dt_s"]).sum())
 
 
-def lock_steps(ds: Dataset, sweep: Any, min_samples: int = 1) -> dict[str, list[LockStep]] | Skipped:
-    """host -> its steps' row-lock figures (ordered by threads), or Skipped with the reason."""
+@dataclass
+class StatusWindow:
+    """One sweep step's status samples on one database host: the rows inside the step's load window
+    with `dt_s`, the interval each sample's rates cover (the rules' deltas are Σ rate × dt_s)."""
+
+    step: Any  # sweep.Step
+    rows: pd.DataFrame
+    start: pd.Timestamp
+    end: pd.Timestamp
+
+    @property
+    def window(self) -> tuple[str, str]:
+        return (self.start.isoformat(), self.end.isoformat())
+
+    def delta(self, col: str) -> float:
+        """Σ rate × interval over the samples with a rate in `col` (a gap is left out, never zero)."""
+        return _delta(self.rows[self.rows[col].notna()], col)
+
+    def seconds(self, col: str) -> float:
+        """Δt the delta of `col` covers."""
+        return float(self.rows.loc[self.rows[col].notna(), "dt_s"].sum())
+
+    def tps(self, sweep: Any) -> tuple[float | None, str]:
+        """Transactions per second: the sweep's TPS, else (ΔCom_commit + ΔCom_rollback) / Δt."""
+        tps = self.step.tps
+        if tps and math.isfinite(tps) and tps > 0 and sweep.metric == "tps":
+            return float(tps), "sweep TPS"
+        rows = self.rows[self.rows["dt_s"].notna()]
+        seconds = float(rows["dt_s"].sum())
+        commits = rows[["com_commit_s", "com_rollback_s"]].fillna(0).sum(axis=1)
+        txn = float((commits * rows["dt_s"]).sum()) / seconds if seconds > 0 else 0.0
+        return (txn or None), "Com_commit + Com_rollback"
+
+
+@dataclass
+class HostStatus:
+    """One database host's sampled status: the whole series (`frame`, with `dt_s`) and its steps'."""
+
+    frame: pd.DataFrame
+    windows: list[StatusWindow]
+
+    def has(self, col: str) -> bool:
+        """Whether the server reported `col` at all (TiDB lacks most InnoDB counters)."""
+        return bool(self.frame[col].notna().any()) if col in self.frame else False
+
+
+def status_windows(ds: Dataset, sweep: Any, rule: str) -> dict[str, HostStatus] | Skipped:
+    """host -> its status series and steps' samples (in step order), or Skipped naming what is missing."""
     caps = [c for c in ds.of("mysql_status") if len(c.frame)]
     if not caps:
-        return Skipped(RULE, NO_SAMPLER)
+        return Skipped(rule, NO_SAMPLER)
     if sweep is None:
-        return Skipped(RULE, NO_LOAD)
+        return Skipped(rule, NO_LOAD)
     records = {r.get("path"): r for r in (ds.manifest or {}).get("captures", [])}
     windows = [(s, load_window(records.get(s.source))) for s in sweep.steps]
     windows = [(s, w) for s, w in windows if w is not None]
     if not windows:
-        return Skipped(RULE, "no step has its load run's start and end in a perfkit run manifest")
-    out: dict[str, list[LockStep]] = {}
-    any_counters = False
+        return Skipped(rule, "no step has its load run's start and end in a perfkit run manifest")
+    out: dict[str, HostStatus] = {}
     for cap in caps:
         host = cap.host or str(
             cap.frame["host"].dropna().iloc[0] if cap.frame["host"].notna().any() else "db"
         )
         frame = cap.frame.sort_values("timestamp").reset_index(drop=True)
-        if frame["innodb_row_lock_time_ms_s"].isna().all():
-            continue
-        any_counters = True
         # each rate covers the interval since the previous sample
         frame["dt_s"] = frame["timestamp"].diff().dt.total_seconds()
+        t = frame["timestamp"]
+        steps = [StatusWindow(step, frame[(t >= a) & (t <= b)], a, b) for step, (a, b) in windows]
+        out[host] = HostStatus(frame, steps)
+    return out
+
+
+def lock_steps(ds: Dataset, sweep: Any, min_samples: int = 1) -> dict[str, list[LockStep]] | Skipped:
+    """host -> its steps' row-lock figures (ordered by threads), or Skipped with the reason."""
+    found_windows = status_windows(ds, sweep, RULE)
+    if isinstance(found_windows, Skipped):
+        return found_windows
+    out: dict[str, list[LockStep]] = {}
+    any_counters = False
+    for host, status in found_windows.items():
+        if not status.has("innodb_row_lock_time_ms_s"):
+            continue
+        any_counters = True
         found = []
-        for step, (start, end) in windows:
-            rows = frame[(frame["timestamp"] >= start) & (frame["timestamp"] <= end)]
+        for w in status.windows:
+            rows = w.rows
             rows = rows[rows["innodb_row_lock_time_ms_s"].notna() & rows["innodb_row_lock_waits_s"].notna()]
             if len(rows) < min_samples or not rows["dt_s"].sum() > 0:
                 continue
-            seconds = float(rows["dt_s"].sum())
-            if step.tps and math.isfinite(step.tps) and step.tps > 0 and sweep.metric == "tps":
-                txn, basis = float(step.tps), "sweep TPS"
-            else:
-                commits = rows[["com_commit_s", "com_rollback_s"]].fillna(0).sum(axis=1)
-                txn = float((commits * rows["dt_s"]).sum()) / seconds or None
-                basis = "Com_commit + Com_rollback"
+            txn, basis = StatusWindow(w.step, rows, w.start, w.end).tps(sweep)
             found.append(
                 LockStep(
-                    threads=step.threads,
-                    step_source=step.source,
-                    seconds=seconds,
+                    threads=w.step.threads,
+                    step_source=w.step.source,
+                    seconds=float(rows["dt_s"].sum()),
                     samples=len(rows),
                     lock_time_s=_delta(rows, "innodb_row_lock_time_ms_s") / 1000,
                     lock_waits=_delta(rows, "innodb_row_lock_waits_s"),
                     transactions_s=txn,
                     basis=basis,
-                    window=(start.isoformat(), end.isoformat()),
+                    window=w.window,
                     inside=_mean(rows["threads_running_avg"].clip(lower=0)),
                     deadlocks=_delta(rows, "innodb_deadlocks_s")
                     if rows["innodb_deadlocks_s"].notna().any()

@@ -36,6 +36,9 @@ RULE_IDS = (
     "cpu.throttled",
     "io.throttled",
     "db.lock-contention",
+    "db.buffer-pool-miss",
+    "db.log-wait",
+    "db.connection-limit",
 )
 
 

@@ -66,6 +66,7 @@ class Scenario:
     workload: str
     limit: str | None  # "db-cpu" | "db-write-iops" | "client-cpu" | None
     table_size: int = 10000  # rows per table unless the run says otherwise (hot-rows: a few)
+    server_options: tuple[str, ...] = ()  # mariadbd options the limit is (a small buffer pool, ...)
 
 
 SCENARIOS: dict[str, Scenario] = {
@@ -324,6 +325,7 @@ def run_scenario(
         "table_size": table_size,
         "profile": profile,
         "limit": None,
+        "server_options": list(sc.server_options),
     }
     group: Group | None = None
     role = "client" if sc.limit == "client-cpu" else "db"
@@ -337,7 +339,7 @@ def run_scenario(
         base = Path(tempfile.mkdtemp(prefix=f"{PREFIX}{run_id}-", dir=BASE_DIR))
         lab.push(f"remove {base}", lambda: _remove_base(base))
         write_owner(base)
-        inst = Instance(base)
+        inst = Instance(base, extra=sc.server_options)
         record["instance"] = {"base": str(base), "port": inst.port}
         log(f"{name}: starting mariadbd in {base} on 127.0.0.1:{inst.port}")
         lab.push(f"stop mariadbd ({base})", inst.stop)
