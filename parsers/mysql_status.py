@@ -9,11 +9,17 @@ Columns (SCHEMA): timestamp (UTC), host, uptime_s, questions_s, queries_s, com_s
 com_insert_s, com_update_s, com_delete_s, com_commit_s, com_rollback_s, innodb_rows_read_s,
 innodb_rows_inserted_s, innodb_rows_updated_s, innodb_rows_deleted_s, innodb_data_fsyncs_s,
 innodb_os_log_fsyncs_s, innodb_row_lock_waits_s, innodb_row_lock_time_ms_s, innodb_deadlocks_s
-(MariaDB), created_tmp_disk_tables_s, slow_queries_s, aborted_connects_s, threads_running,
-threads_connected, innodb_row_lock_current_waits (transactions waiting on a row lock; as read),
-processlist_active, threads_running_avg (the sampler's 10 Hz mean over the second before the
-line, without its own thread; else threads_running - 1), server_rt_ms (Little's law:
-threads_running_avg / questions_s), error (the reason a sample failed, else NA).
+(MariaDB), created_tmp_disk_tables_s, slow_queries_s, aborted_connects_s, the buffer pool's
+innodb_buffer_pool_read_requests_s / _reads_s / _wait_free_s and innodb_pages_read_s, the redo log's
+innodb_log_waits_s / _write_requests_s / _writes_s and innodb_os_log_written_s (bytes), connections_s,
+connection_errors_max_connections_s, threads_created_s; gauges as read: threads_running,
+threads_connected, innodb_row_lock_current_waits (transactions waiting on a row lock),
+innodb_buffer_pool_pages_free / _data / _total, innodb_checkpoint_age / _max_age (bytes, MariaDB),
+innodb_data_pending_fsyncs, innodb_os_log_pending_fsyncs (MySQL), max_used_connections,
+threadpool_threads, threadpool_idle_threads (MariaDB); processlist_active, threads_running_avg (the
+sampler's 10 Hz mean over the second before the line, without its own thread; else threads_running
+- 1), server_rt_ms (Little's law: threads_running_avg / questions_s), error (the reason a sample
+failed, else NA).
 
 Questions counts the statements clients sent (not those inside stored programs), so server_rt_ms is
 the mean time a client statement spent inside the server, queueing included.
@@ -59,11 +65,35 @@ COUNTERS = {
     "created_tmp_disk_tables_s": "Created_tmp_disk_tables",
     "slow_queries_s": "Slow_queries",
     "aborted_connects_s": "Aborted_connects",
+    # the buffer pool: logical reads, the ones that went to disk, waits for a free page
+    "innodb_buffer_pool_read_requests_s": "Innodb_buffer_pool_read_requests",
+    "innodb_buffer_pool_reads_s": "Innodb_buffer_pool_reads",
+    "innodb_buffer_pool_wait_free_s": "Innodb_buffer_pool_wait_free",
+    "innodb_pages_read_s": "Innodb_pages_read",
+    # the redo log: waits for log buffer space, writes, bytes written
+    "innodb_log_waits_s": "Innodb_log_waits",
+    "innodb_log_write_requests_s": "Innodb_log_write_requests",
+    "innodb_log_writes_s": "Innodb_log_writes",
+    "innodb_os_log_written_s": "Innodb_os_log_written",  # bytes per second
+    # connections: accepted, refused at max_connections, new threads
+    "connections_s": "Connections",
+    "connection_errors_max_connections_s": "Connection_errors_max_connections",
+    "threads_created_s": "Threads_created",
 }
 GAUGES = {
     "threads_running": "Threads_running",
     "threads_connected": "Threads_connected",
     "innodb_row_lock_current_waits": "Innodb_row_lock_current_waits",
+    "innodb_buffer_pool_pages_free": "Innodb_buffer_pool_pages_free",
+    "innodb_buffer_pool_pages_data": "Innodb_buffer_pool_pages_data",
+    "innodb_buffer_pool_pages_total": "Innodb_buffer_pool_pages_total",
+    "innodb_checkpoint_age": "Innodb_checkpoint_age",  # bytes (MariaDB; MySQL: INNODB STATUS only)
+    "innodb_checkpoint_max_age": "Innodb_checkpoint_max_age",  # bytes (MariaDB)
+    "innodb_data_pending_fsyncs": "Innodb_data_pending_fsyncs",
+    "innodb_os_log_pending_fsyncs": "Innodb_os_log_pending_fsyncs",  # MySQL; MariaDB 10.5+ has none
+    "max_used_connections": "Max_used_connections",
+    "threadpool_threads": "Threadpool_threads",  # MariaDB's pool (0 or absent: a thread per connection)
+    "threadpool_idle_threads": "Threadpool_idle_threads",
 }
 SCHEMA: dict[str, str] = {
     "timestamp": "datetime64[ns, UTC]",
