@@ -128,6 +128,80 @@ def analyze(
 
 
 @main.command()
+@click.argument("base", type=click.Path(exists=True, path_type=Path))
+@click.argument("new", nargs=-1, required=True, type=click.Path(exists=True, path_type=Path))
+@click.option(
+    "-o",
+    "--output",
+    "outdir",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Write compare.md and compare.json into this directory.",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print compare.json on stdout instead of a summary.")
+@click.option(
+    "--min-change",
+    type=click.FloatRange(min=0),
+    default=5.0,
+    show_default=True,
+    help="A change smaller than this (%) is '~' however narrow its interval: the run-to-run spread "
+    "one run's intervals cannot show.",
+)
+@click.option(
+    "--fail-on-regression",
+    "fail_pct",
+    type=click.FloatRange(min=0),
+    help=f"Exit {EXIT_FINDINGS} when the peak or a common step's throughput fell by more than this (%) "
+    "and the fall is significant (CI gates).",
+)
+@click.option(
+    "--thresholds",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="YAML file overriding rule thresholds, for both runs' analyses.",
+)
+@click.option(
+    "--tz",
+    default="UTC",
+    show_default=True,
+    callback=lambda ctx, param, value: _time_zone(value),
+    help="Time zone of the captured hosts, for timestamps that carry none.",
+)
+def compare(
+    base: Path,
+    new: tuple[Path, ...],
+    outdir: Path | None,
+    as_json: bool,
+    min_change: float,
+    fail_pct: float | None,
+    thresholds: Path | None,
+    tz: str,
+) -> None:
+    """Compare NEW runs with BASE: did the change move the curve, beyond noise?"""
+    from perfkit.pipeline import compare_paths, write_compare
+    from perfkit.reports import compare_json
+
+    base_analysis, comparisons = compare_paths(
+        base, list(new), thresholds=thresholds, tz=tz, min_change_pct=min_change
+    )
+    if outdir is not None:
+        written = write_compare(base, base_analysis, comparisons, outdir)
+    if as_json:
+        click.echo(compare_json.render(printable(str(base)), base_analysis, comparisons), nl=False)
+    else:
+        for c in comparisons:
+            click.echo(printable(f"{c.new_name}: {c.headline()}"))
+            for w in c.warnings:
+                click.echo(printable(f"  warning: {w}"))
+        if outdir is not None:
+            click.echo("wrote " + ", ".join(str(p) for p in written))
+    if fail_pct is not None:
+        fell = [(c.new_name, r) for c in comparisons for r in c.regressions(fail_pct)]
+        for name, what in fell:
+            click.echo(printable(f"regression in {name}: {what}"), err=True)
+        if fell:
+            sys.exit(EXIT_FINDINGS)
+
+
+@main.command()
 @click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path), required=False)
 @click.option("--kind", help="Parser to use (default: sniffed from the content). See --list.")
 @click.option(

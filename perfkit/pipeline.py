@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from perfkit.analyzers import Analysis, analyze, attempt, waits
-from perfkit.archive import open_archive, printable
+from perfkit.analyzers import Analysis, analyze, attempt, db, waits
+from perfkit.analyzers.compare import Comparison, compare
+from perfkit.archive import open_archive, printable, shown_name
 from perfkit.config import load_thresholds, time_zone
 from perfkit.dataset import Capture, load_dataset
 from perfkit.errors import AnalysisError
 from perfkit.findings import count, number
-from perfkit.reports import findings_json, html, markdown, use
+from perfkit.reports import compare_json, compare_md, findings_json, html, markdown, use
 from perfkit.reports.plots import all_plots, flame_graphs, standalone_svg
 
 
@@ -60,6 +61,7 @@ def write_reports(analysis: Analysis, outdir: Path) -> list[Path]:
     rows = attempt(failed, "USE table", lambda: use.use_rows(ds), [])
     procs = attempt(failed, "busiest processes", lambda: use.top_processes(ds), [])
     wait_rows = attempt(failed, "thread waits", lambda: waits.profiles(ds, analysis.sweep), [])
+    session_rows = attempt(failed, "database sessions", lambda: db.session_profiles(ds, analysis.sweep), [])
     plots = all_plots(analysis, tl, failed=failed, waits=wait_rows)
     flames, flame_note = attempt(failed, "flame graphs", lambda: flame_graphs(ds), ([], ""))
     plot_dir = outdir / "plots"
@@ -70,7 +72,14 @@ def write_reports(analysis: Analysis, outdir: Path) -> list[Path]:
         (plot_dir / f"{f.name}.svg").write_text(standalone_svg(f.svg), encoding="utf-8")
     files = {
         "report.html": html.render(
-            analysis, plots, flames, use_rows=rows, processes=procs, flame_note=flame_note, waits=wait_rows
+            analysis,
+            plots,
+            flames,
+            use_rows=rows,
+            processes=procs,
+            flame_note=flame_note,
+            waits=wait_rows,
+            sessions=session_rows,
         ),
         "report.md": markdown.render(
             analysis,
@@ -80,9 +89,10 @@ def write_reports(analysis: Analysis, outdir: Path) -> list[Path]:
             processes=procs,
             flame_note=flame_note,
             waits=wait_rows,
+            sessions=session_rows,
         ),
         "findings.json": findings_json.render(
-            analysis, use_rows=rows, processes=procs, timeline=tl, waits=wait_rows
+            analysis, use_rows=rows, processes=procs, timeline=tl, waits=wait_rows, sessions=session_rows
         ),
     }
     for name, text in files.items():
@@ -119,3 +129,43 @@ def summary_lines(analysis: Analysis) -> list[str]:
     for p in ds.problems:  # the manifest and the files disagree: listed but absent, size or hash wrong
         lines.append(f"archive problem: {p['path']}: {p['reason']}")
     return [printable(line) for line in lines]
+
+
+def compare_paths(
+    base: Path, news: list[Path], *, thresholds: Path | None = None, tz: str = "UTC", min_change_pct: float
+) -> tuple[Analysis, list[Comparison]]:
+    """Analyze BASE and every NEW (archives, directories, single files) and compare each NEW with BASE.
+
+    Raises what `analyze_path` raises, and AnalysisError when a run has no load sweep to compare.
+    """
+    base_analysis = analyze_path(base, thresholds=thresholds, tz=tz)
+    out = []
+    for new in news:
+        try:
+            out.append(
+                compare(
+                    base_analysis,
+                    analyze_path(new, thresholds=thresholds, tz=tz),
+                    base_name=shown_name(str(base)),
+                    new_name=shown_name(str(new)),
+                    min_change_pct=min_change_pct,
+                )
+            )
+        except ValueError as exc:
+            raise AnalysisError(str(exc)) from None
+    return base_analysis, out
+
+
+def write_compare(
+    base: Path, base_analysis: Analysis, comparisons: list[Comparison], outdir: Path
+) -> list[Path]:
+    """Write compare.md and compare.json into `outdir`."""
+    outdir.mkdir(parents=True, exist_ok=True)
+    name = shown_name(str(base))
+    files = {
+        "compare.md": compare_md.render(name, comparisons),
+        "compare.json": compare_json.render(name, base_analysis, comparisons),
+    }
+    for fname, text in files.items():
+        (outdir / fname).write_text(text, encoding="utf-8")
+    return [outdir / fname for fname in files]

@@ -1,0 +1,143 @@
+"""perfkit compare (analyzers/compare.py, reports/compare_*.py, `perfkit compare`).
+
+The interval's false-alarm rate is checked on simulated autocorrelated series, because no finite set
+of real runs pins a rate down; the comparisons themselves run on real archives
+(tests/fixtures/archives/, README there).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from click.testing import CliRunner
+
+from perfkit.analyzers.compare import change, compare, interval_pct
+from perfkit.cli import EXIT_FINDINGS, main
+from perfkit.pipeline import analyze_path
+
+from .conftest import FIXTURES
+
+HOT, CONTROL = FIXTURES / "archives" / "db-hot-rows", FIXTURES / "archives" / "db-hot-rows-control"
+IOPS = FIXTURES / "archives" / "scn-db-write-iops"
+
+
+def ar1(n: int, phi: float, rng: np.random.Generator, mean: float = 1000.0, cv: float = 0.03) -> np.ndarray:
+    """A stationary AR(1) series: how per-second throughput wanders around its level."""
+    e = rng.normal(0.0, 1.0, n)
+    x = np.empty(n)
+    x[0] = e[0]
+    for i in range(1, n):
+        x[i] = phi * x[i - 1] + np.sqrt(1 - phi**2) * e[i]
+    return mean * (1 + cv * x)
+
+
+@pytest.mark.parametrize(("phi", "n"), [(0.0, 10), (0.0, 60), (0.5, 30), (0.8, 30), (0.8, 120), (0.9, 60)])
+def test_the_interval_keeps_its_false_alarm_rate_on_autocorrelated_intervals(phi: float, n: int) -> None:
+    # A/A: both series from the same process; a 95 % interval should exclude 0 about 5 % of the time.
+    # Taking the samples for independent (a plain t or rank test) gives 20-60 % at phi 0.8-0.9.
+    rng = np.random.default_rng(7)
+    alarms = 0
+    for _ in range(400):
+        lo, hi = interval_pct(ar1(n, phi, rng), ar1(n, phi, rng))
+        alarms += lo > 0 or hi < 0
+    assert alarms / 400 <= 0.11, alarms
+
+
+def test_a_real_shift_is_found() -> None:
+    rng = np.random.default_rng(3)
+    found = sum(
+        (
+            c := change(
+                pd.Series(ar1(30, 0.5, rng)),
+                pd.Series(ar1(30, 0.5, rng, mean=900.0)),
+                min_change_pct=5,
+                min_intervals=5,
+            )
+        ).significant
+        is True
+        and c.change_pct is not None
+        and c.change_pct < -5
+        for _ in range(100)
+    )
+    assert found >= 95
+
+
+def test_a_small_change_is_noise_however_narrow_its_interval() -> None:
+    # 2 % with almost no second-to-second noise: the interval excludes 0, but a 2 % move between two
+    # runs is within what two runs of one configuration differ by
+    base = pd.Series(np.full(30, 1000.0) + np.arange(30) % 2)
+    new = base * 1.02
+    c = change(base, new, min_change_pct=5, min_intervals=5)
+    assert c.ci_pct is not None and c.ci_pct[0] > 0
+    assert (c.significant, c.sign) == (False, "~")
+    assert change(base, new, min_change_pct=1, min_intervals=5).sign == "+2.0%"
+
+
+def test_too_few_intervals_are_shown_never_judged() -> None:
+    c = change(pd.Series([100.0, 101, 99]), pd.Series([50.0, 51, 49]), min_change_pct=5, min_intervals=5)
+    assert c.change_pct == pytest.approx(-50.0)
+    assert (c.significant, c.ci_pct) == (None, None)
+    assert c.why == "3 steady intervals, 5 needed to judge" and c.sign == "-50.0% (not judged)"
+
+
+def test_a_zero_base_has_no_relative_change() -> None:
+    c = change(pd.Series([0.0] * 6), pd.Series([5.0] * 6), min_change_pct=5, min_intervals=5)
+    assert (c.change_pct, c.significant, c.sign) == (None, None, "n/a")
+
+
+def test_a_run_against_itself_changes_nothing() -> None:
+    a = analyze_path(IOPS)
+    c = compare(a, a, min_intervals=3)  # 4-second steps: 4 steady intervals
+    assert [s.threads for s in c.steps] == [1, 4, 16]
+    assert all(s.throughput.change_pct == 0 and s.throughput.significant is False for s in c.steps)
+    assert (c.appeared, c.gone, c.changed, c.warnings) == ([], [], [], [])
+    assert c.headline().startswith("The peak did not move beyond noise (+0.0%")
+
+
+def test_hot_rows_against_its_control_names_what_appeared_and_the_workload_difference() -> None:
+    base, new = analyze_path(CONTROL), analyze_path(HOT)
+    c = compare(base, new)
+    doc = c.to_dict()
+    # the figures are the two sweeps' own step means
+    for s in c.steps:
+        b = next(x for x in base.sweep.steps if x.threads == s.threads)
+        n = next(x for x in new.sweep.steps if x.threads == s.threads)
+        assert s.throughput.base == pytest.approx(b.intervals["tps"].mean())
+        assert s.throughput.new == pytest.approx(n.intervals["tps"].mean())
+    assert "db.lock-contention" in doc["findings"]["appeared"]
+    assert doc["knee"]["threads"] == [None, new.sweep.knee_threads] and new.sweep.knee_threads is not None
+    assert doc["warnings"] == ["table_size differs: 10000 in BASE, 4 in NEW"]
+    # 4-second steps: 3 steady intervals each, shown with their change but not judged
+    assert all(
+        s["significant"] is None and s["why"] == "3 steady intervals, 5 needed to judge" for s in doc["steps"]
+    )
+    assert c.regressions(1) == []  # a fall that was not judged never trips the gate
+
+
+def test_cli_writes_compare_md_and_json(tmp_path: Path) -> None:
+    r = CliRunner().invoke(main, ["compare", str(CONTROL), str(HOT), "-o", str(tmp_path / "c")])
+    assert r.exit_code == 0, r.output
+    doc = json.loads((tmp_path / "c" / "compare.json").read_text())
+    assert doc["base"]["name"] == str(CONTROL) and len(doc["comparisons"]) == 1
+    assert doc["comparisons"][0]["run"] == {"name": str(HOT), "verdict": "db.lock-contention"}
+    md = (tmp_path / "c" / "compare.md").read_text()
+    assert "appeared: `db.lock-contention`" in md and "table\\_size differs" in md
+    assert r.output.splitlines()[0].startswith(f"{HOT}: A knee appeared at")
+
+
+def test_cli_without_a_sweep_is_one_clear_line(tmp_path: Path) -> None:
+    vmstat = next((FIXTURES / "vmstat").glob("*.txt"))
+    r = CliRunner().invoke(main, ["compare", str(CONTROL), str(vmstat)])
+    assert r.exit_code == 1
+    assert r.output.strip().endswith("no load sweep to compare (no load generator output was read)")
+    assert "Traceback" not in r.output
+
+
+def test_fail_on_regression_needs_a_significant_fall(tmp_path: Path) -> None:
+    r = CliRunner().invoke(main, ["compare", str(IOPS), str(IOPS), "--fail-on-regression", "0"])
+    assert r.exit_code == 0, r.output
+    assert EXIT_FINDINGS == 4
