@@ -1,6 +1,7 @@
 // A small Go service for perfkit's pprof tests: serves net/http/pprof on 127.0.0.1 (port from
 // argv[1], 0 = any; the chosen port is printed on stdout), keeps one goroutine hashing and one
 // allocating with short sleeps so profiles have something in them without eating both CPUs.
+// A second argument "md5" adds an MD5-hashing goroutine (a changed setting, for differential profiles).
 // It also answers /debug/zip?seconds=N the way TiDB's status server does (server/http_status.go):
 // one zip with goroutine (debug=2 text), heap and mutex profiles, a CPU profile over N seconds,
 // the config (JSON) and the version.
@@ -8,6 +9,7 @@ package main
 
 import (
 	"archive/zip"
+	"crypto/md5"
 	"crypto/sha256"
 	"fmt"
 	"net"
@@ -67,6 +69,17 @@ func main() {
 			buf[0] = sum[0]
 		}
 	}()
+	// "md5" as the second argument adds a goroutine hashing with MD5: the same program with one
+	// setting changed, for differential profiles (tests/fixtures/pprof: go1.26-cpu-md5-*.pb.gz)
+	if len(os.Args) > 2 && os.Args[2] == "md5" {
+		go func() {
+			buf := make([]byte, 4096)
+			for {
+				sum := md5.Sum(buf)
+				buf[0] = sum[0]
+			}
+		}()
+	}
 	go func() {
 		for {
 			sink = append(sink, make([]byte, 64<<10))
