@@ -127,6 +127,15 @@ def analyze(
         sys.exit(EXIT_INCOMPLETE)
 
 
+def _two_steps(value: str | None) -> tuple[int, int] | None:
+    if value is None:
+        return None
+    parts = value.split(",")
+    if len(parts) != 2 or not all(p.strip().isdigit() and int(p) > 0 for p in parts):
+        raise click.BadParameter(f"{value!r}: two thread counts, e.g. 8,64")
+    return int(parts[0]), int(parts[1])
+
+
 @main.command()
 @click.argument("base", type=click.Path(exists=True, path_type=Path))
 @click.argument("new", nargs=-1, required=True, type=click.Path(exists=True, path_type=Path))
@@ -135,7 +144,7 @@ def analyze(
     "--output",
     "outdir",
     type=click.Path(file_okay=False, path_type=Path),
-    help="Write compare.md and compare.json into this directory.",
+    help="Write compare.html, compare.md and compare.json into this directory.",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print compare.json on stdout instead of a summary.")
 @click.option(
@@ -165,6 +174,12 @@ def analyze(
     callback=lambda ctx, param, value: _time_zone(value),
     help="Time zone of the captured hosts, for timestamps that carry none.",
 )
+@click.option(
+    "--steps",
+    callback=lambda ctx, param, value: _two_steps(value),
+    metavar="A,B",
+    help="Also draw each run's profiles at B threads against its own at A (what grows with concurrency).",
+)
 def compare(
     base: Path,
     new: tuple[Path, ...],
@@ -174,16 +189,21 @@ def compare(
     fail_pct: float | None,
     thresholds: Path | None,
     tz: str,
+    steps: tuple[int, int] | None,
 ) -> None:
     """Compare NEW runs with BASE: did the change move the curve, beyond noise?"""
+    from perfkit.findings import RuleFailure
     from perfkit.pipeline import compare_paths, write_compare
     from perfkit.reports import compare_json
 
-    base_analysis, comparisons = compare_paths(
+    base_analysis, analyses, comparisons = compare_paths(
         base, list(new), thresholds=thresholds, tz=tz, min_change_pct=min_change
     )
+    failed: list[RuleFailure] = []
     if outdir is not None:
-        written = write_compare(base, base_analysis, comparisons, outdir)
+        written = write_compare(
+            base, base_analysis, comparisons, analyses, outdir, steps=steps, failed=failed
+        )
     if as_json:
         click.echo(compare_json.render(printable(str(base)), base_analysis, comparisons), nl=False)
     else:
@@ -193,12 +213,16 @@ def compare(
                 click.echo(printable(f"  warning: {w}"))
         if outdir is not None:
             click.echo("wrote " + ", ".join(str(p) for p in written))
+    for f in failed:
+        click.echo(printable(f"compare incomplete: {f.rule} failed: {f.reason}"), err=True)
     if fail_pct is not None:
         fell = [(c.new_name, r) for c in comparisons for r in c.regressions(fail_pct)]
         for name, what in fell:
             click.echo(printable(f"regression in {name}: {what}"), err=True)
         if fell:
             sys.exit(EXIT_FINDINGS)
+    if failed:
+        sys.exit(EXIT_INCOMPLETE)
 
 
 @main.command()

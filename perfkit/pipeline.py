@@ -10,9 +10,9 @@ from perfkit.archive import open_archive, printable, shown_name
 from perfkit.config import load_thresholds, time_zone
 from perfkit.dataset import Capture, load_dataset
 from perfkit.errors import AnalysisError
-from perfkit.findings import count, number
-from perfkit.reports import compare_json, compare_md, findings_json, html, markdown, use
-from perfkit.reports.plots import all_plots, flame_graphs, standalone_svg
+from perfkit.findings import RuleFailure, count, number
+from perfkit.reports import compare_html, compare_json, compare_md, findings_json, html, markdown, use
+from perfkit.reports.plots import all_plots, compare_flames, compare_plot, flame_graphs, standalone_svg
 
 
 def analyze_path(
@@ -133,19 +133,21 @@ def summary_lines(analysis: Analysis) -> list[str]:
 
 def compare_paths(
     base: Path, news: list[Path], *, thresholds: Path | None = None, tz: str = "UTC", min_change_pct: float
-) -> tuple[Analysis, list[Comparison]]:
-    """Analyze BASE and every NEW (archives, directories, single files) and compare each NEW with BASE.
+) -> tuple[Analysis, list[Analysis], list[Comparison]]:
+    """Analyze BASE and every NEW (archives, directories, single files) and compare each NEW with BASE:
+    (BASE's analysis, each NEW's, each comparison).
 
     Raises what `analyze_path` raises, and AnalysisError when a run has no load sweep to compare.
     """
     base_analysis = analyze_path(base, thresholds=thresholds, tz=tz)
-    out = []
+    out, analyses = [], []
     for new in news:
+        analysis = analyze_path(new, thresholds=thresholds, tz=tz)
         try:
             out.append(
                 compare(
                     base_analysis,
-                    analyze_path(new, thresholds=thresholds, tz=tz),
+                    analysis,
                     base_name=shown_name(str(base)),
                     new_name=shown_name(str(new)),
                     min_change_pct=min_change_pct,
@@ -153,16 +155,40 @@ def compare_paths(
             )
         except ValueError as exc:
             raise AnalysisError(str(exc)) from None
-    return base_analysis, out
+        analyses.append(analysis)
+    return base_analysis, analyses, out
 
 
 def write_compare(
-    base: Path, base_analysis: Analysis, comparisons: list[Comparison], outdir: Path
+    base: Path,
+    base_analysis: Analysis,
+    comparisons: list[Comparison],
+    news: list[Analysis],
+    outdir: Path,
+    *,
+    steps: tuple[int, int] | None = None,
+    failed: list[RuleFailure],
 ) -> list[Path]:
-    """Write compare.md and compare.json into `outdir`."""
+    """Write compare.html, compare.md and compare.json into `outdir` (`news`: each NEW's analysis, in
+    the order of `comparisons`; `steps`: also each run's profiles at the second against the first).
+    A part that raises (the plot, a differential profile) is left out and added to `failed`."""
     outdir.mkdir(parents=True, exist_ok=True)
     name = shown_name(str(base))
+    pairs = list(zip(comparisons, news, strict=True))
+    runs = [(name, base_analysis.sweep), *((c.new_name, a.sweep) for c, a in pairs)]
+    plot = attempt(failed, "compare plot", lambda: compare_plot(runs), None)
+    flames = []
+    for c, a in pairs:
+        flames += attempt(
+            failed,
+            "differential profiles",
+            lambda a=a, c=c: compare_flames(
+                base_analysis, a, base_name=name, new_name=c.new_name, steps=steps
+            ),
+            [],
+        )
     files = {
+        "compare.html": compare_html.render(name, comparisons, plot, flames),
         "compare.md": compare_md.render(name, comparisons),
         "compare.json": compare_json.render(name, base_analysis, comparisons),
     }

@@ -233,7 +233,8 @@ def diff_svg(
     its share of the samples moved from BASE — red more in NEW, blue less, grey within noise
     (DIFF_MIN_POINTS, DIFF_MIN_Z); a frame BASE never had is outlined. The direction is written on the
     graph, because differential graphs are routinely read backwards. Frames only BASE had cannot be
-    drawn in NEW's shape: the largest are listed under the title."""
+    drawn in NEW's shape: the largest are listed under the title. The values must be counts (samples,
+    objects): the noise test takes them for independent draws, which nanoseconds or bytes are not."""
     diffs = frame_diffs(base, new)
     root = _tree(new)
     frames, height = _layout(root, width)

@@ -331,10 +331,15 @@ def flame_graphs(ds) -> tuple[list[Flame], str]:
     return out, ""
 
 
-def _stacks(cap) -> tuple[list[tuple[str, int]], str]:
+def _stacks(cap, *, counts: bool = False) -> tuple[list[tuple[str, int]], str]:
+    """(stack, value) pairs of a profile capture and what the value is. `counts`: a pprof profile's
+    count column (samples, objects, contentions) rather than its default (nanoseconds, bytes) — what
+    a test of sampling noise needs."""
     f = cap.frame
     if cap.kind == "pprof":
         col = f.attrs.get("default_value_column")
+        if counts:
+            col = next((c for c in f.columns if c.endswith("_count")), col)
         if not col or col not in f.columns:
             return [], ""
         g = f[f["stack"].notna()].groupby("stack", sort=False)[col].sum()
@@ -417,3 +422,79 @@ def standalone_svg(svg: str) -> str:
     if "xmlns=" in svg[:500]:
         return svg
     return svg.replace("<svg", '<svg xmlns="http://www.w3.org/2000/svg"', 1)
+
+
+def compare_plot(runs: list[tuple[str, Any]]) -> Plot:
+    """`perfkit compare`: every run's sweep on one pair of axes (throughput, then the step
+    percentile latency, against threads), each run's peak starred and knee marked."""
+    fig, (ax, ax2) = plt.subplots(1, 2, figsize=(11, 4))
+    metric = runs[0][1].metric.upper()
+    for i, (name, sweep) in enumerate(runs):
+        colour = f"C{i}"
+        label = shown_name(name) if len(name) <= 40 else "…" + shown_name(name)[-39:]
+        n = np.array([s.threads for s in sweep.steps], float)
+        ax.plot(n, [s.tps for s in sweep.steps], "o-", color=colour, label=label)
+        ax.plot([sweep.peak.threads], [sweep.peak.tps], "*", ms=14, color=colour)
+        if sweep.knee_threads is not None:
+            ax.axvline(sweep.knee_threads, color=colour, ls=":", alpha=0.8)
+        lat = [s.lat_pct_ms if s.lat_pct_ms is not None else np.nan for s in sweep.steps]
+        if not np.all(np.isnan(lat)):
+            ax2.plot(n, lat, "s-", color=colour, label=label)
+    for a in (ax, ax2):
+        a.set_xscale("log", base=2)
+        a.xaxis.set_major_formatter(matplotlib.ticker.ScalarFormatter())  # 16, not 2⁴
+        a.set_xlabel("threads")
+        a.grid(alpha=0.3)
+    ax.set_ylabel(f"{metric} (steady state)")
+    ax.set_title(f"{metric} vs threads (★ peak, dotted: knee)")
+    ax.legend(fontsize=8)
+    ax2.set_ylabel("latency percentile (ms)")
+    ax2.set_title("Latency vs threads")
+    if ax2.lines:
+        ax2.legend(fontsize=8)
+    else:
+        ax2.text(0.5, 0.5, "no latency in the inputs", ha="center", transform=ax2.transAxes)
+    return Plot("compare", f"{metric} and latency vs threads, every run", _png(fig))
+
+
+def _profiles_by_step(analysis: Analysis) -> dict[tuple[str, str, int | None], Any]:
+    """(kind, file name, threads) -> a profile capture; threads from the run manifest's step names."""
+    steps = ((analysis.dataset.manifest or {}).get("sweep") or {}).get("steps") or []
+    threads = {s.get("name"): s.get("threads") for s in steps if isinstance(s, dict)}
+    out = {}
+    for cap in analysis.dataset.captures:
+        if cap.kind in ("folded", "perf_script", "pprof") and len(cap.frame):
+            name = cap.path.rsplit("/", 1)[-1]
+            out[(cap.kind, f"{cap.host or ''}/{name}", threads.get(cap.step))] = cap
+    return out
+
+
+def compare_flames(
+    base: Analysis, new: Analysis, *, base_name: str, new_name: str, steps: tuple[int, int] | None = None
+) -> list[Flame]:
+    """Differential flame graphs: NEW against BASE for each profile both runs took at the same
+    thread count (the same file on the same host), and with `steps` (a, b) each run's profile at b
+    against its own at a — what grows with concurrency."""
+    from .flamegraph import diff_svg
+
+    pb, pn = _profiles_by_step(base), _profiles_by_step(new)
+    pairs = [(pb[k], pn[k], base_name, new_name, k) for k in sorted(pb.keys() & pn.keys(), key=str)]
+    if steps is not None:
+        a, b = steps
+        for run, caps in ((base_name, pb), (new_name, pn)):
+            for kind, file, n in sorted(caps, key=str):
+                if n == a and (kind, file, b) in caps:
+                    pairs.append(
+                        (caps[(kind, file, a)], caps[(kind, file, b)], f"{a} threads", f"{b} threads", (run,))
+                    )
+    out = []
+    for i, (cb, cn, nb, nn, key) in enumerate(pairs):
+        sb, what = _stacks(cb, counts=True)
+        sn, _ = _stacks(cn, counts=True)
+        if not sb and not sn:
+            continue
+        where = f"{key[1]} at {key[2]} threads" if len(key) == 3 else f"{cn.path} in {key[0]}"
+        title = f"{cn.kind} {where} ({what}): {nn} against {nb}"
+        svg = diff_svg(sb, sn, title=title, base_name=nb, new_name=nn)
+        out.append(Flame(f"diff-{i}", title, svg, cn.host, cn.path))
+    return out

@@ -156,3 +156,34 @@ def test_the_probe_catches_a_raw_payload_and_a_broken_plot(report: Path, tmp_pat
     # broken: the payload's own <img src=x> (no alt) and the corrupted first plot
     assert probe["xss"] == "ran" and probe["broken"] == ["", "TPS and latency vs threads"]
     assert probe["ok"] == probe["n"] - 2
+
+
+def test_compare_html_renders_and_run_names_stay_text(tmp_path: Path) -> None:
+    """compare.html under its CSP: the sweeps plot decodes and draws; a run whose directory name is
+    a payload is shown as text."""
+    import shutil
+
+    from perfkit.findings import RuleFailure
+    from perfkit.pipeline import compare_paths, write_compare
+
+    chromium = need_tool("chromium")
+    base = tmp_path / "base"
+    new = tmp_path / PROCESS.replace("/", "_")
+    shutil.copytree(FIXTURES / "archives" / "db-hot-rows-control", base)
+    shutil.copytree(FIXTURES / "archives" / "db-hot-rows", new)
+    base_a, news, comps = compare_paths(base, [new], min_change_pct=5)
+    failed: list[RuleFailure] = []
+    write_compare(base, base_a, comps, news, tmp_path / "out", failed=failed)
+    assert failed == []
+    page = (tmp_path / "out" / "compare.html").read_text()
+    assert PROCESS not in page and html.escape(PROCESS, quote=False) in page
+    copy = tmp_path / "csp.html"
+    copy.write_text(_variant(page, keep_csp=True))
+    dom = _chromium(chromium, copy.as_uri(), tmp_path, f"--window-size={WIDTH},2000", "--dump-dom").stdout
+    probe = _probe(dom)
+    assert probe["xss"] is None and (probe["n"], probe["ok"]) == (1, 1)
+    shot = tmp_path / "shot.png"
+    _chromium(chromium, copy.as_uri(), tmp_path, f"--window-size={WIDTH},2000", f"--screenshot={shot}")
+    x, y, w, h, _ = probe["rects"][0]
+    region = mpimg.imread(shot)[y : y + h, x : x + w, :3]
+    assert w > 100 and h > 100 and 0.01 < float(np.mean(region.min(axis=2) < 0.8)) < 0.9

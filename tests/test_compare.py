@@ -141,3 +141,39 @@ def test_fail_on_regression_needs_a_significant_fall(tmp_path: Path) -> None:
     r = CliRunner().invoke(main, ["compare", str(IOPS), str(IOPS), "--fail-on-regression", "0"])
     assert r.exit_code == 0, r.output
     assert EXIT_FINDINGS == 4
+
+
+def _with_profiles(src: Path, dst: Path, profiles: dict[str, str]) -> Path:
+    """A copy of a real run archive with real pprof captures added as steps' captures (step name ->
+    fixture), the way `perfkit run --pprof` records them."""
+    import shutil
+
+    shutil.copytree(src, dst)
+    manifest = json.loads((dst / "manifest.json").read_text())
+    for step, fixture in profiles.items():
+        rel = f"hosts/db1/{step}/tidb-cpu.pb.gz"
+        (dst / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(FIXTURES / "pprof" / fixture, dst / rel)
+        manifest["captures"].append(
+            {"id": "tidb-cpu", "host": "db1", "kind": "pprof", "path": rel, "step": step, "status": "ok"}
+        )
+    (dst / "manifest.json").write_text(json.dumps(manifest))
+    return dst
+
+
+def test_differential_profiles_pair_the_same_capture_at_the_same_step(tmp_path: Path) -> None:
+    from perfkit.reports.plots import compare_flames
+
+    sha, md5 = "go1.26-cpu-sha256-2s.pb.gz", "go1.26-cpu-md5-2s.pb.gz"
+    base = analyze_path(_with_profiles(HOT, tmp_path / "b", {"t0001": sha, "t0016": sha}))
+    new = analyze_path(_with_profiles(HOT, tmp_path / "n", {"t0001": sha, "t0016": md5}))
+    flames = compare_flames(base, new, base_name="B", new_name="N")
+    assert [f.title for f in flames] == [
+        "pprof db1/tidb-cpu.pb.gz at 1 threads (samples_count): N against B",
+        "pprof db1/tidb-cpu.pb.gz at 16 threads (samples_count): N against B",
+    ]
+    assert "crypto/md5.block" not in flames[0].svg and "crypto/md5.block" in flames[1].svg
+    # --steps 1,16: each run's 16-thread profile against its own 1-thread one
+    within = compare_flames(base, new, base_name="B", new_name="N", steps=(1, 16))[2:]
+    assert [f.title.split(": ")[-1] for f in within] == ["16 threads against 1 threads"] * 2
+    assert "crypto/md5.block" in within[1].svg and "crypto/md5.block" not in within[0].svg
