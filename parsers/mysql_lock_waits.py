@@ -1,0 +1,154 @@
+"""mysql_lock_waits: who blocks whom, one row per lock wait per snapshot.
+
+Reads perfkit's per-step snapshot (collectors/db_snapshot.py, `db/<host>/<step>/lock_waits-<phase>.jsonl`),
+one JSON object per snapshot: `{"snapshot":"mysql_lock_waits","ts":ISO,"t":EPOCH_S,"server":VERSION,
+"source":TABLE,"waits":[{...}, ...]}`, where `source` says which server tables were read:
+
+- `information_schema.innodb_lock_waits` (MariaDB, MySQL 5.7): joined with `innodb_trx` (both
+  transactions) and `innodb_locks` (the table, index and modes of both locks);
+- `performance_schema.data_lock_waits` (MySQL 8.0): joined with `data_locks` and
+  `information_schema.innodb_trx`;
+- `information_schema.data_lock_waits` (TiDB's pessimistic locks): joined with `cluster_tidb_trx`;
+  the statements are digest texts, the table comes from KEY_INFO.
+
+A snapshot in which nothing waits has `"waits":[]` and gives no row. Where the user may not read
+these tables (they need the PROCESS privilege) there is no file: the capture's manifest record says
+`unavailable` and why.
+
+Columns (SCHEMA), one row per waiting transaction per snapshot (NA where the server has no such field):
+- timestamp (UTC, when the snapshot was taken), host (the `host` argument), source (string, above)
+- waiting_trx_id, blocking_trx_id (string): the transactions' ids
+- waiting_thread_id, blocking_thread_id (Int64): their connections (`SHOW PROCESSLIST` Id; TiDB's
+  session id)
+- waiting_query, blocking_query (string): the statement each runs now (NA: none, e.g. a blocker idle
+  in its transaction or between statements)
+- table (string): `` `db`.`table` `` of the lock waited for; index_name (string): its index
+  (`PRIMARY`, NA for a table lock)
+- waiting_lock_mode, blocking_lock_mode (string): `X`, `S`, `X,GAP`, `X,REC_NOT_GAP`, ...
+- wait_started (string): when the wait began, in the server's own clock as it printed it
+- wait_age_s (float64, s): how long it had waited when the snapshot was taken (whole seconds on
+  MariaDB and MySQL, whose innodb_trx keeps trx_wait_started to the second)
+- waiting_digest, blocking_digest (string): the statements' digests (TiDB)
+
+A line that is not such a snapshot, or a wait that is not an object of scalars, is a ParseError
+naming the line; a line cut off mid-write at the end is dropped.
+Tested on: tests/fixtures/mysql_lock_waits/ (see README.md there: MariaDB 10.11, real).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+
+from . import _snapshots
+from ._common import Source, coerce, empty_frame
+
+KIND = "mysql_lock_waits"
+_TEXT = (
+    "waiting_trx_id",
+    "waiting_query",
+    "blocking_trx_id",
+    "blocking_query",
+    "table",
+    "index",
+    "waiting_lock_mode",
+    "blocking_lock_mode",
+    "wait_started",
+    "waiting_digest",
+    "blocking_digest",
+)
+_COLUMN = {"index": "index_name"}  # `index` would hide DataFrame.index
+SCHEMA: dict[str, str] = {
+    "timestamp": "datetime64[ns, UTC]",
+    "host": "string",
+    "source": "string",
+    "waiting_trx_id": "string",
+    "waiting_thread_id": "Int64",
+    "waiting_query": "string",
+    "blocking_trx_id": "string",
+    "blocking_thread_id": "Int64",
+    "blocking_query": "string",
+    "table": "string",
+    "index_name": "string",
+    "waiting_lock_mode": "string",
+    "blocking_lock_mode": "string",
+    "wait_started": "string",
+    "wait_age_s": "float64",
+    "waiting_digest": "string",
+    "blocking_digest": "string",
+}
+_INT64_MAX = 2**63 - 1
+
+
+def sniff(text: str) -> bool:
+    return _snapshots.sniff_kind(text, KIND)
+
+
+def _text(value: object) -> str | None:
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return value
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return str(value)  # an id the server gave as a number
+    raise ValueError(value)
+
+
+def _thread(value: object) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= _INT64_MAX:
+        raise ValueError(value)
+    return value
+
+
+def _age(value: object) -> float:
+    if value is None:
+        return np.nan
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise ValueError(value)
+    return float(value)
+
+
+def parse(source: Source, *, host: str | None = None, tz: str = "UTC") -> pd.DataFrame:
+    """Parse lock-wait snapshots. `tz` is unused: snapshots are in UTC (`wait_started` stays as printed).
+
+    Raises:
+        ParseError: a line that is not a mysql_lock_waits snapshot, or a wait that does not read.
+    """
+    snaps, dropped, lines = _snapshots.read(source, KIND, "waits", list)
+    rows: list[dict] = []
+    for snap in snaps:
+        for wait in snap.body:
+            try:
+                if not isinstance(wait, dict):
+                    raise ValueError(wait)
+                row = {_COLUMN.get(k, k): _text(wait.get(k)) for k in _TEXT}
+                row["waiting_thread_id"] = _thread(wait.get("waiting_thread_id"))
+                row["blocking_thread_id"] = _thread(wait.get("blocking_thread_id"))
+                row["wait_age_s"] = _age(wait.get("wait_age_s"))
+            except ValueError:
+                raise lines.error(
+                    snap.line_no, snap.line, f"a lock wait that does not read: {wait!r:.80}"
+                ) from None
+            row["timestamp"] = snap.timestamp
+            row["source"] = snap.obj.get("source") if isinstance(snap.obj.get("source"), str) else None
+            rows.append(row)
+    df = _frame(rows, host) if rows else empty_frame(SCHEMA)
+    df.attrs["dropped_lines"] = dropped
+    return df
+
+
+def _frame(rows: list[dict], host: str | None) -> pd.DataFrame:
+    data: dict[str, object] = {
+        "timestamp": pd.to_datetime(pd.Series([r["timestamp"] for r in rows], dtype="object"), utc=True),
+        "host": pd.array([host] * len(rows), dtype="string"),
+    }
+    for col, dtype in SCHEMA.items():
+        if col in data:
+            continue
+        values = [r.get(col) for r in rows]
+        data[col] = np.array(values, dtype="float64") if dtype == "float64" else pd.array(values, dtype=dtype)
+    return coerce(pd.DataFrame(data), SCHEMA)
