@@ -34,7 +34,7 @@ from typing import Any, Protocol
 from perfkit.archive import MANIFEST, PACKED_SUFFIXES, check_new_output, pack
 from perfkit.transport import HostSpec
 
-from . import session
+from . import db_snapshot, session
 from ._load import ERROR_SHARE, LoadHost
 from .mysql_sampler import DbTarget, StatusSampler
 
@@ -267,7 +267,9 @@ def run_sweep(
                         break
                 steps.append(step)
                 say(f"step {len(steps)}: {step.threads} threads for {step.time_s}s ({step.role})")
-                extra += _run_step(runner, plan, step, root, hosts, opts, stop, connector, records, outcomes)
+                extra += _run_step(
+                    runner, plan, step, root, hosts, opts, stop, connector, records, outcomes, db=db
+                )
                 say(f"step {step.name}: {step.status}{' — ' + step.reason if step.reason else ''}")
                 if step.status == "failed" and plan.on_failure == "stop" and not plan.adaptive:
                     planner.stopped_because = f"the step at {step.threads} threads failed"
@@ -341,6 +343,8 @@ def _run_step(
     connector: Callable[[HostSpec], session.Transport],
     records: dict[str, list[session.Record]],
     outcomes: dict[str, session.HostOutcome],
+    *,
+    db: DbTarget | None = None,
 ) -> list[dict]:
     step.started_at = session._now()
     warmup: dict | None = None
@@ -367,9 +371,14 @@ def _run_step(
     if hosts and not opened.wait(OPEN_TIMEOUT_S):
         step.reason = f"captures' windows did not open within {OPEN_TIMEOUT_S}s; load ran anyway"
     rel = f"load/{step.name}/{runner.tool}.out"
+    # the database's own view (lock waits, InnoDB, wait summaries, variables) near the load's start and end
+    snaps = db_snapshot.StepSnapshots([db], root, step.name, step.time_s) if db is not None else None
+    if snaps is not None:
+        snaps.start()
     t0 = time.monotonic()
     load = runner.run(step.threads, step.time_s, root / rel, stop=stop)
     step.load_s = round(time.monotonic() - t0, 3)
+    snapshots = [_snapshot_record(root, t, step.name) for t in snaps.finish()] if snaps is not None else []
     capture.join()
     for cap in captured:
         for host, recs in cap.records.items():
@@ -400,7 +409,23 @@ def _run_step(
         reason=load.reason,
         threads=step.threads,
     )
-    return [rec] if warmup is None else [warmup, rec]
+    return ([rec] if warmup is None else [warmup, rec]) + snapshots
+
+
+def _snapshot_record(root: Path, taken: db_snapshot.Taken, step: str) -> dict:
+    rec = _file_record(root, taken.rel, taken.host, taken.kind, taken.command)
+    rec.update(
+        step=step,
+        phase=taken.phase,
+        started_at=taken.started_at,
+        ended_at=taken.ended_at,
+        status=taken.status,
+        reason=taken.reason,
+        redacted=taken.redacted,
+    )
+    if taken.tz:  # innodb_status prints the server's local time
+        rec["tz"] = taken.tz
+    return rec
 
 
 def _cool_down(
