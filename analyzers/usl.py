@@ -31,6 +31,11 @@ class UslFit:
     limit_throughput: float | None  # λ/σ, the ceiling contention alone allows; None when σ = 0
     r2: float
     n_points: int
+    # standard errors from the fit's covariance (s² (JᵀJ)⁻¹, N* by the delta method); None with no
+    # degrees of freedom left (3 points or fewer) or a coefficient at its bound of 0
+    sigma_se: float | None = None
+    kappa_se: float | None = None
+    peak_concurrency_se: float | None = None
 
     def to_dict(self) -> dict[str, float | None]:
         d = asdict(self)
@@ -85,6 +90,11 @@ def fit(n: np.ndarray | list[float], x: np.ndarray | list[float]) -> UslFit:
     sst = float(np.sum((x_arr - x_arr.mean()) ** 2))
     r2 = 1.0 - sse / sst if sst > 0 else 1.0
     peak_n = math.sqrt((1 - sigma) / kappa) if kappa > 0 else None
+    se = standard_errors(n_arr, x_arr, sigma, kappa, lam) if sigma > 0 and kappa > 0 else None
+    peak_se = None
+    if se is not None and peak_n is not None:
+        cov, grad = se[1], np.array([-1 / (2 * peak_n * kappa), -peak_n / (2 * kappa)])
+        peak_se = float(math.sqrt(max(0.0, grad @ cov[:2, :2] @ grad)))
     return UslFit(
         sigma=float(sigma),
         kappa=float(kappa),
@@ -94,4 +104,39 @@ def fit(n: np.ndarray | list[float], x: np.ndarray | list[float]) -> UslFit:
         limit_throughput=float(lam / sigma) if sigma > 0 else None,
         r2=r2,
         n_points=len(n_arr),
+        sigma_se=float(math.sqrt(se[1][0, 0])) if se is not None else None,
+        kappa_se=float(math.sqrt(se[1][1, 1])) if se is not None else None,
+        peak_concurrency_se=peak_se,
     )
+
+
+def standard_errors(
+    n: np.ndarray,
+    x: np.ndarray,
+    sigma: float,
+    kappa: float,
+    lam: float | None = None,
+    *,
+    fixed_lam: float = 0.0,
+) -> tuple[int, np.ndarray] | None:
+    """(degrees of freedom, covariance of (σ, κ[, λ])) of a least-squares USL fit: s² (JᵀJ)⁻¹ with
+    the model's analytic Jacobian at the fitted point. `fixed_lam` > 0 holds λ at that value (the R
+    `usl` package normalises by it and fits σ and κ alone); None without a degree of freedom or
+    with a singular Jacobian."""
+    held = fixed_lam > 0
+    lam_v = fixed_lam if held else float(lam or 0.0)
+    d = 1.0 + sigma * (n - 1.0) + kappa * n * (n - 1.0)
+    cols = [-lam_v * n * (n - 1.0) / d**2, -lam_v * n * n * (n - 1.0) / d**2]
+    if not held:
+        cols.append(n / d)
+    jac = np.column_stack(cols)
+    dof = len(n) - jac.shape[1]
+    if dof < 1:
+        return None
+    resid = x - usl(n, sigma, kappa, lam_v)
+    s2 = float(resid @ resid) / dof
+    try:
+        cov = s2 * np.linalg.inv(jac.T @ jac)
+    except np.linalg.LinAlgError:
+        return None
+    return dof, cov

@@ -47,3 +47,43 @@ def test_linear_scaling_has_no_peak() -> None:
 def test_refuses_bad_input(n: list[float], x: list[float]) -> None:
     with pytest.raises(ValueError):
         usl.fit(n, x)
+
+
+def test_standard_errors_match_the_r_usl_package_on_sdm91() -> None:
+    # R usl 1.8 (smoeding/usl tests/summary.Rout.save): normalised by the scale factor 90, σ and κ
+    # fitted alone: Std. Error alpha 2.183e-03, beta 1.724e-05 on 5 degrees of freedom
+    fit = usl.fit(SDM91_N, SDM91_X)
+    dof, cov = usl.standard_errors(
+        np.array(SDM91_N, float), np.array(SDM91_X), fit.sigma, fit.kappa, fixed_lam=90.0
+    )
+    assert dof == 5
+    assert np.sqrt(np.diag(cov)) == pytest.approx([2.183e-03, 1.724e-05], rel=2e-3)
+
+
+def test_the_reported_errors_include_lambdas_uncertainty_and_carry_to_n_star() -> None:
+    fit = usl.fit(SDM91_N, SDM91_X)
+    # λ fitted too (one point at n=1 pins it loosely): σ's error is larger than with λ held
+    assert fit.sigma_se == pytest.approx(9.12e-3, rel=1e-2) and fit.kappa_se == pytest.approx(
+        1.99e-5, rel=1e-2
+    )
+    # N* = √((1−σ)/κ) by the delta method, against a finite-difference gradient
+    dof, cov = usl.standard_errors(np.array(SDM91_N, float), np.array(SDM91_X), fit.sigma, fit.kappa, fit.lam)
+
+    def n_star(sigma: float, kappa: float) -> float:
+        return math.sqrt((1 - sigma) / kappa)
+
+    hs, hk = fit.sigma * 1e-6, fit.kappa * 1e-6
+    g = np.array(
+        [
+            (n_star(fit.sigma + hs, fit.kappa) - n_star(fit.sigma - hs, fit.kappa)) / (2 * hs),
+            (n_star(fit.sigma, fit.kappa + hk) - n_star(fit.sigma, fit.kappa - hk)) / (2 * hk),
+        ]
+    )
+    assert fit.peak_concurrency_se == pytest.approx(math.sqrt(g @ cov[:2, :2] @ g), rel=1e-3)
+
+
+def test_no_errors_without_a_degree_of_freedom_or_with_a_coefficient_at_zero() -> None:
+    three = usl.fit([1, 4, 16], [100, 350, 900])
+    assert (three.sigma_se, three.kappa_se, three.peak_concurrency_se) == (None, None, None)
+    linear = usl.fit([1, 2, 4, 8], [100, 200, 400, 800])
+    assert linear.sigma_se is None and linear.peak_concurrency_se is None
