@@ -1,10 +1,27 @@
-"""MySQL/MariaDB status sampler: `SHOW GLOBAL STATUS` and a `SHOW PROCESSLIST` summary every second.
+"""MySQL/MariaDB status sampler: `SHOW GLOBAL STATUS` and the sessions by state every second.
 
 One JSON object per line (kind `mysql_status`, parsers/mysql_status.py):
 
     {"ts": "2026-11-22T18:00:01.002Z", "t": 1795370401.002, "status": {"Questions": 1234, ...},
-     "processlist": {"total": 9, "active": 5, "by_command": {"Query": 5, "Sleep": 4}},
+     "processlist": {"total": 9, "active": 5, "by_command": {"Query": 5, "Sleep": 4},
+                     "by_state": [["Query", "Updating", "LOCK WAIT", 3], ["Query", "Updating", "RUNNING", 2],
+                                  ["Sleep", "", null, 4]],
+                     "trx": "innodb_trx",
+                     "sessions": {"lock": 3, "commit": 0, "io": 0, "cpu": 2, "net": 0, "other": 0,
+                                  "idle": 4}},
      "threads_running_avg": 4.3, "threads_running_n": 10}
+
+The processlist (`SHOW PROCESSLIST`, its columns read by name: MariaDB, MySQL and TiDB print Id,
+Command and State) is kept as sessions by (Command, State, transaction state) with their counts —
+the raw rows the parser classifies (parsers/mysql_status.session_class) — and, for a reader of the
+file, the classes it made of them (`sessions`). This sampler's own session (CONNECTION_ID()) is left
+out of all of it. A row-lock wait does not show in State (the waiter says "Updating"), so each
+sample also reads the transactions' states: information_schema.INNODB_TRX (MariaDB, MySQL), else
+TIDB_TRX (TiDB: LockWaiting, Committing); `trx` names the one read, or says why none could be
+(no PROCESS privilege, neither table): the transaction state is then null and row-lock waits are
+not seen per session (the status counters still count them). TiDB's State column is the session's
+status flags ("in transaction; autocommit"), not a wait: its sessions class `other` unless TIDB_TRX
+says they wait on a lock or commit.
 
 Threads_running is a gauge: one reading a second says little about a 5 ms transaction, so between
 the full samples the sampler reads it alone ten times a second (one row of
@@ -30,6 +47,7 @@ from typing import Any
 
 import pymysql
 
+from perfkit.parsers.mysql_status import SESSION_CLASSES, session_class
 from perfkit.redact import redact
 
 CONNECT_TIMEOUT_S = 5
@@ -86,23 +104,74 @@ def _value(text: Any) -> Any:
             return text
 
 
-def sample(conn: pymysql.connections.Connection) -> dict[str, Any]:
-    """One sample from an open connection."""
+# The transaction tables that say which session waits on a row lock or commits, tried in order.
+TRX_SQL = (
+    ("innodb_trx", "SELECT trx_mysql_thread_id, trx_state FROM information_schema.INNODB_TRX"),
+    ("tidb_trx", "SELECT SESSION_ID, STATE FROM information_schema.TIDB_TRX"),
+)
+
+
+def _trx_states(cur: Any) -> tuple[dict[Any, str], str]:
+    """session id -> its transaction's state, and which table said it (else why none could)."""
+    why = []
+    for name, sql in TRX_SQL:
+        try:
+            cur.execute(sql)
+        except (pymysql.err.ProgrammingError, pymysql.err.OperationalError, pymysql.err.InternalError) as exc:
+            # no such table (TiDB, MySQL without it), no privilege: said, not fatal; a lost
+            # connection (2006, 2013) fails the sample like any other query's
+            if isinstance(exc, pymysql.err.OperationalError) and exc.args and exc.args[0] in (2006, 2013):
+                raise
+            why.append(f"{name}: {exc.args[-1] if exc.args else exc}")
+        else:
+            return {row[0]: str(row[1]) for row in cur.fetchall() if row[0] is not None}, name
+    return {}, "none readable (" + "; ".join(why) + ")"
+
+
+def sample(conn: pymysql.connections.Connection, own_id: int | None = None) -> dict[str, Any]:
+    """One sample from an open connection; `own_id` is its CONNECTION_ID(), left out of the sessions."""
     with conn.cursor() as cur:
         cur.execute("SHOW GLOBAL STATUS")
         status = {name: _value(value) for name, value in cur.fetchall()}
         cur.execute("SHOW PROCESSLIST")
-        commands = Counter(row[4] for row in cur.fetchall())
+        names = [d[0].lower() for d in cur.description]
+        rows = [dict(zip(names, row, strict=True)) for row in cur.fetchall()]
+        trx, trx_source = _trx_states(cur)
+    if own_id is not None:
+        rows = [r for r in rows if r.get("id") != own_id]
+    else:  # unknown: one session running SHOW PROCESSLIST is ours (as before by_state)
+        mine = next((r for r in rows if (r.get("info") or "").upper().startswith("SHOW PROCESSLIST")), None)
+        rows = [r for r in rows if r is not mine]
+    commands = Counter(r.get("command") for r in rows)
+    states = Counter((r.get("command") or "", r.get("state") or "", trx.get(r.get("id"))) for r in rows)
+    sessions = dict.fromkeys(SESSION_CLASSES, 0)
+    for (cmd, state, trx_state), n in states.items():
+        sessions[session_class(cmd, state, trx_state)[0]] += n
     active = sum(n for cmd, n in commands.items() if cmd not in ("Sleep", "Daemon", "Binlog Dump"))
     return {
         "status": status,
-        # this sampler's own connection runs SHOW PROCESSLIST: not part of the load
         "processlist": {
-            "total": sum(commands.values()) - 1,
-            "active": active - 1,
+            "total": sum(commands.values()),
+            "active": active,
             "by_command": dict(commands),
+            "by_state": [[c, s, t, n] for (c, s, t), n in sorted(states.items(), key=_by_count)],
+            "trx": trx_source,
+            "sessions": sessions,
         },
     }
+
+
+def _connection_id(conn: pymysql.connections.Connection) -> int | None:
+    """This connection's id as the processlist shows it (TiDB's are 64-bit: not the handshake's)."""
+    with conn.cursor() as cur:
+        cur.execute("SELECT CONNECTION_ID()")
+        row = cur.fetchone()
+    return int(row[0]) if row and row[0] is not None else None
+
+
+def _by_count(item: tuple[tuple[str, str, str | None], int]) -> tuple[int, str, str, str]:
+    (cmd, state, trx), n = item
+    return (-n, cmd, state, trx or "")
 
 
 RUNNING_SQL = (
@@ -127,6 +196,7 @@ class StatusSampler(threading.Thread):
 
     def run(self) -> None:
         conn = None
+        own_id: int | None = None
         running: list[int] = []
         next_at = time.monotonic()
         self.out.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
@@ -138,7 +208,8 @@ class StatusSampler(threading.Thread):
                 try:
                     if conn is None:
                         conn = self.target.connect(database=False)
-                    line.update(sample(conn))
+                        own_id = _connection_id(conn)
+                    line.update(sample(conn, own_id))
                     if running:
                         line["threads_running_avg"] = round(sum(running) / len(running), 3)
                         line["threads_running_n"] = len(running)

@@ -23,6 +23,13 @@ failed, else NA).
 
 Questions counts the statements clients sent (not those inside stored programs), so server_rt_ms is
 the mean time a client statement spent inside the server, queueing included.
+
+Sessions by state (the database's own "where sessions wait", Oracle ASH's nearest MySQL equivalent):
+from each sample's `processlist.by_state` rows ([Command, State, the session's transaction state or
+null, count]; the sampler's own session left out), one column per class of SESSION_CLASSES,
+`sessions_<class>` (sessions in it at the sample), and per lock kind of LOCK_KINDS
+`sessions_lock_<kind>` (their sum is sessions_lock); NaN in older captures without by_state and on
+failed samples. `session_class` is the one mapping (its sources and reasons above SESSION_CLASSES).
 Tested on: tests/fixtures/mysql_status/ (see README.md there).
 """
 
@@ -95,12 +102,178 @@ GAUGES = {
     "threadpool_threads": "Threadpool_threads",  # MariaDB's pool (0 or absent: a thread per connection)
     "threadpool_idle_threads": "Threadpool_idle_threads",
 }
+# Sessions by state: what a performance engineer reads at a glance, a FIXED set of classes.
+#
+# Sources: MariaDB's "General Thread States" (https://mariadb.com/kb/en/general-thread-states/, 10.11)
+# and MySQL 8.0's (https://dev.mysql.com/doc/refman/8.0/en/general-thread-states.html), the Command
+# values of both, and what the lab's MariaDB 10.11 printed with the waits induced by hand (an UPDATE
+# behind another transaction's row lock shows "Updating"; DML behind FLUSH TABLES WITH READ LOCK or
+# BACKUP STAGE shows "Waiting for backup lock" since 10.4, not "Waiting for global read lock"; DML
+# behind a pending ALTER TABLE or LOCK TABLES ... WRITE shows "Waiting for table metadata lock").
+#
+# - idle: Command Sleep (a connection between statements), Daemon and the replication dump/worker
+#   commands (the server's own standing threads), and State "User sleep" (SELECT SLEEP(): the client
+#   asked to wait, no resource is contended). Not active: left out of every active class.
+# - lock: waiting for another session. Row locks are invisible in State (the waiter shows
+#   "Updating"/"Sending data"/"executing"), so the sampler reads the session's transaction state
+#   (information_schema.INNODB_TRX trx_state "LOCK WAIT"; TiDB's TIDB_TRX STATE "LockWaiting") and a
+#   session in a lock wait is `lock` (kind `row`) whatever its State. Kinds, from State:
+#   metadata ("Waiting for table|schema|stored function|... metadata lock", "Waiting for table
+#   flush": DDL, a long transaction holding a table, FLUSH TABLES), global ("Waiting for global read
+#   lock", "Waiting for backup lock", "Waiting for commit lock": FLUSH TABLES WITH READ LOCK, BACKUP
+#   STAGE, LOCK INSTANCE FOR BACKUP), table ("Waiting for table level lock", "Locked": LOCK TABLES,
+#   MyISAM/Aria/MEMORY table locks), user ("User lock", "Waiting for user lock": GET_LOCK()).
+# - commit: the commit path waiting on the redo/binary log: "waiting for handler commit" (MySQL
+#   8.0: a transaction waits to commit), "Commit", "Commit implicit" (MariaDB), "Waiting for prior
+#   transaction to commit", and "query end" (after the statement, before freeing items: where MySQL
+#   5.7 and MariaDB sit in binlog group commit and the durable flush under a slow log); InnoDB's own
+#   trx_state "COMMITTING" and TiDB's "Committing" too.
+# - io: states the manuals tie to the disk: "closing tables" (flushing changes; "will only persist
+#   if the disk is full or under extremely high load"), temporary tables converted to or copied on
+#   disk ("Copying to tmp table on disk", "converting HEAP to ondisk|Aria|MyISAM"). Page reads into
+#   the buffer pool are NOT visible here: a statement reading pages from disk shows an executing
+#   state (below); the OS thread states beside this table tell CPU from IO.
+# - cpu: the executing stages (MySQL 8.0.17+ "executing", earlier and MariaDB "Sending data" — whose
+#   description warns it "tend[s] to perform large amounts of disk access": executing in the engine,
+#   on a CPU or reading pages — "Updating", "updating", "Searching rows for update", "Sorting result",
+#   "Creating sort index", "Copying to tmp table" (in memory), "statistics", "optimizing",
+#   "preparing", "init", "starting", "checking permissions", "Filling schema table", ...). Read it
+#   as "executing inside the server", not as proof of CPU.
+# - net: "Writing to net", "Reading from net", "Sending to client", "Waiting for net, ...": a
+#   client slow to read its result or to send the statement.
+# - other: anything else — "Opening tables" (the manual: fast unless an ALTER TABLE or LOCK TABLE
+#   prevents it, or table_open_cache is too small: the table cache, neither a disk wait nor a lock
+#   the processlist can name), "System lock"/"Table lock" (the name of a call, "a very general
+#   state"), an empty State on a running command, a state this list does not know (MySQL 5.x/8.x
+#   states not above, a future version's), and TiDB's: its State is the session's status flags
+#   ("in transaction; autocommit"), not a wait; only TIDB_TRX's LockWaiting/Committing say more.
+SESSION_CLASSES = ("lock", "commit", "io", "cpu", "net", "other", "idle")
+ACTIVE_CLASSES = SESSION_CLASSES[:-1]
+LOCK_KINDS = ("row", "metadata", "global", "table", "user")
+_IDLE_COMMANDS = frozenset(
+    ("sleep", "daemon", "binlog dump", "binlog dump gtid", "slave_io", "slave_sql", "slave_worker")
+)
+_STATES: dict[str, tuple[str, str | None]] = {
+    **{
+        s: ("lock", "metadata")
+        for s in (
+            "waiting for table metadata lock",
+            "waiting for schema metadata lock",
+            "waiting for stored function metadata lock",
+            "waiting for stored procedure metadata lock",
+            "waiting for stored package body metadata lock",
+            "waiting for trigger metadata lock",
+            "waiting for event metadata lock",
+            "waiting for tablespace metadata lock",
+            "waiting for table flush",
+        )
+    },
+    **{
+        s: ("lock", "global")
+        for s in ("waiting for global read lock", "waiting for backup lock", "waiting for commit lock")
+    },
+    **{s: ("lock", "table") for s in ("waiting for table level lock", "locked", "waiting for table lock")},
+    **{s: ("lock", "user") for s in ("user lock", "waiting for user lock")},
+    **{
+        s: ("commit", None)
+        for s in (
+            "waiting for handler commit",
+            "commit",
+            "commit implicit",
+            "waiting for prior transaction to commit",
+            "query end",
+        )
+    },
+    **{
+        s: ("io", None)
+        for s in (
+            "closing tables",
+            "copying to tmp table on disk",
+            "converting heap to ondisk",
+            "converting heap to aria",
+            "converting heap to myisam",
+        )
+    },
+    **{
+        s: ("net", None)
+        for s in (
+            "writing to net",
+            "reading from net",
+            "sending to client",
+            "waiting for net, reading from net",
+            "waiting for net, writing to net",
+        )
+    },
+    **{
+        s: ("cpu", None)
+        for s in (
+            "executing",
+            "sending data",
+            "updating",
+            "update",
+            "updating main table",
+            "updating reference tables",
+            "deleting from main table",
+            "deleting from reference tables",
+            "searching rows for update",
+            "sorting result",
+            "sorting for group",
+            "sorting for order",
+            "sorting index",
+            "creating sort index",
+            "copying to tmp table",
+            "copying to group table",
+            "creating tmp table",
+            "removing duplicates",
+            "removing tmp table",
+            "statistics",
+            "optimizing",
+            "preparing",
+            "init",
+            "init for update",
+            "starting",
+            "checking permissions",
+            "after opening tables",
+            "filling schema table",
+            "end",
+            "freeing items",
+            "cleaning up",
+            "reset for next command",
+            "updating status",  # MariaDB: end-of-statement bookkeeping (seen after every statement)
+            "unlocking tables",
+            "insert",
+            "delete",
+            "end of update loop",
+        )
+    },
+    "user sleep": ("idle", None),
+}
+_TRX_STATES: dict[str, tuple[str, str | None]] = {
+    "lock wait": ("lock", "row"),  # InnoDB's information_schema.INNODB_TRX trx_state
+    "lockwaiting": ("lock", "row"),  # TiDB's information_schema.TIDB_TRX STATE
+    "committing": ("commit", None),  # both
+}
+
+
+def session_class(command: object, state: object, trx: object = None) -> tuple[str, str | None]:
+    """(class of SESSION_CLASSES, lock kind of LOCK_KINDS or None) of one session (see above)."""
+    cmd = command.strip().lower() if isinstance(command, str) else ""
+    if cmd in _IDLE_COMMANDS:
+        return ("idle", None)
+    if isinstance(trx, str) and trx.strip().lower() in _TRX_STATES:
+        return _TRX_STATES[trx.strip().lower()]
+    text = state.strip().lower() if isinstance(state, str) else ""
+    return _STATES.get(text, ("other", None))
+
+
 SCHEMA: dict[str, str] = {
     "timestamp": "datetime64[ns, UTC]",
     "host": "string",
     **{col: "float64" for col in COUNTERS},
     **{col: "float64" for col in GAUGES},
     "processlist_active": "float64",
+    **{f"sessions_{c}": "float64" for c in SESSION_CLASSES},
+    **{f"sessions_lock_{k}": "float64" for k in LOCK_KINDS},
     "threads_running_avg": "float64",
     "server_rt_ms": "float64",
     "error": "string",
@@ -154,7 +327,9 @@ def _overflows(o: dict) -> bool:
     """Whether a number `_frame` reads from this sample is an int that float() cannot hold."""
     status = o.get("status") if isinstance(o.get("status"), dict) else {}
     plist = o.get("processlist") if isinstance(o.get("processlist"), dict) else {}
-    for value in [*status.values(), plist.get("active"), o.get("threads_running_avg")]:
+    by_state = plist.get("by_state") if isinstance(plist.get("by_state"), list) else []
+    counts = [row[3] for row in by_state if isinstance(row, list) and len(row) == 4]
+    for value in [*status.values(), plist.get("active"), o.get("threads_running_avg"), *counts]:
         if isinstance(value, int):
             try:
                 float(value)
@@ -191,6 +366,7 @@ def _frame(obs: list[dict], host: str | None) -> pd.DataFrame:
         data[col] = [_number((s or {}).get(name)) for s in status]
     lists = [o.get("processlist") if isinstance(o.get("processlist"), dict) else {} for o in obs]
     data["processlist_active"] = [_number(p.get("active")) for p in lists]
+    data.update(_sessions(lists, good))
     # the mean of the 10 Hz readings (already without the reader), else the one reading minus the
     # sampler's own SHOW STATUS
     averaged = np.array([_number(o.get("threads_running_avg")) for o in obs])
@@ -202,3 +378,27 @@ def _frame(obs: list[dict], host: str | None) -> pd.DataFrame:
     errors = [o.get("error") if isinstance(o.get("error"), str) else None for o in obs]
     data["error"] = pd.array(errors, dtype="string")
     return coerce(pd.DataFrame(data), SCHEMA)
+
+
+def _sessions(lists: list[dict], good: np.ndarray) -> dict[str, np.ndarray]:
+    """sessions_<class> and sessions_lock_<kind> per sample from its by_state rows; NaN without them."""
+    cols = [f"sessions_{c}" for c in SESSION_CLASSES] + [f"sessions_lock_{k}" for k in LOCK_KINDS]
+    out = {c: np.full(len(lists), np.nan) for c in cols}
+    for i, plist in enumerate(lists):
+        rows = plist.get("by_state")
+        if not good[i] or not isinstance(rows, list):
+            continue
+        for c in cols:
+            out[c][i] = 0.0
+        for row in rows:
+            # [command, state, trx state or null, count]; a malformed row is left out, not guessed
+            if not (isinstance(row, list) and len(row) == 4):
+                continue
+            n = _number(row[3])
+            if not n >= 0:
+                continue
+            cls, kind = session_class(row[0], row[1], row[2])
+            out[f"sessions_{cls}"][i] += n
+            if kind is not None:
+                out[f"sessions_lock_{kind}"][i] += n
+    return out
