@@ -13,6 +13,14 @@
 The parser turns counters into per-second rates over each sample's own interval (NaN after a failed
 sample or a restart), so a delta over a window is Σ rate × interval and Δt is Σ interval over the
 samples with a rate: a gap is left out of both, never read as zero.
+
+Sessions by state (`session_steps`): the sampler's processlist classes (parsers/mysql_status.py
+`session_class`: lock, commit, io, cpu, net, other, idle; lock split by kind: row, metadata, global,
+table, user) averaged over each step's load window — the database's own "where sessions wait"
+series, shown beside the OS thread states (analyzers/waits.py) in the report. `db.lock-contention`
+also reads it: sessions waiting on a metadata, global (FLUSH TABLES WITH READ LOCK, BACKUP STAGE),
+table-level or user lock on average, at or past the knee, are a finding of their own (the row-lock
+figures above stay the status counters'; a row lock does not show in State).
 """
 
 from __future__ import annotations
@@ -25,6 +33,7 @@ import pandas as pd
 
 from perfkit.dataset import Dataset
 from perfkit.findings import Finding, Skipped, count
+from perfkit.parsers.mysql_status import ACTIVE_CLASSES, LOCK_KINDS, SESSION_CLASSES
 
 from .sweep import NO_LOAD, load_window
 
@@ -187,9 +196,12 @@ def status_windows(ds: Dataset, sweep: Any, rule: str) -> dict[str, HostStatus] 
     return out
 
 
-def lock_steps(ds: Dataset, sweep: Any, min_samples: int = 1) -> dict[str, list[LockStep]] | Skipped:
-    """host -> its steps' row-lock figures (ordered by threads), or Skipped with the reason."""
-    found_windows = status_windows(ds, sweep, RULE)
+def lock_steps(
+    ds: Dataset, sweep: Any, min_samples: int = 1, windows: dict[str, HostStatus] | Skipped | None = None
+) -> dict[str, list[LockStep]] | Skipped:
+    """host -> its steps' row-lock figures (ordered by threads), or Skipped with the reason.
+    `windows`: status_windows' answer when the caller has it already."""
+    found_windows = status_windows(ds, sweep, RULE) if windows is None else windows
     if isinstance(found_windows, Skipped):
         return found_windows
     out: dict[str, list[LockStep]] = {}
@@ -234,17 +246,93 @@ def lock_steps(ds: Dataset, sweep: Any, min_samples: int = 1) -> dict[str, list[
     return out
 
 
+@dataclass
+class SessionStep:
+    """One sweep step's sessions by class on one database host: the mean over the step's samples."""
+
+    host: str
+    step: str | None  # the step's name (load/<step>/...)
+    threads: int
+    source: str
+    samples: int  # processlist samples with by_state inside the load window
+    classes: dict[str, float]  # class -> sessions in it on average
+    locks: dict[str, float]  # lock kind -> sessions waiting on it on average
+    window: tuple[str, str]
+
+    @property
+    def active(self) -> float:
+        return sum(self.classes.get(c, 0.0) for c in ACTIVE_CLASSES)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "host": self.host,
+            "step": self.step,
+            "threads": self.threads,
+            "samples": self.samples,
+            "active": round(self.active, 3),
+            "classes": {c: round(self.classes.get(c, 0.0), 3) for c in SESSION_CLASSES},
+            "lock_kinds": {k: round(self.locks.get(k, 0.0), 3) for k in LOCK_KINDS},
+            "window": list(self.window),
+        }
+
+
+def _step_name(step: Any) -> str | None:
+    """`load/t0016/sysbench.out` -> `t0016` (the name the thread captures carry)."""
+    parts = str(step.source).split("/")
+    return parts[-2] if len(parts) >= 2 else None
+
+
+def session_steps(found: dict[str, HostStatus]) -> dict[str, list[SessionStep]]:
+    """host -> its steps' sessions by class (ordered by threads); hosts without by_state left out."""
+    out: dict[str, list[SessionStep]] = {}
+    for host, status in found.items():
+        if not status.has("sessions_idle"):
+            continue
+        steps = []
+        for w in status.windows:
+            rows = w.rows[w.rows["sessions_idle"].notna()]
+            if rows.empty:
+                continue
+            steps.append(
+                SessionStep(
+                    host=host,
+                    step=_step_name(w.step),
+                    threads=w.step.threads,
+                    source=w.step.source,
+                    samples=len(rows),
+                    classes={c: float(rows[f"sessions_{c}"].mean()) for c in SESSION_CLASSES},
+                    locks={k: float(rows[f"sessions_lock_{k}"].mean()) for k in LOCK_KINDS},
+                    window=w.window,
+                )
+            )
+        if steps:
+            out[host] = sorted(steps, key=lambda s: s.threads)
+    return out
+
+
+def session_profiles(ds: Dataset, sweep: Any | None) -> list[SessionStep]:
+    """Every database host's sessions by class per step (for the report), in host and step order;
+    empty without a sampler that kept them, a sweep or step times."""
+    found = status_windows(ds, sweep, RULE)
+    if isinstance(found, Skipped):
+        return []
+    return [s for steps in session_steps(found).values() for s in steps]
+
+
 def lock_contention(ds: Dataset, sweep: Any | None, th: dict[str, dict[str, Any]]) -> list[Finding] | Skipped:
     """Transactions queue on row locks: a large share of the transactions inside the server (else of
     the step's threads) wait on a row lock at every moment, at or past the knee (the highest step
-    without one)."""
+    without one). And sessions queue on metadata, global, table or user locks (the processlist's
+    states): its own finding, from the sessions by state."""
     lim = th[RULE]
-    found = lock_steps(ds, sweep, int(lim["min_samples"]))
-    if isinstance(found, Skipped):
+    windows = status_windows(ds, sweep, RULE)
+    found = lock_steps(ds, sweep, int(lim["min_samples"]), windows)
+    sessions = session_steps(windows) if not isinstance(windows, Skipped) else {}
+    if isinstance(found, Skipped) and not sessions:
         return found
     knee = getattr(sweep, "knee_threads", None)
     out = []
-    for host, steps in found.items():
+    for host, steps in ({} if isinstance(found, Skipped) else found).items():
         judged = [s for s in steps if s.threads >= knee] if knee is not None else [steps[-1]]
         hits = [
             s
@@ -253,7 +341,121 @@ def lock_contention(ds: Dataset, sweep: Any | None, th: dict[str, dict[str, Any]
         ]
         if hits:
             out.append(_finding(host, steps, hits[-1], knee, lim))
+    for host, steps in sessions.items():
+        f = _session_lock_finding(host, steps, knee, lim)
+        if f is not None:
+            out.append(f)
     return out
+
+
+# The kinds the sessions' states name (row locks are the status counters' finding above).
+SESSION_LOCKS = ("metadata", "global", "table", "user")
+_LOCK_WORDS = {
+    "metadata": (
+        "a table metadata lock",
+        "a long transaction that touched the table, or DDL (ALTER TABLE, LOCK TABLES ... WRITE) "
+        "queued behind one, holds the table",
+    ),
+    "global": (
+        "the global read lock or backup lock",
+        "FLUSH TABLES WITH READ LOCK (as a backup takes it), BACKUP STAGE or LOCK INSTANCE FOR "
+        "BACKUP holds every write",
+    ),
+    "table": (
+        "a table-level lock",
+        "LOCK TABLES, or a non-transactional engine's table lock, holds the table",
+    ),
+    "user": ("a user lock (GET_LOCK)", "the application serializes on a named lock"),
+}
+
+
+def _session_lock_finding(
+    host: str, steps: list[SessionStep], knee: int | None, lim: dict[str, Any]
+) -> Finding | None:
+    """Sessions waiting on metadata/global/table/user locks on average, at or past the knee."""
+    judged = [s for s in steps if s.threads >= knee] if knee is not None else [steps[-1]]
+    judged = [s for s in judged if s.samples >= int(lim["min_samples"])]
+
+    def waiting(s: SessionStep) -> float:
+        return sum(s.locks.get(k, 0.0) for k in SESSION_LOCKS)
+
+    hits = [
+        s
+        for s in judged
+        if waiting(s) >= lim["min_session_waiting"] and waiting(s) >= lim["min_session_share"] * s.threads
+    ]
+    if not hits:
+        return None
+    s = hits[-1]
+    total = waiting(s)
+    kinds = sorted(
+        ((k, s.locks.get(k, 0.0)) for k in SESSION_LOCKS if s.locks.get(k, 0.0) > 0), key=lambda kv: -kv[1]
+    )
+    kind = kinds[0][0]
+    what, why = _LOCK_WORDS[kind]
+    share = total / s.threads
+    critical = total >= lim["critical_thread_share"] * s.threads
+    low = steps[0]
+    since = f"; {waiting(low):.2f} waiting at {count(low.threads, 'thread')}" if low is not s else ""
+    others = "".join(f", {n:.1f} on {_LOCK_WORDS[k][0]}" for k, n in kinds[1:])
+    where = f"the knee ({count(knee, 'thread')})" if knee is not None else "the highest step (no knee)"
+    summary = (
+        f"At {count(s.threads, 'thread')}, {s.locks[kind]:.1f} sessions waiting for {what} at every moment"
+        f"{others} ({share * 100:.0f}% of the step's threads; {s.active:.1f} sessions active, mean of "
+        f"{count(s.samples, 'processlist sample')}): {why}{since}."
+    )
+    return Finding(
+        rule=RULE,
+        severity="critical" if critical else "warning",
+        title=f"Sessions wait for {what}: {total:.1f} of {s.threads} threads at every moment",
+        summary=summary,
+        evidence={
+            "host": host,
+            "threads": s.threads,
+            "lock_kind": kind,  # the kind most sessions wait on
+            "sessions_waiting": total,  # on metadata, global, table and user locks, on average
+            "sessions_by_kind": {k: s.locks.get(k, 0.0) for k in LOCK_KINDS},
+            "sessions_active": s.active,
+            "sessions_share": share,  # of the step's threads (the concurrency offered)
+            "sessions_by_class": dict(s.classes),
+            "samples": s.samples,
+            "knee_threads": knee,
+            "judged_from": where,
+            "session_columns": ["threads", "waiting", *LOCK_KINDS, "active"],
+            "session_steps": [
+                [
+                    x.threads,
+                    round(waiting(x), 3),
+                    *(round(x.locks.get(k, 0.0), 3) for k in LOCK_KINDS),
+                    round(x.active, 3),
+                ]
+                for x in steps
+            ],
+            "source": s.source,
+        },
+        hosts=[host],
+        window=s.window,
+        explanation=(
+            "The database's processlist, sampled every second, shows sessions in a lock-wait state "
+            '("Waiting for table metadata lock", "Waiting for backup lock", "Waiting for global read '
+            'lock", "Waiting for table level lock", ...): each waits for another session to release a '
+            "lock on the table or on the whole server, not for a row. The mean over the step is the "
+            "sessions queued on it at every moment; while the holder keeps it, adding threads adds "
+            "waiters, not throughput, and the server's own response time grows by the wait."
+        ),
+        next_steps=[
+            "Name the holder: SHOW PROCESSLIST (the oldest transaction, a session in ALTER TABLE or "
+            "FLUSH TABLES), performance_schema.metadata_locks (MariaDB 10.5+, MySQL 8.0; "
+            "sys.schema_table_lock_waits on MySQL) or information_schema.METADATA_LOCK_INFO (MariaDB's "
+            "plugin); INNODB_TRX's trx_started finds the long transaction.",
+            "Keep transactions short: a transaction left open after reading a table holds its metadata "
+            "lock until COMMIT, and a pending ALTER TABLE behind it queues every later statement.",
+            "Run DDL with online algorithms and a short lock_wait_timeout (ALTER ... WAIT n / NOWAIT on "
+            "MariaDB) or through pt-online-schema-change/gh-ost, outside the peak.",
+            "Backups: take InnoDB backups without a global lock (mariadb-backup with BACKUP STAGE, "
+            "mysqldump --single-transaction without --lock-all-tables) or on a replica.",
+        ],
+    )
 
 
 def _finding(host: str, steps: list[LockStep], s: LockStep, knee: int | None, lim: dict[str, Any]) -> Finding:

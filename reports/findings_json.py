@@ -6,7 +6,8 @@ locates a bottleneck), `complete` (false when a rule failed), `failed` (each fai
 (the USE rows the report's tables show: reports/use.py), `processes` (the busiest processes per
 host and step), `timeline` (the clock span and the steps on the controller's UTC clock) and `waits`
 (per step, host and process: average threads by wait class and the top state/syscall/wchan rows,
-analyzers/waits.py).
+analyzers/waits.py) and `sessions` (per database host and step: the processlist's sessions by class and
+lock kind, averaged over the step's load window, analyzers/db.py `session_profiles`).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import Any
 
 from perfkit import __version__
 from perfkit.analyzers import Analysis
+from perfkit.analyzers.db import SessionStep, session_profiles
 from perfkit.analyzers.waits import WaitProfile, profiles
 from perfkit.archive import shown_name
 from perfkit.findings import jsonable
@@ -30,6 +32,7 @@ def build(
     processes: list[use.ProcessRow] | None = None,
     timeline: use.Timeline | None = None,
     waits: list[WaitProfile] | None = None,
+    sessions: list[SessionStep] | None = None,
 ) -> dict[str, Any]:
     """The findings.json document. Keys may be added over time, never renamed."""
     ds = analysis.dataset
@@ -37,6 +40,7 @@ def build(
     procs = use.top_processes(ds) if processes is None else processes
     tl = use.timeline(ds, analysis.sweep) if timeline is None else timeline
     wait_rows = profiles(ds, analysis.sweep) if waits is None else waits
+    session_rows = session_profiles(ds, analysis.sweep) if sessions is None else sessions
     return _shown(
         jsonable(
             {
@@ -55,6 +59,7 @@ def build(
                 "processes": [p.to_dict() for p in procs],
                 "timeline": tl.summary(),
                 "waits": [w.to_dict() for w in wait_rows],
+                "sessions": [s.to_dict() for s in session_rows],
             }
         )
     )

@@ -17,6 +17,7 @@ from markupsafe import Markup
 
 from perfkit import __version__
 from perfkit.analyzers import Analysis
+from perfkit.analyzers.db import SessionStep
 from perfkit.analyzers.waits import WaitProfile
 from perfkit.archive import shown_name
 from perfkit.findings import count, number
@@ -61,6 +62,7 @@ def render(
     processes: list[use.ProcessRow] | None = None,
     flame_note: str = "",
     waits: list[WaitProfile] | None = None,
+    sessions: list[SessionStep] | None = None,
 ) -> str:
     """The page: verdict, sweep, timeline, then findings and USE tables by resource and host."""
     ds = analysis.dataset
@@ -88,6 +90,7 @@ def render(
             ],
             flame_note=flame_note,
             waits=waits or [],
+            sessions=sessions or [],
             profiles=[c for c in ds.captures if c.kind in ("folded", "perf_script", "pprof")],
             version=__version__,
         )

@@ -7,6 +7,7 @@ import re
 from typing import Any
 
 from perfkit.analyzers import Analysis, is_context
+from perfkit.analyzers.db import SessionStep
 from perfkit.analyzers.waits import WaitProfile
 from perfkit.archive import shown_name
 from perfkit.findings import count, number
@@ -78,6 +79,29 @@ def _waits(rows: list[WaitProfile]) -> list[str]:
     return [*out, ""]
 
 
+def _sessions(rows: list[SessionStep]) -> list[str]:
+    """Where sessions wait, as the database says: its sessions by class per step (processlist)."""
+    out = [
+        "## Where sessions wait (the database's processlist)",
+        "",
+        "Average sessions per class over each step's load window, from the DB sampler's processlist "
+        "every second (idle: Sleep and the server's own daemons); lock split by kind (row: the "
+        "transaction table's LOCK WAIT; metadata, global, table, user: the State).",
+        "",
+        "| step | database | samples | active | lock | commit | io | cpu | net | other | idle "
+        "| locks by kind |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|",
+    ]
+    for r in rows:
+        step = (r.step or "-") + f" ({r.threads})"
+        cells = " | ".join(
+            f"{r.classes.get(k, 0.0):.2f}" for k in ("lock", "commit", "io", "cpu", "net", "other", "idle")
+        )
+        kinds = "; ".join(f"{k} {n:.2f}" for k, n in r.locks.items() if n > 0) or "-"
+        out.append(f"| {esc(step)} | {esc(r.host)} | {r.samples} | {r.active:.2f} | {cells} | {esc(kinds)} |")
+    return [*out, ""]
+
+
 def _image(p: Plot, plot_dir: str) -> list[str]:
     out = [f"![{esc(p.title)}]({plot_dir}/{p.name}.png)", ""]
     if p.note:
@@ -129,6 +153,7 @@ def render(
     processes: list[use.ProcessRow] | None = None,
     flame_note: str = "",
     waits: list[WaitProfile] | None = None,
+    sessions: list[SessionStep] | None = None,
 ) -> str:
     """The same content as report.html: verdict, sweep, timeline, then resources by host."""
     ds = analysis.dataset
@@ -215,6 +240,8 @@ def render(
         out += _waits(waits)
         if "waits" in by_name:
             out += _image(by_name["waits"], plot_dir)
+    if sessions:  # beside the OS thread states: the database's own account
+        out += _sessions(sessions)
     for sec in secs:
         if sec.resource == "sweep" and sweep is not None:
             continue
