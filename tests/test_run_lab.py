@@ -225,7 +225,14 @@ def test_ctrl_c_keeps_every_finished_step(lab_mariadb: Path, tmp_path: Path, mon
     args = ["run", "sysbench", "--mysql-user", "perfkit", "--tables", "2", "--table-size", "10000"]
     args += ["--threads", "1,2,4", "--time", "3", "--cooldown-max", "0", "--profile", "minimal"]
     args += ["--no-report", "-o", str(out)]
-    code, text, _took = under_pty(args, ctrl_c_at=(6.0,))  # step 1 takes about 4.2 s
+
+    # Ctrl-C once step 2's sysbench runs (a fixed second raced the machine's load: at 6 s a busy
+    # machine was still finishing step 1, so step 2 was never started and came out `skipped`)
+    def step_2_runs() -> bool:
+        this = "sysbench .*--tables=2 --table-size=10000 --threads=2 --time=3 "  # this run's, not another's
+        return subprocess.run(["pgrep", "-f", this], capture_output=True).returncode == 0
+
+    code, text, _took = under_pty(args, ctrl_c_when=step_2_runs)
     assert code == session.EXIT_INTERRUPTED, text[-2000:]
     with open_archive(out) as archive:
         m = archive.manifest
