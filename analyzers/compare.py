@@ -24,8 +24,9 @@ for that spread; A/A runs in the lab measure it (docs/benchmarks.md). A step wit
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
-from typing import Any
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any, Protocol
 
 import numpy as np
 import pandas as pd
@@ -33,8 +34,9 @@ from scipy import stats
 
 from perfkit.findings import SEVERITIES, Finding
 
-from . import Analysis
+from . import Analysis, waits
 from .sweep import Step, Sweep
+from .waits import WaitProfile
 
 MIN_CHANGE_PCT = 5.0  # below this a change is "~" however narrow its interval (run-to-run spread)
 LEVEL = 0.95  # the bootstrap interval's coverage
@@ -107,6 +109,99 @@ class FindingChange:
         return {"rule": self.rule, "hosts": list(self.hosts), "severity": list(self.severity)}
 
 
+class UseLike(Protocol):
+    """What a USE row (reports/use.py UseRow) gives a comparison."""
+
+    resource: str
+    host: str | None
+    instance: str
+    check: str
+    metric: str
+    unit: str
+    threads: int | None
+    mean: float
+
+
+@dataclass(frozen=True)
+class UseChange:
+    """One USE metric at one thread count in both runs."""
+
+    resource: str
+    host: str | None
+    instance: str
+    check: str
+    metric: str
+    unit: str
+    threads: int
+    base: float
+    new: float
+
+    @property
+    def delta(self) -> float:
+        return self.new - self.base
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "delta": self.delta}
+
+
+@dataclass(frozen=True)
+class WaitChange:
+    """Where one process's threads waited at one thread count in both runs: class -> average threads
+    (processes with several pids, e.g. a restarted server, summed)."""
+
+    host: str | None
+    process: str
+    threads: int
+    base: dict[str, float]
+    new: dict[str, float]
+
+    def to_dict(self) -> dict[str, Any]:
+        classes = sorted(set(self.base) | set(self.new))
+        return {
+            "host": self.host,
+            "process": self.process,
+            "threads": self.threads,
+            "classes": {c: [self.base.get(c, 0.0), self.new.get(c, 0.0)] for c in classes},
+        }
+
+
+def use_changes(base: Sequence[UseLike], new: Sequence[UseLike]) -> list[UseChange]:
+    """The USE rows both runs have at the same thread count (same resource, host, instance, metric)."""
+
+    def keyed(rows: Sequence[UseLike]) -> dict[tuple, UseLike]:
+        return {
+            (r.resource, r.host or "", r.instance, r.check, r.metric, r.threads): r
+            for r in rows
+            if r.threads is not None and math.isfinite(r.mean)
+        }
+
+    kb, kn = keyed(base), keyed(new)
+    return [
+        UseChange(
+            b.resource, b.host, b.instance, b.check, b.metric, b.unit, int(b.threads), b.mean, kn[k].mean
+        )
+        for k, b in sorted(kb.items(), key=lambda kv: tuple(str(x) for x in kv[0]))
+        if k in kn
+    ]
+
+
+def wait_changes(base: Sequence[WaitProfile], new: Sequence[WaitProfile]) -> list[WaitChange]:
+    """The named processes' wait profiles both runs have at the same thread count."""
+
+    def keyed(profiles: Sequence[WaitProfile]) -> dict[tuple[str, str, int], dict[str, float]]:
+        out: dict[tuple[str, str, int], dict[str, float]] = {}
+        for p in profiles:
+            if p.selected != "named" or p.threads is None:
+                continue
+            classes = out.setdefault((p.host or "", p.process, p.threads), {})
+            for c, v in p.classes.items():
+                classes[c] = classes.get(c, 0.0) + v
+        return out
+
+    kb, kn = keyed(base), keyed(new)
+    return [WaitChange(k[0] or None, k[1], k[2], kb[k], kn[k]) for k in sorted(kb.keys() & kn.keys())]
+
+
 @dataclass
 class Comparison:
     """NEW against BASE. Empty lists where the runs have nothing in common to compare."""
@@ -127,6 +222,17 @@ class Comparison:
     usl: tuple[dict | None, dict | None] = (None, None)
     warnings: list[str] = field(default_factory=list)
     method: str = ""
+    use: list[UseChange] = field(default_factory=list)
+    waits: list[WaitChange] = field(default_factory=list)
+
+    def use_moves(self, limit: int = 20) -> list[UseChange]:
+        """The USE rows that moved most, relative to the larger of the two (what to look at first)."""
+
+        def moved(u: UseChange) -> float:
+            scale = max(abs(u.base), abs(u.new))
+            return abs(u.delta) / scale if scale > 0 else 0.0
+
+        return sorted((u for u in self.use if moved(u) > 0), key=moved, reverse=True)[:limit]
 
     def regressions(self, pct: float) -> list[str]:
         """What fell by more than `pct` % with the fall significant: the peak, then common steps."""
@@ -193,6 +299,8 @@ class Comparison:
             },
             "warnings": self.warnings,
             "method": self.method,
+            "use": [u.to_dict() for u in self.use],
+            "waits": [w.to_dict() for w in self.waits],
         }
 
 
@@ -306,8 +414,10 @@ def compare(
     new_name: str = "NEW",
     min_change_pct: float = MIN_CHANGE_PCT,
     min_intervals: int = MIN_INTERVALS,
+    use: tuple[Sequence[UseLike], Sequence[UseLike]] | None = None,
 ) -> Comparison:
-    """NEW against BASE. Raises ValueError when either run has no sweep to compare."""
+    """NEW against BASE. `use`: both runs' USE rows (reports/use.py computes them), to set side by
+    side. Raises ValueError when either run has no sweep to compare."""
     sb, sn = base.sweep, new.sweep
     if not isinstance(sb, Sweep) or not isinstance(sn, Sweep):
         which = base_name if not isinstance(sb, Sweep) else new_name
@@ -355,6 +465,8 @@ def compare(
         verdict=(_rule(base.verdict), _rule(new.verdict)),
         usl=(sb.usl.to_dict() if sb.usl else None, sn.usl.to_dict() if sn.usl else None),
         warnings=_workload_warnings(base, new, sb, sn),
+        use=use_changes(*use) if use is not None else [],
+        waits=wait_changes(waits.profiles(base.dataset, sb), waits.profiles(new.dataset, sn)),
         method=(
             f"per step: the mean of the steady intervals; change = NEW/BASE − 1 with a {LEVEL:.0%} Welch t "
             f"interval, each run's variance corrected for its lag-1 autocorrelation; significant when the "

@@ -151,6 +151,7 @@ def compare_paths(
                     base_name=shown_name(str(base)),
                     new_name=shown_name(str(new)),
                     min_change_pct=min_change_pct,
+                    use=(use.use_rows(base_analysis.dataset), use.use_rows(analysis.dataset)),
                 )
             )
         except ValueError as exc:

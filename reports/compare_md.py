@@ -8,6 +8,8 @@ from perfkit.findings import number
 
 from .markdown import esc
 
+_WAIT_CLASSES = ("cpu", "cpu_wait", "io", "lock", "net")
+
 
 def _fig(x: float | None, unit: str = "") -> str:
     return "n/a" if x is None else f"{number(x)}{unit}"
@@ -61,5 +63,30 @@ def render(base_name: str, comparisons: list[Comparison]) -> str:
         out += [f"- changed: `{x.rule}` {x.severity[0]} → {x.severity[1]}" for x in c.changed]
         if not (c.appeared or c.gone or c.changed):
             out.append("- the same findings in both runs")
+        moves = c.use_moves()
+        if moves:
+            out += [
+                "",
+                "### What changed underneath (USE, the largest moves)",
+                "",
+                "| resource | host | instance | metric | threads | BASE | NEW | change |",
+                "|---|---|---|---|---|---|---|---|",
+            ]
+            out += [
+                f"| {esc(u.resource)} | {esc(u.host or '')} | {esc(u.instance)} | {esc(u.metric)} "
+                f"({esc(u.unit)}) | {u.threads} | {_fig(u.base)} | {_fig(u.new)} | {u.delta:+.3g} |"
+                for u in moves
+            ]
+        if c.waits:
+            out += [
+                "",
+                "### Where threads wait (average threads, BASE → NEW)",
+                "",
+                "| host | process | threads | cpu | cpu wait | io | lock | net |",
+                "|---|---|---|---|---|---|---|---|",
+            ]
+            for w in c.waits:
+                moved = [f"{w.base.get(k, 0.0):.2f} → {w.new.get(k, 0.0):.2f}" for k in _WAIT_CLASSES]
+                out.append(f"| {esc(w.host or '')} | {esc(w.process)} | {w.threads} | {' | '.join(moved)} |")
         out += ["", f"How: {esc(c.method)}.", ""]
     return "\n".join(out)

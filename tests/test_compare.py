@@ -18,6 +18,7 @@ from click.testing import CliRunner
 from perfkit.analyzers.compare import change, compare, interval_pct
 from perfkit.cli import EXIT_FINDINGS, main
 from perfkit.pipeline import analyze_path
+from perfkit.reports import compare_md
 
 from .conftest import FIXTURES
 
@@ -177,3 +178,22 @@ def test_differential_profiles_pair_the_same_capture_at_the_same_step(tmp_path: 
     within = compare_flames(base, new, base_name="B", new_name="N", steps=(1, 16))[2:]
     assert [f.title.split(": ")[-1] for f in within] == ["16 threads against 1 threads"] * 2
     assert "crypto/md5.block" in within[1].svg and "crypto/md5.block" not in within[0].svg
+
+
+def test_what_changed_underneath_sets_both_runs_side_by_side() -> None:
+    from perfkit.reports.use import use_rows
+
+    quota = FIXTURES / "archives" / "scn-client-cpu-quota"
+    base, new = analyze_path(quota), analyze_path(IOPS)
+    c = compare(base, new, use=(use_rows(base.dataset), use_rows(new.dataset)))
+    # the USE rows both runs have at 4 threads, each run's own figure
+    rb = {(r.metric, r.threads): r.mean for r in use_rows(base.dataset) if r.resource == "cpu"}
+    rn = {(r.metric, r.threads): r.mean for r in use_rows(new.dataset) if r.resource == "cpu"}
+    busy = next(u for u in c.use if u.metric.startswith("busy") and u.threads == 4)
+    assert (busy.base, busy.new) == (rb[(busy.metric, 4)], rn[(busy.metric, 4)])
+    assert c.use_moves()[0].threads in (1, 4, 16)
+    # the database's threads: the throttled disk's run waits on IO where the quota's run did not
+    w = next(x for x in c.waits if x.process == "mariadbd" and x.threads == 16)
+    assert w.new["io"] >= 0.5 > w.base.get("io", 0.0)
+    md = compare_md.render("b", [c])
+    assert "| localhost | mariadbd | 16 |" in md and "What changed underneath" in md
