@@ -332,7 +332,16 @@ def _pool_finding(
         if growth is not None
         else (f"; none at {count(low.threads, 'thread')}" if low is not s else "")
     )
-    free = f"; {s.free_share * 100:.0f}% of the pages free (median)" if s.free_share is not None else ""
+    free = (
+        f"; {s.free_share * 100:.0f}% of the pages free (median"
+        + (
+            "; the page cleaner evicts ahead, so free pages do not show the shortage)"
+            if s.free_share >= 0.1
+            else ")"
+        )
+        if s.free_share is not None
+        else ""
+    )
     waits = f"; {s.wait_free:,.0f} waits for a free page" if s.wait_free else ""
     summary = (
         f"At {count(s.threads, 'thread')}, {ratio}: {s.reads_s:,.0f} disk reads a second{per_txn}{since}. "
