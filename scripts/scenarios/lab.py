@@ -38,7 +38,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from . import cgroups
+from . import cgroups, side
 from .cgroups import PREFIX, Group, Layout
 from .instance import (
     BASE_DIR,
@@ -67,8 +67,12 @@ class Scenario:
     limit: str | None  # "db-cpu" | "db-write-iops" | "client-cpu" | None
     table_size: int = 10000  # rows per table unless the run says otherwise (hot-rows: a few)
     server_options: tuple[str, ...] = ()  # mariadbd options the limit is (a small buffer pool, ...)
+    sysbench_options: tuple[str, ...] = ()  # more `--key=value` for sysbench's Lua script (perfkit --sb-opt)
+    side: str | None = None  # side sessions held open through the run (side.SIDES: "metadata-lock")
 
 
+# small-buffer-pool's table: ~23 MiB of rows and index, four times the 6 MiB pool (prepared in a few s)
+SMALL_POOL_ROWS = 100_000
 SCENARIOS: dict[str, Scenario] = {
     s.name: s
     for s in (
@@ -98,6 +102,63 @@ SCENARIOS: dict[str, Scenario] = {
             "oltp_update_non_index",
             None,
             table_size=4,
+        ),
+        Scenario(
+            "small-buffer-pool",
+            "no limit but the server's: a 6 MiB buffer pool (MariaDB 10.11's minimum with 16 KiB pages) "
+            "under point selects spread uniformly over a table several times larger",
+            "oltp_point_select",
+            None,
+            table_size=SMALL_POOL_ROWS,
+            server_options=("--innodb-buffer-pool-size=6M",),
+            sysbench_options=("--rand-type=uniform",),
+        ),
+        Scenario(
+            "small-buffer-pool-control",
+            "the small-buffer-pool run with a 256 MiB pool that holds the table",
+            "oltp_point_select",
+            None,
+            table_size=SMALL_POOL_ROWS,
+            server_options=("--innodb-buffer-pool-size=256M",),
+            sysbench_options=("--rand-type=uniform",),
+        ),
+        Scenario(
+            "max-connections",
+            "no limit but the server's: max_connections=10, below the sweep's 16 threads (perfkit's "
+            "DB sampler holds one more connection through the run, a step's DB snapshot one while it "
+            "reads): the load generator's connects are refused (error 1040)",
+            "oltp_point_select",
+            None,
+            server_options=("--max-connections=10",),
+        ),
+        Scenario(
+            "max-connections-control",
+            "the max-connections run with the harness's own max_connections (300)",
+            "oltp_point_select",
+            None,
+        ),
+        Scenario(
+            "small-redo-log",
+            "no limit but the server's: MariaDB 10.11's smallest redo log (4 MiB) and log buffer (2 MiB) "
+            "under a write load",
+            "oltp_write_only",
+            None,
+            server_options=("--innodb-log-file-size=4M", "--innodb-log-buffer-size=2M"),
+        ),
+        Scenario(
+            "small-redo-log-control",
+            "the small-redo-log run with the defaults (96 MiB redo log, 16 MiB log buffer)",
+            "oltp_write_only",
+            None,
+        ),
+        Scenario(
+            "metadata-lock",
+            "no limit but another session's: a transaction that read sbtest1 held open 2 s of every 3 "
+            "with an ALTER TABLE pending behind it, so the load's UPDATEs wait for the table's metadata "
+            "lock (side.py)",
+            "oltp_update_non_index",
+            None,
+            side="metadata-lock",
         ),
         Scenario("control", "no limit: the same instance and sweep, unconstrained", "oltp_read_write", None),
     )
@@ -326,6 +387,8 @@ def run_scenario(
         "profile": profile,
         "limit": None,
         "server_options": list(sc.server_options),
+        "sysbench_options": list(sc.sysbench_options),
+        "side": sc.side,
     }
     group: Group | None = None
     role = "client" if sc.limit == "client-cpu" else "db"
@@ -399,12 +462,21 @@ def run_scenario(
         ]
         if binary is not None:
             argv += ["--bin", binary]
+        argv += [f"--sb-opt={o}" for o in sc.sysbench_options]
         env = {**os.environ, "PERFKIT_MYSQL_PASSWORD": inst.password}
         record["perfkit_run"] = {"argv": argv[len(PERFKIT) :]}
+        if sc.side is not None:  # opened last, closed first: before the instance stops
+            cycle = side.SIDES[sc.side](inst)
+            lab.push(f"close the {sc.side} side sessions", cycle.stop)
+            cycle.start_sessions()
+            record["side"] = cycle.describe()
         log(f"{name}: perfkit run sysbench --workload={workload or sc.workload} --threads={threads}")
         rc = run_perfkit(argv, out / "perfkit-run.log", env)
         record["perfkit_run"]["exit_code"] = rc
         monitor.stop()
+        if sc.side is not None:  # stopped now (the Restorer's undo then has nothing left to do)
+            lab.problems += cycle.stop()
+            record["side"] = cycle.describe()
         manifest_path = out / "archive" / "manifest.json"
         if not manifest_path.exists():
             raise ScenarioError(f"perfkit run exited {rc} without an archive: see {out / 'perfkit-run.log'}")
