@@ -33,6 +33,7 @@ from perfkit.dataset import Dataset
 from perfkit.findings import Finding, Skipped, count
 
 from .db import NO_SAMPLER, HostStatus, StatusWindow, status_windows
+from .sweep import load_span
 
 RULE = "db.connection-limit"
 LOAD_KINDS = ("sysbench", "goycsb", "gotpc")
@@ -179,7 +180,8 @@ def load_runs(ds: Dataset) -> list[LoadRun]:
     """Every load run the manifest records with its start and end, in time order."""
     runs = []
     for rec in (ds.manifest or {}).get("captures", []):
-        if rec.get("kind") not in LOAD_KINDS or not rec.get("started_at") or not rec.get("ended_at"):
+        span = load_span(rec)
+        if rec.get("kind") not in LOAD_KINDS or span is None:
             continue
         threads = rec.get("threads")
         if isinstance(threads, bool) or not isinstance(threads, int | float):
@@ -191,8 +193,8 @@ def load_runs(ds: Dataset) -> list[LoadRun]:
                 source=str(rec.get("path")),
                 status=str(rec.get("status") or "ok"),
                 reason=str(rec.get("reason") or ""),
-                start=pd.Timestamp(rec["started_at"]),
-                end=pd.Timestamp(rec["ended_at"]),
+                start=span[0],
+                end=span[1],
             )
         )
     return sorted(runs, key=lambda r: r.start)

@@ -26,7 +26,7 @@ figures above stay the status counters'; a row lock does not show in State).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 import pandas as pd
@@ -35,9 +35,11 @@ from perfkit.dataset import Dataset
 from perfkit.findings import Finding, Skipped, count
 from perfkit.parsers.mysql_status import ACTIVE_CLASSES, LOCK_KINDS, SESSION_CLASSES
 
-from .sweep import NO_LOAD, load_window
+from ._blockers import Blocker, blockers
+from .sweep import NO_LOAD, load_span, load_window
 
 RULE = "db.lock-contention"
+TOP_BLOCKERS = 5  # blocking statements named in the evidence
 NO_SAMPLER = (
     "no DB sampler capture (perfkit run's db/<host>/global_status.jsonl: SHOW GLOBAL STATUS every second)"
 )
@@ -331,6 +333,7 @@ def lock_contention(ds: Dataset, sweep: Any | None, th: dict[str, dict[str, Any]
     if isinstance(found, Skipped) and not sessions:
         return found
     knee = getattr(sweep, "knee_threads", None)
+    records = {r.get("path"): r for r in (ds.manifest or {}).get("captures", [])}
     out = []
     for host, steps in ({} if isinstance(found, Skipped) else found).items():
         judged = [s for s in steps if s.threads >= knee] if knee is not None else [steps[-1]]
@@ -340,7 +343,10 @@ def lock_contention(ds: Dataset, sweep: Any | None, th: dict[str, dict[str, Any]
             if s.waiting >= lim["min_waiting"] and s.waiting >= lim["min_concurrency_share"] * s.concurrency
         ]
         if hits:
-            out.append(_finding(host, steps, hits[-1], knee, lim))
+            hit = hits[-1]
+            span = load_span(records.get(hit.step_source))
+            top = blockers(ds, host, *span)[:TOP_BLOCKERS] if span is not None else []
+            out.append(_finding(host, steps, hit, knee, lim, top))
     for host, steps in sessions.items():
         f = _session_lock_finding(host, steps, knee, lim)
         if f is not None:
@@ -458,7 +464,9 @@ def _session_lock_finding(
     )
 
 
-def _finding(host: str, steps: list[LockStep], s: LockStep, knee: int | None, lim: dict[str, Any]) -> Finding:
+def _finding(
+    host: str, steps: list[LockStep], s: LockStep, knee: int | None, lim: dict[str, Any], top: list[Blocker]
+) -> Finding:
     share = s.waiting / s.concurrency
     critical = s.waiting >= lim["critical_thread_share"] * s.threads
     low = steps[0]
@@ -478,6 +486,12 @@ def _finding(host: str, steps: list[LockStep], s: LockStep, knee: int | None, li
         f"{s.waits_s:,.0f} waits a second{mean}{per_txn}{since}"
         + (f"; {s.deadlocks:.0f} deadlocks" if s.deadlocks else "")
         + "."
+        + (
+            f" Blocking most in the step's lock-wait snapshots: {top[0].statement} on "
+            f"{top[0].table or 'a table'} ({count(top[0].waiting, 'wait')} on it)."
+            if top
+            else ""
+        )
     )
     return Finding(
         rule=RULE,
@@ -508,6 +522,9 @@ def _finding(host: str, steps: list[LockStep], s: LockStep, knee: int | None, li
             "step_columns": STEP_COLUMNS,
             "steps": [x.to_list() for x in steps],
             "source": s.step_source,
+            # who blocks whom in the step's lock-wait snapshots (collectors/db_snapshot.py), most waits
+            # first; empty without them (no PROCESS privilege, no snapshot caught a wait)
+            "blockers": [asdict(b) for b in top],
         },
         hosts=[host],
         window=s.window,

@@ -223,16 +223,21 @@ def _no_figures(run: dict) -> str:
     return "no throughput reported" + (f" ({run['fatal']})" if run.get("fatal") else "")
 
 
-def load_window(rec: dict | None) -> tuple[pd.Timestamp, pd.Timestamp] | None:
-    """The part of a step's load run the DB sampler's series is read over: the load output's manifest
-    record's `started_at` + 1 s to `ended_at` - 0.5 s (threads connecting and leaving left out), or None
-    without those times (a foreign archive)."""
+def load_span(rec: dict | None) -> tuple[pd.Timestamp, pd.Timestamp] | None:
+    """A load run's whole span, connecting and leaving included: its manifest record's `started_at` to
+    `ended_at`, or None without those times (a foreign archive)."""
     if not rec or not rec.get("started_at") or not rec.get("ended_at"):
         return None
-    return (
-        pd.Timestamp(rec["started_at"]) + pd.Timedelta(seconds=1),
-        pd.Timestamp(rec["ended_at"]) - pd.Timedelta(seconds=0.5),
-    )
+    return pd.Timestamp(rec["started_at"]), pd.Timestamp(rec["ended_at"])
+
+
+def load_window(rec: dict | None) -> tuple[pd.Timestamp, pd.Timestamp] | None:
+    """The part of a step's load run the DB sampler's series is read over: `load_span` less its first
+    second and last half second (threads connecting and leaving), or None without the times."""
+    span = load_span(rec)
+    if span is None:
+        return None
+    return span[0] + pd.Timedelta(seconds=1), span[1] - pd.Timedelta(seconds=0.5)
 
 
 def _server_side(ds: Dataset, steps: list[Step], records: dict[str, dict]) -> None:

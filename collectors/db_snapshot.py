@@ -58,6 +58,7 @@ READ_TIMEOUT_S = 3.0  # one query
 BUDGET_S = 6.0  # one snapshot on one server: queries not started by then are skipped
 JOIN_S = 12.0  # the driver waits this long for a snapshot thread; what is not done by then is timed out
 LEAD_S = 1.0  # the start snapshot this long into the load, the end one this long before its end
+POLL_S = 1.0  # lock waits polled this often between the start and end snapshots
 MAX_WAITS = 1000  # lock-wait rows kept per snapshot (a pile-up of thousands says enough by its count)
 MAX_EVENTS = 500  # wait-event rows kept per snapshot (every event that counted: deltas need both ends)
 
@@ -129,7 +130,7 @@ class Taken:
     rel: str  # the file, relative to the archive root
     host: str  # the DbTarget's name
     command: str
-    phase: str  # start | end
+    phase: str  # start | end | during (the lock waits polled between them)
     status: str = "skipped"  # ok | unavailable | failed | timed_out | skipped
     reason: str = "not taken"
     started_at: str | None = None
@@ -428,9 +429,89 @@ def take(
     return list(parts.values())
 
 
+def poll_lock_waits(
+    targets: Sequence[DbTarget],
+    root: Path,
+    step: str,
+    until: float,
+    *,
+    stop: threading.Event,
+    keep: Callable[[], bool],
+    every: float = POLL_S,
+) -> list[Taken]:
+    """Lock waits every `every` s until `until` (monotonic) or `stop`, one JSON line a poll, into
+    `db/<host>/<step>/lock_waits-during.jsonl` (phase `during`) on each server.
+
+    Why, beside the start and end snapshots: a row-lock wait of a hot-row load lasts milliseconds, so
+    two instants a step usually see none even while several transactions wait on average; a second's
+    poll over the whole step catches the blockers that keep coming back. One connection per server,
+    the query as the snapshot's; a server whose poll fails stops being polled, the reason recorded.
+    """
+    polls: list[tuple[DbTarget, Taken, Any, tuple[str, int], dict[str, str]]] = []
+    for target in targets:
+        part = Taken(
+            "mysql_lock_waits",
+            f"db/{host_dir(target)}/{step}/lock_waits-during.jsonl",
+            target.name,
+            f"lock waits every {every:g} s: waiting and blocking transactions",
+            "during",
+        )
+        try:
+            conn = target.connect(database=False, read_timeout=READ_TIMEOUT_S)
+            with conn.cursor() as cur:
+                variables = read_variables(cur)
+        except Exception as exc:  # noqa: BLE001 - recorded for this server; the run goes on
+            status, reason = _classify(exc, target.redact)  # as `take` says it
+            part.status = "timed_out" if status == "timed_out" else "failed"
+            part.reason = f"cannot connect: {reason}"
+            polls.append((target, part, None, ("mysql", 0), {}))
+            continue
+        polls.append((target, part, conn, flavor(variables), variables))
+    try:
+        while time.monotonic() < until and not stop.is_set():
+            for i, (target, part, conn, server, variables) in enumerate(polls):
+                if conn is None:
+                    continue
+                started = time.time()
+                try:
+                    with conn.cursor() as cur:
+                        source, waits = read_lock_waits(cur, server, variables)
+                except (_Unavailable, pymysql.MySQLError, OSError) as exc:
+                    part.status, part.reason = _classify(exc, target.redact)
+                    with contextlib.suppress(Exception):
+                        conn.close()
+                    polls[i] = (target, part, None, server, variables)
+                    continue
+                if not keep():
+                    return [p[1] for p in polls]
+                line = {**_head(part.kind, started), "server": variables.get("version"), "source": source}
+                text = json.dumps({**line, "waits": waits}, separators=(",", ":")) + "\n"
+                masked = target.redact(text)
+                path = root / part.rel
+                path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+                with open(path, "a", encoding="utf-8") as fh:
+                    fh.write(masked)
+                path.chmod(0o600)
+                part.redacted = part.redacted or masked != text
+                part.started_at = part.started_at or _iso(started)
+                part.ended_at = _iso(time.time())
+                part.status, part.reason = "ok", ""
+            stop.wait(max(0.0, min(every, until - time.monotonic())))
+    finally:
+        for _target, _part, conn, _server, _variables in polls:
+            if conn is not None:
+                with contextlib.suppress(Exception):  # a dead connection may fail to close
+                    conn.close()
+    for _target, part, conn, _server, _variables in polls:
+        if conn is not None and part.status == "skipped":
+            part.reason = "the step ended before the first poll"
+    return [p[1] for p in polls]
+
+
 class StepSnapshots(threading.Thread):
-    """The two snapshots of one step, timed against its load: `start()` as the load starts, `finish()`
-    once it has ended (every `Taken`; the ones not done in time say timed_out)."""
+    """The snapshots of one step, timed against its load: `start()` as the load starts, `finish()`
+    once it has ended (every `Taken`; the ones not done in time say timed_out). Between the start and
+    end snapshots, the lock waits are polled every second (`poll_lock_waits`)."""
 
     def __init__(
         self, targets: Sequence[DbTarget], root: Path, step: str, load_s: float, lead: float = LEAD_S
@@ -449,6 +530,11 @@ class StepSnapshots(threading.Thread):
             self._ended.wait(max(0.0, t0 + at - time.monotonic()))
             for target in self.targets:
                 self.taken += take(target, self.root, self.step, phase, keep=lambda: self._keep)
+            if phase == "start":
+                until = t0 + self.load_s - self.lead
+                self.taken += poll_lock_waits(
+                    self.targets, self.root, self.step, until, stop=self._ended, keep=lambda: self._keep
+                )
 
     def finish(self, timeout: float = JOIN_S) -> list[Taken]:
         self._ended.set()

@@ -155,6 +155,39 @@ def test_skipped_without_a_sweep() -> None:
     assert isinstance(out, Skipped) and "load" in out.reason
 
 
+def test_the_statements_that_block_most_are_counted_from_the_lock_wait_polls() -> None:
+    """db-hot-rows-blockers: the hot-rows scenario with the per-step lock-wait snapshots and the
+    second's polls between them; the finding names the blocking statement and table, with the waits
+    counted here from the raw JSON lines of the 16-thread step's files."""
+    archive = FIX / "db-hot-rows-blockers"
+    found = run(dataset(archive))
+    assert isinstance(found, list)
+    f = next(x for x in found if x.evidence.get("lock_waits") is not None)
+    assert f.evidence["threads"] == 16
+    waits: dict[tuple[str, str], set[tuple[float, str]]] = {}
+    for path in sorted(archive.glob("db/*/t0016/lock_waits-*.jsonl")):
+        for line in path.read_text().splitlines():
+            snap = json.loads(line)
+            for w in snap["waits"]:
+                key = (w["table"], w["blocking_query"])
+                waits.setdefault(key, set()).add((snap["t"], w["waiting_trx_id"]))
+    assert waits, "the fixture's polls caught no wait"
+    (table, query), seen = max(waits.items(), key=lambda kv: len(kv[1]))
+    top = f.evidence["blockers"][0]
+    assert top["table"] == table == "`sbtest`.`sbtest1`"
+    assert top["statement"] == "UPDATE sbtest1 SET c=? WHERE id=?" and query.startswith(
+        "UPDATE sbtest1 SET c="
+    )
+    assert top["waiting"] == len(seen)
+    assert f"UPDATE sbtest1 SET c=? WHERE id=? on `sbtest`.`sbtest1` ({len(seen)} waits on it)" in f.summary
+
+
+def test_without_lock_wait_snapshots_the_blockers_are_empty_not_guessed() -> None:
+    found = run(dataset(HOT))  # made before the snapshots existed
+    assert isinstance(found, list) and found[0].evidence["blockers"] == []
+    assert "Blocking most" not in found[0].summary
+
+
 def test_a_step_outside_the_sampler_is_left_out() -> None:
     """Samples from another time (a sampler started late) are no step's: no figures, no finding."""
     ds = dataset(HOT)

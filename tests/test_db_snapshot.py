@@ -296,8 +296,8 @@ def test_step_snapshots_not_done_in_time_are_timed_out_and_never_written_late(
 
 
 def test_the_driver_records_each_steps_snapshots(tmp_path: Path) -> None:
-    """A sweep against a database that does not answer: every step still runs, and each has its 8
-    snapshot records (4 captures x start/end) saying why they failed."""
+    """A sweep against a database that does not answer: every step still runs, and each has its 9
+    snapshot records (4 captures x start/end, the lock waits polled during) saying why they failed."""
     with contextlib.closing(__import__("socket").socket()) as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
@@ -309,12 +309,15 @@ def test_the_driver_records_each_steps_snapshots(tmp_path: Path) -> None:
     assert [s["status"] for s in res.manifest["sweep"]["steps"]] == ["ok", "ok"]
     snaps = [r for r in res.manifest["captures"] if r["path"].startswith("db/") and r["step"]]
     assert sorted((r["step"], r["phase"], r["kind"]) for r in snaps) == sorted(
-        (step, phase, kind)
-        for step in ("t0001", "t0002")
-        for phase in ("start", "end")
-        for kind, _, _ in db_snapshot.PARTS
+        [
+            (step, phase, kind)
+            for step in ("t0001", "t0002")
+            for phase in ("start", "end")
+            for kind, _, _ in db_snapshot.PARTS
+        ]
+        + [(step, "during", "mysql_lock_waits") for step in ("t0001", "t0002")]
     )
-    assert [(r["status"], r["bytes"]) for r in snaps] == [("failed", 0)] * 16
+    assert [(r["status"], r["bytes"]) for r in snaps] == [("failed", 0)] * 18
     assert all("cannot connect" in r["reason"] for r in snaps)
     with open_archive(res.path) as archive:
         ds = load_dataset(archive)
