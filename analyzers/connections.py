@@ -32,7 +32,7 @@ import pandas as pd
 from perfkit.dataset import Dataset
 from perfkit.findings import Finding, Skipped, count
 
-from .db import NO_SAMPLER, HostStatus, StatusWindow, status_windows
+from .db import NO_SAMPLER, HostStatus, StatusWindow, server_variables, status_windows, variables_for
 from .sweep import load_span
 
 RULE = "db.connection-limit"
@@ -200,23 +200,8 @@ def load_runs(ds: Dataset) -> list[LoadRun]:
     return sorted(runs, key=lambda r: r.start)
 
 
-def max_connections(ds: Dataset) -> dict[str, float]:
-    """host -> max_connections, the last reading of the variables capture (per step), where there is one."""
-    found: dict[str, float] = {}
-    for cap in ds.of("mysql_variables"):
-        f = cap.frame
-        rows = f[(f["name"].astype("string").str.lower() == "max_connections") & f["number"].notna()]
-        for _, row in rows.sort_values("timestamp").iterrows():
-            host = row["host"] if isinstance(row["host"], str) and row["host"] else cap.host
-            found[str(host)] = float(row["number"])
-    return found
-
-
-def _limit_for(host: str, limits: dict[str, float]) -> float | None:
-    if host in limits:
-        return limits[host]
-    # one database, named differently by the two captures (the sampler's host:port, a capture's alias)
-    return next(iter(limits.values())) if len(set(limits.values())) == 1 else None
+def _number(value: Any) -> float | None:
+    return float(value) if isinstance(value, float) else None
 
 
 def _gauge_max(rows: pd.DataFrame, col: str) -> float | None:
@@ -237,7 +222,7 @@ def host_connections(ds: Dataset, runs: list[LoadRun]) -> dict[str, HostConnecti
     found = status_windows(ds, _Runs(runs), RULE)
     if isinstance(found, Skipped):
         return found
-    limits = max_connections(ds)
+    limits = server_variables(ds, ("max_connections",))
     out: dict[str, HostConnections] = {}
     for host, status in found.items():
         frame = status.frame
@@ -250,7 +235,7 @@ def host_connections(ds: Dataset, runs: list[LoadRun]) -> dict[str, HostConnecti
         used = frame["max_used_connections"].dropna() if "max_used_connections" in frame else pd.Series()
         hc = HostConnections(
             host=host,
-            max_connections=_limit_for(host, limits),
+            max_connections=_number(variables_for(host, limits).get("max_connections")),
             refused=_counted(status, whole, REFUSED),
             aborted=_counted(status, whole, ABORTED),
             seconds=whole.seconds(REFUSED) if status.has(REFUSED) else whole.seconds("questions_s"),

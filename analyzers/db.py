@@ -198,6 +198,29 @@ def status_windows(ds: Dataset, sweep: Any, rule: str) -> dict[str, HostStatus] 
     return out
 
 
+def server_variables(ds: Dataset, names: tuple[str, ...]) -> dict[str, dict[str, Any]]:
+    """host -> {variable: its number, else its value as printed}: the last reading of the per-step
+    variables snapshots (kind `mysql_variables`) of the variables `names` (lower case)."""
+    found: dict[str, dict[str, Any]] = {}
+    for cap in ds.of("mysql_variables"):
+        f = cap.frame
+        rows = f[f["name"].astype("string").str.lower().isin(names)]
+        for _, row in rows.sort_values("timestamp").iterrows():
+            host = row["host"] if isinstance(row["host"], str) and row["host"] else cap.host
+            value = float(row["number"]) if pd.notna(row["number"]) else str(row["value"])
+            found.setdefault(str(host), {})[str(row["name"]).lower()] = value
+    return found
+
+
+def variables_for(host: str, found: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """`host`'s variables; the only server's when the two captures name it differently (the status
+    sampler's host:port, a snapshot's alias)."""
+    got = found.get(host)
+    if got is None and len(found) == 1:
+        got = next(iter(found.values()))
+    return dict(got or {})
+
+
 def lock_steps(
     ds: Dataset, sweep: Any, min_samples: int = 1, windows: dict[str, HostStatus] | Skipped | None = None
 ) -> dict[str, list[LockStep]] | Skipped:

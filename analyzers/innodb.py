@@ -51,7 +51,7 @@ from perfkit.dataset import Dataset
 from perfkit.findings import Finding, Skipped, count
 
 from . import disk
-from .db import StatusWindow, status_windows
+from .db import StatusWindow, server_variables, status_windows, variables_for
 
 POOL_RULE = "db.buffer-pool-miss"
 LOG_RULE = "db.log-wait"
@@ -80,28 +80,6 @@ _VARIABLES = (
     "innodb_read_ahead_threshold",
     "innodb_random_read_ahead",
 )
-
-
-def server_variables(ds: Dataset) -> dict[str, dict[str, tuple[str, float | None]]]:
-    """host -> {variable: (value as printed, number or None)}, the last reading of the variables
-    capture (per step) for the variables these rules quote."""
-    found: dict[str, dict[str, tuple[str, float | None]]] = {}
-    for cap in ds.of("mysql_variables"):
-        f = cap.frame
-        rows = f[f["name"].astype("string").str.lower().isin(_VARIABLES)]
-        for _, row in rows.sort_values("timestamp").iterrows():
-            host = row["host"] if isinstance(row["host"], str) and row["host"] else cap.host
-            number = float(row["number"]) if pd.notna(row["number"]) else None
-            found.setdefault(str(host), {})[str(row["name"]).lower()] = (str(row["value"]), number)
-    return found
-
-
-def _variables_for(host: str, found: dict[str, dict[str, tuple[str, float | None]]]) -> dict[str, Any]:
-    """The variables of `host`; the only server's when the captures name it differently."""
-    got = found.get(host)
-    if got is None and len(found) == 1:
-        got = next(iter(found.values()))
-    return {k: (v[1] if v[1] is not None else v[0]) for k, v in (got or {}).items()}
 
 
 def _ratio_median(rows: pd.DataFrame, num: str, den: str) -> float | None:
@@ -289,12 +267,12 @@ def buffer_pool_miss(
     if isinstance(found, Skipped):
         return found
     knee = getattr(sweep, "knee_threads", None)
-    variables = server_variables(ds)
+    variables = server_variables(ds, _VARIABLES)
     out = []
     for host, steps in found.items():
         hits = [s for s in _judged(steps, knee) if _pool_hit(s, lim)]
         if hits:
-            out.append(_pool_finding(host, steps, hits[-1], knee, lim, _variables_for(host, variables)))
+            out.append(_pool_finding(host, steps, hits[-1], knee, lim, variables_for(host, variables)))
     return out
 
 
@@ -597,15 +575,13 @@ def log_wait(ds: Dataset, sweep: Any | None, th: dict[str, dict[str, Any]]) -> l
     if isinstance(found, Skipped):
         return found
     knee = getattr(sweep, "knee_threads", None)
-    variables = server_variables(ds)
+    variables = server_variables(ds, _VARIABLES)
     out = []
     for host, steps in found.items():
         hits = [s for s in _judged(steps, knee) if _log_causes(s, lim)]
         if hits:
             serial = _serial_disk(ds, sweep, th, host)
-            out.append(
-                _log_finding(host, steps, hits[-1], knee, lim, _variables_for(host, variables), serial)
-            )
+            out.append(_log_finding(host, steps, hits[-1], knee, lim, variables_for(host, variables), serial))
     return out
 
 
