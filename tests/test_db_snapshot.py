@@ -556,7 +556,7 @@ def test_a_real_sweep_archives_parsed_snapshots_of_every_step(
         for step in ("t0001", "t0032")
         for phase in ("start", "end")
         for kind, _, _ in db_snapshot.PARTS
-    }
+    } | {(step, "during", "mysql_lock_waits", "ok") for step in ("t0001", "t0032")}
     assert all(r["host"] == host and r["path"].startswith(f"db/{host}/{r['step']}/") for r in recs)
     assert all("performance_schema is OFF" in r["reason"] for r in recs if r["kind"] == "mysql_waits")
     ds: Dataset = run["ds"]

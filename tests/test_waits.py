@@ -132,3 +132,25 @@ def test_findings_json_and_the_reports_carry_the_waits(tmp_path: Path) -> None:
     assert "Where threads wait" in (tmp_path / "report.md").read_text()
     assert 'id="waits"' in (tmp_path / "report.html").read_text()
     assert (tmp_path / "plots" / "waits.png").stat().st_size > 5000  # mariadbd and sysbench, stacked
+
+
+def test_a_wait_must_hold_where_the_load_is_heaviest() -> None:
+    """CI: with the knee at 1 thread, another MariaDB's background flush at the lightest step was
+    taken for the verdict. The same archive with the database's threads running at 16 threads: its
+    waits at 1 and 4 threads explain no ceiling."""
+    from dataclasses import replace
+
+    from perfkit.analyzers import sweep as sweep_model
+
+    with open_archive(ARCHIVE) as ar:
+        ds = load_dataset(ar)
+    th = default_thresholds()
+    sweep, _ = sweep_model.model(ds, th)
+    knee_at_1 = replace(sweep, knee_threads=1)
+    found = waits.wait_profile(ds, knee_at_1, th)
+    assert [f.evidence["threads"] for f in found if f.evidence["pid"] == DB] == [16]
+    for cap in ds.of("threads"):
+        if cap.step == "t0016":
+            cap.frame.loc[cap.frame["pid"] == DB, "state"] = "R"
+    found = waits.wait_profile(ds, knee_at_1, th)
+    assert [f for f in found if f.evidence["pid"] == DB] == []
