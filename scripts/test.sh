@@ -29,7 +29,7 @@ python3 -m ruff format --check .
 
 step "tests: pytest $*"
 rc=0
-python3 -m pytest -q "$@" || rc=$?
+python3 -m pytest -q --durations=15 "$@" || rc=$?  # the slowest, to keep the suite well under 20 min
 # pytest exit 5 means "no tests collected": we always have tests, so that is a failure too
 ((rc != 5)) || step "pytest collected no tests"
 ((rc == 0)) || step "FAILED (pytest exit $rc)"
