@@ -85,6 +85,8 @@ def saturated(ds: Dataset, sweep: Any, th: Thresholds) -> list[Finding] | Skippe
         for kind, cap in loads:
             if cap.host != host:
                 continue
+            if sweep is not None and cap.path not in threads_of:
+                continue  # a load run the sweep left out (failed, interrupted): no measure of the client
             st = _Step(host, cap.step, kind, threads_of.get(cap.path), sources=[cap.path])
             known = ds.cpu_count(host, cap.step)
             st.cpus = known[0] if known else None

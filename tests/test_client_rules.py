@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from perfkit.analyzers import client
@@ -124,3 +126,30 @@ def test_a_busy_host_is_not_the_ceiling_while_the_load_waits_on_the_server() -> 
 
     result = analyze_path(ARCHIVES / "scn-db-write-iops")
     assert "client.saturated" not in {f.rule for f in result.findings}
+
+
+def test_a_load_run_the_sweep_left_out_is_not_judged(tmp_path: Path) -> None:
+    # the quota archive with its 16-thread step marked failed (as a step that died on error 1040 in
+    # 190 ms is): that step is out of the sweep, so its seconds say nothing about the client
+    import json
+    import shutil
+
+    from perfkit.pipeline import analyze_path
+
+    copy = tmp_path / "run"
+    shutil.copytree(ARCHIVES / "scn-client-cpu-quota", copy)
+    manifest = json.loads((copy / "manifest.json").read_text())
+    failed = {"status": "failed", "reason": "MySQL error 1040: Too many connections"}
+    for st in manifest["sweep"]["steps"]:
+        if st["name"] == "t0016":
+            st.update(failed)
+    for rec in manifest["captures"]:
+        if rec["path"] == "load/t0016/sysbench.out":
+            rec.update(failed)  # what perfkit run records for such a step
+    (copy / "manifest.json").write_text(json.dumps(manifest))
+    whole = analyze_path(ARCHIVES / "scn-client-cpu-quota").verdict
+    assert whole is not None and "t0016" in whole.evidence["saturated_steps"]
+    result = analyze_path(copy)
+    assert [e.source for e in result.excluded_steps] == ["load/t0016/sysbench.out"]
+    [f] = [f for f in result.findings if f.rule == "client.saturated"]
+    assert "t0016" not in f.evidence["saturated_steps"] and f.evidence["steps_judged"] == 2
