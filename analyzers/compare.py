@@ -18,8 +18,9 @@ A change is **significant** when its interval excludes zero *and* it is at least
 a run's own intervals show only its second-to-second noise, never the spread between two runs of
 the same configuration (a warmer cache, a background flush, the VM's neighbours). The floor stands
 for that spread; A/A runs in the lab measure it (docs/benchmarks.md). A step with fewer than
-`min_intervals` steady intervals in either run, or fewer than MIN_EFFECTIVE independent ones once
-corrected for autocorrelation, is shown, never judged.
+`min_intervals` steady intervals in either run is shown, never judged. Intervals that move together
+(a drift, a flush spanning the step) hold few independent readings: their interval is wide, as it
+should be, and only a change beyond it is called one.
 """
 
 from __future__ import annotations
@@ -42,7 +43,6 @@ from .waits import WaitProfile
 MIN_CHANGE_PCT = 5.0  # below this a change is "~" however narrow its interval (run-to-run spread)
 LEVEL = 0.95  # the bootstrap interval's coverage
 MIN_INTERVALS = 5  # steady intervals a run needs at a step before its change is judged
-MIN_EFFECTIVE = 3  # ... and independent ones, after the autocorrelation correction (`_mean_variance`)
 # Run facts that make two sweeps measure different things: compared anyway, with a warning naming them.
 WORKLOAD_KEYS = ("workload", "tables", "table_size", "time_s", "warmup_s", "percentile")
 
@@ -353,14 +353,6 @@ def change(
     pct = (mn / mb - 1.0) * 100.0
     if min(len(b), len(n)) < min_intervals:
         why = f"{min(len(b), len(n))} steady intervals, {min_intervals} needed to judge"
-        return Change(mb, mn, pct, None, None, why)
-    effective = min(_mean_variance(b)[1], _mean_variance(n)[1])
-    if effective < MIN_EFFECTIVE:
-        # one-second samples that move together (a stall, a flush spanning the step) hold few
-        # independent readings: an interval from them would be as wide as it is meaningless
-        why = (
-            f"the intervals move together: about {effective:.0f} independent, {MIN_EFFECTIVE} needed to judge"
-        )
         return Change(mb, mn, pct, None, None, why)
     ci = interval_pct(b, n)
     significant = (ci[0] > 0 or ci[1] < 0) and abs(pct) >= min_change_pct
