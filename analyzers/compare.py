@@ -9,10 +9,12 @@ summary reports) and its p95 (the mean of the per-interval p95s). The change is 
 a 95 % interval from Welch's t on the interval means, each run's variance corrected for
 autocorrelation: one-second samples of a load test are not independent (a flush or a GC pause spans
 seconds), and a rank test or a plain bootstrap that takes them for independent draws claims more
-certainty than the run holds. On AR(1) series of 10-120 samples with lag-1 correlation 0-0.9 this
-interval's false-alarm rate at 95 % stays within 2.5-10 %; a moving-block bootstrap of the medians
-(blocks of n^(1/3)) reached 15-70 % at correlation 0.5-0.9 and 10-60 samples (measured with 200-400
-simulated A/A pairs each; tests/test_compare.py keeps the first in check).
+certainty than the run holds. Measured on simulated AR(1) A/A pairs (400 each): at lag-1
+correlation 0-0.5 the interval alone false-alarms 3-6 % from 30 samples (14 % with 8), at 0.8-0.9
+5-13 % from 30 (31 % with 8); with the floor below, at a 3 % coefficient of variation, 0-5.5 %
+from 30 samples and up to 13.5 % with 8. A moving-block bootstrap of the medians (blocks of n^(1/3))
+reached 15-70 % at correlation 0.5-0.9 with 10-60 samples (tests/test_compare.py keeps the interval
+in check). Steps of 20 s and more are what a comparison needs.
 
 A change is **significant** when its interval excludes zero *and* it is at least `min_change_pct`:
 a run's own intervals show only its second-to-second noise, never the spread between two runs of
@@ -27,7 +29,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Protocol
 
 import numpy as np
@@ -36,7 +38,8 @@ from scipy import stats
 
 from perfkit.findings import SEVERITIES, Finding
 
-from . import Analysis, waits
+from . import Analysis
+from . import waits as thread_waits
 from .sweep import Step, Sweep
 from .waits import WaitProfile
 
@@ -306,33 +309,34 @@ class Comparison:
         }
 
 
-def _mean_variance(x: np.ndarray) -> tuple[float, float]:
-    """(variance of the mean, effective sample size) of an autocorrelated series.
+def _mean_variance(x: np.ndarray) -> float:
+    """The variance of the mean of an autocorrelated series.
 
     The lag-1 autocorrelation ρ is estimated and bias-corrected (Marriott & Pope: E[ρ̂] ≈ ρ −
     (1 + 3ρ)/n), clipped to [0, 0.95]; the variance of the mean is s²/n × (1 + ρ)/(1 − ρ), an AR(1)
-    series' inflation, and the effective size n × (1 − ρ)/(1 + ρ).
+    series' inflation.
     """
     n = len(x)
     centred = x - x.mean()
     denom = float((centred * centred).sum())
     rho = float((centred[1:] * centred[:-1]).sum()) / denom if denom > 0 else 0.0
     rho = min(max(rho + (1 + 3 * rho) / n, 0.0), 0.95)
-    inflation = (1 + rho) / (1 - rho)
-    return float(x.var(ddof=1)) / n * inflation, max(2.0, n / inflation)
+    return float(x.var(ddof=1)) / n * (1 + rho) / (1 - rho)
 
 
 def interval_pct(base: np.ndarray, new: np.ndarray, level: float = LEVEL) -> tuple[float, float]:
     """The `level` interval of (mean(new) − mean(base)) / mean(base) × 100: Welch's t on the two
     runs' interval means, each variance corrected for autocorrelation (`_mean_variance`), degrees of
-    freedom by Welch–Satterthwaite on the effective sizes."""
-    vb, eb = _mean_variance(base)
-    vn, en = _mean_variance(new)
+    freedom by Welch–Satterthwaite on the counts of intervals (as a HAC standard error is used: the
+    correction is in the variance; taking the effective sizes for degrees of freedom as well left a
+    real −80 % fall whose warm-up drifted "within noise", at t quantiles of 12 and more)."""
+    vb, vn = _mean_variance(base), _mean_variance(new)
     mb = float(base.mean())
     diff = float(new.mean()) - mb
     se = math.sqrt(vb + vn)
     if se == 0:
         return diff / mb * 100, diff / mb * 100
+    eb, en = len(base), len(new)
     df = (vb + vn) ** 2 / (vb**2 / (eb - 1) + vn**2 / (en - 1))
     half = float(stats.t.ppf(0.5 + level / 2, df)) * se
     return (diff - half) / mb * 100, (diff + half) / mb * 100
@@ -379,9 +383,24 @@ def _column(steps: list[Step], col: str) -> pd.Series | None:
     return pd.concat(parts, ignore_index=True) if parts else None
 
 
-def _point(steps: list[Step], metric: str) -> pd.Series:
-    """A step without intervals (a sweep table, a summary only): its one figure, never judged."""
-    return pd.Series([getattr(s, metric) for s in steps], dtype=float)
+NO_INTERVALS = "one figure a step, no per-interval samples (a report read back, a sweep table): not judged"
+
+
+def _figures(steps: list[Step], col: str, attr: str) -> tuple[pd.Series | None, bool]:
+    """A thread count's samples of `col` and whether they are intervals: the steady intervals, else
+    each step's own figure (`attr`), which can be shown but not judged."""
+    series = _column(steps, col)
+    if series is not None:
+        return series, True
+    points = [getattr(s, attr) for s in steps if getattr(s, attr) is not None]
+    return (pd.Series(points, dtype=float) if points else None), False
+
+
+def _change(base: tuple[pd.Series | None, bool], new: tuple[pd.Series | None, bool], judged: dict) -> Change:
+    c = change(base[0], new[0], **judged)
+    if base[1] and new[1] or c.change_pct is None:
+        return c
+    return replace(c, ci_pct=None, significant=None, why=NO_INTERVALS)
 
 
 def _findings_key(f: Finding) -> tuple[str, tuple[str, ...]]:
@@ -417,9 +436,11 @@ def compare(
     min_change_pct: float = MIN_CHANGE_PCT,
     min_intervals: int = MIN_INTERVALS,
     use: tuple[Sequence[UseLike], Sequence[UseLike]] | None = None,
+    waits: tuple[Sequence[WaitProfile], Sequence[WaitProfile]] | None = None,
 ) -> Comparison:
     """NEW against BASE. `use`: both runs' USE rows (reports/use.py computes them), to set side by
-    side. Raises ValueError when either run has no sweep to compare."""
+    side; `waits`: both runs' wait profiles (default: computed from the datasets). Raises ValueError
+    when either run has no sweep to compare."""
     sb, sn = base.sweep, new.sweep
     if not isinstance(sb, Sweep) or not isinstance(sn, Sweep):
         which = base_name if not isinstance(sb, Sweep) else new_name
@@ -429,21 +450,20 @@ def compare(
     lb, ln = _by_threads(sb), _by_threads(sn)
     steps = []
     for n in sorted(set(lb) & set(ln)):
-        tb, tn = _column(lb[n], metric), _column(ln[n], metric)
-        if tb is None or tn is None:
-            tb, tn = _point(lb[n], metric), _point(ln[n], metric)
+        tb, tn = _figures(lb[n], metric, metric), _figures(ln[n], metric, metric)
         steps.append(
             StepChange(
                 threads=n,
-                throughput=change(tb, tn, **judged),
-                # p95 as each interval printed it (lat_ms at lat_pct); a missing column: no figure
-                p95_ms=change(_column(lb[n], "lat_ms"), _column(ln[n], "lat_ms"), **judged),
-                intervals=(len(_finite(tb)), len(_finite(tn))),
+                throughput=_change(tb, tn, judged),
+                # p95 as each interval printed it (lat_ms at lat_pct), else the step's own figure
+                p95_ms=_change(
+                    _figures(lb[n], "lat_ms", "lat_pct_ms"), _figures(ln[n], "lat_ms", "lat_pct_ms"), judged
+                ),
+                intervals=(len(_finite(tb[0])), len(_finite(tn[0]))),
             )
         )
     peak_b, peak_n = sb.peak, sn.peak
-    pb = _column(lb[peak_b.threads], metric) if peak_b.intervals is not None else _point([peak_b], metric)
-    pn = _column(ln[peak_n.threads], metric) if peak_n.intervals is not None else _point([peak_n], metric)
+    pb, pn = _figures(lb[peak_b.threads], metric, metric), _figures(ln[peak_n.threads], metric, metric)
     fb = {_findings_key(f): f for f in base.findings}
     fn = {_findings_key(f): f for f in new.findings}
     changed = [
@@ -456,7 +476,7 @@ def compare(
         new_name=new_name,
         metric=metric,
         peak_threads=(peak_b.threads, peak_n.threads),
-        peak=change(pb, pn, **judged),
+        peak=_change(pb, pn, judged),
         knee_threads=(sb.knee_threads, sn.knee_threads),
         steps=steps,
         only_base=sorted(set(lb) - set(ln)),
@@ -468,7 +488,7 @@ def compare(
         usl=(sb.usl.to_dict() if sb.usl else None, sn.usl.to_dict() if sn.usl else None),
         warnings=_workload_warnings(base, new, sb, sn),
         use=use_changes(*use) if use is not None else [],
-        waits=wait_changes(waits.profiles(base.dataset, sb), waits.profiles(new.dataset, sn)),
+        waits=wait_changes(*waits) if waits is not None else wait_changes(*_profiles(base, new)),
         method=(
             f"per step: the mean of the steady intervals; change = NEW/BASE − 1 with a {LEVEL:.0%} Welch t "
             f"interval, each run's variance corrected for its lag-1 autocorrelation; significant when the "
@@ -476,6 +496,13 @@ def compare(
             f"run's own intervals cannot show); steps with fewer than {min_intervals} steady intervals are "
             f"not judged"
         ),
+    )
+
+
+def _profiles(base: Analysis, new: Analysis) -> tuple[list[WaitProfile], list[WaitProfile]]:
+    return (
+        thread_waits.profiles(base.dataset, base.sweep),
+        thread_waits.profiles(new.dataset, new.sweep),
     )
 
 

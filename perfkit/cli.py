@@ -191,7 +191,10 @@ def compare(
     tz: str,
     steps: tuple[int, int] | None,
 ) -> None:
-    """Compare NEW runs with BASE: did the change move the curve, beyond noise?"""
+    """Compare NEW runs with BASE: did the change move the curve, beyond noise?
+
+    Each run is an archive (directory or .tar.gz), a single capture, or a report perfkit wrote
+    (its findings.json, or the directory holding it: figures shown side by side, not judged)."""
     from perfkit.findings import RuleFailure
     from perfkit.pipeline import compare_paths, write_compare
     from perfkit.reports import compare_json

@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from perfkit.analyzers import Analysis, analyze, attempt, db, waits
 from perfkit.analyzers.compare import Comparison, compare
+from perfkit.analyzers.sweep import Step, Sweep
+from perfkit.analyzers.usl import UslFit
+from perfkit.analyzers.waits import WaitProfile
 from perfkit.archive import open_archive, printable, shown_name
 from perfkit.config import load_thresholds, time_zone
-from perfkit.dataset import Capture, load_dataset
+from perfkit.dataset import Capture, Dataset, load_dataset
 from perfkit.errors import AnalysisError
-from perfkit.findings import RuleFailure, count, number
+from perfkit.findings import Finding, RuleFailure, count, number
 from perfkit.reports import compare_html, compare_json, compare_md, findings_json, html, markdown, use
 from perfkit.reports.plots import all_plots, compare_flames, compare_plot, flame_graphs, standalone_svg
 
@@ -131,18 +135,82 @@ def summary_lines(analysis: Analysis) -> list[str]:
     return [printable(line) for line in lines]
 
 
+# A run for `compare`: its analysis, USE rows and wait profiles (from an archive, or read back from a
+# report perfkit wrote: `findings.json` or the directory holding it)
+Run = tuple[Analysis, list[use.UseRow], list[WaitProfile]]
+
+
+def load_run(path: Path, *, thresholds: Path | None = None, tz: str = "UTC") -> Run:
+    """An archive, directory or single file analyzed now, or an analyzed output read back.
+
+    Raises what `analyze_path` raises, and AnalysisError for a findings.json perfkit cannot read.
+    """
+    report = path / "findings.json" if path.is_dir() and not (path / "manifest.json").exists() else path
+    if report.name == "findings.json" and report.is_file():
+        return _from_report(report)
+    analysis = analyze_path(path, thresholds=thresholds, tz=tz)
+    return analysis, use.use_rows(analysis.dataset), waits.profiles(analysis.dataset, analysis.sweep)
+
+
+def _from_report(path: Path) -> Run:
+    """A run read back from its findings.json: the sweep's steps (their figures, not their intervals:
+    a comparison shows them side by side without judging them), the findings, USE rows, waits."""
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+        if not isinstance(doc, dict) or doc.get("format_version") != 1:
+            raise ValueError(f"not a perfkit findings.json (format_version {doc.get('format_version')!r})")
+        sw = doc.get("sweep")
+        steps = [
+            Step(
+                threads=int(st["threads"]),
+                tps=float(st["tps"]),
+                qps=st.get("qps"),
+                lat_avg_ms=st.get("lat_avg_ms"),
+                lat_pct=95 if st.get("lat_p95_ms") is not None else None,
+                lat_pct_ms=st.get("lat_p95_ms"),
+                source=str(st.get("source") or ""),
+            )
+            for st in (sw or {}).get("steps", [])
+        ]
+        sweep = None
+        if steps:
+            peak = max(steps, key=lambda st: st.tps)
+            usl_doc = sw.get("usl")
+            sweep = Sweep(
+                tool=str(sw.get("tool") or "unknown"),
+                metric=str(sw.get("metric") or "tps"),
+                steps=steps,
+                peak=next((st for st in steps if st.threads == sw["peak"]["threads"]), peak),
+                knee_threads=sw.get("knee_threads"),
+                usl=UslFit(**{("lam" if k == "lambda" else k): v for k, v in usl_doc.items()})
+                if usl_doc
+                else None,
+                run=sw.get("run"),
+            )
+        found = [
+            Finding(**{**f, "window": tuple(f["window"]) if f.get("window") else None})
+            for f in doc.get("findings", [])
+        ]
+        rows = [use.UseRow(**r) for r in doc.get("use", [])]
+        profs = [WaitProfile(**{**w, "classes": dict(w["classes"])}) for w in doc.get("waits", [])]
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise AnalysisError(f"{path}: cannot read it back as an analyzed run: {exc}") from None
+    ds = Dataset(source=str(doc.get("source") or path.parent.name), manifest=None)
+    return Analysis(dataset=ds, sweep=sweep, findings=found), rows, profs
+
+
 def compare_paths(
     base: Path, news: list[Path], *, thresholds: Path | None = None, tz: str = "UTC", min_change_pct: float
 ) -> tuple[Analysis, list[Analysis], list[Comparison]]:
-    """Analyze BASE and every NEW (archives, directories, single files) and compare each NEW with BASE:
-    (BASE's analysis, each NEW's, each comparison).
+    """Analyze BASE and every NEW (archives, directories, single files, or reports perfkit wrote:
+    `load_run`) and compare each NEW with BASE: (BASE's analysis, each NEW's, each comparison).
 
     Raises what `analyze_path` raises, and AnalysisError when a run has no load sweep to compare.
     """
-    base_analysis = analyze_path(base, thresholds=thresholds, tz=tz)
+    base_analysis, base_use, base_waits = load_run(base, thresholds=thresholds, tz=tz)
     out, analyses = [], []
     for new in news:
-        analysis = analyze_path(new, thresholds=thresholds, tz=tz)
+        analysis, new_use, new_waits = load_run(new, thresholds=thresholds, tz=tz)
         try:
             out.append(
                 compare(
@@ -151,7 +219,8 @@ def compare_paths(
                     base_name=shown_name(str(base)),
                     new_name=shown_name(str(new)),
                     min_change_pct=min_change_pct,
-                    use=(use.use_rows(base_analysis.dataset), use.use_rows(analysis.dataset)),
+                    use=(base_use, new_use),
+                    waits=(base_waits, new_waits),
                 )
             )
         except ValueError as exc:

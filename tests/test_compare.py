@@ -248,3 +248,37 @@ def test_a_cpu_quota_on_the_database_is_a_fall_beyond_noise(tmp_path: Path) -> N
     assert [s["threads"] for s in c["steps"]] == [8] and c["steps"][0]["significant"] is True
     assert "cpu.throttled" in c["findings"]["appeared"]
     assert "regression in" in r.output
+
+
+def test_analyzed_outputs_compare_side_by_side_without_judging(tmp_path: Path) -> None:
+    # reports perfkit wrote (a findings.json, or the directory holding it), read back: the steps'
+    # figures and the findings, never a verdict on a change (no per-interval samples in a report)
+    for src, out in ((CONTROL, "r0"), (HOT, "r1")):
+        assert CliRunner().invoke(main, ["analyze", str(src), "-o", str(tmp_path / out)]).exit_code == 0
+    r = CliRunner().invoke(
+        main, ["compare", str(tmp_path / "r0"), str(tmp_path / "r1" / "findings.json"), "--json"]
+    )
+    assert r.exit_code == 0, r.output
+    [c] = json.loads(r.output)["comparisons"]
+    doc0 = json.loads((tmp_path / "r0" / "findings.json").read_text())
+    doc1 = json.loads((tmp_path / "r1" / "findings.json").read_text())
+    assert [s["tps"] for s in c["steps"]] == [
+        [a["tps"], b["tps"]] for a, b in zip(doc0["sweep"]["steps"], doc1["sweep"]["steps"], strict=True)
+    ]
+    assert all(s["significant"] is None and s["why"].startswith("one figure a step") for s in c["steps"])
+    assert c["steps"][0]["p95_ms"] == [
+        doc0["sweep"]["steps"][0]["lat_p95_ms"],
+        doc1["sweep"]["steps"][0]["lat_p95_ms"],
+    ]
+    assert "db.lock-contention" in c["findings"]["appeared"] and c["knee"]["threads"] == [None, 4]
+    # an archive against a report: the same figures as report against report
+    mixed = CliRunner().invoke(main, ["compare", str(CONTROL), str(tmp_path / "r1"), "--json"])
+    assert json.loads(mixed.output)["comparisons"][0]["findings"] == c["findings"]
+
+
+def test_a_findings_json_perfkit_cannot_read_back_is_one_line(tmp_path: Path) -> None:
+    bad = tmp_path / "findings.json"
+    bad.write_text('{"format_version": 1, "sweep": {"steps": [{"threads": "many"}]}}')
+    r = CliRunner().invoke(main, ["compare", str(bad), str(HOT)])
+    assert r.exit_code == 1 and "Traceback" not in r.output
+    assert r.output.strip().startswith(f"Error: {bad}: cannot read it back as an analyzed run:")
