@@ -255,3 +255,20 @@ def test_lab_control_is_neither(tmp_path: Path) -> None:
     pid = info["instance"]["pid"]
     assert not [f for f in findings if f.rule == "cpu.throttled" and pid in f.evidence["pids"]]
     assert not [f for f in findings if f.rule == "io.throttled" and f.evidence["pid"] == pid]
+
+
+def test_a_limit_that_does_not_hold_at_the_heaviest_step_is_no_ceiling() -> None:
+    """CI: with the knee at 1 thread, the lab's own MariaDB flushing in the background at the
+    lightest step came out `io.throttled` in another scenario. The IOPS-limited run with its database's
+    threads running at 16 threads: held at 1 and 4 threads only, it is not the sweep's ceiling."""
+    from dataclasses import replace
+
+    ds = dataset(FIX / "scn-db-write-iops")
+    sweep, _ = model(ds, TH)
+    knee_at_1 = replace(sweep, knee_threads=1)
+    [f] = limits.io_throttled(ds, knee_at_1, TH)
+    assert "t0016" in f.evidence["steps_held"]
+    for cap in ds.of("threads"):
+        if cap.step == "t0016":
+            cap.frame.loc[cap.frame["pid"] == f.evidence["pid"], "state"] = "R"
+    assert limits.io_throttled(ds, knee_at_1, TH) == []
