@@ -154,12 +154,23 @@ def test_io_throttled_silent_on_the_cpu_quota_and_control_runs() -> None:
 
 
 def test_io_throttled_silent_when_the_device_is_busy() -> None:
-    th = {**TH, "io.throttled": {**TH["io.throttled"], "max_util_pct": 0.3}}
     ds = dataset(FIX / "scn-db-write-iops")
     sweep, _ = model(ds, TH)
+    # the limit used up holds the run while the device is busier than nearly idle (t0001 and t0004:
+    # median %util 0.40; t0016: 0.0) ...
+    th = {**TH, "io.throttled": {**TH["io.throttled"], "max_util_pct": 0.3}}
+    [f] = limits.io_throttled(ds, sweep, th)
+    assert f.evidence["steps_held"] == ["t0001", "t0004", "t0016"] and f.evidence["limit_visible"]
+    # ... unless the device is near full too
+    th["io.throttled"]["max_util_pct_limited"] = 0.3
     out = limits.io_throttled(ds, sweep, th)
-    # t0001 and t0004 (median %util 0.40) no longer count as far from busy; t0016 (0.0) still does
     assert [f.evidence["steps_held"] for f in out] == [["t0016"]]
+    # without a visible limit, only a nearly idle device says the ceiling is above it
+    for cap in ds.of("cgroup"):
+        cap.frame = cap.frame[cap.frame["key"] != "write_max_iops"]
+    th["io.throttled"]["max_util_pct_limited"] = 70
+    out = limits.io_throttled(ds, sweep, th)
+    assert [f.evidence["steps_held"] for f in out] == [["t0016"]] and not out[0].evidence["limit_visible"]
 
 
 def test_io_throttled_skips_without_thread_states_and_with_iotop_lacking_io_pct() -> None:
@@ -208,6 +219,19 @@ def ours(findings: list[Finding], rule: str, group: str | None) -> list[Finding]
     return [f for f in findings if f.rule == rule and (group is None or f.evidence.get(key) == f"/{group}")]
 
 
+def io_diagnosis(out: Path) -> str:
+    """What io.throttled measured at each step, its thresholds opened wide: why a lab run missed."""
+    ds = dataset(out / "archive")
+    sweep, _ = model(ds, TH)
+    wide = {"min_io_threads": 0.0, "max_util_pct": 100.0, "max_queue": 1e9, "max_util_pct_limited": 100.0}
+    found = limits.io_throttled(ds, sweep, {**TH, "io.throttled": {**TH["io.throttled"], **wide}})
+    if not isinstance(found, list):
+        return f"io.throttled skipped: {found.reason}"
+    return f"knee {sweep.knee_threads}; " + "; ".join(
+        f"pid {f.evidence['pid']}: {f.evidence['per_step']}" for f in found
+    )
+
+
 def idle_somewhere(out: Path) -> float:
     """The most idle step of the run's host (vmstat median), for the quota test's precondition."""
     ds = dataset(out / "archive")
@@ -242,7 +266,9 @@ def test_lab_db_cpu_quota_is_cpu_throttled(tmp_path: Path) -> None:
 def test_lab_db_write_iops_is_io_throttled_at_its_limit(tmp_path: Path) -> None:
     info, findings = scenario("db-write-iops", tmp_path / "run")
     group = info["limit"]["cgroup"]["name"]
-    (f,) = ours(findings, "io.throttled", group)
+    found = ours(findings, "io.throttled", group)
+    assert len(found) == 1, io_diagnosis(tmp_path / "run")
+    (f,) = found
     assert f.evidence["pid"] == info["instance"]["pid"]
     assert f.evidence["limit_key"] == "write_max_iops" and f.evidence["limit"] == 40.0
     assert 30 <= f.evidence["done_per_s_min"] <= f.evidence["done_per_s_max"] <= 44
