@@ -9,6 +9,7 @@ import io
 import os
 import re
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 from pathlib import Path
 from typing import IO
@@ -27,6 +28,64 @@ SNIFF_BYTES = 8192
 # Dates whose times a frame's datetime64[ns] (1677-09-21 to 2262-04-11) holds, with a year of room at
 # each end for a capture's days and any zone's offset: beyond them int64 ns stamps wrap (wrong times).
 FIRST_DATE, PAST_DATE = date(1678, 1, 1), date(2262, 1, 1)
+
+
+# How many skipped lines a capture keeps to quote; the rest are only counted.
+SKIP_QUOTES = 3
+
+
+@dataclass(frozen=True)
+class SkippedLine:
+    line_no: int
+    text: str  # cut to 200 characters
+    reason: str
+
+
+@dataclass
+class Skips:
+    """Lines a parser left out because it did not know them: a table a newer tool version added, a
+    block of another tool, a message on stderr saved with the output. Counted, the first few kept to
+    quote. A capture with any is *partial*: the report's inputs table and findings.json say so.
+
+    The bar for refusing a file whole is `refuse_if_nothing_read`: no data row at all. A file that
+    holds one readable table among twenty unknown ones (`sar -A`) is read, not refused.
+    Kept in the frame's attrs as `skipped` (`skips_of` reads it back).
+    """
+
+    count: int = 0
+    quoted: list[SkippedLine] = field(default_factory=list)
+
+    def add(self, line_no: int, text: str, reason: str) -> None:
+        self.count += 1
+        if len(self.quoted) < SKIP_QUOTES:
+            self.quoted.append(SkippedLine(line_no, text[:200], reason))
+
+    def add_block(self, first_line_no: int, lines: list[str], reason: str) -> None:
+        """A block of unknown lines (a whole table): counted line by line, its first line quoted."""
+        if lines:
+            self.add(first_line_no, lines[0], reason)
+            self.count += len(lines) - 1
+
+    def refuse_if_nothing_read(self, rows: int, lines: Lines) -> None:
+        """Raise when no data row was read and lines were skipped: nothing of the file is usable."""
+        if rows == 0 and self.quoted:
+            first = self.quoted[0]
+            raise lines.error(
+                first.line_no, first.text, f"nothing readable ({self.count} lines skipped): {first.reason}"
+            )
+
+    def summary(self) -> str:
+        """`12 lines skipped, e.g. line 40 'Summary: ...' (a summary line)`; empty when none."""
+        if not self.count:
+            return ""
+        first = self.quoted[0]
+        return f"{self.count} lines skipped, e.g. line {first.line_no} {first.text[:60]!r} ({first.reason})"
+
+
+def skips_of(frame: pd.DataFrame) -> Skips:
+    """The lines a parser skipped in the capture behind `frame` (none when it records no `skipped`)."""
+    found = frame.attrs.get("skipped")
+    return found if isinstance(found, Skips) else Skips()
 
 
 class Lines:

@@ -262,7 +262,7 @@ def parse(
 ) -> None:
     """Parse one capture FILE into a table (CSV, JSON records or Parquet)."""
     from perfkit import parsers
-    from perfkit.parsers._common import head
+    from perfkit.parsers._common import head, skips_of
 
     if list_kinds:
         width = max(map(len, parsers.registry()))
@@ -302,6 +302,9 @@ def parse(
     dropped = df.attrs.get("dropped_lines", 0)
     if dropped:
         click.echo(f"{file}: {dropped} cut-off last line dropped", err=True)
+    skipped = skips_of(df)
+    if skipped.count:
+        click.echo(f"{file}: partial: {skipped.summary()}", err=True)
 
 
 def _write_parquet(df: Any, output: Path) -> None:

@@ -17,7 +17,7 @@ import pandas as pd
 from perfkit import parsers
 from perfkit.archive import Archive
 from perfkit.errors import ParseError
-from perfkit.parsers._common import clock_stamps, head
+from perfkit.parsers._common import Skips, clock_stamps, head, skips_of
 
 # Kinds perfkit records on purpose without parsing them, and why.
 KEPT_UNPARSED = {
@@ -39,6 +39,11 @@ class Capture:
     @property
     def dropped_lines(self) -> int:
         return int(self.frame.attrs.get("dropped_lines", 0))
+
+    @property
+    def skipped(self) -> Skips:
+        """Lines its parser did not know and left out: the capture is partial when there are any."""
+        return skips_of(self.frame)
 
 
 @dataclass
@@ -102,6 +107,11 @@ class Dataset:
                 "host": c.host,
                 "rows": len(c.frame),
                 "dropped_lines": c.dropped_lines,
+                "partial": bool(c.skipped.count),
+                "skipped_lines": c.skipped.count,
+                "skipped": [
+                    {"line": q.line_no, "text": q.text, "reason": q.reason} for q in c.skipped.quoted
+                ],
             }
             for c in self.captures
         ]

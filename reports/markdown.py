@@ -266,12 +266,12 @@ def render(
     out += [
         "## Inputs",
         "",
-        "| file | kind | host | step | rows | dropped lines |",
-        "|---|---|---|---|---:|---:|",
+        "| file | kind | host | step | rows | dropped lines | skipped (partial) |",
+        "|---|---|---|---|---:|---:|---|",
     ]
     out += [
         f"| {esc(c.path)} | {c.kind} | {esc(c.host or '-')} | {esc(c.step or '-')} | {len(c.frame)} | "
-        f"{c.dropped_lines} |"
+        f"{c.dropped_lines} | {esc(c.skipped.summary() or '-')} |"
         for c in ds.captures
     ]
     out.append("")
