@@ -27,6 +27,12 @@ often cut). iftop prints no time, so blocks are numbered, not timestamped. A blo
   without it; all converted to bytes per second. `cumulative` (bytes since start) is always in
   `B KB MB GB`. iftop prints 3 significant digits, so converted values carry that rounding.
   Packet units (`-u packets`: `p Kp Mp`) are refused with a ParseError.
+- Saved with stderr (`iftop -t ... > f 2>&1`): iftop's own messages before the first block
+  (`interface: lo`, `IP address is: ...`, `IPv6 address is: ...`, `MAC address is: ...`) are known
+  and passed over without making the capture partial (`interface:` must agree with `Listening on`).
+  Any other line outside a block (a shell's or pcap's message) is skipped and counted
+  (`attrs["skipped"]`, parsers/_common.Skips): the capture is read, marked partial. Inside a block
+  an unknown line is still a ParseError naming it: it sits among rows whose numbers it could be.
 - Hosts: `-n` numeric; IPv6 with a port is printed `[fd99::1]:35930`. Ports are numbers with
   `-N`; without `-N` a service name (`:http`) leaves the port NA (said in `notes`). A host column
   is 40 characters wide: longer names overflow it and are still read (split on whitespace).
@@ -52,7 +58,8 @@ Schema (one row per connection line, blocks in file order):
 `recv_...`, `total_...`, `peak_{send,recv,total}_bytes_s`, `cumulative_{send,recv,total}_bytes`),
 `interface` (from `Listening on`), `rate_unit` (`bytes` or `bits`, as printed),
 `dropped_lines` (a cut-off last line), `unknown_columns` (always empty), `notes` (an unfinished
-last block, service names).
+last block, service names), `skipped` (a `Skips`: unknown lines outside blocks). A file with no block
+and no connection read, but lines skipped, is refused naming its first skipped line.
 
 Fast path (a path or a string, read as bytes): one regex (`_FAST_BLOCK`) matches a whole block; the
 connection pairs of many blocks are then read at once, by column when every line has iftop's 92-column
@@ -78,7 +85,7 @@ import pandas as pd
 from perfkit.errors import ParseError
 
 from ._chunks import Interned, byte_pieces, walk_text
-from ._common import Lines, Source, coerce, empty_frame, feed_lines
+from ._common import Lines, Skips, Source, coerce, empty_frame, feed_lines
 
 KIND = "iftop"
 
@@ -113,6 +120,9 @@ _PACKETS = ("p", "Kp", "Mp")
 _VALUE = re.compile(r"^(\d{1,12}(?:\.\d{1,6})?)([A-Za-z]{1,2})$")
 _VALUE_LINES = re.compile(r"^([0-9]{1,12}(?:\.[0-9]{1,6})?)([A-Za-z]{1,2})$", re.MULTILINE)  # `_VALUE`, ASCII
 _LISTENING = re.compile(r"^Listening on (\S+)$")
+# what iftop writes to stderr before it listens (packet_init): known, so not counted as skipped
+_STDERR_INTERFACE = re.compile(r"^interface: (\S+)$")
+_STDERR_ADDRESS = re.compile(r"^(?:IP address is|IPv6 address is|MAC address is): \S+$")
 _HEADER = re.compile(
     r"^\s*# Host name \(port/service if enabled\)\s+last 2s\s+last 10s\s+last 40s\s+cumulative$"
 )
@@ -204,8 +214,9 @@ def parse(source: Source, *, host: str | None = None, tz: str = "UTC") -> pd.Dat
         `dropped_lines`, `unknown_columns`, `notes`.
 
     Raises:
-        ParseError: a line iftop does not print, a value without a known unit, packet units, bits
-            and bytes mixed, a `<=` line without its `=>` line.
+        ParseError: a line iftop does not print inside a block, a value without a known unit, packet
+            units, bits and bytes mixed, a `<=` line without its `=>` line; no block read at all
+            while other lines were skipped.
     """
     st = _State()
     try:
@@ -229,6 +240,8 @@ def parse(source: Source, *, host: str | None = None, tz: str = "UTC") -> pd.Dat
     if st.in_block:
         st.notes.append(f"block {st.block} unfinished (capture cut off): its totals are missing")
     st.flush()
+    if st.lines is not None:
+        st.skips.refuse_if_nothing_read(len(st.totals) + sum(len(b) for b in st.parts["block"]), st.lines)
     attrs = {
         "totals": st.totals,
         "interface": st.interface,
@@ -236,6 +249,7 @@ def parse(source: Source, *, host: str | None = None, tz: str = "UTC") -> pd.Dat
         "dropped_lines": st.dropped,
         "unknown_columns": [],
         "notes": st.notes,
+        "skipped": st.skips,
     }
     # each column's parts are let go once joined: the parts and the frame are not all held at once
     c = {k: np.concatenate(st.parts.pop(k)) if st.parts[k] else np.empty(0) for k in list(st.parts)}
@@ -414,6 +428,8 @@ class _State:
         self.current: dict[str, float | int | None] = {}
         self.totals: list[dict[str, float | int | None]] = []
         self.dropped = 0
+        self.skips = Skips()
+        self.interface_said: str | None = None  # stderr's `interface: X`
         self.notes: list[str] = []
         self.cols: dict[str, list] = {k: [] for k in SCHEMA if k != "host"}
         self._token_cache: dict[str, tuple[float, str]] = {}  # a value token -> (bytes, unit family)
@@ -437,6 +453,7 @@ class _State:
             if self.interface is not None and self.interface != m[1]:
                 raise lines.error(line_no, line, f"second interface {m[1]!r} after {self.interface!r}")
             self.interface = m[1]
+            self._check_interface(line_no, line, lines)
             return
         if _HEADER.match(text):
             if self.in_block:
@@ -453,7 +470,12 @@ class _State:
             self.totals.append(self.current)
             return
         if not self.in_block:
-            raise lines.error(line_no, line, "not an iftop -t line (outside a block)")
+            if m := _STDERR_INTERFACE.match(text):
+                self.interface_said = m[1]
+                self._check_interface(line_no, line, lines)
+            elif not _STDERR_ADDRESS.match(text):
+                self.skips.add(line_no, line, "not an iftop -t line (outside a block)")
+            return
         if m := _TOTAL.match(text):
             self._end_pair(line_no, line, lines)
             key = _TOTAL_KEYS[m[1]]
@@ -472,6 +494,11 @@ class _State:
             self.current.update(zip(names, vals, strict=True))
             return
         raise lines.error(line_no, line, "not an iftop -t line")
+
+    def _check_interface(self, line_no: int, line: str, lines: Lines) -> None:
+        said, listening = self.interface_said, self.interface
+        if said is not None and listening is not None and said != listening:
+            raise lines.error(line_no, line, f"interface {said!r} on stderr, listening on {listening!r}")
 
     def flush(self) -> None:
         """Move the line walk's rows so far into `parts`."""

@@ -125,3 +125,41 @@ def test_sniff_own_fixtures_and_not_others() -> None:
         if path.parent.name != "iftop":
             assert not iftop.sniff(path.read_text(errors="replace")), path
     assert "iftop" in parsers.registry()
+
+
+def test_stderr_saved_with_stdout_is_read_not_refused() -> None:
+    # `iftop -t -s 2 -i lo > f 2>&1`: `interface: lo`, `IP address is: 127.0.0.1`, `IPv6 address is: ::1`,
+    # `MAC address is: 00:...` before `Listening on lo`: iftop's own messages, passed over, not partial
+    df = iftop.parse(F / "iftop-1.0pre4-t-s2-lo-stderr.txt")
+    assert len(df) == 2 and df.attrs["interface"] == "lo" and df.attrs["rate_unit"] == "bits"
+    assert df.attrs["skipped"].count == 0
+    # line 8 `1 localhost  =>  8.75Mb  8.75Mb  8.75Mb  2.19MB`
+    send = df.iloc[0]
+    assert (send["src"], send["dst"], send["direction"]) == ("localhost", "localhost", "send")
+    assert send["rate_2s_bytes_s"] == pytest.approx(8.75 * MB / 8)
+    assert send["cumulative_bytes"] == pytest.approx(2.19 * MB)
+    assert df.attrs["totals"][0]["cumulative_total_bytes"] == pytest.approx(2.19 * MB)
+    df = iftop.parse(F / "iftop-1.0pre4-t-s2-n-N-P-B-lo-stderr.txt")
+    assert len(df) == 20 and df["rank"].max() == 10 and df.attrs["skipped"].count == 0
+    # line 8 `1 127.0.0.1:18081  =>  100KB  100KB  100KB  201KB`, line 9 `127.0.0.1:57122  <=  0B ...`
+    assert (df.at[0, "src_port"], df.at[0, "dst_port"]) == (18081, 57122)
+    assert df.at[0, "rate_10s_bytes_s"] == pytest.approx(100 * KB)
+    assert df.attrs["totals"][0]["send_2s_bytes_s"] == pytest.approx(1.09 * MB)
+    assert parsers.sniff_kind((F / "iftop-1.0pre4-t-s2-lo-stderr.txt").read_text()) == "iftop"
+
+
+def test_unknown_line_outside_a_block_is_skipped_and_counted() -> None:
+    text = (F / "iftop-1.0pre4-t-s2-lo-stderr.txt").read_text()
+    df = iftop.parse("bash: warning: setlocale: LC_ALL: cannot change locale (de_DE)\n" + text)
+    assert len(df) == 2 and df.attrs["skipped"].count == 1
+    assert df.attrs["skipped"].quoted[0].line_no == 1
+    with pytest.raises(ParseError, match=r"interface 'eth0' on stderr, listening on 'lo'"):
+        iftop.parse(text.replace("interface: lo", "interface: eth0"))
+    with pytest.raises(ParseError, match=r":1: nothing readable \(2 lines skipped\)"):
+        iftop.parse("pcap_open_live(eth9): eth9: No such device exists\nsome other line\n")
+    # inside a block an unknown line stays an error: it sits among the rows
+    lines = text.splitlines()
+    lines.insert(8, "garbage")
+    with pytest.raises(ParseError, match="not an iftop -t line") as info:
+        iftop.parse("\n".join(lines) + "\n")
+    assert info.value.line_no == 9
