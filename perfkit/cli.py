@@ -635,6 +635,21 @@ def _run_options(tool: str, default_db: str) -> Any:
             multiple=True,
             help="Also follow the threads and cgroup of processes named NAME. Repeatable.",
         ),
+        click.option(
+            "--perf",
+            "perf_process",
+            metavar="NAME",
+            help="Opt-in: perf record -F 99 -g on the process NAME in every step, stacks folded on the "
+            "host (`perfkit compare --steps A,B`: what grows with concurrency).",
+        ),
+        click.option(
+            "--pprof",
+            "pprof_urls",
+            metavar="URL",
+            multiple=True,
+            help="Opt-in: fetch Go pprof profiles in every step from http://host:port (TiDB 10080, PD "
+            "2379, TiKV 20180). Repeatable.",
+        ),
         _ssh_options,
         click.option(
             "--no-db-sampler", is_flag=True, help="Do not sample SHOW GLOBAL STATUS during the steps."
@@ -831,12 +846,15 @@ def _sweep(kw: dict[str, Any], db: Any, runner: Any, record: dict[str, Any], *, 
         kw["identity"],
         kw["accept_new_host_key"],
     )
+    specs = captures.profile(kw["profile"])
     try:
+        if kw["perf_process"]:
+            specs += captures.perf_specs(kw["perf_process"])
         opts = session.Options(
-            window=1, specs=captures.profile(kw["profile"]), secrets=_secrets(db), watch=kw["watch"]
+            window=1, specs=specs, secrets=_secrets(db), watch=kw["watch"], pprof=tuple(kw["pprof_urls"])
         )
     except ValueError as exc:
-        raise click.BadParameter(str(exc), param_hint="--watch") from None
+        raise click.BadParameter(str(exc), param_hint="--watch/--perf/--pprof") from None
     record = {
         "plan_file": str(kw["plan"]) if kw["plan"] else None,
         "options": {k: (str(v) if isinstance(v, Path) else v) for k, v in kw.items() if k != "plan"},

@@ -282,3 +282,42 @@ def test_a_findings_json_perfkit_cannot_read_back_is_one_line(tmp_path: Path) ->
     r = CliRunner().invoke(main, ["compare", str(bad), str(HOT)])
     assert r.exit_code == 1 and "Traceback" not in r.output
     assert r.output.strip().startswith(f"Error: {bad}: cannot read it back as an analyzed run:")
+
+
+@pytest.mark.lab
+def test_a_real_run_with_perf_compares_its_own_steps(lab_mariadb: Path, tmp_path: Path) -> None:
+    """`perfkit run --perf mariadbd` folds the database's stacks in every step; `compare --steps 1,4`
+    draws each run's 4-thread profile against its own 1-thread one, from those real captures."""
+    import os
+    import subprocess
+    import sys
+
+    from .conftest import lab_password, need_tool
+
+    need_tool("perf")
+    env = {**os.environ, "PERFKIT_MYSQL_PASSWORD": lab_password(lab_mariadb)}
+    run = tmp_path / "run"
+    cli = [sys.executable, "-c", "import sys; from perfkit.cli import main; sys.exit(main())"]
+    proc = subprocess.run(
+        [*cli, "run", "sysbench", "--mysql-user", "perfkit", "--workload", "oltp_point_select",
+         "--tables", "2", "--table-size", "10000", "--threads", "1,4", "--time", "4",
+         "--profile", "minimal", "--perf", "mariadbd", "--no-report", "-o", str(run)],
+        capture_output=True, text=True, env=env, timeout=300,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    manifest = json.loads((run / "manifest.json").read_text())
+    folded = {r["step"]: r for r in manifest["captures"] if r["kind"] == "folded"}
+    assert sorted(folded) == ["t0001", "t0004"] and all(r["status"] == "ok" for r in folded.values())
+    samples = {}
+    for step, rec in folded.items():
+        rows = [line.rsplit(" ", 1) for line in (run / rec["path"]).read_text().splitlines()]
+        assert rows and all(stack.startswith("mariadbd;") for stack, _ in rows)
+        samples[step] = sum(int(n) for _, n in rows)
+    # four clients keep the server busier than one: more of its stacks sampled at 99 Hz
+    assert samples["t0004"] > samples["t0001"] > 0
+    cmp = tmp_path / "cmp"
+    r = CliRunner().invoke(main, ["compare", str(run), str(run), "--steps", "1,4", "-o", str(cmp)])
+    assert r.exit_code == 0, r.output
+    html = (cmp / "compare.html").read_text()
+    assert html.count("4 threads against 1 threads") >= 2  # each run's own, titled with the direction
+    assert "red: a larger share in 4 threads than in 1 threads" in html
