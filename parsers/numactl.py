@@ -24,6 +24,26 @@ numactl can print, with an optional `(8)` count).
 
 In VMs the size can be below the RAM (the guest's firmware describes one node).
 
+Scripts often save `numactl --hardware; numactl --show` in one file (either order). `--show` prints
+the memory policy and bindings of the process that ran it (the script's shell, which the tools it
+starts inherit), read into `attrs["show"]`:
+
+    policy: default                          (bind, interleave, preferred, local, preferred-many)
+    preferred node: current                  (`0`, `0 (interleave next)`, `1 (preferred-many)`)
+    interleavemask: 0 1                      (interleave only, with `interleavenode: 0`)
+    physcpubind: 0 1                         (the CPUs it may run on)
+    cpubind: 0
+    nodebind: 0                              (the nodes of those CPUs)
+    membind: 0                               (the nodes it may allocate from)
+    preferred:                               (numactl 2.0.16+)
+
+A kernel without NUMA makes `--show` print `physcpubind: ...` and `No NUMA support available on
+this system.`. A line of neither tool's form outside the distance matrix (a shell's message saved
+with `2>&1`) is skipped and counted (`attrs["skipped"]`, parsers/_common.Skips): the capture is read
+and marked partial; a file with no node, no `available:`/`No NUMA` line and no `--show` line, but
+lines skipped, is refused naming the first. A line that starts as numactl's own (`node `,
+`available:`) but does not match its form, or an unknown line inside the matrix, stays an error.
+
 Schema (one row per node, in file order):
 
 | column | dtype | meaning |
@@ -43,7 +63,10 @@ Schema (one row per node, in file order):
   capture has no complete matrix (no NUMA, no distance information, or a cut capture).
 - `available_nodes`: the count on the `available:` line (0 for `No NUMA available`, None when
   the line is missing).
-- `dropped_lines` (a cut-off last line), `notes`.
+- `show`: what `numactl --show` printed, `{}` without it: `policy` and `preferred_node` (str, as
+  printed), `interleavenode` (int), and each mask (`physcpubind`, `cpubind`, `nodebind`, `membind`,
+  `preferred`, `interleavemask`) as a list of ints.
+- `dropped_lines` (a cut-off last line), `notes`, `skipped` (a `Skips`).
 
 Tested on: tests/fixtures/numactl/ (README.md there).
 """
@@ -57,7 +80,7 @@ import pandas as pd
 
 from perfkit.errors import ParseError
 
-from ._common import Lines, Source, coerce, empty_frame, feed_lines
+from ._common import Lines, Skips, Source, coerce, empty_frame, feed_lines
 
 KIND = "numactl"
 
@@ -79,14 +102,26 @@ _DIST_ROW = re.compile(r"^\s*(\d{1,7}):((?:\s+\d{1,5})+)\s*$")
 _CPU_ITEM = re.compile(r"^(\d{1,7})(?:-(\d{1,7}))?$")
 _NO_NUMA = "No NUMA available on this system"
 _NO_DISTANCES = "No distance information available."
+# numactl --show (numactl.c `show()`): `name: value` lines, masks printed `%d ` per set bit
+_SHOW = re.compile(
+    r"^(policy|preferred node|interleavenode|physcpubind|cpubind|nodebind|membind|preferred|interleavemask)"
+    r":(.*)$"
+)
+# numactl --hardware's own line starts: one that matches no form above is malformed, not foreign
+_OWN = re.compile(r"^(?:node\b|available:)")
+_SHOW_MASKS = frozenset({"physcpubind", "cpubind", "nodebind", "membind", "preferred", "interleavemask"})
+_SHOW_NO_NUMA = "No NUMA support available on this system."
 
 
 def sniff(text: str) -> bool:
-    """numactl --hardware starts with `available: N nodes (...)` (or says there is no NUMA)."""
-    for line in text[:4096].splitlines()[:5]:
-        if line.strip():
-            return bool(_AVAILABLE.match(line.rstrip())) or line.strip() == _NO_NUMA
-    return False
+    """numactl --hardware starts with `available: N nodes (...)` (or says there is no NUMA); after a
+    `numactl --show` (`policy: ...` first) its `available:` line follows within a few lines."""
+    lines = [line.rstrip() for line in text[:4096].splitlines()[:20] if line.strip()]
+    if not lines:
+        return False
+    if lines[0].startswith("policy: "):
+        return any(_AVAILABLE.match(line) for line in lines[1:12])
+    return bool(_AVAILABLE.match(lines[0])) or lines[0].strip() == _NO_NUMA
 
 
 def parse(source: Source, *, host: str | None = None, tz: str = "UTC") -> pd.DataFrame:
@@ -98,12 +133,13 @@ def parse(source: Source, *, host: str | None = None, tz: str = "UTC") -> pd.Dat
         tz: unused (numactl prints no time); accepted for the common parser signature.
 
     Returns:
-        A frame with exactly the `SCHEMA` columns; attrs `distances`, `available_nodes`,
-        `dropped_lines`, `notes`.
+        A frame with exactly the `SCHEMA` columns; attrs `distances`, `available_nodes`, `show`,
+        `dropped_lines`, `notes`, `skipped`.
 
     Raises:
-        ParseError: a line numactl does not print, a node missing from the `available:` list, a
-            distance row whose length does not match the header.
+        ParseError: a line inside the distance matrix that is no distance row, a node missing from
+            the `available:` list, a distance row whose length does not match the header, a bad
+            `--show` mask; nothing read while lines were skipped.
     """
     state = _State()
     try:
@@ -115,11 +151,16 @@ def parse(source: Source, *, host: str | None = None, tz: str = "UTC") -> pd.Dat
         raise ParseError(
             KIND, path, state.line_no, "", f"cannot parse ({type(exc).__name__}: {exc})"
         ) from exc
+    if state.lines is not None:
+        read = len(state.nodes) + (state.available is not None) + bool(state.show)
+        state.skips.refuse_if_nothing_read(read, state.lines)
     attrs = {
         "distances": state.distances(),
         "available_nodes": state.available,
+        "show": state.show,
         "dropped_lines": state.dropped,
         "notes": state.notes,
+        "skipped": state.skips,
     }
     nodes = state.nodes
     if not nodes:
@@ -153,19 +194,30 @@ class _State:
         self.dist_nodes: list[int] | None = None
         self.dist_rows: dict[int, list[int]] = {}
         self.no_numa = False
+        self.show: dict[str, object] = {}
         self.dropped = 0
         self.notes: list[str] = []
+        self.skips = Skips()
 
     def feed(self, line_no: int, line: str, lines: Lines) -> None:
         self.lines, self.line_no = lines, line_no
         text = line.rstrip()  # numactl ends every matrix line with a space
         if not text:
             return
+        if self.in_distances:
+            if self._matrix_done() and not _DIST_ROW.match(text):
+                self.in_distances = False  # another tool's output follows the matrix
+            else:
+                self._distance_line(line_no, line, text, lines)
+                return
+        if m := _SHOW.match(text):
+            self._show_line(m[1], m[2].strip(), line_no, line, lines)
+            return
+        if text == _SHOW_NO_NUMA:
+            self.notes.append(f"numactl --show: {_SHOW_NO_NUMA}")
+            return
         if self.no_numa:
             raise lines.error(line_no, line, f"text after {_NO_NUMA!r}")
-        if self.in_distances:
-            self._distance_line(line_no, line, text, lines)
-            return
         if m := _AVAILABLE.match(text):
             if self.available is not None or self.nodes:
                 raise lines.error(line_no, line, "second `available:` line: two captures in one file?")
@@ -199,7 +251,29 @@ class _State:
         if text == _NO_DISTANCES:
             self.notes.append("numactl: no distance information available")
             return
-        raise lines.error(line_no, line, "not a `numactl --hardware` line")
+        if _OWN.match(text):
+            raise lines.error(line_no, line, "not a `numactl --hardware` line")
+        self.skips.add(line_no, line, "not a `numactl --hardware` or `--show` line")
+
+    def _matrix_done(self) -> bool:
+        return self.dist_nodes is not None and set(self.dist_rows) == set(self.dist_nodes)
+
+    def _show_line(self, key: str, value: str, line_no: int, line: str, lines: Lines) -> None:
+        """A `numactl --show` line into `show`: masks as lists of ints, the rest as printed."""
+        name = key.replace(" ", "_")
+        if name in self.show:
+            raise lines.error(line_no, line, f"second `{key}:` line: two `numactl --show` in one file?")
+        if key in _SHOW_MASKS:
+            tokens = value.split()
+            if not all(t.isdigit() and len(t) <= 7 for t in tokens):
+                raise lines.error(line_no, line, f"`{key}:` is not a list of numbers")
+            self.show[name] = [int(t) for t in tokens]
+        elif key == "interleavenode":
+            if not value.isdigit() or len(value) > 7:
+                raise lines.error(line_no, line, "`interleavenode:` is not a node number")
+            self.show[name] = int(value)
+        else:
+            self.show[name] = value
 
     def cut_last(self, line_no: int, line: str, lines: Lines) -> None:
         """A last line without newline was cut mid-write: `size: 66` may be `size: 6618 MB` cut short."""

@@ -154,3 +154,51 @@ def test_real_numactl_here() -> None:
     assert len(df) == df.attrs["available_nodes"]
     if len(df):
         assert all(row[i] == 10 for i, row in enumerate(df.attrs["distances"]["matrix"]))
+
+
+def test_hardware_then_show_reads_both() -> None:
+    # `numactl --hardware; numactl --show` saved in one file: the node and the shell's policy
+    df = numactl.parse(N / "numactl-2.0.16-hardware-show.txt")
+    assert df["node"].tolist() == [0] and df.at[0, "size_mb"] == 7514 and df.at[0, "free_mb"] == 5541
+    assert df.attrs["distances"] == {"nodes": [0], "matrix": [[10]]}
+    assert df.attrs["show"] == {
+        "policy": "default",
+        "preferred_node": "current",
+        "physcpubind": [0, 1],
+        "cpubind": [0],
+        "nodebind": [0],
+        "membind": [0],
+        "preferred": [],
+    }
+    assert df.attrs["skipped"].count == 0
+    # run under `numactl --interleave=all`: the interleave lines
+    show = numactl.parse(N / "numactl-2.0.16-interleave-hardware-show.txt").attrs["show"]
+    assert show["policy"] == "interleave" and show["preferred_node"] == "0 (interleave next)"
+    assert show["interleavemask"] == [0] and show["interleavenode"] == 0 and show["preferred"] == [0]
+
+
+def test_show_then_hardware_is_sniffed_and_read() -> None:
+    path = N / "numactl-2.0.16-bind-show-hardware.txt"
+    assert parsers.sniff_kind(path.read_text()) == "numactl"
+    df = numactl.parse(path)
+    assert df["cpu_count"].tolist() == [2] and df.attrs["available_nodes"] == 1
+    # `numactl --membind=0 --physcpubind=1`: policy bind, one CPU
+    assert df.attrs["show"]["policy"] == "bind" and df.attrs["show"]["physcpubind"] == [1]
+    assert df.attrs["show"]["membind"] == [0]
+
+
+def test_unknown_lines_skipped_numactl_lines_still_checked() -> None:
+    text = (N / "numactl-2.0.16-hardware-show.txt").read_text()
+    df = numactl.parse(text + "sh: 1: numastat: not found\n")
+    assert len(df) == 1 and df.attrs["skipped"].count == 1
+    assert df.attrs["skipped"].quoted[0].line_no == 15
+    with pytest.raises(ParseError, match="not a list of numbers") as info:
+        numactl.parse(text.replace("membind: 0 ", "membind: zero"))
+    assert info.value.line_no == 13
+    with pytest.raises(ParseError, match=r"nothing readable \(1 lines skipped\)"):
+        numactl.parse("numactl: command not found\n")
+    # no NUMA: --show prints the CPUs it may run on and says so (numactl.c `show()`)
+    df = numactl.parse(
+        "No NUMA available on this system\nphyscpubind: 0 1 \nNo NUMA support available on this system.\n"
+    )
+    assert df.empty and df.attrs["show"] == {"physcpubind": [0, 1]} and df.attrs["skipped"].count == 0
