@@ -14,7 +14,8 @@ Columns are mapped by header name (parsers/_columns.py), never by position. `-m`
 converted to kB (x1024), `rsec/s` (POSIXLY_CORRECT, 512-byte sectors) to kB (/2). With or without
 `-d` (`avg-cpu:` blocks are skipped), `-t` timestamps in C (`11/22/26 08:09:54`), en_US
 (`11/22/2026 08:09:59 AM`, 12-hour clock read by hand), de_DE (`22.11.2026 08:09:59`, values with a
-decimal comma are read as such) and ISO (`2026-11-22T08:09:55+0000`, the only form with a zone;
+decimal comma are read as such), zh_CN / ja_JP (`2026年11月27日 12时46分44秒`, ja_JP `時`; such a
+capture goes through the line walk) and ISO (`2026-11-22T08:09:55+0000`, the only form with a zone;
 the others are wall-clock time in `tz`). Headerless row fragments (seed 000) take the last header
 seen; with no header at all in the file the column order is inferred from the value count (13:
 sysstat <= 11.4, 22: sysstat 12.3+) and said so in `attrs["notes"]`. Not read: `iostat -h`
@@ -35,12 +36,16 @@ Schema (one row per device per report):
 | r_await_ms, w_await_ms, d_await_ms, f_await_ms | float64 | mean time per request, ms |
 | await_ms | float64 | printed by <= 11.4; else the IO-weighted mean of r_await and w_await |
 | aqu_sz | float64 | mean queue length (`avgqu-sz` / `aqu-sz`) |
-| areq_kb | float64 | mean request size over reads and writes, kB: (rkb_s+wkb_s)/(r_s+w_s) |
+| areq_kb | float64 | mean request size over reads and writes, kB (below) |
 | rareq_kb, wareq_kb | float64 | mean read / write request size, kB (>= 11.5 only) |
 | util_pct | float64 | %util |
 | svctm_ms | float64 | svctm (<= 12.0 only; untrustworthy) |
 
 A column the version does not print is NaN, never 0; derived columns are NaN when there was no IO.
+`areq_kb` is what iostat computed from its exact counters, never the printed rates (`-m` rounds them
+to 0.01 MB/s: a 26 kB request came out 43 kB, a busy device 0): `avgrq-sz` / 2 (<= 11.4, 512-byte
+sectors; a 0 with r/s and w/s 0 is NaN, a size beside rates rounded to 0.00 stands), `areq-sz`, else
+`rareq-sz`/`wareq-sz` (kB) weighted by r/s and w/s; (rkb_s+wkb_s)/(r_s+w_s) only when none is printed.
 `df.attrs`: `header_generation`, `unknown_columns` (header names in no table), `dropped_lines`
 (a truncated last line), `notes`, `cpus` (the last banner's `(N CPU)`, None without a banner).
 
@@ -132,6 +137,8 @@ _TIMESTAMP = re.compile(
     r"(\s*[AaPp]\.?[Mm]\.?)?"  # 12-hour clock
     r"\s*([+-]\d{2}:?\d{2}|Z)?\s*$"  # ISO zone
 )
+# zh_CN / ja_JP: `2026年11月27日 12时46分44秒` (ja_JP writes 時); read into the parts `_TIMESTAMP` gives
+_CJK_TIMESTAMP = re.compile(r"(\d{4}年\d{1,2}月\d{1,2}日)\s+(\d{1,2})[时時](\d{2})分(\d{2})秒\s*$")
 _BANNER_HOST = re.compile(r"^Linux\s+\S+\s+\(([^)]*)\)")
 _SNIFF_HEADER = re.compile(r"^Device:?\s+(?=.*(?:\br/s\b|\brrqm/s\b|\bw/s\b|\baqu-sz\b))")
 
@@ -181,7 +188,18 @@ def parse(source: _common.Source, *, host: str | None = None, tz: str = "UTC") -
 class _Layout:
     """One header's column plan: which printed column feeds which schema column, times what."""
 
-    __slots__ = ("ncols", "plan", "missing", "generation", "unknown", "line_no", "has_rates", "prints_await")
+    __slots__ = (
+        "ncols",
+        "plan",
+        "missing",
+        "generation",
+        "unknown",
+        "line_no",
+        "has_rates",
+        "prints_await",
+        "prints_areq",
+        "prints_rwareq",
+    )
 
     def __init__(self, tokens: list[str], line_no: int, line: str, lines: _common.Lines):
         names = tokens[1:]
@@ -209,6 +227,10 @@ class _Layout:
         printed = set(seen.values())
         self.has_rates = {"r_s", "w_s", "rkb_s", "wkb_s"} <= set(seen)
         self.prints_await = "await" in printed
+        # the request size as iostat computed it from its exact counters: never recomputed from the
+        # printed rates, which `-m` rounds to 0.01 MB/s (a 26 kB request read as 43 kB, or 0)
+        self.prints_areq = "areq_kb" in seen
+        self.prints_rwareq = {"r_s", "w_s", "rareq_kb", "wareq_kb"} <= set(seen)
         if tokens[0] == "Device:" or "avgrq-sz" in printed or "avgqu-sz" in printed:
             self.generation = "sysstat<=11.4"
         elif "f/s" in printed:
@@ -610,21 +632,24 @@ class _Parser:
                 self.ts = base + int(seconds) * 1_000_000_000
                 return
         m = _TIMESTAMP.match(line)
-        if m is None:
+        if m is not None:
+            day, hhmm, pos, ampm, zone = m[1], m[2], m.start(3), m[4], m[5]
+        elif cjk := _CJK_TIMESTAMP.match(line):
+            day, hhmm, pos, ampm, zone = cjk[1], f"{cjk[2]}:{cjk[3]}", cjk.start(4), None, None
+        else:
             self.pending = self.lines.error(
                 line_no, line, "not a timestamp form this parser reads (capture not taken under LC_ALL=C?)"
             )
             return
-        pos = m.start(3)
         key = line[:pos] + line[pos + 2 :]
         base = self._minutes.get(key)
         if base is None:
-            base = self._minute(line_no, line, m[1], m[2], m[4], m[5])
+            base = self._minute(line_no, line, day, hhmm, ampm, zone)
             if base is None:
                 return
             self._minutes[key] = base
             self._seconds_at[len(line)] = pos
-        self.ts = base + int(m[3]) * 1_000_000_000
+        self.ts = base + int(line[pos : pos + 2]) * 1_000_000_000
 
     def _minute(self, line_no: int, line: str, day: str, hhmm: str, ampm: str | None, zone: str | None):
         """UTC nanoseconds at the start of the stamp's minute, or None (and a pending error)."""
@@ -864,17 +889,25 @@ def _read_rows(data: bytes, first_row: str, nrows: int, layout: _Layout, decimal
 
 
 def _derive(cols: list[np.ndarray], layout: _Layout) -> None:
-    """areq_kb from the rates for every version; await_ms where the version does not print it."""
-    if not layout.has_rates:
+    """areq_kb where the version does not print it (`avgrq-sz`/`areq-sz` are kept as printed): the
+    printed `rareq-sz`/`wareq-sz` weighted by r/s and w/s (sysstat >= 11.5), else (rkb_s+wkb_s)/(r_s+w_s);
+    await_ms where the version does not print it."""
+    if not layout.has_rates and not layout.prints_rwareq:
         return
     r, w = cols[_J["r_s"]], cols[_J["w_s"]]
     ios = r + w
     idle = ios == 0
     with np.errstate(invalid="ignore", divide="ignore"):
         areq = cols[_J["areq_kb"]]
-        np.divide(cols[_J["rkb_s"]] + cols[_J["wkb_s"]], ios, out=areq)
-        areq[idle] = np.nan
-        if not layout.prints_await:
+        if layout.prints_areq:  # a 0 with no IO is no request at all; rates rounded to 0.00 keep theirs
+            areq[idle & (areq == 0)] = np.nan
+        else:
+            if layout.prints_rwareq:
+                np.divide(r * cols[_J["rareq_kb"]] + w * cols[_J["wareq_kb"]], ios, out=areq)
+            else:
+                np.divide(cols[_J["rkb_s"]] + cols[_J["wkb_s"]], ios, out=areq)
+            areq[idle] = np.nan
+        if layout.has_rates and not layout.prints_await:
             await_ms = cols[_J["await_ms"]]
             np.divide(r * cols[_J["r_await_ms"]] + w * cols[_J["w_await_ms"]], ios, out=await_ms)
             await_ms[idle] = np.nan
