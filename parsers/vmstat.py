@@ -2,8 +2,14 @@
 
 Reads procps-ng 3.3 and 4.0 output, narrow or wide (`-w`), with or without the `gu` column
 (procps 4 prints it in wide mode), with or without `-t` timestamps (`2026-11-22 08:10:06`, wall
-clock of the host: the zone on the second header line is only an abbreviation, so the zone comes
-from `tz`), with buff/cache or (`-a`) inact/active.
+clock of the host, in the zone below), with buff/cache or (`-a`) inact/active.
+
+Time zone: with `-t` vmstat prints the zone's abbreviation (`%Z`) above the stamps, on the second
+header line. `UTC` and `GMT` are read exactly: the stamps are UTC whatever `tz` says. Any other
+abbreviation (`PST`, `CET`, `CST`, `+08`) names no zone by itself (CST is China, Cuba or US Central),
+so the stamps are read in `tz`, the capturing host's IANA zone, when `tz`'s own abbreviation at the
+run's first stamp is the one printed; otherwise the file is a ParseError naming that header line
+(wrong times are wrong values: pass the host's zone, e.g. `tz="America/Los_Angeles"` for `PST`).
 
 Columns: timestamp (UTC), host, since_boot (the first row of each run is the average since boot),
 then vmstat's own names, which every reader knows: r, b (tasks), swpd, free, buff, cache, inact,
@@ -52,6 +58,8 @@ import re
 from collections.abc import Iterator
 from datetime import date
 from pathlib import Path
+from typing import NamedTuple
+from zoneinfo import ZoneInfo
 
 import numpy as np
 import pandas as pd
@@ -114,7 +122,7 @@ def sniff(text: str) -> bool:
     lines = text.lstrip("\n").splitlines()[:2]
     return (
         len(lines) == 2
-        and lines[0].lstrip().startswith("procs")
+        and _is_procs(lines[0].split() or [""])  # `procs ---` or procps 4's wide `--procs--`
         and "-memory-" in lines[0]
         and set(lines[1].split()) >= _REQUIRED
     )
@@ -129,7 +137,8 @@ def parse(source: Source, *, host: str | None = None, tz: str = "UTC") -> pd.Dat
         tz: the capturing host's time zone, for `-t` timestamps.
 
     Raises:
-        ParseError: a header that is not vmstat's C-locale header, or a malformed row mid-file.
+        ParseError: a header that is not vmstat's C-locale header, a malformed row mid-file, or `-t`
+            stamps in a zone abbreviation that is neither UTC/GMT nor `tz`'s at the run's start.
     """
     if isinstance(source, str | Path):  # a stream cannot be read twice: it goes line by line
         df = _parse_regular(source, host, tz)
@@ -153,6 +162,7 @@ def _parse_lines(source: Source, host: str | None, tz: str) -> pd.DataFrame:
     header_row = 0  # rows before the last header pair
     runs: list[int] = []  # the first row of each run
     maybe: list[int] = []  # rows after a repeat-like header in a -t run: a run if not stamped later
+    zones: list[_Zone] = []  # where each printed zone takes effect
     buf, line_nos = chunks.buf, chunks.line_nos
     for line_no, line in lines:
         tokens = line.split()
@@ -185,6 +195,8 @@ def _parse_lines(source: Source, host: str | None, tz: str) -> pd.DataFrame:
                     f"{', '.join(foreign) or 'nothing else'}): capture not taken under LC_ALL=C",
                 )
             unknown += [n for n in _unknown(names) if n not in unknown]
+            if has_time and (not zones or zones[-1].printed != tokens[-1]):
+                zones.append(_Zone(chunks.rows, line_no, line, tokens[-1]))
             if names != columns or width != len(names) + (2 if has_time else 0):
                 chunks.flush()  # rows so far have the old layout
             columns = names
@@ -227,11 +239,57 @@ def _parse_lines(source: Source, host: str | None, tz: str) -> pd.DataFrame:
     if any(timed for _, timed in chunks.layouts):
         stamps = chunks.stamps()  # naive wall clock, as printed
         since_boot[[k for k in maybe if k < n and stamps[k] <= stamps[k - 1]]] = True
-        data["timestamp"] = stamps.dt.tz_localize(tz, ambiguous="NaT", nonexistent="NaT").dt.tz_convert("UTC")
+        data["timestamp"] = _utc(stamps, zones, tz, lines)
     data["since_boot"] = since_boot
     df = coerce(pd.DataFrame(data), SCHEMA)
     df.attrs.update(dropped_lines=dropped, unknown_columns=unknown)
     return df
+
+
+class _Zone(NamedTuple):
+    """A `-t` header's zone abbreviation, from the row after that header (`row`) on."""
+
+    row: int
+    line_no: int
+    line: str
+    printed: str
+
+
+def _zone_name(zone: _Zone, tz: str, first: pd.Timestamp, lines: Lines) -> str:
+    """The zone a run's stamps are read in (module docstring): UTC for `UTC`/`GMT`, else `tz` when its
+    abbreviation at the run's first stamp is the one printed; ParseError naming the header otherwise."""
+    if zone.printed in ("UTC", "GMT"):
+        return "UTC"
+    if pd.isna(first):
+        return tz
+    try:
+        name = first.to_pydatetime().replace(tzinfo=ZoneInfo(tz)).tzname()
+    except (ValueError, KeyError, OSError):
+        name = None  # a zone ZoneInfo does not know: pandas says so when it localizes
+    if name == zone.printed:
+        return tz
+    raise lines.error(
+        zone.line_no,
+        zone.line,
+        f"vmstat -t stamps are in {zone.printed}, but the time zone given ({tz}) is {name} at "
+        f"{first}: pass the capturing host's IANA zone (an abbreviation names none)",
+    )
+
+
+def _utc(naive: pd.Series, zones: list[_Zone], tz: str, lines: Lines) -> pd.Series:
+    """Naive wall-clock stamps -> UTC, each run's rows in the zone its header printed (rows before the
+    first `-t` header have no stamp: any zone leaves them NaT)."""
+    n = len(naive)
+    zones = [z for z in zones if z.row < n]
+    names = [_zone_name(z, tz, naive.iloc[z.row], lines) for z in zones] or [tz]
+    if len(set(names)) == 1:
+        return naive.dt.tz_localize(names[0], ambiguous="NaT", nonexistent="NaT").dt.tz_convert("UTC")
+    cuts = [0, *(z.row for z in zones[1:]), n]
+    pieces = [
+        naive.iloc[a:b].dt.tz_localize(name, ambiguous="NaT", nonexistent="NaT").dt.tz_convert("UTC")
+        for name, a, b in zip(names, cuts, cuts[1:], strict=False)
+    ]
+    return pd.concat(pieces, ignore_index=True)
 
 
 def _is_procs(tokens: list[str]) -> bool:
@@ -349,7 +407,10 @@ def _parse_regular(source: str | Path, host: str | None, tz: str) -> pd.DataFram
         if (stamps[after] <= stamps[after - 1]).any():
             return None
         naive = pd.DatetimeIndex(stamps.view("M8[ns]"), copy=False)
-        timestamp = naive.tz_localize(tz, ambiguous="NaT", nonexistent="NaT").tz_convert("UTC").array
+        header = parts[1].decode()
+        zone = _Zone(0, 2, header, header.split()[-1])
+        name = _zone_name(zone, tz, naive[0], Lines(source, KIND))
+        timestamp = naive.tz_localize(name, ambiguous="NaT", nonexistent="NaT").tz_convert("UTC").array
     else:
         timestamp = pd.array(np.full(n, np.datetime64("NaT"), dtype="M8[ns]"), dtype=SCHEMA["timestamp"])
     since_boot = np.zeros(n, dtype=bool)

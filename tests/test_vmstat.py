@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from perfkit.errors import ParseError
-from perfkit.parsers import vmstat
+from perfkit.parsers import sniff_kind, vmstat
 from perfkit.parsers._common import Source
 
 from .conftest import FIXTURES, need_tool
@@ -33,9 +33,54 @@ def test_narrow_output_has_no_gu() -> None:
     assert df["gu"].isna().all() and df["id"].notna().all()
 
 
-def test_zone_is_taken_from_tz_argument() -> None:
-    df = vmstat.parse(V / "procps-4.0.2-t.txt", tz="Asia/Shanghai")
-    assert df.loc[0, "timestamp"] == pd.Timestamp("2026-11-22 05:46:59", tz="UTC")
+def test_printed_utc_wins_over_the_tz_argument() -> None:
+    # header line 2 ends with `UTC`: the stamps are UTC whatever zone the caller assumed (this test
+    # used to expect them read in Asia/Shanghai, 8 h early: the file says otherwise)
+    for source in (V / "procps-4.0.2-t.txt", io.StringIO((V / "procps-4.0.2-t.txt").read_text())):
+        df = vmstat.parse(source, tz="Asia/Shanghai")
+        assert df.loc[0, "timestamp"] == pd.Timestamp("2026-11-22 13:46:59", tz="UTC")
+
+
+@pytest.mark.parametrize(
+    ("name", "tz", "first"),
+    [
+        # `TZ=America/Los_Angeles vmstat -t`: `PST` above `2026-11-27 04:45:20`
+        ("procps-4.0.2-t-PST.txt", "America/Los_Angeles", "2026-11-27 12:45:20"),
+        ("procps-4.0.2-wide-t-PST.txt", "America/Los_Angeles", "2026-11-27 12:45:24"),
+        # `TZ=Europe/Berlin vmstat -t`: `CET` above `2026-11-27 13:45:22`
+        ("procps-4.0.2-t-CET.txt", "Europe/Berlin", "2026-11-27 12:45:22"),
+    ],
+)
+def test_printed_zone_read_in_the_host_zone_that_prints_it(name: str, tz: str, first: str) -> None:
+    for source in (V / name, io.StringIO((V / name).read_text())):  # the fast path and the line walk
+        df = vmstat.parse(source, tz=tz)
+        assert df.loc[0, "timestamp"] == pd.Timestamp(first, tz="UTC") and len(df) == 3
+
+
+@pytest.mark.parametrize(
+    ("name", "tz"), [("procps-4.0.2-t-PST.txt", "UTC"), ("procps-4.0.2-t-CET.txt", "Asia/Shanghai")]
+)
+def test_printed_zone_that_is_not_the_given_zones_is_refused(name: str, tz: str) -> None:
+    printed = "PST" if "PST" in name else "CET"
+    for source in (V / name, io.StringIO((V / name).read_text())):
+        with pytest.raises(
+            ParseError, match=f"stamps are in {printed}, but the time zone given \\({tz}\\)"
+        ) as info:
+            vmstat.parse(source, tz=tz)
+        assert info.value.line_no == 2 and info.value.line.endswith(printed)
+
+
+def test_each_run_in_the_zone_its_header_printed() -> None:
+    # `(TZ=America/Los_Angeles vmstat -t 1 2; TZ=UTC vmstat -t 1 2)`: 04:47:55 PST, then 12:47:56 UTC
+    df = vmstat.parse(V / "procps-4.0.2-runs-t-PST-then-UTC.txt", tz="America/Los_Angeles")
+    want = ["2026-11-27 12:47:55", "2026-11-27 12:47:56", "2026-11-27 12:47:56", "2026-11-27 12:47:57"]
+    assert df["timestamp"].tolist() == [pd.Timestamp(t, tz="UTC") for t in want]
+    assert df["since_boot"].tolist() == [True, False, True, False] and df["bo"].tolist() == [
+        1448,
+        7492,
+        1448,
+        13968,
+    ]
 
 
 def test_repeated_header_is_skipped() -> None:
@@ -148,6 +193,10 @@ def test_german_header_is_refused_not_guessed() -> None:
 
 def test_sniff() -> None:
     assert vmstat.sniff((V / "procps-4.0.2-t.txt").read_text())
+    # procps 4's wide header starts `--procs--`: `vmstat -w`, `-w -t`, `-a -w -t` are all sniffed
+    for path in sorted(V.glob("*.txt")):
+        assert vmstat.sniff(path.read_text()) == (path.name != "locale-de_DE.txt"), path.name
+        assert sniff_kind(path.read_text()[:8192]) == (None if path.name == "locale-de_DE.txt" else "vmstat")
     assert not vmstat.sniff((FIXTURES / "sweep" / "spec-sdm91.txt").read_text())
 
 
@@ -339,3 +388,17 @@ def test_random_runs_bulk_and_line_walk_agree_with_the_rule() -> None:
         assert _boot_rows(walked) == starts
         bulk += vmstat._parse_regular(text, None, "UTC") is not None
     assert bulk > 20  # single runs went the bulk way
+
+
+def test_public_capture_with_pdt_header() -> None:
+    # jc's centos-7.7 `vmstat -awt` (procps 3.3): `PDT`, `2 0 0 2794864 295968 312724 ... 2021-09-16 20:31:30`
+    df = vmstat.parse(V / "jc-centos-7.7-awt-PDT.txt", tz="America/Los_Angeles")
+    assert df.loc[0, "timestamp"] == pd.Timestamp("2021-09-17 03:31:30", tz="UTC")
+    assert (df.loc[0, "free"], df.loc[0, "inact"], df.loc[0, "active"], df.loc[0, "id"]) == (
+        2794864,
+        295968,
+        312724,
+        99,
+    )
+    with pytest.raises(ParseError, match="PDT"):
+        vmstat.parse(V / "jc-centos-7.7-awt-PDT.txt")
