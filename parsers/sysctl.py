@@ -13,9 +13,16 @@ value joins them with a newline. A missing key is reported on stderr (`sysctl: c
 /proc/sys/...`), never in stdout, so it is simply absent here. Values are the same under every
 locale (checked under de_DE and zh_CN).
 
+Saved with stderr (`sysctl -a > f 2>&1`, or as a user: `sysctl: permission denied on key
+'kernel.cad_pid'`, `sysctl: cannot stat /proc/sys/...`): every line that is not `name = value` and
+does not start with a dotted name is skipped and counted (`attrs["skipped"]`, parsers/_common.Skips):
+the keys behind sysctl's messages were not read, so the capture is partial. A line that starts with a
+dotted name but is not `name = value` (`kern.ostype: FreeBSD`, BSD's form) stays a ParseError naming
+it; so does a file with no key read but lines skipped.
+
 Columns: host, key, value (string, verbatim), value_num (float64 when the value is one number,
 else NaN). No timestamp: the output carries no time (the manifest's `started_at` does).
-attrs: dropped_lines (a last line cut mid-write: its value may be cut too), and when
+attrs: dropped_lines (a last line cut mid-write: its value may be cut too), skipped, and when
 `net.ipv4.ip_local_port_range` is present, port_range_low, port_range_high and ephemeral_ports
 (high - low + 1, the ports a client IP has per server ip:port).
 Tested on: tests/fixtures/sysctl/ (see README.md there).
@@ -28,7 +35,7 @@ import re
 import numpy as np
 import pandas as pd
 
-from ._common import Lines, Source, coerce, empty_frame, feed_lines
+from ._common import Lines, Skips, Source, coerce, empty_frame, feed_lines
 
 KIND = "sysctl"
 SCHEMA: dict[str, str] = {
@@ -71,19 +78,25 @@ def parse(source: Source, *, host: str | None = None, tz: str = "UTC") -> pd.Dat
         tz: unused: sysctl prints no time.
 
     Raises:
-        ParseError: a line that is not `name = value`, or a port range that is not two ports.
+        ParseError: a line that starts with a dotted name but is not `name = value`, no key read
+            while other lines were skipped, or a port range that is not two ports.
     """
     del tz
     values: dict[str, list[str]] = {}  # key -> its lines' values, in first-seen order
     where: dict[str, tuple[int, str]] = {}
     dropped = 0
+    skips = Skips()
 
     def feed(line_no: int, line: str, lines: Lines) -> None:
         if not line.strip():
             return
         kv = _split(line)
         if kv is None:
-            raise lines.error(line_no, line, "not a sysctl `name = value` line")
+            first = line.split(None, 1)[0]
+            if _KEY.match(first):  # a key's line in another form: never guess at its value
+                raise lines.error(line_no, line, "not a sysctl `name = value` line")
+            skips.add(line_no, line, "not a `name = value` line (sysctl's message on stderr?)")
+            return
         values.setdefault(kv[0], []).append(kv[1])
         where.setdefault(kv[0], (line_no, line))
 
@@ -92,7 +105,8 @@ def parse(source: Source, *, host: str | None = None, tz: str = "UTC") -> pd.Dat
         dropped += 1  # `vm.swappiness = 60` cut to `= 6`: never keep a shortened value
 
     lines = feed_lines(source, KIND, feed, cut_last)
-    attrs: dict[str, object] = {"dropped_lines": dropped}
+    skips.refuse_if_nothing_read(len(values), lines)
+    attrs: dict[str, object] = {"dropped_lines": dropped, "skipped": skips}
     if PORT_RANGE_KEY in values:
         low, high = _port_range(values[PORT_RANGE_KEY], *where[PORT_RANGE_KEY], lines)
         attrs.update(port_range_low=low, port_range_high=high, ephemeral_ports=high - low + 1)

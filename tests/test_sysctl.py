@@ -80,12 +80,36 @@ def test_cut_last_line_dropped_and_counted() -> None:
     assert len(df) == 6 and "vm.swappiness" not in set(df["key"]) and df.attrs["dropped_lines"] == 1
 
 
-def test_line_without_equals_mid_file_names_the_line() -> None:
+def test_stderr_line_mid_file_is_skipped_and_counted() -> None:
+    # issue 17: sysctl's message saved with stdout no longer refuses the file; it is quoted
     lines = (S / "procps-4.0.2-perfkit-keys.txt").read_text().splitlines()
     lines.insert(2, "sysctl: cannot stat /proc/sys/net/ipv4/no_such_key: No such file or directory")
+    df = sysctl.parse("\n".join(lines) + "\n")
+    skipped = df.attrs["skipped"]
+    assert len(df) == 7 and skipped.count == 1
+    assert skipped.quoted[0].line_no == 3 and "cannot stat" in skipped.quoted[0].text
+
+
+def test_key_line_in_another_form_names_the_line() -> None:
+    lines = (S / "procps-4.0.2-perfkit-keys.txt").read_text().splitlines()
+    lines.insert(2, "net.core.somaxconn: 4096")  # BSD's form: a key, but no ` = `
     with pytest.raises(ParseError) as info:
         sysctl.parse("\n".join(lines) + "\n")
-    assert info.value.line_no == 3 and "cannot stat" in info.value.line
+    assert info.value.line_no == 3 and "somaxconn" in info.value.line
+    with pytest.raises(ParseError, match=r":1: nothing readable \(2 lines skipped\)"):
+        sysctl.parse("sysctl: permission denied on key 'kernel.cad_pid'\nsysctl: cannot stat x\n")
+
+
+def test_sysctl_a_as_a_user_with_stderr() -> None:
+    # `su nobody -c 'sysctl -a' > f 2>&1`: 16 `sysctl: permission denied on key '...'` lines among the keys
+    df = sysctl.parse(S / "procps-4.0.2-a-nobody-stderr.txt")
+    skipped = df.attrs["skipped"]
+    assert skipped.count == 16 and skipped.quoted[0].line_no == 70
+    assert skipped.quoted[0].text == "sysctl: permission denied on key 'kernel.cad_pid'"
+    values = dict(zip(df["key"], df["value"], strict=True))
+    assert "kernel.cad_pid" not in values and values["kernel.hostname"] == "vm"
+    assert values["net.ipv4.ip_local_port_range"] == "32768\t60999" and df.attrs["ephemeral_ports"] == 28232
+    assert values["vm.swappiness"] == "60"
 
 
 def test_empty_capture() -> None:
