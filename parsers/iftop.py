@@ -27,6 +27,8 @@ often cut). iftop prints no time, so blocks are numbered, not timestamped. A blo
   without it; all converted to bytes per second. `cumulative` (bytes since start) is always in
   `B KB MB GB`. iftop prints 3 significant digits, so converted values carry that rounding.
   Packet units (`-u packets`: `p Kp Mp`) are refused with a ParseError.
+- A last line without newline was cut mid-write and is dropped (`dropped_lines`), unless it is the
+  whole 92-wide `=====` rule: then only the final newline is missing and the block is complete.
 - Saved with stderr (`iftop -t ... > f 2>&1`): iftop's own messages before the first block
   (`interface: lo`, `IP address is: ...`, `IPv6 address is: ...`, `MAC address is: ...`) are known
   and passed over without making the capture partial (`interface:` must agree with `Listening on`).
@@ -132,6 +134,7 @@ _TOTAL = re.compile(r"^(Total send rate|Total receive rate|Total send and receiv
 _PEAK = re.compile(r"^(Peak rate|Cumulative) \(sent/received/total\):((?: +\S+){3})$")
 _DASHES = re.compile(r"^-{20,}$")
 _EQUALS = re.compile(r"^={20,}$")
+_RULE_WIDTH = 92  # iftop's `=====` line, whole
 _TOTAL_KEYS = {
     "Total send rate": "send",
     "Total receive rate": "recv",
@@ -641,7 +644,12 @@ class _State:
         return False
 
     def cut_last(self, line_no: int, line: str, lines: Lines) -> None:
-        """A last line without newline was cut mid-write (`1.38KB` may read `1.3`): dropped."""
+        """A last line without newline was cut mid-write (`1.38KB` may read `1.3`): dropped. A whole
+        `=====` rule (iftop prints it 92 wide) holds no number to cut: the file only lost its last
+        newline (a copy through `$(...)`, an editor, a repository), and the block is complete."""
+        if self.in_block and len(line) == _RULE_WIDTH and _EQUALS.match(line):
+            self.feed(line_no, line, lines)
+            return
         self.lines, self.line_no = lines, line_no
         self.dropped += 1
 

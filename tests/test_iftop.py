@@ -163,3 +163,13 @@ def test_unknown_line_outside_a_block_is_skipped_and_counted() -> None:
     with pytest.raises(ParseError, match="not an iftop -t line") as info:
         iftop.parse("\n".join(lines) + "\n")
     assert info.value.line_no == 9
+
+
+def test_whole_rule_without_final_newline_ends_the_block() -> None:
+    # a copy that lost its last newline (jc's fixtures, `$(...)`): the 92-wide `=====` is whole
+    text = (F / "iftop-1.0pre4-t-s2-n-N-P-B-lo-stderr.txt").read_text().rstrip("\n")
+    df = iftop.parse(text)
+    assert df.attrs["dropped_lines"] == 0 and df.attrs["notes"] == [] and len(df.attrs["totals"]) == 1
+    # a rule cut shorter was cut mid-write: dropped, the block unfinished (as before)
+    df = iftop.parse(text[:-10])
+    assert df.attrs["dropped_lines"] == 1 and df.attrs["totals"] == []
