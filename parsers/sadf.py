@@ -10,13 +10,24 @@ perfkit records `sar -o FILE` during the window and converts FILE on the host wi
 Each activity starts with its own header, `# hostname;interval;timestamp;CPU;%user;%nice;...`,
 then rows `vm;1;2026-11-23 07:47:26 UTC;-1;55.56;0.00;44.44;...` (CPU `all` is printed as `-1`).
 A reboot recorded in the file is a row `vm;-1;2026-11-23 07:48:28 UTC;LINUX-RESTART<TAB>(2 CPU)`
-followed by the header again; `sadf -C` comments are `vm;-1;...;COM text`. Timestamps carry `UTC`
-(the default); `sadf -t` prints the file's local time without a zone (read in `tz`), `-U` seconds
-since the epoch. `sadf -h` puts several activities on one line: the row is split into one row per
+followed by the header again; `sadf -C` comments are `vm;-1;...;COM text`.
+
+Timestamps carry `UTC` (the default); `-U` prints seconds since the epoch. `-T` (local time) and `-t`
+(the file's own zone) print the wall clock without a zone up to sysstat 12.6 (read in `tz`) and with
+the zone's abbreviation since 12.7 (`2026-11-27 13:45:13 CET`). `UTC`, `GMT` and numeric offsets
+(`+0100`, `-05:00`, `+01`) are exact. An abbreviation is ambiguous in general (`IST`, `CST`), so it
+is read in the caller's `tz` when it is one of that zone's names for the time: the one in force or
+the zone's standard-time name, which sysstat prints all year (glibc's `tzname[0]`: `CET` on a summer
+clock that is really CEST; the zone's rules give the right offset). Any other abbreviation is a
+ParseError naming the line and asking for the zone (`--tz`): read in a wrong zone every row would be
+hours off. `sadf -h` puts several activities on one line: the row is split into one row per
 table. Any sar activity may come through `-- OPTIONS`: the tables read, their column names, the
 instance column and the unit conversions are parsers/sar.py's (its docstring has the table), so the
 sar text and the sadf export of one sa file give equal frames. A header of another activity (`-B`,
-`-w`, ...) is listed in `attrs["skipped_tables"]` and its rows skipped. Numbers: `sadf` follows
+`-w`, ...; `sadf -d -- -A` prints some thirty) is skipped as a block (parsers/_common.py `Skips`,
+`attrs["skipped"]`: the header quoted, every row counted, not checked against it: `INTR;CPU*` rows
+carry one column per CPU) and listed in `attrs["skipped_tables"]`; a file with no row of a read
+table is a ParseError "nothing readable". Numbers: `sadf` follows
 LC_NUMERIC, so a de_DE export prints `55,56`; with `;` as separator that is unambiguous and is read
 as a decimal comma (a file mixing `,` and `.` is a ParseError: "capture not taken under LC_ALL=C").
 
@@ -24,9 +35,9 @@ Schema: exactly parsers/sar.py's `SCHEMA` (timestamp UTC, host from the row's ho
 the `host` argument is given, table, instance, the metric columns as float64, NaN where a table has
 no such column). Rows are grouped by table in sar.py's order, file order within a table.
 
-`df.attrs`: `intervals_s` (the distinct `interval` values, seconds), `restarts` (records
-`timestamp` ISO UTC, `cpus`), `comments`, `skipped_tables`, `unknown_columns`, `dropped_lines`
-(a last line cut mid-write), `notes`. No `averages`: sadf -d prints none.
+`df.attrs`: `skipped`, `intervals_s` (the distinct `interval` values of read rows, seconds),
+`restarts` (records `timestamp` ISO UTC, `cpus`), `comments`, `skipped_tables`, `unknown_columns`,
+`dropped_lines` (a last line cut mid-write), `notes`. No `averages`: sadf -d prints none.
 
 Large captures are read a few MB at a time: Arrow's CSV reader reads the numbers, text fields are
 checked once per distinct text (`_Sadf.chunk` says what that proves). A run holding anything else
@@ -43,6 +54,7 @@ import calendar
 import re
 from array import array
 from datetime import datetime
+from zoneinfo import ZoneInfo
 
 import numpy as np
 import pandas as pd
@@ -71,7 +83,9 @@ KIND = "sadf"
 SCHEMA: dict[str, str] = dict(_SAR_SCHEMA)  # the same frame as parsers/sar.py: one schema for one data set
 
 _LEAD = ["hostname", "interval", "timestamp"]
-_STAMP = re.compile(r"^(\d{4})-(\d{2})-(\d{2}) (\d{2}):(\d{2}):(\d{2})(?: (UTC))?$")
+_STAMP = re.compile(r"^(\d{4})-(\d{2})-(\d{2}) (\d{2}):(\d{2}):(\d{2})(?: (\S+))?$")
+_OFFSET = re.compile(r"^([-+])(\d{2}):?(\d{2})?$")  # `+0100`, `-05:00`, `+01`
+_ABBREVIATION = re.compile(r"^[A-Za-z]{2,6}$")  # `CET`, `EST`, `AEDT`
 _EPOCH = re.compile(r"^\d{9,11}$")
 _CPUS = re.compile(r"\((\d+) CPU\)")
 _SNIFF = re.compile(r"^# hostname;interval;timestamp;\S")
@@ -91,16 +105,18 @@ def parse(source: _common.Source, *, host: str | None = None, tz: str = "UTC") -
     Args:
         source: a path, a text or binary stream, or the capture's text.
         host: the host the capture comes from (the manifest's); default: the rows' hostname field.
-        tz: the zone of timestamps printed without `UTC` (`sadf -t`); `UTC` ones need none.
+        tz: the zone sadf ran in, for timestamps printed without a zone or with an abbreviation
+            (`sadf -T`/`-t`); `UTC` ones and numeric offsets need none.
 
     Returns:
-        A frame with exactly the `SCHEMA` columns; `attrs` `intervals_s`, `restarts`, `comments`,
-        `skipped_tables`, `unknown_columns`, `dropped_lines`, `notes`.
+        A frame with exactly the `SCHEMA` columns; `attrs` `skipped`, `intervals_s`, `restarts`,
+        `comments`, `skipped_tables`, `unknown_columns`, `dropped_lines`, `notes`.
 
     Raises:
         ParseError: a header that is not sadf's, a row before any header or with a field count other
-            than its header's, an unreadable timestamp or number, an instance listed twice at one
-            time, a foreign locale it cannot read safely.
+            than its header's, an unreadable timestamp or number, a zone abbreviation that is not
+            `tz`'s, an instance listed twice at one time, a foreign locale it cannot read safely, no
+            row of a table this parser reads.
     """
     return _Sadf(source, host, tz).run()
 
@@ -125,13 +141,16 @@ class _Sadf(_Chunked):
         self.comments: list[str] = []
         self.skipped: list[str] = []
         self.unknown: list[str] = []
+        self.skips = _common.Skips()
         self._last_stamp: tuple[str, int] = ("", 0)
 
     def run(self) -> pd.DataFrame:
         self.walk()
         frame = self.store.frame()
+        self.skips.refuse_if_nothing_read(len(frame), self.lines)
         frame.attrs.update(
             {
+                "skipped": self.skips,
                 "intervals_s": sorted(self.intervals),
                 "restarts": self.restarts,
                 "comments": self.comments,
@@ -274,6 +293,11 @@ class _Sadf(_Chunked):
             return
         if self.plans is None and not self.skipping:
             raise self.error(line_no, line, "a row before any `# hostname;interval;timestamp;...` header")
+        if self.skipping:
+            # a row of the table whose header `header` quoted (add_block's count); not checked against
+            # that header: some print a variable number of columns (`INTR;CPU*`: one per CPU)
+            self.skips.count += 1
+            return
         if len(fields) != self.width:
             raise self.error(
                 line_no,
@@ -284,7 +308,7 @@ class _Sadf(_Chunked):
             raise self.error(line_no, line, f"interval {fields[1]!r} is not a number of seconds")
         ns = self.timestamp(line_no, line, fields[2])
         self.intervals.add(int(fields[1]))
-        if self.skipping or self.plans is None:
+        if self.plans is None:
             return
         host = self.host if self.host is not None else fields[0]
         for plan in self.plans:
@@ -310,6 +334,7 @@ class _Sadf(_Chunked):
         self.header_line_no, self.width = line_no, len(names)
         if not plans:
             self.plans, self.skipping = None, True
+            self.skips.add(line_no, line, "a sar table perfkit does not read")
             text = ";".join(names[3:])
             if text not in self.skipped:
                 self.skipped.append(text)
@@ -334,7 +359,8 @@ class _Sadf(_Chunked):
             )
 
     def timestamp(self, line_no: int, line: str, text: str) -> int:
-        """UTC ns of `2026-11-23 07:47:26 UTC`, of the same without zone (in `tz`), or of epoch seconds."""
+        """UTC ns of `2026-11-23 07:47:26 UTC` (or a zone, see `_zoned`), of the same without zone
+        (wall-clock time in `tz`), or of epoch seconds."""
         if text == self._last_stamp[0]:
             return self._last_stamp[1]  # every row of an interval repeats the same stamp
         if _EPOCH.match(text):
@@ -349,7 +375,7 @@ class _Sadf(_Chunked):
             except ValueError:
                 raise self.error(line_no, line, f"impossible timestamp {text!r}") from None
             if m[7]:
-                ns = calendar.timegm(naive.timetuple()) * 1_000_000_000
+                ns = self._zoned(line_no, line, naive, m[7])
             else:
                 try:
                     ns = _common.to_utc(naive, self.tz).value
@@ -359,6 +385,50 @@ class _Sadf(_Chunked):
             raise self.error(line_no, line, f"timestamp {text!r} outside 1677-2262 (datetime64[ns])")
         self._last_stamp = (text, ns)
         return ns
+
+    def _zoned(self, line_no: int, line: str, naive: datetime, zone: str) -> int | None:
+        """UTC ns of a wall-clock time printed with a zone; None when pandas cannot hold it.
+
+        `UTC`/`GMT` and numeric offsets are exact. An abbreviation (`sadf -T`/`-t` print one since
+        sysstat 12.7) names no zone by itself (`IST`, `CST` are three each), so it is read in the
+        caller's `tz` when it is one of that zone's names for this time: the one in force, or the
+        zone's standard-time name, which sysstat prints all year (glibc's `tzname[0]`: `CET` on a
+        summer wall clock that is CEST). Any other abbreviation is a ParseError saying which zone to
+        give: reading the stamp in another zone would shift every row by hours.
+        """
+        if zone in ("UTC", "GMT"):
+            return calendar.timegm(naive.timetuple()) * 1_000_000_000
+        if m := _OFFSET.match(zone):
+            sign = -1 if m[1] == "-" else 1
+            offset = sign * (int(m[2]) * 3600 + int(m[3] or 0) * 60)
+            return (calendar.timegm(naive.timetuple()) - offset) * 1_000_000_000
+        if not _ABBREVIATION.match(zone):
+            raise self.error(line_no, line, f"unreadable time zone {zone!r} in the timestamp")
+        try:
+            ns = _common.to_utc(naive, self.tz).value
+        except (OverflowError, ValueError):  # pandas' own range check (OutOfBoundsDatetime)
+            return None
+        names = _zone_names(self.tz, naive)
+        if zone not in names:
+            raise self.error(
+                line_no,
+                line,
+                f"timestamp in {zone!r}, not in the time zone given, {self.tz!r} ({'/'.join(sorted(names))} "
+                "then): pass the zone sadf ran in (--tz, an IANA name such as Europe/Berlin)",
+            )
+        return ns
+
+
+def _zone_names(tz: str, naive: datetime) -> set[str]:
+    """The abbreviations zone `tz` uses for wall-clock time `naive`: the one in force and the zone's
+    standard-time one that year (what glibc's `tzname[0]` and so sysstat print in any season)."""
+    zone = ZoneInfo(tz)
+    names = {naive.replace(tzinfo=zone).tzname()}
+    for month in (1, 7):
+        probe = datetime(naive.year, month, 1, tzinfo=zone)
+        if not probe.dst():
+            names.add(probe.tzname())
+    return {n for n in names if n}
 
 
 def _dictionary(column: pa.ChunkedArray) -> tuple[np.ndarray, list[str]]:

@@ -8,6 +8,9 @@ reads what `sar -u [-P ALL] -q -r -d -n DEV,TCP,ETCP ...` prints live, and the `
 `07:47:25  runq-sz plist-sz ...`), rows labelled with a time of day, `Average:` rows closing each
 block, and `07:48:28  LINUX RESTART (2 CPU)` lines where the sa file holds a reboot. Live sar
 alternates the tables every interval; a replay prints each table over the whole file, then the next.
+`sar -A` prints some thirty tables, most of which this parser does not read; where an average means
+nothing (`-F` filesystems, USB devices) sysstat >= 12 closes the table with a `Summary:` block
+(`Zusammenfassung:`, `总计:`) instead. `sar -dp`/`--pretty` print the device name last.
 
 Tables read (by header name, never by position; the table is told by a key column):
 
@@ -23,7 +26,8 @@ Tables read (by header name, never by position; the table is told by a key colum
 - `net_dev` (key `rxpck/s`, instance `IFACE`): rxpck_s, txpck_s, rxkb_s, txkb_s, rxcmp_s,
   txcmp_s, rxmcst_s, ifutil_pct;
 - `net_tcp` (key `active/s`, no instance): active_s, passive_s, iseg_s, oseg_s;
-- `net_etcp` (key `atmptf/s`, no instance): atmptf_s, estres_s, retrans_s, isegerr_s, orsts_s.
+- `net_etcp` (key `atmptf/s`, no instance): atmptf_s, estres_s, retrans_s (`retrseg/s` since
+  sysstat 12.7.6), isegerr_s, orsts_s.
 
 Names follow parsers/mpstat.py, pidstat.py and iostat.py: `%x` -> `x_pct`, `x/s` -> `x_s`, `kB` ->
 `kb`, `-` -> `_`, a unit where sar's name has none (`await` ms, `areq-sz` kB). `-u` prints `%user
@@ -53,12 +57,19 @@ LC_ALL=C". Rows carry only a time of day: each table rolls the banner's date for
 clock goes back by more than an hour (a replay restarts every table at the file's start, so the
 rollover is tracked per table, not per file).
 
-`df.attrs`: `averages` (the `Average:` rows as records: host, table, instance and the table's
-metric columns; None for a missing value), `restarts` (records `timestamp` ISO UTC, `cpus`),
-`comments` (`COM` lines), `skipped_tables` (headers of tables not read, e.g. `-B`, `-w`, `-n SOCK`
-in a `sar -A` capture: their rows are skipped, not guessed), `unknown_columns` (header names of a
-read table this parser does not know), `dropped_lines` (a last line cut mid-write), `notes`, `cpus`
-(the last banner's `(N CPU)`, None without a banner).
+Read what can be read (parsers/_common.py `Skips`, `attrs["skipped"]`): a table this parser does not
+read (`-B`, `-w`, `-I ALL`, `-n SOCK`, `-F` ... in a `sar -A` capture) is skipped as a block, its
+header quoted and every row, `Average:` and `Summary:` ones included, counted, never guessed at. A
+`Summary:` block is a table like any other (its header says which); a `Summary:` row under a table
+this parser reads (no sysstat 12.6-12.7 prints one) is skipped and quoted: the last values, neither
+an interval nor an average. A file holding no row of a read table (`sar -F` alone) is a ParseError
+"nothing readable" naming the first skipped header; sniff claims `sar -F` so that this is said.
+
+`df.attrs`: `skipped` (the `Skips`), `averages` (the `Average:` rows as records: host, table,
+instance and the table's metric columns; None for a missing value), `restarts` (records `timestamp`
+ISO UTC, `cpus`), `comments` (`COM` lines), `skipped_tables` (the distinct headers of tables not
+read), `unknown_columns` (header names of a read table this parser does not know), `dropped_lines`
+(a last line cut mid-write), `notes`, `cpus` (the last banner's `(N CPU)`, None without a banner).
 
 Large captures are read a few MB at a time (parsers/_chunks.py `ByteScan`). sar pads a table's fields
 to fixed widths, so a run of rows laid out like its first row is cut into fields as bytes: Arrow's
@@ -215,6 +226,7 @@ _TABLES: tuple[_Table, ...] = (
             ("atmptf/s", "atmptf_s"),
             ("estres/s", "estres_s"),
             ("retrans/s", "retrans_s"),
+            ("retrseg/s", "retrans_s"),  # sysstat >= 12.7.6's name for it (retrans/s is also -n NFS's)
             ("isegerr/s", "isegerr_s"),
             ("orsts/s", "orsts_s"),
         ),
@@ -246,12 +258,17 @@ _CPU_ID = re.compile(r"^(?:all|\d+)$")
 _AMPM = re.compile(r"^[AaPp]\.?[Mm]\.?$")  # as parsers/_sysstat.py: a 12-hour clock's second token
 _NUMBER = re.compile(r"^[-+]?\d+(?:[.,]\d+)?$")
 _CPUS = re.compile(r"\((\d+) CPU\)")
+# sar's label for the last block of a report where an average means nothing (`-F` filesystems, USB
+# devices: the last values), per locale; only tables this parser does not read print it in 12.6-12.7
+_SUMMARY_LABELS = frozenset({"Summary:", "Zusammenfassung:", "总计:"})
 _SNIFF_HEADER = re.compile(
     r"\bCPU\s+%user\s+%nice\s+%system\s+%iowait\s+%steal\s+%idle\b"
     r"|\bCPU\s+%usr\s+%nice\s+%sys\s+%iowait\s+%steal\s+%irq\b"
     r"|\brunq-sz\s+plist-sz\s+ldavg-1\b"
     r"|\bkbmemfree\s+kbavail\s+kbmemused\b"
     r"|\bDEV\s+tps\s+\S+/s\b"
+    r"|\btps\s+(?:rkB/s|rd_sec/s)\s.*\sDEV\s*$"  # `sar -dp`/`--pretty`: the device name last
+    r"|\bMBfsfree\s+MBfsused\b"  # `sar -F`: claimed so that its refusal ("nothing readable") is said
     r"|\bIFACE\s+rxpck/s\s+txpck/s\b"
     r"|\bactive/s\s+passive/s\s+iseg/s\b"
     r"|\batmptf/s\s+estres/s\s+retrans/s\b"
@@ -275,13 +292,13 @@ def parse(source: _common.Source, *, host: str | None = None, tz: str = "UTC") -
         tz: the host's time zone: rows print wall-clock time of day.
 
     Returns:
-        A frame with exactly the `SCHEMA` columns; `attrs` `averages`, `restarts`, `comments`,
-        `skipped_tables`, `unknown_columns`, `dropped_lines`, `notes`.
+        A frame with exactly the `SCHEMA` columns; `attrs` `skipped`, `averages`, `restarts`,
+        `comments`, `skipped_tables`, `unknown_columns`, `dropped_lines`, `notes`, `cpus`.
 
     Raises:
         ParseError: garbage mid-file, a row whose field count does not match its header, an instance
             listed twice in one interval, a row before any header, a foreign locale it cannot read
-            safely.
+            safely, no row of a table this parser reads.
     """
     return _Sar(source, host, tz).run()
 
@@ -608,6 +625,14 @@ def _clock_seconds(labels: np.ndarray) -> np.ndarray | None:
     return h * 3600 + mi * 60 + np.minimum(s, 59)
 
 
+def _is_header(fields: list[str], after_blank: bool) -> bool:
+    """Whether a line's fields after its time label are a table header: a known table's key, or
+    words without a number right after the blank line sar prints before every header."""
+    return any(f in _KEYS for f in fields) or (
+        after_blank and len(fields) > 1 and not any(_NUMBER.match(f) for f in fields)
+    )
+
+
 def _check_instance(t_no: int, instance: str) -> str | None:
     """Why an instance value cannot be right for its table, or None."""
     if _TABLES[t_no].name == "cpu" and not _CPU_ID.match(instance):
@@ -694,12 +719,15 @@ class _Sar(_Chunked):
         self.comments: list[str] = []
         self.skipped: list[str] = []
         self.unknown: list[str] = []
+        self.skips = _common.Skips()
 
     def run(self) -> pd.DataFrame:
         self.walk()
         frame = self.store.frame()
+        self.skips.refuse_if_nothing_read(len(frame), self.lines)
         frame.attrs.update(
             {
+                "skipped": self.skips,
                 "averages": self.averages,
                 "restarts": self.restarts,
                 "comments": self.comments,
@@ -907,6 +935,9 @@ class _Sar(_Chunked):
             self.after_blank = True
             return
         after_blank, self.after_blank = self.after_blank, False
+        if tokens[0] in _SUMMARY_LABELS:
+            self.summary(line_no, line, tokens[1:], after_blank)
+            return
         sod, used = self.label(line_no, line, tokens)
         fields = tokens[used:]
         if not fields:
@@ -917,12 +948,11 @@ class _Sar(_Chunked):
         if fields[0] == "COM" and sod is not None:
             self.comments.append(" ".join(fields[1:]))
             return
-        if any(f in _KEYS for f in fields) or (
-            after_blank and len(fields) > 1 and not any(_NUMBER.match(f) for f in fields)
-        ):
+        if _is_header(fields, after_blank):
             self.header(line_no, line, fields)
             return
         if self.skipping:
+            self.skips.count += 1  # a row of the table whose header `header` quoted (add_block's count)
             return
         if self.plans is None:
             raise self.error(line_no, line, "a row before any sar table header")
@@ -957,12 +987,26 @@ class _Sar(_Chunked):
         if not plans:
             self.plans, self.skipping = None, True
             text = " ".join(fields)
+            self.skips.add(line_no, line, "a sar table perfkit does not read")
             if text not in self.skipped:
                 self.skipped.append(text)
                 self.notes.append(f"line {line_no}: table not read, its rows skipped: {text[:80]}")
             return
         self.plans, self.skipping = plans, False
         self.unknown.extend(n for n in unknown if n not in self.unknown)
+
+    def summary(self, line_no: int, line: str, fields: list[str], after_blank: bool) -> None:
+        """A `Summary:` line: the header of a summary block (a table as any other: read, or skipped
+        and quoted), or one of its rows: skipped in a table this parser does not read (counted with
+        its block), else skipped and quoted (the last values, neither an interval nor an average)."""
+        if not fields:
+            raise self.error(line_no, line, "a Summary label with nothing after it")
+        if _is_header(fields, after_blank):
+            self.header(line_no, line, fields)
+        elif self.skipping:
+            self.skips.count += 1
+        else:
+            self.skips.add(line_no, line, "a Summary: row (the last values, not an interval)")
 
     def restart(self, line_no: int, line: str, sod: int | None) -> None:
         if sod is None:
