@@ -22,6 +22,14 @@ ports 0` and a `*` row with the slab count; the parenthesised list is read by ke
 go without shifting anything, and `timewait 26/0` is the sockstat count 26 (the `/0` is the slab's).
 ss prints the same text under every locale (checked under de_DE and zh_CN).
 
+Scripts save other output beside `ss -s` (`ss -s; ss -tan > f`, `ss -tinp` first, a shell's
+message): the transport table ends at its blank line, and any line that is not one of ss -s's own
+(`== N`, `Total:`, `TCP:`, `timewait:`, `Transport`, a table row) is skipped and counted
+(`attrs["skipped"]`, parsers/_common.Skips), the capture read and marked partial. A line that starts
+as one of ss -s's own but does not match its form (`TCP: 7`, a table row of the wrong width) stays a
+ParseError naming it; so does a file without any summary but with lines skipped. Sniffing still
+claims a file that starts with a socket list when a summary follows within its first 8 kB.
+
 Columns (all counts, NA where the version or the block lacks them):
   timestamp (UTC, from the stamp's epoch seconds; `tz` is not needed), host,
   total (`Total:`: sockets of every family, /proc/net/sockstat `sockets: used`),
@@ -38,7 +46,8 @@ Columns (all counts, NA where the version or the block lacks them):
   reassembly queues).
 
 attrs: dropped_lines (a last line cut mid-write, or a last block that holds only its stamp),
-unknown_columns (keys of the `TCP:` list or table rows/columns this parser does not know).
+unknown_columns (keys of the `TCP:` list or table rows/columns this parser does not know),
+skipped (lines of other output).
 Tested on: tests/fixtures/ss/ (see README.md there).
 """
 
@@ -51,7 +60,7 @@ import numpy as np
 import pandas as pd
 
 from ._chunks import block_pieces, has_cr, text_chunks, walk_text
-from ._common import Lines, Source, coerce, empty_frame, feed_lines
+from ._common import Lines, Skips, Source, coerce, empty_frame, feed_lines
 
 KIND = "ss"
 
@@ -88,13 +97,19 @@ _TCP = re.compile(r"^TCP:\s+(\d+)\s+\(([^()]*)\)(?:,\s*ports\s+(\d+))?\s*$")
 _TCP_ITEM = re.compile(r"^([a-z_]+)\s+(\d+)(?:/\d+)?$")
 _TIMEWAIT = re.compile(r"^timewait:\s*(\d+)\s*$")
 _ROW_NAME = re.compile(r"^(?:\*|[A-Z][A-Z0-9]*)$")
+_LIST_HEADER = re.compile(r"^(?:Netid\s+)?State\s+Recv-Q\s+Send-Q\s")  # ss's socket list
+_OWN = re.compile(r"^(?:==|Total:|TCP:|timewait:)")  # ss -s's (and the loop's) own line starts
 _MAX_DIGITS = 18  # keeps every count inside Int64
 _MAX_EPOCH = 1 << 33  # year 2242: inside pandas' nanosecond range
 
 
 def sniff(text: str) -> bool:
-    """An `ss -s` summary: a `Total:` line then a `TCP:` line, optionally after a `== <epoch>` stamp."""
-    lines = [ln for ln in text.splitlines()[:6] if ln.strip()][:3]
+    """An `ss -s` summary: a `Total:` line then a `TCP:` line, optionally after a `== <epoch>` stamp;
+    or a socket list (`State  Recv-Q Send-Q ...`) with such a summary after it within the head."""
+    lines = [ln for ln in text.splitlines() if ln.strip()]
+    if lines and _LIST_HEADER.match(lines[0]):
+        return any(_TOTAL.match(a) and _TCP.match(b) for a, b in zip(lines[1:], lines[2:], strict=False))
+    lines = lines[:3]
     if lines and _STAMP.match(lines[0]):
         lines = lines[1:]
     return len(lines) >= 2 and bool(_TOTAL.match(lines[0])) and bool(_TCP.match(lines[1]))
@@ -108,6 +123,7 @@ class _Block:
         self.epoch = epoch
         self.values: dict[str, int] = {}
         self.table: list[str] | None = None  # the table's column suffixes, once its header is seen
+        self.table_open = False  # until the blank line after the table: rows after it are not its
         self.lines = 1 if epoch is not None else 0  # non-blank lines read into it, the stamp included
 
 
@@ -116,10 +132,13 @@ class _Reader:
         self.blocks: list[_Block] = []
         self.unknown: list[str] = []
         self.dropped = 0
+        self.skips = Skips()
 
     def feed(self, line_no: int, line: str, lines: Lines) -> None:
         text = line.strip()
         if not text:
+            if self.blocks:
+                self.blocks[-1].table_open = False
             return
         m = _STAMP.match(line)
         if m:
@@ -141,30 +160,47 @@ class _Reader:
                 self._set(block, "total_kernel", m[2], line_no, line, lines)
             return
         if block is None:
-            raise lines.error(line_no, line, "not an ss -s capture (no `== <epoch>` or `Total:` line first)")
-        block.lines += 1
+            if _OWN.match(text):
+                raise lines.error(
+                    line_no, line, "not an ss -s capture (no `== <epoch>` or `Total:` line first)"
+                )
+            self.skips.add(
+                line_no,
+                line,
+                "not an ss -s summary line (other output saved with it; socket lists are not read)",
+            )
+            return
         m = _TCP.match(text)
         if m:
+            block.lines += 1
             self._tcp(block, m, line_no, line, lines)
             return
         m = _TIMEWAIT.match(text)
         if m:
+            block.lines += 1
             self._set(block, "timewait_sockets", m[1], line_no, line, lines)
             return
         tokens = text.split()
         if tokens[0] == "Transport":
             if block.table is not None:
                 raise lines.error(line_no, line, "second transport table in one block")
+            block.lines += 1
             block.table = []
+            block.table_open = True
             for name in tokens[1:]:
                 if name not in _TABLE_COLS:
                     self._unknown(f"Transport {name}")
                 block.table.append(_TABLE_COLS.get(name, "?"))
             return
-        if block.table is not None and _ROW_NAME.match(tokens[0]):
+        if block.table is not None and block.table_open and _ROW_NAME.match(tokens[0]):
+            block.lines += 1
             self._row(block, block.table, tokens, line_no, line, lines)
             return
-        raise lines.error(line_no, line, "not an ss -s line")
+        if _OWN.match(text):
+            raise lines.error(line_no, line, "not an ss -s line")
+        self.skips.add(
+            line_no, line, "not an ss -s summary line (other output saved with it; socket lists are not read)"
+        )
 
     def cut_last(self, line_no: int, line: str, lines: Lines) -> None:
         # Cut mid-write: `timewait: 243` may have become `timewait: 24`; never keep a shortened number.
@@ -305,8 +341,9 @@ def parse(source: Source, *, host: str | None = None, tz: str = "UTC") -> pd.Dat
         tz: unused: the loop's stamps are epoch seconds, which need no zone.
 
     Raises:
-        ParseError: a line that belongs to no `ss -s` summary, a value printed twice in one block,
-            or a table row that does not fit the table's header.
+        ParseError: a line that starts as ss -s's own but does not match it, a value printed twice
+            in one block, a table row that does not fit the table's header; no summary read while
+            other lines were skipped.
     """
     del tz
     fast = _fast(source)
@@ -319,7 +356,9 @@ def parse(source: Source, *, host: str | None = None, tz: str = "UTC") -> pd.Dat
     if blocks and not blocks[-1].values:
         # The capture stopped after `date` but before `ss -s` printed a number: nothing measured.
         reader.dropped += blocks.pop().lines
-    attrs = {"dropped_lines": reader.dropped, "unknown_columns": reader.unknown}
+    rows = len(blocks) + (sum(len(p) for p in fast[0]) if fast is not None else 0)
+    reader.skips.refuse_if_nothing_read(rows, Lines(source, KIND))
+    attrs = {"dropped_lines": reader.dropped, "unknown_columns": reader.unknown, "skipped": reader.skips}
     frames = [] if fast is None else [_fast_frame(fast[0], host)]
     if blocks:
         frames.append(_blocks_frame(blocks, host))

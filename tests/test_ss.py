@@ -136,3 +136,26 @@ def test_real_ss_here() -> None:
     ).stdout
     df = ss.parse(out)
     assert len(df) == 2 and df["timestamp"].notna().all() and df["tcp_total"].notna().all()
+
+
+def test_socket_list_saved_with_the_summary_is_skipped() -> None:
+    # `ss -s; ss -tan` in one file: the summary read, the list's 3 lines skipped and counted
+    df = ss.parse(S / "iproute2-6.1-s-then-tan.txt")
+    assert len(df) == 1 and df.at[0, "total"] == 19 and df.at[0, "tcp_total"] == 3
+    assert df.at[0, "inet_ipv4_sockets"] == 3 and df.at[0, "frag_queues"] == 0
+    skipped = df.attrs["skipped"]
+    assert skipped.count == 3 and skipped.quoted[0].line_no == 11
+    assert skipped.quoted[1].text.startswith("LISTEN 0      5          127.0.0.1:18081")
+    # the list first: skipped before the first `Total:`
+    df = ss.parse(S / "iproute2-6.1-tln-then-s.txt")
+    assert len(df) == 1 and df.at[0, "total"] == 19 and df.attrs["skipped"].count == 3
+    assert df.attrs["skipped"].quoted[0].line_no == 1
+
+
+def test_malformed_summary_line_after_a_list_names_the_line() -> None:
+    text = (S / "iproute2-6.1-s-then-tan.txt").read_text()
+    with pytest.raises(ParseError, match="not an ss -s line") as info:
+        ss.parse(text + "TCP: 7\n")
+    assert info.value.line_no == 14
+    with pytest.raises(ParseError, match=r"nothing readable \(3 lines skipped\)"):
+        ss.parse(text.split("\n\n")[-1])  # the list alone: a socket list is not read
