@@ -7,6 +7,7 @@ comes from and where its oracle values were read):
 
     {"kind": "vmstat", "rows": 1,          # rows perfkit should read (null: not pinned)
      "source": "jc's JSON" | "by eye",
+     "tz": "America/Los_Angeles",          # the --tz a user gives (the capture's zone); default UTC
      "checks": [{"where": {"device": "sda"}, "nth": 0, "column": "r_s", "value": 0.06, "tol": 0.01}]}
 
 `where` selects rows (all rows when absent), `nth` picks one of them (default 0, -1 the last), and
@@ -138,10 +139,13 @@ def evaluate(path: Path) -> Outcome:
     oracle = oracle_of(path)
     kind = oracle["kind"]
     out = Outcome(path, kind, parsers.sniff_kind(head(path)), "read", rows_expected=oracle.get("rows"))
+    if kind not in parsers.registry():
+        out.status, out.reason = "refused", f"no parser for kind {kind!r}"
+        return out
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            frame = parsers.get(kind).parse(path, host="corpus")
+            frame = parsers.get(kind).parse(path, host="corpus", tz=oracle.get("tz", "UTC"))
     except ParseError as exc:
         out.status, out.reason = "refused", f"line {exc.line_no}: {exc.reason}"
         return out
