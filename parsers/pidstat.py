@@ -50,8 +50,17 @@ the same numbers, its `-` placeholders stand where that grammar takes them, and 
 usual shape (each metric printed by one layout, a task at most once per table and interval, one
 time per table); any other chunk goes line by line, which also names the first bad line.
 
-Not read: `pidstat -h` (one line per task), `-o JSON`. Tested on: tests/fixtures/pidstat/*.txt
-(see README.md there).
+`pidstat -h`: per interval one `# Time UID PID %usr ... Command` header and one line per task with
+every metric on it, no `Average:` tables; its time label is a clock, or (older sysstat) seconds since
+the epoch (`1646859134`: UTC whatever `tz`). Under one header, rows of another time are other tasks'
+lines (`-e`, `-h`), and an `Average:` row may follow the interval's rows directly (`-e`).
+
+Read what can be read (parsers/_common.Skips, `attrs["skipped"]`): a line that starts with neither
+a time nor an `Average:` label (`pidstat -e CMD` mixes CMD's output in; stderr saved with stdout)
+is skipped and counted; a line starting with a broken clock is still an error. An `iodelay` past
+2**53 ticks is no delay (a small negative delta printed unsigned, `18446744073709551611` = -5, or an
+`Average:` over one): read as missing, the line quoted in the skips and in `notes`, never a refusal.
+Not read: `-o JSON`. Tested on: tests/fixtures/pidstat/*.txt (see README.md there).
 """
 
 from __future__ import annotations
@@ -149,12 +158,12 @@ def parse(source: _common.Source, *, host: str | None = None, tz: str = "UTC") -
 
     Returns:
         A frame with exactly the `SCHEMA` columns; `attrs` `averages`, `unknown_columns`,
-        `dropped_lines`, `notes`.
+        `dropped_lines`, `notes`, `skipped`.
 
     Raises:
-        ParseError: garbage mid-file, a row whose field count does not match its header, a task
-            listed twice in one table, a thread row with no process above it, a foreign locale it
-            cannot read safely, `pidstat -h` output.
+        ParseError: a row whose field count does not match its header, a task listed twice in one
+            table at one time, a thread row with no process above it, a foreign locale it cannot
+            read safely, a file with no row at all among lines it skipped.
     """
     return _Pidstat(source, host, tz).run()
 
@@ -232,7 +241,10 @@ class _Pidstat(Sysstat):
         self.buffered = 0  # rows in them
         # per-line state (kept right after a chunk read by pandas too)
         self.row_table_no = -1  # the table whose tasks are in table_keys
-        self.table_keys: set[tuple[int, int]] = set()  # (pid, tid) already in that table
+        self.table_keys: set[tuple[int, int]] = set()  # (pid, tid) already in that table at row_sod
+        self.row_sod: int | None = None  # the label of the last row read (None: `Average:`)
+        self.epoch_day: int | None = None  # -h with seconds since the epoch: the first row's UTC day
+        self.h_mode = False  # a `# Time` header (pidstat -h) was seen
         self.last_tgid: int | None = None  # with -t: the process the `-` TGID rows belong to
         self.interval: int | None = None
         self.rows_at: dict[tuple[int, int], int] = {}  # (pid, tid) -> row, in the current interval
@@ -244,6 +256,7 @@ class _Pidstat(Sysstat):
         self.cmd_codes = np.empty(0, dtype=np.int32)
         self.cmd_names: dict[str, int] = {}
         self.total_bytes = 0  # the capture's size, where known: how many rows to make room for
+        self.skips = _common.Skips()
         self.flushed_bytes = 0  # bytes of the rows flushed so far
 
     def run(self) -> pd.DataFrame:
@@ -434,8 +447,15 @@ class _Pidstat(Sysstat):
                 self.flush()  # the banner resets the date and day of the rows above it
                 if self.banner(line_no, line):
                     return
-            if head[0].startswith("#"):
-                raise self.error(line_no, line, "pidstat -h output (one line per task) is not read")
+            if head[:2] == ["#", "Time"]:  # -h: one table per interval, every metric on a task's line
+                self.h_mode = True
+                if self.buffered >= CHUNK_ROWS:
+                    self.flush()  # a full chunk ends where an interval does
+                self.header(line_no, line, line.split()[2:])
+                self.header_label = None
+                return
+            if not self._labelled(line_no, line, head):
+                return
             sod, used = self.label(line_no, line, head)
             if len(head) > used and head[used] in _HEADER_FIRST:
                 label = " ".join(head[:used])
@@ -448,6 +468,36 @@ class _Pidstat(Sysstat):
             self.flush()  # a bad row above is the first error
             raise
         self._add(line.encode("utf-8", "surrogatepass") + b"\n", line_no, 1)
+
+    def label(self, line_no: int, line: str, tokens: list[str]) -> tuple[int | None, int]:
+        """A time label; under `-h` also seconds since the epoch (`1646859134`, older sysstat and `-U`),
+        kept as seconds after the first row's UTC midnight (`stamp` makes them UTC, whatever `tz`)."""
+        first = tokens[0]
+        if self.h_mode and first.isdigit() and 9 <= len(first) <= 11:
+            seconds = int(first)
+            if self.epoch_day is None:
+                self.epoch_day = seconds // 86400
+            return seconds - self.epoch_day * 86400, 1
+        return super().label(line_no, line, tokens)
+
+    def stamp(self, line_no: int, sod: int) -> int:
+        if self.epoch_day is not None:  # epoch labels: UTC already, no date roll-over to follow
+            self.prev_sod = sod
+            return (self.epoch_day * 86400 + sod) * 1_000_000_000
+        return super().stamp(line_no, sod)
+
+    def _labelled(self, line_no: int, line: str, head: list[str]) -> bool:
+        """True when a line starts with a time or an `Average:` label; any other line is no pidstat
+        line (a command's output under `pidstat -e`, stderr saved with stdout): skipped and counted.
+        A line starting with a clock-like token (`06:56:3x`) is left to `label()` to refuse."""
+        try:
+            self.label(line_no, line, head)
+        except ParseError:
+            if ":" in head[0].rstrip(":"):
+                raise
+            self.skips.add(line_no, line, "not a pidstat line (no time label): another program's output")
+            return False
+        return True
 
     def header(self, line_no: int, line: str, fields: list[str]) -> None:
         key = tuple(fields)
@@ -576,6 +626,7 @@ class _Pidstat(Sysstat):
         in_last = table_no == table_no[-1]
         self.row_table_no = int(table_no[-1])
         self.table_keys = {(int(p), int(t)) for p, t in zip(pid[in_last], tid_key[in_last], strict=True)}
+        self.row_sod = int(sods[-1])
         self.last_tgid = int(tgid[-1]) if tables[0].threads else None
         return True
 
@@ -624,7 +675,7 @@ class _Pidstat(Sysstat):
         if found != placeholders:  # a `-` where `_row` takes no placeholder
             return None
         sods = self._label_seconds([df[i].array for i in range(nlab)])
-        if sods is None:
+        if sods is None or self.epoch_day is not None:  # epoch labels: `stamp` row by row
             return None
         firsts = np.array(buf.rows, dtype=np.int64)
         per_seg = np.diff(np.append(firsts, n))
@@ -669,11 +720,15 @@ class _Pidstat(Sysstat):
         """One data row by the per-line grammar."""
         _, _, table, table_no, header_line_no = seg
         head = line.split(None, 3)
+        if not self._labelled(line_no, line, head):
+            return
         sod, used = self.label(line_no, line, head)
         if table is None:
             raise self.error(line_no, line, "a row before any pidstat `UID PID ... Command` header")
         if table_no != self.row_table_no:  # a new table: its own tasks and `-` TGIDs
             self.row_table_no, self.table_keys, self.last_tgid = table_no, set(), None
+        if sod != self.row_sod:  # rows of another time under one header (-e, -h): other tasks
+            self.row_sod, self.table_keys = sod, set()
         parts = line.split(None, used + table.width - 1)
         fields = parts[used:]
         if len(fields) != table.width:
@@ -705,6 +760,15 @@ class _Pidstat(Sysstat):
             if not _UINT.match(token):
                 raise self.error(line_no, line, f"{col}: not a whole number: {token!r}")
             value = float(token)
+            if col == "iodelay" and value >= _EXACT:
+                # 2**53 ticks are 2.8 million years: a small negative delta printed unsigned (the
+                # kernel's counter went back, 18446744073709551611 is -5) or an `Average:` over one.
+                # No delay to read, and never a giant one: missing, the line quoted
+                big = int(token)
+                why = f"{big - 2**64} wrapped past 2**64" if 2**63 <= big < 2**64 else "no real delay"
+                self.notes.append(f"line {line_no}: iodelay {token} ({why}) read as missing")
+                self.skips.add(line_no, line, f"iodelay {token} ({why}) read as missing")
+                return _NAN
             if value >= _EXACT:  # the column holds it as float64 until assembly: it would come out wrong
                 raise self.error(line_no, line, f"{col}: {token!r} is past 2**53")
             return value
@@ -791,8 +855,10 @@ class _Pidstat(Sysstat):
             "dropped_lines": self.dropped,
             "notes": self.notes,
             "cpus": self.banner_cpus,
+            "skipped": self.skips,
         }
         n = self.n
+        self.skips.refuse_if_nothing_read(n + len(self.averages), self.lines)
         if n == 0:
             frame = _common.empty_frame(SCHEMA)
         else:

@@ -13,6 +13,7 @@ import pytest
 
 from perfkit.errors import ParseError
 from perfkit.parsers import pidstat
+from perfkit.parsers._common import skips_of
 
 from .conftest import FIXTURES, need_tool
 
@@ -191,12 +192,82 @@ def test_ids_past_two_to_the_53_name_the_line(pid: str, ok: bool) -> None:
         assert info.value.line_no == 6
 
 
-def test_h_output_is_refused() -> None:
-    text = (
-        "Linux 6.1.0 (db2) \t2026-11-22 \t_x86_64_\t(1 CPU)\n\n#      Time   UID       PID    %usr Command\n"
-    )
-    with pytest.raises(ParseError, match="-h"):
-        pidstat.parse(text)
+def _row_of(df: pd.DataFrame, stamp: str, pid: int) -> pd.Series:
+    rows = df[(df["timestamp"] == pd.Timestamp(stamp, tz="UTC")) & (df["pid"] == pid)]
+    assert len(rows) == 1
+    return rows.iloc[0]
+
+
+@pytest.mark.parametrize("name", ["sysstat-12.6-h-u-d-w-C.txt", "sysstat-12.6-h-u-d-w-iso.txt"])
+def test_h_output_is_read(name: str) -> None:
+    # `pidstat -h -u -d -w 1 2`: one `# Time UID PID %usr ... nvcswch/s Command` header per interval,
+    # every metric of a task on its line; no Average tables
+    for source in (P / name, io.StringIO((P / name).read_text())):
+        df = pidstat.parse(source)
+        assert len(df) == (73 if "C" in name else 56) and df.attrs["averages"] == []
+        assert (
+            skips_of(df).count == 0 and df[["usr_pct", "kb_wr_s", "iodelay", "cswch_s"]].notna().all().all()
+        )
+    if (
+        "C" in name
+    ):  # `12:45:29      102     29285    0.99 ... 39.60     31.68       0      6.93      0.99  mariadbd`
+        r = _row_of(df, "2026-11-27 12:45:29", 29285)
+        assert (r["uid"], r["usr_pct"], r["kb_wr_s"], r["kb_ccwr_s"], r["cswch_s"]) == (
+            102,
+            0.99,
+            39.6,
+            31.68,
+            6.93,
+        )
+        assert (
+            r["command"] == "mariadbd"
+            and (df["timestamp"] == pd.Timestamp("2026-11-27 12:45:30", tz="UTC")).sum() == 37
+        )
+    else:  # `12:45:32      102     29285    0.00 ... 32.00     32.00       0     13.00      0.00  mariadbd`
+        r = _row_of(df, "2026-11-27 12:45:32", 29285)
+        assert (r["kb_wr_s"], r["cswch_s"], r["nvcswch_s"]) == (32.0, 13.0, 0.0)
+
+
+def test_h_output_with_epoch_seconds_is_read() -> None:
+    # jc's centos-7.7 `pidstat -hl` (sysstat 10.1): `#      Time   UID ...`, rows labelled 1646859134
+    df = pidstat.parse(P / "jc-centos-7.7-hl-epoch.txt", tz="Asia/Shanghai")  # epoch seconds: UTC whatever tz
+    assert len(df) == 43 and df["timestamp"].eq(pd.Timestamp("2022-03-09 20:52:14", tz="UTC")).all()
+    r = _row_of(
+        df, "2022-03-09 20:52:14", 9
+    )  # ` 1646859134     0         9    0.00    0.01    0.00    0.01     0  rcu_sched`
+    assert (r["system_pct"], r["cpu_pct"], r["command"]) == (0.01, 0.01, "rcu_sched")
+    assert df.loc[0, "command"].startswith("/usr/lib/systemd/systemd --switched-root")  # -l: the command line
+
+
+@pytest.mark.parametrize("name", ["sysstat-12.6-u-d-w-e-iso.txt", "sysstat-12.6-e-C.txt"])
+def test_e_output_skips_the_commands_lines(name: str) -> None:
+    # `pidstat -e sh -c 'echo ...'`: the command's stdout/stderr lines come between banner and tables
+    df = pidstat.parse(P / name)
+    skipped = skips_of(df)
+    assert len(df) == 1 and len(df.attrs["averages"]) == 1 and df.loc[0, "command"] == "sh"
+    if "iso" in name:  # `hello from the command`, `done`, `ls: cannot access '/nonexistent': ...`
+        assert skipped.count == 3 and [q.line_no for q in skipped.quoted] == [2, 3, 4]
+        assert (df.loc[0, "kb_rd_s"], df.loc[0, "cswch_s"], df.loc[0, "nvcswch_s"]) == (1.99, 2.49, 0.5)
+    else:  # `hi`, `bye`; then its `Average:` row right below the interval's row, under the same header
+        assert skipped.count == 2 and skipped.quoted[1].text == "bye"
+        assert df.attrs["averages"][0]["pid"] == 7153 and df.loc[0, "timestamp"] == pd.Timestamp(
+            "2026-11-27 12:45:36", tz="UTC"
+        )
+
+
+def test_wrapped_iodelay_is_missing_not_a_refusal() -> None:
+    # sysstat's own tests/expected1.pidstat-At: `12:53:26 1000 8741 8785 ... 18446744073709551611
+    # (firefox)__disk_cache:0` (2**64 - 5) and its `Average:` row's 3074457345618258432
+    name = P / "sysstat-tests-expected1-pidstat-At-iodelay-wrap.txt"
+    for source in (name, io.StringIO(name.read_text())):
+        df = pidstat.parse(source)
+        skipped = skips_of(df)
+        assert len(df) == 59 and skipped.count == 2 and [q.line_no for q in skipped.quoted] == [122, 270]
+        assert "-5 wrapped past 2**64" in skipped.quoted[0].reason
+        r = _row_of(df[df["tid"] == 8785], "2020-06-01 12:53:26", 8741)
+        assert pd.isna(r["iodelay"]) and r["kb_wr_s"] == 0.05  # the rest of the line is read
+        assert df["iodelay"].max() < 1000
+        assert any("line 122: iodelay 18446744073709551611" in note for note in df.attrs["notes"])
 
 
 def test_empty_frame() -> None:
