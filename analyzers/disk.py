@@ -1,4 +1,6 @@
-"""Disk rules from `iostat -x`: latency-bound serial small IO versus a device out of capacity.
+"""Disk rules from `iostat -x` (or /proc/diskstats series, parsers/diskstats.py: the same figures
+from counter deltas, read where a host's window has no iostat): latency-bound serial small IO versus a
+device out of capacity.
 
 %util is the share of time the device had at least one IO in flight. On a disk serving one IO
 at a time that is saturation; on parallel devices (NVMe, RAID, SAN LUNs, cloud volumes) a device
@@ -22,9 +24,14 @@ from .io import plain
 
 
 def _busy_devices(ds: Dataset) -> list[tuple[str | None, str, pd.DataFrame, str]]:
-    """(host, device, rows, path) for each device with real IO, since-boot report dropped."""
+    """(host, device, rows, path) for each device with real IO, since-boot report dropped.
+
+    diskstats rows count only for a (host, step) without an iostat capture: pt-stalk takes both of
+    the same window, and one device must not be judged twice."""
     out = []
-    for cap in ds.of("iostat"):
+    with_iostat = {(c.host, c.step) for c in ds.of("iostat")}
+    caps = ds.of("iostat") + [c for c in ds.of("diskstats") if (c.host, c.step) not in with_iostat]
+    for cap in caps:
         df = cap.frame[~cap.frame["since_boot"]]
         for dev, rows in df.groupby("device", sort=True):
             iops = rows["r_s"].fillna(0) + rows["w_s"].fillna(0)
@@ -40,8 +47,8 @@ def _window(rows: pd.DataFrame) -> tuple[str, str] | None:
 
 def serial_small_io(ds: Dataset, sweep: Any, th: Thresholds) -> list[Finding] | Skipped:
     """High %util with small requests and a queue near 1: latency-bound synchronous IO, not capacity."""
-    if not ds.of("iostat"):
-        return Skipped("disk.serial-small-io", "no iostat capture")
+    if not ds.of("iostat") and not ds.of("diskstats"):
+        return Skipped("disk.serial-small-io", "no iostat or diskstats capture")
     lim = th["disk.serial-small-io"]
     out = []
     for host, dev, rows, path in _busy_devices(ds):
@@ -107,8 +114,8 @@ def serial_small_io(ds: Dataset, sweep: Any, th: Thresholds) -> list[Finding] | 
 
 def saturated(ds: Dataset, sweep: Any, th: Thresholds) -> list[Finding] | Skipped:
     """Capacity saturation: a deep queue, await far above the per-IO service time, %util pinned."""
-    if not ds.of("iostat"):
-        return Skipped("disk.saturated", "no iostat capture")
+    if not ds.of("iostat") and not ds.of("diskstats"):
+        return Skipped("disk.saturated", "no iostat or diskstats capture")
     lim = th["disk.saturated"]
     out = []
     for host, dev, rows, path in _busy_devices(ds):

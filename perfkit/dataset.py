@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from perfkit import parsers
+from perfkit import parsers, ptstalk
 from perfkit.archive import Archive
 from perfkit.errors import ParseError
 from perfkit.parsers._common import Skips, clock_stamps, head, skips_of
@@ -129,6 +129,7 @@ def load_dataset(archive: Archive, *, tz: str = "UTC") -> Dataset:
     ds = Dataset(source=archive.name, manifest=archive.manifest, problems=list(archive.problems))
     records = archive.records
     stderr_of = {r["stderr_path"]: p for p, r in records.items() if r.get("stderr_path")}
+    stalk = ptstalk.collection([f for f in archive.files if f not in records], archive.root, tz)
     for rel in archive.files:
         rec = records.get(rel)
         path = archive.root / rel
@@ -146,12 +147,19 @@ def load_dataset(archive: Archive, *, tz: str = "UTC") -> Dataset:
                 ds.unparsed.append({"path": rel, "reason": reason})
                 continue
             host, step, file_tz = rec.get("host"), rec.get("step"), rec.get("tz", tz)
+        elif rel in stalk and (stalk[rel].kind or stalk[rel].reason):
+            kind, host, step, file_tz = stalk[rel].kind, stalk[rel].host, stalk[rel].prefix, tz
+            if kind is None:
+                ds.unparsed.append({"path": rel, "reason": stalk[rel].reason})
+                continue
         else:
             kind, reason = _sniff(path)
             if kind is None:
                 ds.unparsed.append({"path": rel, "reason": reason})
                 continue
             host, step, file_tz = None, None, tz
+            if rel in stalk:  # a pt-stalk file of a kind it does not name: sniffed, kept in its window
+                host, step = stalk[rel].host, stalk[rel].prefix
         try:
             frame = parsers.get(kind).parse(path, host=host, tz=file_tz)
         except ParseError as exc:
@@ -159,6 +167,9 @@ def load_dataset(archive: Archive, *, tz: str = "UTC") -> Dataset:
             continue
         if rec is not None and rec.get("started_at"):
             _anchor_clock(frame, rec["started_at"], file_tz)
+        elif rel in stalk:
+            _anchor_clock(frame, stalk[rel].started_at, file_tz)
+            ptstalk.stamp(frame, stalk[rel].started_at)
         ds.captures.append(Capture(path=rel, kind=kind, host=host, step=step, frame=frame))
     return ds
 

@@ -151,7 +151,7 @@ def test_rules_skip_without_load_data() -> None:
     result = analyze(Dataset("x", None, []), default_thresholds())
     skipped = {s.rule: s.reason for s in result.skipped}
     assert "sweep.knee" in skipped and "no load-generator output" in skipped["sweep.knee"]
-    assert skipped["disk.serial-small-io"] == "no iostat capture"
+    assert skipped["disk.serial-small-io"] == "no iostat or diskstats capture"
 
 
 # seed 003: 13 511 TPS at 380 ms, then TPS falls and the client's RT rises while the inner tier's RT
