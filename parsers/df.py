@@ -16,12 +16,21 @@ Reads:
   separators (`df -B "'1"` under de_DE: `270.553.174.016`) is refused with "capture not taken
   under LC_ALL=C", never read as another number.
 
-Not read (ParseError naming the header): `df -h`/`-H` (rounded sizes), `-i` (inodes), `-T` and
-`--output` (other columns), `-B M` (values with a unit suffix).
+- `df -P -k -T` (C header `Filesystem Type 1024-blocks ...`): the type is the last word before the
+  numbers and is not kept (a note says so); the filesystem name is what precedes it.
+- df's own messages saved with stdout (`df -P -k /gone / > f 2>&1`: `df: /gone: No such file or
+  directory`, `df: /mnt/nfs: Stale file handle`): lines starting `df: ` are skipped and counted
+  (`attrs["skipped"]`, parsers/_common.Skips), the capture read and marked partial (a filesystem
+  asked for is missing). A file with no row read but such lines skipped is refused naming the first.
+
+Not read (ParseError naming the header): `df -h`/`-H` (rounded sizes whose base, 1024 or 1000, is not
+printed: `12G` under both), `-i` (inodes), `--output` (other columns), `-B M` (values with a unit
+suffix).
 
 The filesystem name and the mount point may contain spaces (`pk scratch` mounted on
 `/tmp/pk data vol`): the name is everything before the four numbers, the mount point everything
-after the single space that follows the capacity, kept verbatim.
+after the blanks that follow the capacity (one in coreutils 9; older df pads a `-` capacity with two),
+kept verbatim: a mount point is an absolute path, so it never starts with a blank.
 
 Schema (one row per filesystem line, in file order):
 
@@ -39,9 +48,9 @@ capacity_pct leaves out the blocks reserved for root, so it exceeds used / size 
 the real fixture's `/`): it is what a writer sees, and what `disk.full` should read. Pseudo
 filesystems of size 0 print `-` there: NaN, never 0.
 
-`df.attrs`: `dropped_lines` (a cut-off last line, or a wrapped name whose numbers never came),
-`block_size` (bytes per block the header named, None without a header), `notes` (conversions,
-localised header).
+`df.attrs`: `skipped` (df's messages), `dropped_lines` (a cut-off last line, or a wrapped name whose
+numbers never came), `block_size` (bytes per block the header named, None without a header), `notes`
+(conversions, localised header, -T).
 
 df has no time: the capture time is the manifest's. Tested on: tests/fixtures/df/ (README.md there).
 """
@@ -55,7 +64,7 @@ import pandas as pd
 
 from perfkit.errors import ParseError
 
-from ._common import Lines, Source, coerce, empty_frame, feed_lines
+from ._common import Lines, Skips, Source, coerce, empty_frame, feed_lines
 
 KIND = "df"
 
@@ -72,7 +81,9 @@ SCHEMA: dict[str, str] = {
 _NUM = r"-?\d++|-"
 # Possessive quantifiers (`++`): whitespace and digits are never given back, so a long line of
 # spaces or digits costs linear time, not quadratic backtracking.
-_TAIL = rf"\s++(?P<size>{_NUM})\s++(?P<used>{_NUM})\s++(?P<avail>{_NUM})\s++(?P<cap>\d++%|-)\s(?P<mount>.+)$"
+_TAIL = (
+    rf"\s++(?P<size>{_NUM})\s++(?P<used>{_NUM})\s++(?P<avail>{_NUM})\s++(?P<cap>\d++%|-)\s++(?P<mount>.+)$"
+)
 _MAX_LINE = 16384  # a df line is a name, four numbers and a path (PATH_MAX 4096): longer is garbage
 # The name is the shortest prefix after which four counts and a capacity follow: a name with
 # spaces ("pk scratch") extends until the numbers line up.
@@ -88,13 +99,17 @@ _SUFFIXED = re.compile(r"\s\d+(?:[.,]\d+)?[KMGTPEZY]\s")
 _BLOCK = re.compile(r"^(\d+)([kKMGTPEZY]?)(iB|B)?(?:-|的)\S*$")
 _UNITS = "KMGTPEZY"
 _C_HEADER_TAIL = (("Used",), ("Available", "Avail"), ("Capacity", "Use%"))
+_MESSAGE = "df: "  # df's own messages on stderr: `df: /gone: No such file or directory`
 _SNIFF = re.compile(r"^\S+\s+\d+[kKMGTPEZY]?(?:iB|B)?(?:-|的)\S*\s+\S+\s+\S+\s+\S+\s+\S+")
 
 
 def sniff(text: str) -> bool:
-    """df output starts with its header: a name, the block size (`1024-blocks`), then 4+ words."""
-    for line in text[:4096].splitlines()[:5]:
-        if line.strip():
+    """df output starts with its header (after any `df: ...` message): a name, the block size
+    (`1024-blocks`; after `Type` with -T), then 4+ words."""
+    for line in text[:4096].splitlines()[:10]:
+        if line.strip() and not line.startswith(_MESSAGE):
+            if line.startswith("Filesystem ") and line.split()[1:2] == ["Type"]:
+                line = line.replace(" Type", "", 1)
             return bool(_SNIFF.match(line)) and not any(ch.isdigit() for ch in line.split()[2])
     return False
 
@@ -126,7 +141,14 @@ def parse(source: Source, *, host: str | None = None, tz: str = "UTC") -> pd.Dat
         raise ParseError(
             KIND, path, state.line_no, "", f"cannot parse ({type(exc).__name__}: {exc})"
         ) from exc
-    attrs = {"dropped_lines": state.dropped, "block_size": state.block_size, "notes": state.notes}
+    if state.lines is not None:
+        state.skips.refuse_if_nothing_read(len(state.rows), state.lines)
+    attrs = {
+        "dropped_lines": state.dropped,
+        "block_size": state.block_size,
+        "notes": state.notes,
+        "skipped": state.skips,
+    }
     if not state.rows:
         df = empty_frame(SCHEMA)
         df.attrs.update(attrs)
@@ -158,10 +180,15 @@ class _State:
         self.pending: tuple[int, str] | None = None  # a wrapped filesystem name awaiting its numbers
         self.dropped = 0
         self.notes: list[str] = []
+        self.skips = Skips()
+        self.typed = False  # df -T: a Type column after the name
 
     def feed(self, line_no: int, line: str, lines: Lines) -> None:
         self.lines, self.line_no = lines, line_no
         if not line.strip():
+            return
+        if line.startswith(_MESSAGE) and self.pending is None:
+            self.skips.add(line_no, line, "df's message on stderr (a filesystem it could not read)")
             return
         if len(line) > _MAX_LINE:
             raise lines.error(line_no, line, f"line of {len(line)} characters: not df output")
@@ -173,13 +200,17 @@ class _State:
                     name_no, name, "neither a df row nor a wrapped filesystem name followed by its numbers"
                 )
             self.pending = None
-            self._add(name.strip(), cont, line_no, line, lines)
+            self._add(self._name(name.strip(), name_no, name, lines), cont, line_no, line, lines)
             return
         row = _ROW.match(line)
         if row is not None:
-            self._add(row["fs"], row, line_no, line, lines)
+            self._add(self._name(row["fs"], line_no, line, lines), row, line_no, line, lines)
             return
         tokens = line.split()
+        if tokens[:2] == ["Filesystem", "Type"] and self.block_size is None:
+            self.typed = True
+            self.notes.append("df -T: the Type column is not kept")
+            del tokens[1]
         block = _BLOCK.match(tokens[1]) if len(tokens) >= 6 and not tokens[2][:1].isdigit() else None
         if block is not None:
             self._header(line_no, line, tokens, block, lines)
@@ -202,6 +233,15 @@ class _State:
             self.pending = (line_no, line)  # old df wraps a long name onto its own line
             return
         raise lines.error(line_no, line, "malformed df row")
+
+    def _name(self, fs: str, line_no: int, line: str, lines: Lines) -> str:
+        """The filesystem name of a row's text before its numbers: with -T the type's word cut off."""
+        if not self.typed:
+            return fs
+        name, _, fstype = fs.rpartition(" ")
+        if not name.strip():
+            raise lines.error(line_no, line, "df -T row without a filesystem name before its type")
+        return name.rstrip()
 
     def cut_last(self, line_no: int, line: str, lines: Lines) -> None:
         """A last line without newline was cut mid-write: its numbers or mount point may be short."""

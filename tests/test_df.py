@@ -35,7 +35,12 @@ def test_real_df_P_k_values() -> None:
     # df's capacity is used / (used + avail) rounded up: 15578712 / 95501264 = 16.3 % -> 17,
     # not used / size (5.9 %): root's reserved blocks are left out.
     assert root["capacity_pct"] == 17 == math.ceil(100 * 15578712 / (15578712 + 79922552))
-    assert df.attrs == {"dropped_lines": 0, "block_size": 1024, "notes": []}
+    assert {k: v for k, v in df.attrs.items() if k != "skipped"} == {
+        "dropped_lines": 0,
+        "block_size": 1024,
+        "notes": [],
+    }
+    assert df.attrs["skipped"].count == 0
 
 
 def test_spaces_in_name_and_mount_point_kept_verbatim() -> None:
@@ -95,7 +100,6 @@ def test_thousands_separators_refused_not_misread() -> None:
     [
         "Filesystem      Size  Used Avail Use% Mounted on",  # -h
         "Filesystem       Inodes  IUsed    IFree IUse% Mounted on",  # -i
-        "Filesystem     Type 1024-blocks     Used Available Capacity Mounted on",  # -T
     ],
 )
 def test_other_df_reports_refused_at_the_header(header: str) -> None:
@@ -222,3 +226,40 @@ def test_real_df_here() -> None:
     df = dfp.parse(out)
     assert len(df) >= 1 and df["mount"].str.startswith("/").all()
     assert (df["used_kb"] <= df["size_kb"]).all()
+
+
+def test_df_T_type_column_read_past() -> None:
+    df = dfp.parse(D / "coreutils-9.1-P-k-T.txt")
+    # `/dev/vda  ext4  264212084 16961968  78539296  18% /`
+    assert df["filesystem"].tolist() == ["/dev/vda", "tmpfs"] and df["mount"].tolist() == ["/", "/dev/shm"]
+    assert (
+        df.at[0, "size_kb"] == 264212084
+        and df.at[0, "avail_kb"] == 78539296
+        and df.at[0, "capacity_pct"] == 18
+    )
+    assert df.attrs["notes"] == ["df -T: the Type column is not kept"] and dfp.sniff(
+        (D / "coreutils-9.1-P-k-T.txt").read_text()
+    )
+    # jc's generic fixture: values as jc's JSON gives them; `-  /proc` (two blanks) is mount `/proc`
+    df = dfp.parse(D / "jc-generic-df-long-filesystem-T.txt")
+    assert df["filesystem"].tolist() == ["/dev/mapper/VolGroup00-LogVol00", "proc", "sysfs"]
+    assert df["mount"].tolist() == ["/", "/proc", "/sys"]
+    assert df.loc[0, ["size_kb", "used_kb", "avail_kb", "capacity_pct"]].tolist() == [
+        6030784,
+        1147932,
+        4571556,
+        21,
+    ]
+    assert df["capacity_pct"].iloc[1:].isna().all()
+
+
+def test_df_message_on_stderr_skipped_and_counted() -> None:
+    path = D / "coreutils-9.1-P-k-missing-stderr.txt"
+    df = dfp.parse(path)
+    assert df["mount"].tolist() == ["/", "/dev/shm"] and df.at[0, "used_kb"] == 16961988
+    skipped = df.attrs["skipped"]
+    assert skipped.count == 1 and skipped.quoted[0].line_no == 1
+    assert skipped.quoted[0].text == "df: /nonexistent: No such file or directory"
+    assert dfp.sniff(path.read_text())
+    with pytest.raises(ParseError, match=r"nothing readable \(1 lines skipped\)"):
+        dfp.parse("df: /nonexistent: No such file or directory\n")
