@@ -39,6 +39,8 @@ A column the header lacks is NA. `ps -eo pid,ppid,comm,args` prints `COMMAND` tw
 (`comm`, the 15-character kernel name) is listed in unknown_columns and skipped. A `comm` that
 contains a space in a non-last column cannot be told from the next column: use `args` last.
 Columns whose values hold several words (`LSTART`, `STARTED`) are refused at the header.
+A header with top's labels (`PR`, `VIRT`, `RES`, `SHR`, `TIME+`: a top task table saved without its
+summary) is not sniffed as ps: it is top's (`top.is_task_header`).
 
 `df.attrs`: `dropped_lines` (a last line cut off mid-write), `unknown_columns` (header names not
 mapped), `notes`.
@@ -77,6 +79,7 @@ import pyarrow.compute as pc
 from perfkit.errors import ParseError
 
 from ._common import Lines, Source, coerce, empty_frame, feed_lines
+from .top import is_task_header
 
 KIND = "ps"
 
@@ -151,6 +154,8 @@ def sniff(text: str) -> bool:
         if line.strip():
             labels = line.split()
             known = sum(1 for t in labels if t in _HEADERS or t in _COMMAND)
+            if is_task_header(labels):  # `PR NI VIRT RES SHR ... TIME+`: top's task table, not ps
+                return False
             return "PID" in labels and known >= 3 and all(_LABEL.match(t) for t in labels)
     return False
 

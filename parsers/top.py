@@ -12,9 +12,20 @@ Each iteration is a summary (`top - 08:10:11 up 46 min,  0 user,  load average: 
 `Threads:`, `%Cpu(s):`, `KiB|MiB|GiB Mem :`, `... Swap:`), a blank line, the column header
 (`PID USER PR NI VIRT RES SHR S %CPU %MEM TIME+ COMMAND`) and the rows. Columns are mapped by their
 header names; a header this parser does not know is listed in `df.attrs["unknown_columns"]` and its
-values skipped. Rows are split on whitespace: every column but COMMAND is one word; COMMAND must be
-the last column and is the rest of the line VERBATIM (spaces, `<script>`, non-ASCII; under LC_ALL=C
-top prints each byte of a non-ASCII argument as `?`).
+values skipped. Rows are split on whitespace: every column before COMMAND is one word; COMMAND last
+is the rest of the line VERBATIM (spaces, `<script>`, non-ASCII; under LC_ALL=C top prints each byte
+of a non-ASCII argument as `?`).
+
+Fields a toprc adds (`f` then `W`: `P`, `nTH`, `SWAP`, `CODE`, `WCHAN`, `ENVIRON`, `nsIPC`, ... ; jc's
+"allfields" captures) are shown after COMMAND, which top then pads to a fixed width (`+` where it cut
+a longer one): COMMAND is the text between its label's column and the next label's (its padding
+dropped; a number wider than its label that reaches left of it is not taken), and the fields after
+it are not read (their labels, known or not, go to `unknown_columns`). A field moved before COMMAND
+must be one word, as every field top prints there is. %CPU must come before COMMAND.
+
+A task table saved without the summary (`top -b -n 1 | tail -n +7`) starts with the task header:
+sniffed as top (its `PR VIRT RES SHR TIME+` are labels ps never prints) and read as iteration 0 with
+clock_s NaN, a summary record of NaN and a note.
 
 top prints a time of day and no date, and parsers do not read the clock: `timestamp` is NaT (the
 capture date is the manifest's); `clock_s` is the iteration's `top - HH:MM:SS` in seconds since
@@ -37,7 +48,7 @@ Schema:
 | cpu_pct | float64 | %CPU | share of one CPU over the interval (iteration 0: since the task started) |
 | mem_pct | float64 | %MEM | RES / physical memory |
 | time_s | float64 | TIME+ / TIME | CPU time in seconds |
-| command | string | COMMAND | verbatim rest of the line |
+| command | string | COMMAND | verbatim rest of the line (fields after it: see below) |
 
 Sizes: an unsuffixed value is KiB (top's default). `-e m|g|...` scaling (or `E` in a toprc) prints
 the values with a suffix letter, which is converted; a capture whose scaling prints unsuffixed
@@ -45,16 +56,18 @@ non-KiB values cannot be told apart and is read as KiB. TIME+ is `m:ss.hh` (minu
 then `mmmm:ss` (minutes:seconds) when it no longer fits, then `h,mm` (hours,minutes), `Nd+Nh`.
 
 `df.attrs`: `dropped_lines` (a last line cut off mid-write), `unknown_columns`, `notes` (iteration 0's
-cpu_pct is no interval figure), `summaries` (one record per iteration: iteration, clock, up (as
-printed), users, load_1/5/15, tasks_total/running/sleeping/stopped/zombie, threads_mode,
-cpu_us/sy/ni/id/wa/hi/si/st, mem_total/free/used/buff_cache_mib, swap_total/free/used_mib,
-mem_avail_mib: memory converted to MiB; NaN when absent or printed overflowed as `12345678+total`).
+cpu_pct is no interval figure; a table without summary), `summaries` (one record per iteration:
+iteration, clock, up (as printed), users, load_1/5/15, tasks_total/running/sleeping/stopped/zombie,
+threads_mode, cpu_us/sy/ni/id/wa/hi/si/st, mem_total/free/used/buff_cache_mib,
+swap_total/free/used_mib, mem_avail_mib: memory converted to MiB; NaN when absent or printed
+overflowed as `12345678+total`).
 
 Large captures (a day of `-H -d 1` is millions of rows): a file is read in pieces of whole iterations
-(`_pieces`). A piece whose iterations are all regular (summary lines as top prints them, one header,
-rows whose words sit between columns that are blank in every row: `_State._read_piece`) is converted
-at once: numpy cuts the rows' bytes into the header's columns, each column is converted once per
-distinct text (with the checks and conversions of the line walk), strings become codes into one table.
+(`_pieces`). A piece whose iterations are all regular (summary lines as top prints them, one header
+with COMMAND last, rows whose words sit between columns that are blank in every row:
+`_State._read_piece`) is converted at once: numpy cuts the rows' bytes into the header's columns,
+each column is converted once per distinct text (with the checks and conversions of the line walk),
+strings become codes into one table.
 Any other piece, and a stream or a string, goes through the line walk, which also names a bad line.
 
 Other locales: top translates its labels and prints decimal commas (de_DE: `load average: 0,54`,
@@ -121,6 +134,7 @@ _HEADERS = {
     "COMMAND": "command",
 }
 _LOCALE = "capture not taken under LC_ALL=C"
+_TOP_ONLY = frozenset({"PR", "VIRT", "RES", "SHR", "TIME+"})
 _TOP = re.compile(
     r"^top - (\d{1,2}:\d{2}:\d{2}) up\s+(.+?),\s+(\d{1,9}) users?,\s+"
     r"load average: (\d+\.\d+), (\d+\.\d+), (\d+\.\d+)\s*$"
@@ -208,11 +222,18 @@ _LOW_BYTES = np.array([(1 << 8 * n) - 1 for n in range(9)], dtype=np.uint64)  # 
 
 
 def sniff(text: str) -> bool:
-    """top -b output starts with its `top - HH:MM:SS up ...` line."""
+    """top -b output starts with its `top - HH:MM:SS up ...` line, or (a task table saved without its
+    summary, `top -b -n 1 | tail -n +7`) with top's task header."""
     for line in text[:4096].splitlines()[:5]:
         if line.strip():
-            return bool(re.match(r"^top - \d{1,2}:\d{2}:\d{2} up ", line))
+            return bool(re.match(r"^top - \d{1,2}:\d{2}:\d{2} up ", line)) or is_task_header(line.split())
     return False
+
+
+def is_task_header(labels: list[str]) -> bool:
+    """top's task header: PID, %CPU and COMMAND with a label only top prints (ps prints VSZ/RSS, PRI,
+    TIME, never VIRT/RES/SHR, PR or TIME+): ps's sniff leaves such a header to top."""
+    return {"PID", "%CPU", "COMMAND"} <= set(labels) and not _TOP_ONLY.isdisjoint(labels)
 
 
 def parse(source: Source, *, host: str | None = None, tz: str = "UTC") -> pd.DataFrame:
@@ -245,6 +266,8 @@ def parse(source: Source, *, host: str | None = None, tz: str = "UTC") -> pd.Dat
             "not an interval figure: use iterations >= 1 for rates"
         )
     notes.append("top prints no date: timestamp is NaT, clock_s is seconds since midnight of the capture day")
+    if st.headless:
+        notes.append("a task table without top's summary lines first: clock_s NaN, no summary values")
     attrs = {
         "dropped_lines": st.dropped,
         "unknown_columns": st.unknown,
@@ -302,8 +325,10 @@ class _State:
         self.header: list[str | None] | None = None  # column per header position, None = skipped
         self.width = 0  # fields of a task row under the current header; 0: no header (yet)
         self.layout: list[str | None] = []  # the header of the buffered rows
+        self.cut: tuple[int, int] | None = None  # COMMAND's columns when fields follow it (else None)
         self.dropped = 0
         self.line_no = 0
+        self.headless = False  # the capture starts with the task header: no summary, no clock
         self.iteration = -1
         self.clock_s = math.nan
         self._day = 0
@@ -412,7 +437,7 @@ class _State:
             return False
         labels = header.decode("ascii").split()
         layout = _columns(labels)
-        if not _good_header(labels) or layout[0] != "pid":
+        if not _good_header(labels) or labels[-1] != "COMMAND" or layout[0] != "pid":
             return False
         sods = [_sod(block[0]) for block in blocks]
         if None in sods:
@@ -478,7 +503,12 @@ class _State:
             self._top_line(line_no, line)
             return
         if self.iteration < 0:
-            raise lines.error(line_no, line, "not a top capture (no `top - HH:MM:SS up ...` line first)")
+            if not is_task_header(line.split()):
+                raise lines.error(line_no, line, "not a top capture (no `top - HH:MM:SS up ...` line first)")
+            self._open_iteration(math.nan)  # a task table saved without its summary
+            self.headless = True
+            no_summary = {k: math.nan for k in _SUMMARY_KEYS}
+            self.summaries.append(no_summary | {"iteration": 0, "clock": None, "up": None})
         summary = self.summaries[-1]
         if line.startswith(("Tasks:", "Threads:")):
             m = _TASKS.match(line)
@@ -541,11 +571,7 @@ class _State:
         if sod < self._prev_sod:  # the clock went back: midnight passed
             self._day += 1
         self._prev_sod = sod
-        self.iteration += 1
-        self.clock_s = float(sod + 86400 * self._day)
-        self.header = None
-        self.width = 0
-        self.segs.append((len(self.nos), self.iteration, self.clock_s))
+        self._open_iteration(float(sod + 86400 * self._day))
         summary: dict[str, object] = {k: math.nan for k in _SUMMARY_KEYS}
         summary.update(
             iteration=self.iteration,
@@ -559,6 +585,13 @@ class _State:
         )
         self.summaries.append(summary)
 
+    def _open_iteration(self, clock_s: float) -> None:
+        self.iteration += 1
+        self.clock_s = clock_s
+        self.header = None
+        self.width = 0
+        self.segs.append((len(self.nos), self.iteration, self.clock_s))
+
     def _read_header(self, line_no: int, line: str) -> None:
         if line == self._header_line:  # every iteration prints the same header: read it once
             self.header = self.layout
@@ -567,18 +600,25 @@ class _State:
         labels = line.split()
         if not _good_header(labels):
             raise self.lines.error(
-                line_no,
-                line,
-                f"top header without %CPU or COMMAND last ({_LOCALE}, or a toprc moved COMMAND)",
+                line_no, line, f"top header without COMMAND, or %CPU after it ({_LOCALE}, or a toprc?)"
             )
-        columns = _columns(labels)
-        for label, col in zip(labels, columns, strict=True):
+        # Fields a toprc adds (P, SWAP, nTH, WCHAN, ENVIRON, ...) come after COMMAND, which top then
+        # pads to a fixed width: the labels up to COMMAND are split as usual, COMMAND is cut at the
+        # next label, the rest of the row is not read (its labels go to unknown_columns).
+        cmd = labels.index("COMMAND")
+        columns = _columns(labels[: cmd + 1])
+        for label, col in zip(labels, [*columns, *[None] * (len(labels) - cmd - 1)], strict=True):
             if col is None and label not in self.unknown:
                 self.unknown.append(label)
         self.present |= {col for col in columns if col is not None}
-        if columns != self.layout:
+        cut = None
+        if cmd + 1 < len(labels):
+            start = line.index(" COMMAND ") + 1
+            cut = (start, line.index(labels[cmd + 1], start + len("COMMAND")))
+        if columns != self.layout or cut != self.cut:
             self._flush()  # the buffered rows were split by the previous header
             self.layout = columns
+            self.cut = cut
         self.header = columns
         self.width = len(columns)
         self._header_line = line
@@ -601,6 +641,10 @@ class _State:
         """Regroup the split rows into their columns; numbers as one newline-joined text per stage."""
         if not self.pieces:
             self.pieces = [[] for _ in self.layout]
+        if self.cut is not None:  # COMMAND before other fields: its text is cut out of the row
+            raws = self.raws[len(self.raws) - len(self.buf) :]
+            for parts, raw in zip(self.buf, raws, strict=True):
+                parts[-1] = _command_between(raw, *self.cut)
         for pos, texts in enumerate(zip(*self.buf, strict=True)):
             if self.layout[pos] in _STRINGS:
                 self.pieces[pos].extend(texts)
@@ -806,8 +850,19 @@ def _distinct(keys: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
     return codes, np.ascontiguousarray(distinct)
 
 
+def _command_between(row: str, start: int, stop: int) -> str:
+    """COMMAND's text when other fields follow it: left-justified from its label's column, padded to
+    the next label's. A number wider than its label (right-justified) reaches left of that column:
+    then its head is the last word before it, not part of the command."""
+    text = row[start:stop]
+    if stop < len(row) and row[stop - 1] != " ":
+        text = text.rsplit(None, 1)[0] if len(text.split()) > 1 else ""
+    return text.rstrip()
+
+
 def _good_header(labels: list[str]) -> bool:
-    return "COMMAND" in labels and labels[-1] == "COMMAND" and "%CPU" in labels
+    """COMMAND, and %CPU before it (the columns after COMMAND are not read)."""
+    return "COMMAND" in labels and "%CPU" in labels[: labels.index("COMMAND")]
 
 
 def _columns(labels: list[str]) -> list[str | None]:
