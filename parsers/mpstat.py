@@ -40,12 +40,18 @@ Schema (one row per CPU per interval; `Average:` rows are never in the frame):
 `timestamp`; None for a missing value), `unknown_columns`, `dropped_lines` (a last line cut
 mid-write), `notes`, `cpus` (the banner's `(N CPU)`, None without a banner).
 
-Not read: `mpstat -I` / `-N` / `-A` tables (other headers), `-o JSON`. Tested on:
+`mpstat -T` adds `CORE SOCK NODE` after `CPU` (listed in `unknown_columns`; the `all` row leaves
+them blank and is read). `mpstat -A` / `-I` / `-N` print more tables per interval (per-NODE
+utilisation, `intr/s`, per-IRQ and soft-IRQ rates per CPU): the CPU table is read, every other
+table skipped as a block (parsers/_common.Skips, `attrs["skipped"]`: its header quoted, its rows
+counted); a capture of none but such tables is refused (nothing readable).
+Not read: per-NODE rows (the CPU table holds the machine's), epoch-second labels, `-o JSON`. Tested on:
 tests/fixtures/mpstat/*.txt (see README.md there).
 """
 
 from __future__ import annotations
 
+import itertools
 import re
 
 import numpy as np
@@ -88,8 +94,8 @@ SCHEMA: dict[str, str] = {
 }
 
 _SNIFF_HEADER = re.compile(
-    r"\bCPU\s+%usr\s+%nice\s+%sys\s+%iowait\s+%irq\b"
-)  # sar -u ALL: %steal before %irq
+    r"\bCPU(?:\s+(?:CORE|SOCK|NODE))*\s+%usr\s+%nice\s+%sys\s+%iowait\s+%irq\b"
+)  # sar -u ALL: %steal before %irq; -T: topology columns after CPU
 _CPU_ID = re.compile(r"^(?:all|\d+)$")
 # lines read one by one: those starting with neither a digit nor a line end (banner, `Average:`);
 # rows, headers (time + `CPU`) and blank lines come in runs, read by `_chunk` in bulk
@@ -153,6 +159,9 @@ class _Mpstat(Sysstat):
         # the frame, column by column, grown in place (realloc: no second copy at the end)
         self.parts = _common.Parts(len(_COLS) + 2)  # the frame's columns: stamps, CPU codes, values
         self.cpu_names: dict[str, int] = {}
+        self.skips = _common.Skips()
+        self.skip_reason: str | None = None  # the rows below belong to a table not read
+        self.topology = 0  # -T: CORE SOCK NODE after CPU, left blank on the `all` row
 
     def run(self) -> pd.DataFrame:
         scan = ByteScan(self.source, KIND, row_bytes=_ROW_BYTES)
@@ -181,7 +190,7 @@ class _Mpstat(Sysstat):
             return False
         sod, used = self.label(line_no, line, tokens)
         fields = tokens[used:]
-        if fields and fields[0] == "CPU":
+        if fields and fields[0] in ("CPU", "NODE"):
             if fields != self.fields or sod is None:
                 self.header(line_no, line, fields)  # averages go apart
             self.header_line_no = line_no
@@ -189,6 +198,17 @@ class _Mpstat(Sysstat):
         return True
 
     def header(self, line_no: int, line: str, fields: list[str]) -> None:
+        if fields[0] != "CPU" or not any(name in _METRICS for name in fields):
+            # -A/-I/-N: interrupts per CPU, per-IRQ and soft-IRQ rates, per-NODE utilisation (the
+            # CPU table of the same capture holds the machine's): skipped, counted, header quoted
+            what = "per-NODE utilisation" if fields[0] == "NODE" else "interrupts"
+            self.skip_reason = f"mpstat {what} table: not read"
+            self.skips.add(line_no, line, self.skip_reason)
+            self.fields = None
+            return
+        self.skip_reason = None
+        topology = list(itertools.takewhile(lambda name: name in ("CORE", "SOCK", "NODE"), fields[1:]))
+        self.topology = len(topology)
         plan: list[tuple[int, int]] = []
         seen: set[str] = set()
         for i, name in enumerate(fields[1:], 1):
@@ -258,6 +278,8 @@ class _Mpstat(Sysstat):
             if not self._header_labels(raw, starts[heads], cpu_at):
                 return False
             fields = tail.decode("utf-8", "replace").split()
+            if fields[0] != "CPU" or not any(name in _METRICS for name in fields):
+                return False  # a table not read: the walk skips it
             if fields != self.fields:
                 if len(lines) and lines[0] < heads[0]:
                     return False  # rows read with the previous plan above the new header
@@ -296,7 +318,9 @@ class _Mpstat(Sysstat):
     def _fast(self, data: bytes, n: int, line_nos: np.ndarray) -> bool:
         """Read a chunk with pandas and keep it, or return False having changed nothing."""
         plan, width = self.plan, self.width
-        if plan is None or len(plan) != width - 1:  # unknown columns: their values are not read
+        if (
+            plan is None or len(plan) != width - 1 or self.skip_reason is not None
+        ):  # unknown columns: their values are not read
             return False
         nlab = len(data[: data.find(b"\n")].split()) - width
         mark = self.chunk_mark([data])
@@ -360,7 +384,12 @@ class _Mpstat(Sysstat):
         cpus: list[int] = []
         values: list[list[float]] = [[] for _ in _COLS]
         for line_no, line in items:
-            if not (line[:1].isdigit() and "CPU" not in line) and not self.structure(line_no, line):
+            if not (line[:1].isdigit() and "CPU" not in line and "NODE" not in line) and not self.structure(
+                line_no, line
+            ):
+                continue
+            if self.skip_reason is not None:
+                self.skips.count += 1  # a row of the table skipped: its header is quoted
                 continue
             got = self._row(line_no, line, self.header_line_no)
             if got is not None:
@@ -382,6 +411,8 @@ class _Mpstat(Sysstat):
         fields = tokens[used:]
         if self.plan is None:
             raise self.error(line_no, line, "a row before any mpstat `CPU %usr ...` header")
+        if self.topology and fields[:1] == ["all"] and len(fields) == self.width - self.topology:
+            fields = [fields[0], *["-"] * self.topology, *fields[1:]]  # -T: `all` has no core/socket/node
         if len(fields) != self.width:
             raise self.error(
                 line_no,
@@ -426,8 +457,10 @@ class _Mpstat(Sysstat):
             "dropped_lines": self.dropped,
             "notes": self.notes,
             "cpus": self.banner_cpus,
+            "skipped": self.skips,
         }
         n = self.parts.rows
+        self.skips.refuse_if_nothing_read(n + len(self.averages), self.lines)
         if n == 0:
             frame = _common.empty_frame(SCHEMA)
         else:

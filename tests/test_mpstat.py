@@ -5,6 +5,7 @@ Expected values are read off the raw fixture lines (quoted in the comments), not
 
 from __future__ import annotations
 
+import io
 import subprocess
 
 import pandas as pd
@@ -12,6 +13,7 @@ import pytest
 
 from perfkit.errors import ParseError
 from perfkit.parsers import mpstat
+from perfkit.parsers._common import skips_of
 
 from .conftest import FIXTURES, need_tool
 
@@ -238,3 +240,30 @@ def test_bulk_path_names_a_cpu_twice_as_the_line_grammar(monkeypatch: pytest.Mon
     with pytest.raises(ParseError) as got:
         mpstat.parse(text)
     assert str(got.value) == str(want.value) and "listed twice" in str(got.value)
+
+
+@pytest.mark.parametrize("name", ["sysstat-12.6-A-iso.txt", "sysstat-12.6-A-C.txt", "jc-ubuntu-18.04-A.txt"])
+def test_a_reads_the_cpu_table_and_skips_the_others(name: str) -> None:
+    # `mpstat -A 1 2`: per interval the CPU table, then NODE, `intr/s`, per-IRQ and soft-IRQ tables
+    for source in (M / name, io.StringIO((M / name).read_text())):
+        df = mpstat.parse(source)
+        skipped = skips_of(df)
+        assert skipped.count > 0 and "NODE" in skipped.quoted[0].text
+        if name == "sysstat-12.6-A-iso.txt":
+            assert len(df) == 6 and skipped.count == 39 and len(df.attrs["averages"]) == 3
+            r = _row(df, "2026-11-27 12:45:56", "1")  # `12:45:56       1   57.58 ... 28.28 ... 14.14`
+            assert (r["usr_pct"], r["sys_pct"], r["idle_pct"]) == (57.58, 28.28, 14.14)
+        elif name.startswith("jc"):  # `08:50:55 AM    0   26.15    8.92   32.36 ...   29.09`
+            assert len(df) == 2 and df["usr_pct"].eq(26.15).all() and df["idle_pct"].eq(29.09).all()
+
+
+def test_t_topology_columns_and_blank_all_row() -> None:
+    # `mpstat -P ALL -T 1 2`: `CPU CORE SOCK NODE %usr ...`, the `all` row without core/socket/node
+    df = mpstat.parse(M / "sysstat-12.6-P-ALL-T-C.txt")
+    assert len(df) == 6 and df.attrs["unknown_columns"] == ["CORE", "SOCK", "NODE"]
+    r = _row(df, "2026-11-27 12:45:59", "all")  # `12:45:59     all                  15.66 ... 68.18`
+    assert (r["usr_pct"], r["sys_pct"], r["idle_pct"]) == (15.66, 16.16, 68.18)
+    assert (
+        mpstat.sniff((M / "sysstat-12.6-T-iso.txt").read_text())
+        and len(mpstat.parse(M / "sysstat-12.6-T-iso.txt")) == 2
+    )
