@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -76,9 +77,36 @@ def test_numbers_too_large_name_the_line(line: str) -> None:
     assert info.value.line_no == 1
 
 
-def test_pretty_form_refused() -> None:
-    with pytest.raises(ParseError):
-        uptime.parse("up 1 hour, 16 minutes\n")
+def test_pretty_form_read() -> None:
+    # issue 17: `uptime -p` is read for its time since boot (was refused)
+    df = uptime.parse("up 1 hour, 16 minutes\n")
+    assert df.at[0, "up_s"] == 4560 and pd.isna(df.at[0, "clock"]) and np.isnan(df.at[0, "load_1"])
+    assert uptime.parse("up 2 weeks, 1 day, 0 minutes\n").at[0, "up_s"] == 15 * 86400
+    with pytest.raises(ParseError, match="uptime -p part"):
+        uptime.parse("up 3 fortnights\n")
+
+
+def test_plain_p_and_s_in_one_file() -> None:
+    # `uptime; uptime -p; uptime -s`: two rows, the boot time skipped and counted
+    df = uptime.parse(U / "procps-4.0.2-plain-p-s.txt")
+    # ` 12:55:19 up  5:39,  0 user,  load average: 2.43, 2.94, 2.41`, `up 5 hours, 39 minutes`
+    assert len(df) == 2 and df.at[0, "clock"] == "12:55:19" and df.at[0, "load_1"] == 2.43
+    assert df.at[0, "up_s"] == df.at[1, "up_s"] == 5 * 3600 + 39 * 60 and df.at[0, "users"] == 0
+    skipped = df.attrs["skipped"]
+    assert skipped.count == 1 and skipped.quoted[0].line_no == 3
+    assert skipped.quoted[0].text == "2026-11-27 07:15:57"
+    with pytest.raises(ParseError, match=r"nothing readable \(1 lines skipped\)"):
+        uptime.parse("2026-11-27 07:15:57\n")
+
+
+def test_clockless_line_of_pt_summary() -> None:
+    # pt-summary keeps what follows `up `: `1 day, 15:14,  5 users,  load average: 0.00, 0.06, 0.07`
+    line = "1 day, 15:14,  5 users,  load average: 0.00, 0.06, 0.07\n"
+    df = uptime.parse(line)
+    assert df.at[0, "up_s"] == 86400 + 15 * 3600 + 14 * 60 and df.at[0, "users"] == 5
+    assert pd.isna(df.at[0, "clock"]) and df.at[0, "load_15"] == 0.07
+    assert uptime.sniff(line)
+    assert not uptime.sniff("top - 07:02:23 up  1:16,  0 user,  load average: 0.68, 2.43, 5.63\n")
 
 
 def test_empty() -> None:
