@@ -51,7 +51,14 @@ processes) has metric `total` and pid NA.
 Exactly one of `pages` and `mb` is set per row (pages are never converted: the page size is not in
 the capture). A blank cell (no data for that node) is NaN.
 
-`df.attrs`: `nodes` (sorted node numbers seen), `dropped_lines` (a cut-off last line),
+Lines of other output saved with numastat (a shell's message, `numastat -V`, another tool's lines)
+are skipped and counted (`attrs["skipped"]`, parsers/_common.Skips), the capture read and marked
+partial: before any table, and after a compatibility-mode table (a line that does not start with a
+lowercase row name ends it). Inside a titled table a line stays a ParseError naming it, and so does
+a compatibility row that starts like one (`numa_hit 12 x`); a file with no cell read but lines
+skipped is refused naming the first.
+
+`df.attrs`: `skipped`, `nodes` (sorted node numbers seen), `dropped_lines` (a cut-off last line),
 `unknown_columns` (always empty: headers are `Node N`/`nodeN`/`Total` or a ParseError), `notes`
 (skipped kernel tokens, `Found no processes ...`, `Table has no data.`, cut tables).
 
@@ -70,7 +77,7 @@ import pandas as pd
 from perfkit.errors import ParseError
 
 from ._chunks import Interned, block_pieces, byte_windows, has_cr, text_chunks, walk_text
-from ._common import Lines, Source, coerce, empty_frame, feed_lines
+from ._common import Lines, Skips, Source, coerce, empty_frame, feed_lines
 
 KIND = "numastat"
 
@@ -97,6 +104,7 @@ _NO_MATCH = re.compile(r'^Found no processes containing pattern: ".*"$')
 _NO_DATA = ("Table has no data.", "Table has no non-zero data.")
 _COMPAT_HEADER = re.compile(r"^\s+node\d{1,7}(?:\s+node\d{1,7})*$")
 _COMPAT_ROW = re.compile(r"^([a-z_]+)((?:\s+\d{1,20})+)$")
+_COMPAT_LABEL = re.compile(r"^[a-z_]+\s")  # what a compatibility row starts with, well-formed or not
 _RULER = re.compile(r"^[ -]*-[ -]*$")
 _RUN = re.compile(r"-+")
 _NODE_HEAD = re.compile(r"^Node (\d{1,7})$")
@@ -172,8 +180,9 @@ def parse(source: Source, *, host: str | None = None, tz: str = "UTC") -> pd.Dat
         `unknown_columns`, `notes`.
 
     Raises:
-        ParseError: a line numastat does not print, a header that is not `Node N`/`Total`, a value
-            that is not a number or overflows its column, a folded part whose row labels differ.
+        ParseError: a line numastat does not print inside a titled table, a header that is not
+            `Node N`/`Total`, a value that is not a number or overflows its column, a folded part
+            whose row labels differ; no cell read while other lines were skipped.
     """
     st = _State()
     try:
@@ -192,7 +201,10 @@ def parse(source: Source, *, host: str | None = None, tz: str = "UTC") -> pd.Dat
     st.close_table()
     st.flush()
     c = {k: np.concatenate(v) if v else np.empty(0) for k, v in st.parts.items()}
+    if st.lines is not None:
+        st.skips.refuse_if_nothing_read(len(c["metric"]), st.lines)
     attrs = {
+        "skipped": st.skips,
         "nodes": sorted(int(n) for n in pd.unique(c["node"][~np.isnan(c["node"])])),
         "dropped_lines": st.dropped,
         "unknown_columns": [],
@@ -476,6 +488,7 @@ class _State:
         self.header: tuple[int, str] | None = None
         self.dropped = 0
         self.notes: list[str] = []
+        self.skips = Skips()
         self.cols: dict[str, list] = {k: [] for k in SCHEMA if k != "host"}
         self.fast: list[tuple[int, _Layout, list[str], list[tuple[str, ...]]]] = []  # queued fast tables
         self.open_fast: int | None = None  # a fast table the line walk would still hold open (until a title)
@@ -583,8 +596,12 @@ class _State:
             self._compat_header(line_no, line, text, lines)
             return
         t = self.table
+        if t is not None and t.mode == "compat" and not _COMPAT_LABEL.match(text):
+            self.close_table()  # no row of the table: the compatibility table has ended
+            t = None
         if t is None:
-            raise lines.error(line_no, line, "not a numastat line (no title or `node0` header before it)")
+            self.skips.add(line_no, line, "not a numastat line (no title or `node0` header before it)")
+            return
         if t.mode == "compat":
             self._compat_row(line_no, line, text, lines)
         elif self.expect == "header":

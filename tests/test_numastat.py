@@ -157,3 +157,23 @@ def test_sniff_own_fixtures_and_not_others() -> None:
         if path.parent.name != "numastat":
             assert not numastat.sniff(path.read_text(errors="replace")), path
     assert "numastat" in parsers.registry()
+
+
+def test_other_output_around_a_table_is_skipped() -> None:
+    # `numastat -V; numastat; uptime` in one file: the version line and the uptime line skipped
+    df = numastat.parse(N / "numastat-2.0.16-V-plain-uptime-1node.txt")
+    assert len(df) == 6 and df.attrs["nodes"] == [0]
+    hit = df[df["metric"] == "numa_hit"]
+    assert hit["pages"].tolist() == [213633423] and hit["node"].tolist() == [0]  # `numa_hit  213633423`
+    assert df.loc[df["metric"] == "interleave_hit", "pages"].tolist() == [1269]
+    skipped = df.attrs["skipped"]
+    assert skipped.count == 2 and [q.line_no for q in skipped.quoted] == [1, 9]
+    assert skipped.quoted[0].text == "numastat version: 20130723: Dec 26 2022"
+    # a compatibility row that starts like one but is malformed stays an error naming its line
+    lines = (N / "numastat-2.0.16-V-plain-uptime-1node.txt").read_text().splitlines()
+    lines[3] = "numa_miss   oops"
+    with pytest.raises(ParseError) as info:
+        numastat.parse("\n".join(lines) + "\n")
+    assert info.value.line_no == 4
+    with pytest.raises(ParseError, match=r"nothing readable \(1 lines skipped\)"):
+        numastat.parse("numastat version: 20130723: Dec 26 2022\n")
