@@ -42,6 +42,9 @@ server prints it: M = MariaDB 10.11, 8 = MySQL 8.0, 7 = MySQL 5.7 (the fixtures)
   log_unflushed_bytes = LSN - flushed up to; pending_log_flushes, pending_checkpoint_writes
   (`N pending log flushes, M pending chkp writes`: 7); log_ios, log_ios_per_s (`N log i/o's done,
   X log i/o's/second`: 7, 8).
+  MySQL 5.0/5.1 print an LSN, like `Trx id counter` and a `---TRANSACTION` id, as two 32-bit
+  words (`Log sequence number 208 1379356250`): read as high * 2**32 + low; a low word of 2**32 or
+  more is a ParseError.
 - BUFFER POOL AND MEMORY (the totals; the per-instance INDIVIDUAL BUFFER POOL INFO is skipped):
   total_memory_bytes (`Total large memory allocated`; 8.0.30+ prints 0); buffer_pool_pages,
   free_pages, database_pages, old_database_pages, modified_pages, pending_reads (pages of
@@ -187,6 +190,18 @@ _DASHES = re.compile(r"^-{3,}$")
 
 _N = r"(\d+)"
 _F = r"(\d+(?:\.\d+)?)"
+# MySQL 5.0/5.1 print a 64-bit LSN or transaction id as two 32-bit words, `high low` (`0 43655`)
+_ID = r"(\d+(?: \d+)?)"
+
+
+def _id(text: str) -> int:
+    """An id or LSN as printed: one word, or 5.0/5.1's two 32-bit words `high low` = high * 2**32 + low."""
+    high, _, low = text.partition(" ")
+    if not low:
+        return int(high)
+    if int(low) >= 2**32:  # not a 32-bit word: the line is not what it looks like
+        raise ValueError(text)
+    return int(high) * 2**32 + int(low)
 
 
 class _Dump:
@@ -331,7 +346,7 @@ def _set(*cols: str) -> _Handler:
     def handle(dump: _Dump, m: re.Match[str]) -> None:
         for col, text in zip(cols, m.groups(), strict=True):
             if col and text is not None:
-                dump.values[col] = int(text) if col in _INT_COLUMNS else float(text)
+                dump.values[col] = _id(text) if col in _INT_COLUMNS else float(text)
 
     return handle
 
@@ -402,7 +417,7 @@ _RULES: dict[str, list[tuple[str | re.Pattern[str], re.Pattern[str], _Handler]]]
         ),
     ],
     "TRANSACTIONS": [
-        ("Trx id counter", re.compile(rf"Trx id counter {_N}"), _set("trx_id_counter")),
+        ("Trx id counter", re.compile(rf"Trx id counter {_ID}"), _set("trx_id_counter")),
         ("History list length", re.compile(rf"History list length {_N}"), _set("history_list_length")),
     ],
     "FILE I/O": [
@@ -423,10 +438,10 @@ _RULES: dict[str, list[tuple[str | re.Pattern[str], re.Pattern[str], _Handler]]]
         ),
     ],
     "LOG": [
-        ("Log sequence number", re.compile(rf"Log sequence number\s+{_N}\s*$"), _set("log_sequence_number")),
-        ("Log flushed up to", re.compile(rf"Log flushed up to\s+{_N}\s*$"), _set("log_flushed_up_to")),
-        ("Pages flushed up to", re.compile(rf"Pages flushed up to\s+{_N}\s*$"), _set("pages_flushed_up_to")),
-        ("Last checkpoint at", re.compile(rf"Last checkpoint at\s+{_N}\s*$"), _set("last_checkpoint_at")),
+        ("Log sequence number", re.compile(rf"Log sequence number\s+{_ID}\s*$"), _set("log_sequence_number")),
+        ("Log flushed up to", re.compile(rf"Log flushed up to\s+{_ID}\s*$"), _set("log_flushed_up_to")),
+        ("Pages flushed up to", re.compile(rf"Pages flushed up to\s+{_ID}\s*$"), _set("pages_flushed_up_to")),
+        ("Last checkpoint at", re.compile(rf"Last checkpoint at\s+{_ID}\s*$"), _set("last_checkpoint_at")),
         (
             re.compile(r"\S+ pending log flushes"),
             re.compile(rf"{_N} pending log flushes, {_N} pending chkp writes"),
@@ -496,7 +511,7 @@ _RULES: dict[str, list[tuple[str | re.Pattern[str], re.Pattern[str], _Handler]]]
     ],
 }
 
-_TRX = re.compile(r"---TRANSACTION (\S+?),? (?:ACTIVE (?:\(PREPARED\) )?(\d+) sec)?")
+_TRX = re.compile(r"---TRANSACTION (\d+ \d+|\S+?),? (?:ACTIVE (?:\(PREPARED\) )?(\d+) sec)?")
 _THREAD = re.compile(r"(?:MySQL|MariaDB) thread id (\d+),")
 _WAITED = re.compile(r"------- TRX HAS BEEN WAITING (\d+) (SEC|us) FOR THIS LOCK TO BE GRANTED:")
 _TABLE = re.compile(r"(?:of table|TABLE LOCK table) (`[^`]*`\.`[^`]*`)")
@@ -543,7 +558,13 @@ def _read_transaction(dump: _Dump, lines: Lines, line_no: int, line: str) -> Non
         m = _TRX.match(line)
         if m is None:
             raise lines.error(line_no, line, "a transaction line that does not read")
-        dump.trx = {"trx_id": m[1].strip("()"), "active_s": float(m[2]) if m[2] else None}
+        trx_id = m[1].strip("()")
+        if " " in trx_id:  # 5.0/5.1's two words: the id as later servers print it
+            try:
+                trx_id = str(_id(trx_id))
+            except ValueError:
+                raise lines.error(line_no, line, "a transaction id whose low word is not 32-bit") from None
+        dump.trx = {"trx_id": trx_id, "active_s": float(m[2]) if m[2] else None}
         dump.expect = None
         if m[2]:
             dump.active.append(float(m[2]))

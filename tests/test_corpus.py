@@ -23,8 +23,6 @@ FILES = corpus_files()
 
 # Refused whole today, with why (the ParseError's reason, short).
 EXPECTED_REFUSED = {
-    "innodb_status/pt-lib-is001.txt": "MySQL 5.0's two-word log sequence numbers (`0 43655`)",
-    "innodb_status/pt-mysql-summary-innodb-status.004.txt": "two-word LSNs (`208 1379356250`)",
     "mpstat/sysstat-mpstat-U": "mpstat -U: epoch seconds for clocks",
     "mysql_variables/pt-mysql-summary-temp002-mysql-variables": "no header line (mysql -ss)",
 }

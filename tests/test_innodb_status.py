@@ -156,6 +156,8 @@ def test_dump_without_end_before_the_next_one_is_dropped() -> None:
         ("0.00 reads/s, 170.28 creates/s", "0,00 reads/s, 170,28 creates/s", "figures do not read"),
         ("Log sequence number 2585926878", "Log sequence number 99999999999999999999999", "too large"),
         ("------- TRX HAS BEEN WAITING 731 us", "------- TRX HAS BEEN WAITING x us", "time does not read"),
+        # two words whose low one is not a 32-bit word: not 5.0's form, not a number to guess at
+        ("Log sequence number 2585926878", "Log sequence number 1 4294967296", "out of range"),
     ],
 )
 def test_garbage_inside_a_dump_names_the_line(old: str, new: str, reason: str) -> None:
@@ -165,6 +167,27 @@ def test_garbage_inside_a_dump_names_the_line(old: str, new: str, reason: str) -
     with pytest.raises(ParseError) as info:
         innodb_status.parse(text.replace(old, new))
     assert info.value.line_no == line_no and reason in info.value.reason
+
+
+CORPUS = FIXTURES / "corpus" / "innodb_status"
+
+
+def test_mysql_50_two_word_lsns_and_trx_ids() -> None:
+    # MySQL 5.0/5.1 print 64-bit LSNs and ids as two 32-bit words: high * 2**32 + low
+    row = innodb_status.parse(CORPUS / "pt-lib-is001.txt").iloc[0]
+    assert row["trx_id_counter"] == 769  # Trx id counter 0 769
+    assert row["log_sequence_number"] == 43655  # Log sequence number 0 43655
+    assert row["last_checkpoint_at"] == 43655 and row["checkpoint_age_bytes"] == 0
+    df = innodb_status.parse(CORPUS / "pt-mysql-summary-innodb-status.004.txt")
+    row = df.iloc[0]
+    assert row["trx_id_counter"] == 94997420  # Trx id counter 0 94997420
+    assert row["log_sequence_number"] == 208 * 2**32 + 1379356250 == 894732553818
+    assert row["log_flushed_up_to"] == 894732391148  # Log flushed up to   208 1379193580
+    assert row["last_checkpoint_at"] == 894634856623  # Last checkpoint at  208 1281659055
+    assert row["checkpoint_age_bytes"] == 1379356250 - 1281659055
+    assert row["log_unflushed_bytes"] == 162670
+    # ---TRANSACTION 0 94886750, ACTIVE 263 sec: the two-word id no longer hides the ACTIVE part
+    assert row["transactions_active"] == 9 and row["trx_active_max_s"] == 263
 
 
 def test_text_that_is_not_the_monitor_is_a_parse_error() -> None:
