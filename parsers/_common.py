@@ -10,7 +10,7 @@ import os
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from datetime import date, datetime, timedelta
+from datetime import date, datetime, timedelta, timezone
 from pathlib import Path
 from typing import IO
 from zoneinfo import ZoneInfo
@@ -249,6 +249,49 @@ def parse_date(text: str) -> date | None:
 def to_utc(naive: datetime, tz: str) -> pd.Timestamp:
     """A wall-clock time on a host whose zone is `tz`, as a UTC timestamp."""
     return pd.Timestamp(naive.replace(tzinfo=ZoneInfo(tz))).tz_convert("UTC")
+
+
+# Zone abbreviations that name one UTC offset (hours) wherever strftime's `%Z` prints them: the name
+# says whether daylight time is in force. Not here, because they name several zones, so only the
+# capturing host's zone can tell: CST (China, Cuba, US Central), CDT, IST, BST, AST.
+FIXED_ABBREVIATIONS: dict[str, float] = {
+    "UTC": 0, "GMT": 0, "WET": 0, "WEST": 1, "CET": 1, "CEST": 2, "EET": 2, "EEST": 3, "MSK": 3,
+    "PST": -8, "PDT": -7, "MST": -7, "MDT": -6, "EDT": -4, "EST": -5, "HST": -10, "AKST": -9,
+    "AKDT": -8, "HKT": 8, "SGT": 8, "AWST": 8, "JST": 9, "KST": 9, "ACST": 9.5, "ACDT": 10.5,
+    "AEST": 10, "AEDT": 11, "NZST": 12, "NZDT": 13,
+}  # fmt: skip
+
+
+def zone_names(tz: str, naive: datetime, *, standard_all_year: bool = False) -> set[str]:
+    """The abbreviations zone `tz` prints for wall-clock time `naive`: the one in force; with
+    `standard_all_year` also the zone's standard-time one that year (sysstat prints glibc's
+    `tzname[0]` in every season: `CET` on a summer clock that is CEST). Empty for an unknown zone."""
+    try:
+        zone = ZoneInfo(tz)
+    except (ValueError, KeyError, OSError):
+        return set()
+    names = {naive.replace(tzinfo=zone).tzname()}
+    if standard_all_year:
+        for month in (1, 7):
+            probe = datetime(naive.year, month, 1, tzinfo=zone)
+            if not probe.dst():
+                names.add(probe.tzname())
+    return {n for n in names if n}
+
+
+def printed_zone(printed: str, tz: str, naive: datetime) -> str | timezone | None:
+    """The zone to read wall-clock time `naive` in, when strftime's `%Z` printed `printed` beside it.
+
+    UTC for `UTC`/`GMT`; `tz` when that is what `tz` prints then (its daylight rules apply); else the
+    fixed offset of an abbreviation that names one (`PDT`: UTC−7, exact for that instant); None for
+    one that names several zones (`CST`): the caller asks for the host's zone.
+    """
+    if printed in ("UTC", "GMT"):
+        return "UTC"
+    if printed in zone_names(tz, naive):
+        return tz
+    hours = FIXED_ABBREVIATIONS.get(printed)
+    return None if hours is None else timezone(timedelta(hours=hours), printed)
 
 
 def clock_stamps(clock_s: np.ndarray, day0: date, tz: str) -> pd.Series:

@@ -54,7 +54,6 @@ import calendar
 import re
 from array import array
 from datetime import datetime
-from zoneinfo import ZoneInfo
 
 import numpy as np
 import pandas as pd
@@ -408,7 +407,7 @@ class _Sadf(_Chunked):
             ns = _common.to_utc(naive, self.tz).value
         except (OverflowError, ValueError):  # pandas' own range check (OutOfBoundsDatetime)
             return None
-        names = _zone_names(self.tz, naive)
+        names = _common.zone_names(self.tz, naive, standard_all_year=True)
         if zone not in names:
             raise self.error(
                 line_no,
@@ -417,18 +416,6 @@ class _Sadf(_Chunked):
                 "then): pass the zone sadf ran in (--tz, an IANA name such as Europe/Berlin)",
             )
         return ns
-
-
-def _zone_names(tz: str, naive: datetime) -> set[str]:
-    """The abbreviations zone `tz` uses for wall-clock time `naive`: the one in force and the zone's
-    standard-time one that year (what glibc's `tzname[0]` and so sysstat print in any season)."""
-    zone = ZoneInfo(tz)
-    names = {naive.replace(tzinfo=zone).tzname()}
-    for month in (1, 7):
-        probe = datetime(naive.year, month, 1, tzinfo=zone)
-        if not probe.dst():
-            names.add(probe.tzname())
-    return {n for n in names if n}
 
 
 def _dictionary(column: pa.ChunkedArray) -> tuple[np.ndarray, list[str]]:

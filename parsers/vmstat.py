@@ -5,11 +5,12 @@ Reads procps-ng 3.3 and 4.0 output, narrow or wide (`-w`), with or without the `
 clock of the host, in the zone below), with buff/cache or (`-a`) inact/active.
 
 Time zone: with `-t` vmstat prints the zone's abbreviation (`%Z`) above the stamps, on the second
-header line. `UTC` and `GMT` are read exactly: the stamps are UTC whatever `tz` says. Any other
-abbreviation (`PST`, `CET`, `CST`, `+08`) names no zone by itself (CST is China, Cuba or US Central),
-so the stamps are read in `tz`, the capturing host's IANA zone, when `tz`'s own abbreviation at the
-run's first stamp is the one printed; otherwise the file is a ParseError naming that header line
-(wrong times are wrong values: pass the host's zone, e.g. `tz="America/Los_Angeles"` for `PST`).
+header line, and the stamps are read in it (`_common.printed_zone`): `UTC` and `GMT` exactly,
+whatever `tz` says; `tz`, the capturing host's IANA zone, when that is what `tz` prints at the run's
+first stamp; else an abbreviation that names one offset (`PDT`: UTC−7, `CET`: UTC+1, the DST state is
+in the name) at that offset. One that names several zones (`CST`: China, Cuba or US Central; `IST`)
+and is not `tz`'s is a ParseError naming that header line (wrong times are wrong values: pass the
+host's zone, e.g. `tz="Asia/Shanghai"` for China's `CST`).
 
 Columns: timestamp (UTC), host, since_boot (the first row of each run is the average since boot),
 then vmstat's own names, which every reader knows: r, b (tasks), swpd, free, buff, cache, inact,
@@ -56,15 +57,14 @@ import itertools
 import os
 import re
 from collections.abc import Iterator
-from datetime import date
+from datetime import date, timezone
 from pathlib import Path
 from typing import NamedTuple
-from zoneinfo import ZoneInfo
 
 import numpy as np
 import pandas as pd
 
-from ._common import FIRST_DATE, PAST_DATE, Lines, Source, coerce, empty_frame, text_column
+from ._common import FIRST_DATE, PAST_DATE, Lines, Source, coerce, empty_frame, printed_zone, text_column
 
 KIND = "vmstat"
 COUNTS = (
@@ -255,24 +255,19 @@ class _Zone(NamedTuple):
     printed: str
 
 
-def _zone_name(zone: _Zone, tz: str, first: pd.Timestamp, lines: Lines) -> str:
-    """The zone a run's stamps are read in (module docstring): UTC for `UTC`/`GMT`, else `tz` when its
-    abbreviation at the run's first stamp is the one printed; ParseError naming the header otherwise."""
-    if zone.printed in ("UTC", "GMT"):
-        return "UTC"
+def _zone_name(zone: _Zone, tz: str, first: pd.Timestamp, lines: Lines) -> str | timezone:
+    """The zone a run's stamps are read in (module docstring, `_common.printed_zone`); a ParseError
+    naming the header for an abbreviation that names several zones and is not `tz`'s."""
     if pd.isna(first):
         return tz
-    try:
-        name = first.to_pydatetime().replace(tzinfo=ZoneInfo(tz)).tzname()
-    except (ValueError, KeyError, OSError):
-        name = None  # a zone ZoneInfo does not know: pandas says so when it localizes
-    if name == zone.printed:
-        return tz
+    found = printed_zone(zone.printed, tz, first.to_pydatetime())
+    if found is not None:
+        return found
     raise lines.error(
         zone.line_no,
         zone.line,
-        f"vmstat -t stamps are in {zone.printed}, but the time zone given ({tz}) is {name} at "
-        f"{first}: pass the capturing host's IANA zone (an abbreviation names none)",
+        f"vmstat -t stamps are in {zone.printed}, which names several zones, and the time zone given "
+        f"({tz}) is not one of them at {first}: pass the capturing host's IANA zone (--tz)",
     )
 
 

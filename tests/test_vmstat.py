@@ -58,16 +58,32 @@ def test_printed_zone_read_in_the_host_zone_that_prints_it(name: str, tz: str, f
 
 
 @pytest.mark.parametrize(
-    ("name", "tz"), [("procps-4.0.2-t-PST.txt", "UTC"), ("procps-4.0.2-t-CET.txt", "Asia/Shanghai")]
+    ("name", "tz", "first"),
+    [
+        # an abbreviation that names one offset is read at it whatever the zone given
+        ("procps-4.0.2-t-PST.txt", "UTC", "2026-11-27 12:45:20"),
+        ("procps-4.0.2-t-CET.txt", "Asia/Shanghai", "2026-11-27 12:45:22"),
+        # `TZ=Asia/Shanghai vmstat -t`: `CST` above `2026-11-27 21:00:20`, read in the zone given
+        ("procps-4.0.2-t-CST.txt", "Asia/Shanghai", "2026-11-27 13:00:20"),
+    ],
 )
-def test_printed_zone_that_is_not_the_given_zones_is_refused(name: str, tz: str) -> None:
-    printed = "PST" if "PST" in name else "CET"
+def test_printed_zone_naming_one_offset_is_read_at_it(name: str, tz: str, first: str) -> None:
     for source in (V / name, io.StringIO((V / name).read_text())):
-        with pytest.raises(
-            ParseError, match=f"stamps are in {printed}, but the time zone given \\({tz}\\)"
-        ) as info:
+        assert vmstat.parse(source, tz=tz).loc[0, "timestamp"] == pd.Timestamp(first, tz="UTC")
+
+
+@pytest.mark.parametrize("tz", ["UTC", "America/Chicago"])  # US Central prints CST in winter too
+def test_printed_zone_naming_several_is_refused_unless_the_given_zone_prints_it(tz: str) -> None:
+    name = "procps-4.0.2-t-CST.txt"
+    for source in (V / name, io.StringIO((V / name).read_text())):
+        if tz == "America/Chicago":  # read in the zone given: 21:00:20 CST there is 03:00:20 UTC next day
+            assert vmstat.parse(source, tz=tz).loc[0, "timestamp"] == pd.Timestamp(
+                "2026-11-28 03:00:20", tz="UTC"
+            )
+            continue
+        with pytest.raises(ParseError, match=r"stamps are in CST, which names several zones") as info:
             vmstat.parse(source, tz=tz)
-        assert info.value.line_no == 2 and info.value.line.endswith(printed)
+        assert info.value.line_no == 2 and info.value.line.endswith("CST")
 
 
 def test_each_run_in_the_zone_its_header_printed() -> None:
@@ -400,5 +416,5 @@ def test_public_capture_with_pdt_header() -> None:
         312724,
         99,
     )
-    with pytest.raises(ParseError, match="PDT"):
-        vmstat.parse(V / "jc-centos-7.7-awt-PDT.txt")
+    # PDT names one offset (UTC−7): the same instants without the host's zone
+    assert vmstat.parse(V / "jc-centos-7.7-awt-PDT.txt")["timestamp"].equals(df["timestamp"])
