@@ -7,7 +7,14 @@ Reads two forms:
   "variables":{NAME: VALUE, ...}}`, values as the server returned them (strings);
 - the client's batch output, `mysql -B -e 'SHOW GLOBAL VARIABLES'` (or `mariadb -B`, pt-stalk's
   `variables` file): a `Variable_name<TAB>Value` header, then one `name<TAB>value` line per variable.
-  It carries no time: `timestamp` is NaT.
+  It carries no time: `timestamp` is NaT;
+- the same without its header, `mysql -ss -e 'SHOW VARIABLES'` (pt-mysql-summary's `mysql-variables`):
+  read when the first line is `name<TAB>...`; sniffed when every one of the first lines is
+  `lowercase_name<TAB>value` and at least two of the names are ones every server has
+  (`max_connections`, `datadir`, ...: SHOW STATUS's names are capitalised, so its -ss output is not
+  claimed). A line with no tab at all (pt-mysql-summary's own `pt-summary-internal-now   ...` lines
+  after the variables, a client's warning) is no variable: skipped and counted (`attrs["skipped"]`,
+  parsers/_common.Skips); a line with a tab whose name does not read is still a ParseError.
 
 Columns (SCHEMA), one row per variable per snapshot, in the server's order:
 - timestamp (UTC): when the snapshot was taken (`t`); host (the `host` argument)
@@ -29,7 +36,7 @@ import numpy as np
 import pandas as pd
 
 from . import _snapshots
-from ._common import Lines, Source, coerce, empty_frame, head
+from ._common import Lines, Skips, Source, coerce, empty_frame, head
 
 KIND = "mysql_variables"
 SCHEMA: dict[str, str] = {
@@ -42,10 +49,51 @@ SCHEMA: dict[str, str] = {
 _BATCH_HEADER = "Variable_name\tValue"
 _NUMBER = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?")
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_HEADERLESS = re.compile(r"[a-z_][a-z0-9_]*\t")  # the first line of `mysql -ss` output
+_SNIFF_ROW = re.compile(r"[a-z_][a-z0-9_]*\t[^\t]*")
+# variables every MySQL/MariaDB server has (5.0 on): two of them among the first lines of a
+# headerless name<TAB>value file make it SHOW VARIABLES rather than any other two-column table
+_KNOWN = frozenset(
+    [
+        "autocommit",
+        "back_log",
+        "basedir",
+        "binlog_format",
+        "character_set_server",
+        "datadir",
+        "hostname",
+        "innodb_buffer_pool_size",
+        "innodb_flush_log_at_trx_commit",
+        "innodb_log_file_size",
+        "interactive_timeout",
+        "key_buffer_size",
+        "log_bin",
+        "max_allowed_packet",
+        "max_connections",
+        "port",
+        "read_only",
+        "server_id",
+        "socket",
+        "sql_mode",
+        "table_open_cache",
+        "tmpdir",
+        "version",
+        "wait_timeout",
+    ]
+)
 
 
 def sniff(text: str) -> bool:
-    return _snapshots.sniff_kind(text, KIND) or text.lstrip("\n").startswith(_BATCH_HEADER + "\n")
+    start = text.lstrip("\n")
+    return _snapshots.sniff_kind(text, KIND) or start.startswith(_BATCH_HEADER + "\n") or _sniff_ss(start)
+
+
+def _sniff_ss(text: str) -> bool:
+    """`mysql -ss` SHOW VARIABLES: the first lines all `name<TAB>value`, two well-known names."""
+    lines = text.split("\n")[:41]
+    lines.pop()  # cut by the sniffed head, or the empty string after the last newline
+    names = [m.group().partition("\t")[0] for m in map(_SNIFF_ROW.fullmatch, lines) if m]
+    return len(lines) >= 3 and len(names) == len(lines) and len(_KNOWN.intersection(names)) >= 2
 
 
 def parse(source: Source, *, host: str | None = None, tz: str = "UTC") -> pd.DataFrame:
@@ -54,8 +102,12 @@ def parse(source: Source, *, host: str | None = None, tz: str = "UTC") -> pd.Dat
     Raises:
         ParseError: a line of neither form, or a variable whose name or value does not read.
     """
-    if head(source, 64).lstrip("\n").startswith(_BATCH_HEADER):
-        rows, dropped = _batch(Lines(source, KIND))
+    start = head(source, 256).lstrip("\n")
+    skips = Skips()
+    if start.startswith(_BATCH_HEADER) or _HEADERLESS.match(start):
+        lines = Lines(source, KIND)
+        rows, dropped = _batch(lines, skips, header=start.startswith(_BATCH_HEADER))
+        skips.refuse_if_nothing_read(len(rows), lines)
     else:
         snaps, dropped, lines = _snapshots.read(source, KIND, "variables", dict)
         rows = []
@@ -66,12 +118,13 @@ def parse(source: Source, *, host: str | None = None, tz: str = "UTC") -> pd.Dat
                 rows.append((snap.timestamp, name, None if value is None else str(value)))
     df = _frame(rows, host) if rows else empty_frame(SCHEMA)
     df.attrs["dropped_lines"] = dropped
+    df.attrs["skipped"] = skips
     return df
 
 
-def _batch(lines: Lines) -> tuple[list[tuple], int]:
+def _batch(lines: Lines, skips: Skips, header: bool) -> tuple[list[tuple], int]:
     rows: list[tuple] = []
-    seen_header = False
+    seen_header = not header
     for line_no, line in lines:
         if not line.strip():
             continue
@@ -81,7 +134,10 @@ def _batch(lines: Lines) -> tuple[list[tuple], int]:
             seen_header = True
             continue
         name, tab, value = line.partition("\t")
-        if not tab or not _NAME.fullmatch(name):
+        if not tab:  # not a name<TAB>value line at all: pt-mysql-summary's own line, a warning
+            skips.add(line_no, line, "not a `name<TAB>value` line (no tab): not a variable")
+            continue
+        if not _NAME.fullmatch(name):
             raise lines.error(line_no, line, "not a `name<TAB>value` line of SHOW GLOBAL VARIABLES")
         rows.append((pd.NaT, name, value))
     if rows and not lines.last_complete:  # the client was cut while printing it: the value may be cut

@@ -24,7 +24,6 @@ FILES = corpus_files()
 # Refused whole today, with why (the ParseError's reason, short).
 EXPECTED_REFUSED = {
     "mpstat/sysstat-mpstat-U": "mpstat -U: epoch seconds for clocks",
-    "mysql_variables/pt-mysql-summary-temp002-mysql-variables": "no header line (mysql -ss)",
 }
 
 # Read with lines skipped (Skips).
@@ -32,6 +31,7 @@ EXPECTED_PARTIAL = {
     "mpstat/jc-centos77-mpstat-A.out": "mpstat -A: the intr/s and soft-IRQ tables",
     "mpstat/jc-ubuntu1804-mpstat-A.out": "mpstat -A: the NODE and interrupt tables",
     "mpstat/sysstat-mpstat-A": "mpstat -A: the NODE and interrupt tables",
+    "mysql_variables/pt-mysql-summary-temp002-mysql-variables": "pt-mysql-summary's own lines (no tab)",
     "pidstat/sysstat-pidstat-At": "iodelay wrapped past 2**64 read as missing, the line counted",
     "sadf/sysstat-sadf-d": "sadf -d -- -A: tables other than cpu, queue, memory, disk, net",
     "sadf/sysstat-sadf-d-T-tz": "the pcsw table of -uw",
@@ -42,9 +42,7 @@ EXPECTED_PARTIAL = {
 }
 
 # Not recognised as their kind by sniff() (so `perfkit analyze` passes them over).
-EXPECTED_UNSNIFFED = {
-    "mysql_variables/pt-mysql-summary-temp002-mysql-variables": "no header",
-}
+EXPECTED_UNSNIFFED: dict[str, str] = {}
 
 IDS = [p.relative_to(CORPUS).as_posix() for p in FILES]
 
