@@ -165,7 +165,7 @@ class WaitProfile:
 
 def profiles(ds: Dataset, sweep: Any | None = None, top_n: int = 8) -> list[WaitProfile]:
     """Every process's wait profile per step (the `threads` captures), in step and host order."""
-    step_threads = _step_threads(ds, sweep)
+    step_threads = ds.step_threads()
     raw: list[tuple[WaitProfile, pd.DataFrame]] = []
     for cap in ds.of("threads"):
         frame = pd.DataFrame(cap.frame)  # without attrs (analyzers/io.plain)
@@ -284,11 +284,6 @@ def _combos(combos: pd.DataFrame) -> list[tuple[str, str, str, str]]:
             combos["state"], combos["syscall"], combos["wchan"], combos["thread"], strict=True
         )
     ]
-
-
-def _step_threads(ds: Dataset, sweep: Any | None) -> dict[str | None, int]:
-    steps = ((ds.manifest or {}).get("sweep") or {}).get("steps") or []
-    return {s.get("name"): s.get("threads") for s in steps if isinstance(s, dict) and s.get("name")}
 
 
 def _text(value: Any) -> str:

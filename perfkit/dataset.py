@@ -98,6 +98,23 @@ class Dataset:
                 return int(n.max()), cap.path
         return None
 
+    def step_threads(self) -> dict[str, int]:
+        """Step name (`t0016`) -> its threads: the one place every rule and report reads it from.
+
+        From the run's manifest: its sweep steps, else the step's capture records (a step the sweep
+        model left out, failed or interrupted, keeps its thread count). Empty for a foreign archive,
+        whose captures have no step."""
+        out: dict[str, int] = {}
+        manifest = self.manifest or {}
+        for rec in manifest.get("captures") or []:
+            if isinstance(rec, dict) and rec.get("step") and rec.get("threads"):
+                out.setdefault(str(rec["step"]), int(rec["threads"]))
+        sweep = manifest.get("sweep")
+        for st in (sweep.get("steps") or []) if isinstance(sweep, dict) else []:
+            if isinstance(st, dict) and st.get("name") and st.get("threads"):
+                out[str(st["name"])] = int(st["threads"])
+        return out
+
     def inputs(self) -> dict[str, list[dict]]:
         """The `inputs` block of findings.json."""
         parsed = [

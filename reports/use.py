@@ -85,7 +85,7 @@ class ProcessRow:
 def use_rows(ds: Dataset) -> list[UseRow]:
     """Every USE row the dataset has data for, ordered by resource, host, step, metric."""
     cpus = _cpu_counts(ds)
-    threads = step_threads(ds)
+    threads = ds.step_threads()
     candidates: list[tuple[int, UseRow]] = []
     for cap in ds.captures:
         for rank, row in _rows_of(cap, cpus):
@@ -115,20 +115,6 @@ def _with_threads(row: UseRow, threads: dict[str, int]) -> UseRow:
     if row.step is None or row.step not in threads:
         return row
     return UseRow(**{**asdict(row), "threads": threads[row.step]})
-
-
-def step_threads(ds: Dataset) -> dict[str, int]:
-    """Step name (`t0016`) -> threads, from the manifest's sweep steps and load-capture records."""
-    out: dict[str, int] = {}
-    manifest = ds.manifest or {}
-    for rec in manifest.get("captures") or []:
-        if rec.get("step") and rec.get("threads"):
-            out.setdefault(str(rec["step"]), int(rec["threads"]))
-    sweep = manifest.get("sweep")
-    for st in (sweep.get("steps") or []) if isinstance(sweep, dict) else []:
-        if st.get("name") and st.get("threads"):
-            out[str(st["name"])] = int(st["threads"])
-    return out
 
 
 def _cpu_counts(ds: Dataset) -> dict[tuple[str | None, str | None], int]:
