@@ -78,6 +78,10 @@ class Sysstat:
         self._stamps: dict[tuple[int, int], int] = {}
         self._no_date_noted = False
         self._sods: dict[tuple[str, ...], int] = {}  # time label -> seconds since midnight
+        # seconds since the epoch as labels (`1646859134`: pidstat -h in older sysstat, `-U`): a
+        # format turns them on; kept as seconds after the first one's UTC midnight, UTC whatever `tz`
+        self.epoch_labels = False
+        self.epoch_day: int | None = None
 
     def error(self, line_no: int, line: str, reason: str) -> ParseError:
         return self.lines.error(line_no, line, reason)
@@ -107,6 +111,11 @@ class Sysstat:
         first = tokens[0]
         if first in _AVERAGE_LABELS:
             return None, 1
+        if self.epoch_labels and first.isdigit() and 9 <= len(first) <= 11:
+            seconds = int(first)
+            if self.epoch_day is None:
+                self.epoch_day = seconds // 86400
+            return seconds - self.epoch_day * 86400, 1
         key = (first, tokens[1]) if len(tokens) > 1 and _AMPM.match(tokens[1]) else (first,)
         sod = self._sods.get(key)  # headers and rows repeat each clock
         if sod is not None:
@@ -126,6 +135,9 @@ class Sysstat:
 
     def stamp(self, line_no: int, sod: int) -> int:
         """UTC nanoseconds of a data row printed at `sod` seconds after midnight (NaT without a date)."""
+        if self.epoch_day is not None:  # epoch labels: UTC already, no date roll-over to follow
+            self.prev_sod = sod
+            return (self.epoch_day * 86400 + sod) * 1_000_000_000
         prev = self.prev_sod
         if prev is not None and sod < prev:
             if prev - sod > _ROLLOVER_S:
@@ -206,7 +218,8 @@ class Sysstat:
         back = at < prev
         steps = back & (prev - at <= _ROLLOVER_S)
         late = self.date is not None and self.day + int(back.sum()) >= (_common.PAST_DATE - self.date).days
-        if self.date is None or steps.any() or late:  # `stamp()` notes each step and names a late row
+        if self.date is None or steps.any() or late or self.epoch_day is not None:  # `stamp()` notes each
+            # step and names a late row; epoch labels are stamped by it too
             ns_at = np.empty(len(starts), dtype=np.int64)
             day_at = np.empty(len(starts), dtype=np.int64)
             for k, i in enumerate(starts.tolist()):

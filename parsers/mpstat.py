@@ -45,7 +45,9 @@ them blank and is read). `mpstat -A` / `-I` / `-N` print more tables per interva
 utilisation, `intr/s`, per-IRQ and soft-IRQ rates per CPU): the CPU table is read, every other
 table skipped as a block (parsers/_common.Skips, `attrs["skipped"]`: its header quoted, its rows
 counted); a capture of none but such tables is refused (nothing readable).
-Not read: per-NODE rows (the CPU table holds the machine's), epoch-second labels, `-o JSON`. Tested on:
+Epoch-second labels (`mpstat -U`, sysstat 12.7: `1591016001   all ...`) are read as UTC, whatever
+`tz` (parsers/_sysstat.py `epoch_labels`, shared with pidstat -h).
+Not read: per-NODE rows (the CPU table holds the machine's), `-o JSON`. Tested on:
 tests/fixtures/mpstat/*.txt (see README.md there).
 """
 
@@ -145,6 +147,7 @@ class _Mpstat(Sysstat):
 
     def __init__(self, source: _common.Source, host: str | None, tz: str):
         super().__init__(KIND, source, tz)
+        self.epoch_labels = True  # `mpstat -U` (sysstat 12.7): seconds since the epoch as labels
         self.host = host
         self.plan: list[tuple[int, int]] | None = None  # (field after the label, metric index)
         self.fields: list[str] | None = None  # the current header's fields after the label

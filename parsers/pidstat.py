@@ -243,7 +243,6 @@ class _Pidstat(Sysstat):
         self.row_table_no = -1  # the table whose tasks are in table_keys
         self.table_keys: set[tuple[int, int]] = set()  # (pid, tid) already in that table at row_sod
         self.row_sod: int | None = None  # the label of the last row read (None: `Average:`)
-        self.epoch_day: int | None = None  # -h with seconds since the epoch: the first row's UTC day
         self.h_mode = False  # a `# Time` header (pidstat -h) was seen
         self.last_tgid: int | None = None  # with -t: the process the `-` TGID rows belong to
         self.interval: int | None = None
@@ -448,7 +447,7 @@ class _Pidstat(Sysstat):
                 if self.banner(line_no, line):
                     return
             if head[:2] == ["#", "Time"]:  # -h: one table per interval, every metric on a task's line
-                self.h_mode = True
+                self.h_mode = self.epoch_labels = True  # -h may print seconds since the epoch
                 if self.buffered >= CHUNK_ROWS:
                     self.flush()  # a full chunk ends where an interval does
                 self.header(line_no, line, line.split()[2:])
@@ -468,23 +467,6 @@ class _Pidstat(Sysstat):
             self.flush()  # a bad row above is the first error
             raise
         self._add(line.encode("utf-8", "surrogatepass") + b"\n", line_no, 1)
-
-    def label(self, line_no: int, line: str, tokens: list[str]) -> tuple[int | None, int]:
-        """A time label; under `-h` also seconds since the epoch (`1646859134`, older sysstat and `-U`),
-        kept as seconds after the first row's UTC midnight (`stamp` makes them UTC, whatever `tz`)."""
-        first = tokens[0]
-        if self.h_mode and first.isdigit() and 9 <= len(first) <= 11:
-            seconds = int(first)
-            if self.epoch_day is None:
-                self.epoch_day = seconds // 86400
-            return seconds - self.epoch_day * 86400, 1
-        return super().label(line_no, line, tokens)
-
-    def stamp(self, line_no: int, sod: int) -> int:
-        if self.epoch_day is not None:  # epoch labels: UTC already, no date roll-over to follow
-            self.prev_sod = sod
-            return (self.epoch_day * 86400 + sod) * 1_000_000_000
-        return super().stamp(line_no, sod)
 
     def _labelled(self, line_no: int, line: str, head: list[str]) -> bool:
         """True when a line starts with a time or an `Average:` label; any other line is no pidstat

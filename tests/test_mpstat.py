@@ -267,3 +267,16 @@ def test_t_topology_columns_and_blank_all_row() -> None:
         mpstat.sniff((M / "sysstat-12.6-T-iso.txt").read_text())
         and len(mpstat.parse(M / "sysstat-12.6-T-iso.txt")) == 2
     )
+
+
+def test_u_epoch_labels_read_as_utc() -> None:
+    # sysstat's own tests/expected.mpstat-U (corpus, ORIGINS.md): `1591016001   all    2.15   12.50 ...`
+    path = FIXTURES / "corpus" / "mpstat" / "sysstat-mpstat-U"
+    for tz in ("UTC", "Asia/Shanghai"):  # seconds since the epoch are UTC whatever the zone given
+        for source in (path, io.StringIO(path.read_text())):  # bulk path and line walk
+            df = mpstat.parse(source, tz=tz)
+            assert df["timestamp"].tolist() == [
+                pd.Timestamp("2020-06-01 12:53:21", tz="UTC"),
+                pd.Timestamp("2020-06-01 12:53:22", tz="UTC"),
+            ]
+            assert df["nice_pct"].tolist() == [12.5, 0.0] and df["idle_pct"].tolist() == [82.88, 95.31]
