@@ -1,33 +1,60 @@
 """Two sweeps side by side: did the change move the curve, and is the move beyond noise?
 
-Pure: `compare(base, new)` takes two `Analysis` objects and returns a typed `Comparison`; the CLI
-and the renderers only call and render it.
+Pure: `compare(base, new)` takes two sides, each one `Analysis` or a `Group` of runs of one
+configuration, and returns a typed `Comparison`; the CLI and the renderers only call and render it.
 
-Per thread count both runs have, each run's steady-state intervals (sweep.Step.intervals: one row
-per report interval after the warm-up) give its throughput (the mean interval: what the tool's own
-summary reports) and its p95 (the mean of the per-interval p95s). The change is new / base − 1 with
-a 95 % interval from Welch's t on the interval means, each run's variance corrected for
-autocorrelation: one-second samples of a load test are not independent (a flush or a GC pause spans
-seconds), and a rank test or a plain bootstrap that takes them for independent draws claims more
-certainty than the run holds. Measured on simulated AR(1) A/A pairs (400 each): at lag-1
-correlation 0-0.5 the interval alone false-alarms 3-6 % from 30 samples (14 % with 8), at 0.8-0.9
-5-13 % from 30 (31 % with 8); with the floor below, at a 3 % coefficient of variation, 0-5.5 %
-from 30 samples and up to 13.5 % with 8. A moving-block bootstrap of the medians (blocks of n^(1/3))
-reached 15-70 % at correlation 0.5-0.9 with 10-60 samples (tests/test_compare.py keeps the interval
-in check). Steps of 20 s and more are what a comparison needs.
+**Between runs (both sides with at least 2 runs at a step: replicates, benchstat's `-count`).** Each
+run contributes one figure per thread count: the mean of its steady intervals (sweep.Step.intervals,
+repeated steps pooled), else the step's own figure (a report read back). The change is mean(NEW run
+means) / mean(BASE run means) − 1, with a 95 % interval from Welch's t on the run means (each side's
+variance s²/k of its k run means; Welch–Satterthwaite degrees of freedom of the difference of the
+two means). The interval on the *ratio* is Fieller's, not the delta method's: with 2-3 runs a side
+the t quantile is 4-13 and the base mean's own uncertainty is large, so 1/mean(BASE) is far from
+symmetric; the delta method's symmetric interval understates the upside and can run below −100 %.
+Fieller's set {θ : |mean(NEW) − θ·mean(BASE)| ≤ t·√(v_new + θ²·v_base)} is exact for normal run means,
+and with the difference's degrees of freedom it excludes θ = 1 exactly when Welch's test rejects
+equal means, so the interval and the test never disagree. When mean(BASE) is itself not clear of
+zero (mean² ≤ t²·v_base) the set is unbounded: shown, not judged. Two sides whose runs all have the
+same mean (copies of one run) have no spread to judge by: shown, not judged. The peak likewise
+from each run's figure at its own peak step. This is the spread that decides on this VM: two runs
+of one configuration sit at different levels, each flat within itself (docs/benchmarks.md, compare
+A/A), which no statistic over one run's intervals can see.
+
+**Within one run (a side with one run at a step).** Each run's steady intervals give its throughput
+(the mean interval: what the tool's own summary reports) and its p95 (the mean of the per-interval
+p95s); several runs of a side at that step are pooled. The change is new / base − 1 with a 95 %
+interval from Welch's t on the interval means, each run's variance corrected for autocorrelation:
+one-second samples of a load test are not independent (a flush or a GC pause spans seconds), and a
+rank test or a plain bootstrap that takes them for independent draws claims more certainty than the
+run holds. Measured on simulated AR(1) A/A pairs (400 each): at lag-1 correlation 0-0.5 the interval
+alone false-alarms 3-6 % from 30 samples (14 % with 8), at 0.8-0.9 5-13 % from 30 (31 % with 8);
+with the floor below, at a 3 % coefficient of variation, 0-5.5 % from 30 samples and up to 13.5 %
+with 8. A moving-block bootstrap of the medians (blocks of n^(1/3)) reached 15-70 % at correlation
+0.5-0.9 with 10-60 samples (tests/test_compare.py keeps the interval in check). Steps of 20 s and
+more are what a comparison needs. Such a comparison carries `spread: "within-run"` and a warning:
+it cannot tell a change from run-to-run spread (the A/A pairs in docs/benchmarks.md flagged 5 of
+10); replicates can.
 
 A change is **significant** when its interval excludes zero *and* it is at least `min_change_pct`:
-a run's own intervals show only its second-to-second noise, never the spread between two runs of
-the same configuration (a warmer cache, a background flush, the VM's neighbours). The floor stands
-for that spread; A/A runs in the lab measure it (docs/benchmarks.md). A step with fewer than
-`min_intervals` steady intervals in either run is shown, never judged. Intervals that move together
-(a drift, a flush spanning the step) hold few independent readings: their interval is wide, as it
-should be, and only a change beyond it is called one.
+the floor stands for the run-to-run spread one run's intervals cannot show (and keeps a tiny but
+real change from being called one). A step with fewer than `min_intervals` steady intervals in
+either run is shown, never judged within-run (between runs each run's mean counts as one figure,
+however many intervals made it). Intervals that move together (a drift, a flush spanning the step)
+hold few independent readings: their interval is wide, as it should be.
+
+**The rest of a group.** The knee: from the mean of the side's runs at each thread count (the
+sweep's own elasticity rule); the USL: fitted on every run's points of the side; the peak's thread
+count: the one most of the side's runs peak at (the first run's on a tie). Findings: *appeared* =
+in any NEW run and in no BASE run, *gone* the reverse, *changed* = in both with a different worst
+severity. USE rows and wait profiles: the mean over the side's runs that have each row. The verdict
+shown per side, the differential profiles and the report's per-run views: the first run's. A side
+with one run is exactly today's comparison.
 """
 
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Protocol
@@ -39,8 +66,9 @@ from scipy import stats
 from perfkit.findings import SEVERITIES, Finding
 
 from . import Analysis
+from . import usl as usl_model
 from . import waits as thread_waits
-from .sweep import Step, Sweep
+from .sweep import Step, Sweep, _elasticity, _knee, _levels
 from .waits import WaitProfile
 
 MIN_CHANGE_PCT = 5.0  # below this a change is "~" however narrow its interval (run-to-run spread)
@@ -48,6 +76,13 @@ LEVEL = 0.95  # the bootstrap interval's coverage
 MIN_INTERVALS = 5  # steady intervals a run needs at a step before its change is judged
 # Run facts that make two sweeps measure different things: compared anyway, with a warning naming them.
 WORKLOAD_KEYS = ("workload", "tables", "table_size", "time_s", "warmup_s", "percentile")
+WITHIN_RUN, BETWEEN_RUNS = "within-run", "between-runs"
+ONE_RUN_WARNING = (
+    "one run a side ({counts}): a change is judged against each run's own second-to-second noise, "
+    "which cannot tell it from run-to-run spread (two runs of one configuration on the lab VM sat up to "
+    "40 % apart at 1 thread, 5 of 10 such pairs flagged: docs/benchmarks.md, compare A/A); give each side "
+    "several runs (a directory of runs) to judge the change against the spread between runs"
+)
 
 
 @dataclass(frozen=True)
@@ -57,9 +92,12 @@ class Change:
     base: float | None
     new: float | None
     change_pct: float | None  # (new / base − 1) × 100
-    ci_pct: tuple[float, float] | None  # the bootstrap interval of change_pct
+    ci_pct: tuple[float, float] | None  # the 95 % interval of change_pct
     significant: bool | None  # None: not judged (too few intervals, or a figure missing)
     why: str = ""  # why it was not judged, when it was not
+    spread: str = WITHIN_RUN  # what the interval stands on: one run's intervals, or the runs' means
+    runs: tuple[tuple[float, ...], tuple[float, ...]] | None = None  # between runs: each run's figure
+    df: float | None = None  # between runs: Welch–Satterthwaite degrees of freedom
 
     @property
     def sign(self) -> str:
@@ -78,6 +116,16 @@ class Change:
             "ci_pct": list(self.ci_pct) if self.ci_pct else None,
             "significant": self.significant,
             **({"why": self.why} if self.why else {}),
+            "spread": self.spread,
+            **self._runs_dict(),
+        }
+
+    def _runs_dict(self, prefix: str = "") -> dict[str, Any]:
+        if self.runs is None:
+            return {}
+        return {
+            f"{prefix}run_means": {"base": list(self.runs[0]), "new": list(self.runs[1])},
+            f"{prefix}df": self.df,
         }
 
 
@@ -86,7 +134,8 @@ class StepChange:
     threads: int
     throughput: Change
     p95_ms: Change
-    intervals: tuple[int, int]  # steady intervals in base and new
+    intervals: tuple[int, int]  # steady intervals in base and new (all runs of a side)
+    runs: tuple[int, int] = (1, 1)  # runs of each side with this thread count
 
     def to_dict(self, metric: str) -> dict[str, Any]:
         return {
@@ -101,6 +150,10 @@ class StepChange:
             "p95_significant": self.p95_ms.significant,
             "intervals": list(self.intervals),
             **({"why": self.throughput.why} if self.throughput.why else {}),
+            "spread": self.throughput.spread,
+            "runs": list(self.runs),
+            **self.throughput._runs_dict(),
+            **self.p95_ms._runs_dict("p95_"),
         }
 
 
@@ -170,6 +223,38 @@ class WaitChange:
         }
 
 
+@dataclass(frozen=True)
+class UseMean:
+    """A USE row averaged over a group's runs (the runs that have it)."""
+
+    resource: str
+    host: str | None
+    instance: str
+    check: str
+    metric: str
+    unit: str
+    threads: int | None
+    mean: float
+
+
+def mean_use_rows(runs: Sequence[Sequence[UseLike]]) -> list[UseLike]:
+    """One row per (resource, host, instance, check, metric, threads): the mean over the runs that
+    have it (a group's runs measure one configuration). One run's rows come back as they are."""
+    if len(runs) == 1:
+        return list(runs[0])
+    acc: dict[tuple, tuple[UseLike, list[float]]] = {}
+    for rows in runs:
+        for r in rows:
+            if r.threads is None or not math.isfinite(r.mean):
+                continue
+            key = (r.resource, r.host or "", r.instance, r.check, r.metric, r.threads)
+            acc.setdefault(key, (r, []))[1].append(r.mean)
+    return [
+        UseMean(r.resource, r.host, r.instance, r.check, r.metric, r.unit, r.threads, float(np.mean(v)))
+        for r, v in acc.values()
+    ]
+
+
 def use_changes(base: Sequence[UseLike], new: Sequence[UseLike]) -> list[UseChange]:
     """The USE rows both runs have at the same thread count (same resource, host, instance, metric)."""
 
@@ -190,21 +275,52 @@ def use_changes(base: Sequence[UseLike], new: Sequence[UseLike]) -> list[UseChan
     ]
 
 
+def _waits_keyed(profiles: Sequence[WaitProfile]) -> dict[tuple[str, str, int], dict[str, float]]:
+    out: dict[tuple[str, str, int], dict[str, float]] = {}
+    for p in profiles:
+        if p.selected != "named" or p.threads is None:
+            continue
+        classes = out.setdefault((p.host or "", p.process, p.threads), {})
+        for c, v in p.classes.items():
+            classes[c] = classes.get(c, 0.0) + v
+    return out
+
+
+def _waits_mean(runs: Sequence[Sequence[WaitProfile]]) -> dict[tuple[str, str, int], dict[str, float]]:
+    """Each (host, process, threads)'s classes averaged over the runs that have it (a class a run
+    lacks counts 0 in it)."""
+    keyed = [_waits_keyed(r) for r in runs]
+    out: dict[tuple[str, str, int], dict[str, float]] = {}
+    for key in {k for kd in keyed for k in kd}:
+        have = [kd[key] for kd in keyed if key in kd]
+        classes = {c for d in have for c in d}
+        out[key] = {c: sum(d.get(c, 0.0) for d in have) / len(have) for c in classes}
+    return out
+
+
 def wait_changes(base: Sequence[WaitProfile], new: Sequence[WaitProfile]) -> list[WaitChange]:
     """The named processes' wait profiles both runs have at the same thread count."""
+    return _wait_changes(_waits_keyed(base), _waits_keyed(new))
 
-    def keyed(profiles: Sequence[WaitProfile]) -> dict[tuple[str, str, int], dict[str, float]]:
-        out: dict[tuple[str, str, int], dict[str, float]] = {}
-        for p in profiles:
-            if p.selected != "named" or p.threads is None:
-                continue
-            classes = out.setdefault((p.host or "", p.process, p.threads), {})
-            for c, v in p.classes.items():
-                classes[c] = classes.get(c, 0.0) + v
-        return out
 
-    kb, kn = keyed(base), keyed(new)
+def _wait_changes(kb: dict, kn: dict) -> list[WaitChange]:
     return [WaitChange(k[0] or None, k[1], k[2], kb[k], kn[k]) for k in sorted(kb.keys() & kn.keys())]
+
+
+@dataclass(frozen=True)
+class Group:
+    """One side of a comparison: runs of one configuration (`perfkit run` repeated), each with its
+    name and, when known, its USE rows and wait profiles (None: USE not compared; waits computed)."""
+
+    name: str
+    runs: tuple[Analysis, ...]
+    run_names: tuple[str, ...]
+    use: tuple[Sequence[UseLike], ...] | None = None
+    waits: tuple[Sequence[WaitProfile], ...] | None = None
+
+    def __post_init__(self) -> None:
+        if not self.runs or len(self.runs) != len(self.run_names):
+            raise ValueError(f"{self.name}: a group needs runs, each with a name")
 
 
 @dataclass
@@ -229,6 +345,21 @@ class Comparison:
     method: str = ""
     use: list[UseChange] = field(default_factory=list)
     waits: list[WaitChange] = field(default_factory=list)
+    spread: str = WITHIN_RUN  # between-runs when both sides have at least 2 runs
+    runs: tuple[list[dict], list[dict]] = ([], [])  # each side's runs: name, verdict, peak, knee
+    # each side's runs' sweeps (name, Sweep), for the plot; not part of compare.json
+    sweeps: tuple[list[tuple[str, Sweep]], list[tuple[str, Sweep]]] = field(default=([], []), repr=False)
+
+    def spread_note(self) -> str:
+        """What the judgement stands on, in words, for the verdict box."""
+        nb, nn = len(self.runs[0]), len(self.runs[1])
+        if self.spread == BETWEEN_RUNS:
+            return f"judged against the spread between runs ({nb} BASE runs, {nn} NEW runs)"
+        return (
+            f"one run a side ({nb} BASE, {nn} NEW) cannot tell a change from run-to-run spread: two runs "
+            "of one configuration differed by up to 40 % (docs/benchmarks.md, compare A/A); run each "
+            "side several times (a directory of runs) to judge between runs"
+        )
 
     def use_moves(self, limit: int = 20) -> list[UseChange]:
         """The USE rows that moved most, relative to the larger of the two (what to look at first)."""
@@ -303,6 +434,8 @@ class Comparison:
                 "changed": [c.to_dict() for c in self.changed],
             },
             "warnings": self.warnings,
+            "spread": self.spread,
+            "runs": {"base": self.runs[0], "new": self.runs[1]},
             "method": self.method,
             "use": [u.to_dict() for u in self.use],
             "waits": [w.to_dict() for w in self.waits],
@@ -361,6 +494,47 @@ def change(
     ci = interval_pct(b, n)
     significant = (ci[0] > 0 or ci[1] < 0) and abs(pct) >= min_change_pct
     return Change(mb, mn, pct, ci, bool(significant))
+
+
+def fieller_ratio(mb: float, mn: float, vb: float, vn: float, t: float) -> tuple[float, float] | None:
+    """Fieller's interval for mean(NEW) / mean(BASE): the θ with (mn − θ·mb)² ≤ t²·(vn + θ²·vb), where
+    vb, vn are the variances of the two means. None when it is unbounded (mb² ≤ t²·vb: the base
+    mean is not clear of zero)."""
+    a = mb * mb - t * t * vb
+    if a <= 0:
+        return None
+    # discriminant / 4 = t²·(vn·mb² + vb·mn² − t²·vb·vn) ≥ 0 whenever a > 0 (θ = mn/mb is inside)
+    disc = max(mn * mn * mb * mb - a * (mn * mn - t * t * vn), 0.0)
+    root = math.sqrt(disc)
+    return (mn * mb - root) / a, (mn * mb + root) / a
+
+
+def between_runs(
+    base: Sequence[float], new: Sequence[float], *, min_change_pct: float, level: float = LEVEL
+) -> Change:
+    """How the mean of the NEW runs' figures moved from the BASE runs' (one figure per run, at
+    least 2 a side): Welch's t on the run means, Fieller's interval on the ratio (module docstring)."""
+    b, n = np.asarray(base, dtype=float), np.asarray(new, dtype=float)
+    runs = (tuple(float(x) for x in b), tuple(float(x) for x in n))
+    mb, mn = float(b.mean()), float(n.mean())
+    kw: dict[str, Any] = {"spread": BETWEEN_RUNS, "runs": runs}
+    if mb <= 0:
+        return Change(mb, mn, None, None, None, "the base is zero: no relative change", **kw)
+    pct = (mn / mb - 1.0) * 100.0
+    vb, vn = float(b.var(ddof=1)) / len(b), float(n.var(ddof=1)) / len(n)
+    if vb + vn == 0:
+        why = "every run of each side has the same figure (copies of one run?): no spread between runs"
+        return Change(mb, mn, pct, None, None, why, **kw)
+    # Welch–Satterthwaite on the difference of the means; a side with no spread adds no term
+    df = (vb + vn) ** 2 / sum(v * v / (k - 1) for v, k in ((vb, len(b)), (vn, len(n))) if v > 0)
+    t = float(stats.t.ppf(0.5 + level / 2, df))
+    ratio = fieller_ratio(mb, mn, vb, vn, t)
+    if ratio is None:
+        why = "the base runs' mean is not clear of zero: the interval of the ratio is unbounded"
+        return Change(mb, mn, pct, None, None, why, df=df, **kw)
+    ci = ((ratio[0] - 1) * 100, (ratio[1] - 1) * 100)
+    significant = (ci[0] > 0 or ci[1] < 0) and abs(pct) >= min_change_pct
+    return Change(mb, mn, pct, ci, bool(significant), df=df, **kw)
 
 
 def _finite(x: pd.Series | None) -> np.ndarray:
@@ -427,9 +601,119 @@ def _workload_warnings(base: Analysis, new: Analysis, sb: Sweep, sn: Sweep) -> l
     return out
 
 
+def _group_warnings(side: str, g: Group) -> list[str]:
+    """A group's runs should measure one configuration: each run that differs from the first is named."""
+    out = []
+    first, first_name = g.runs[0], g.run_names[0]
+    p0 = _plan(first)
+    for run, name in zip(g.runs[1:], g.run_names[1:], strict=True):
+        s0, s1 = first.sweep, run.sweep
+        assert isinstance(s0, Sweep) and isinstance(s1, Sweep)
+        where = f"{side} run {name}"
+        if s0.tool != s1.tool:
+            out.append(f"{where}: the load tool is {s1.tool}, {s0.tool} in {first_name}")
+        if s0.metric != s1.metric:
+            out.append(f"{where}: throughput means {s1.metric}, {s0.metric} in {first_name}")
+        p1 = _plan(run)
+        for key in WORKLOAD_KEYS:
+            if key in p0 and key in p1 and p0[key] != p1[key]:
+                out.append(f"{where}: {key} is {p1[key]!r}, {p0[key]!r} in {first_name}")
+    return out
+
+
+def _run_figure(steps: list[Step], col: str, attr: str) -> float | None:
+    """One run's figure at a thread count: the mean of its steady intervals, else of its steps' own
+    figures (a report read back)."""
+    x = _finite(_figures(steps, col, attr)[0])
+    return float(x.mean()) if len(x) else None
+
+
+def _step_change(
+    b: list[list[Step]], n: list[list[Step]], col: str, attr: str, judged: dict, min_change_pct: float
+) -> Change:
+    """A thread count's change: between runs when both sides have at least 2 runs with a figure
+    there, else within-run on the intervals (a side's runs pooled)."""
+    fb = [f for f in (_run_figure(steps, col, attr) for steps in b) if f is not None]
+    fn = [f for f in (_run_figure(steps, col, attr) for steps in n) if f is not None]
+    if len(fb) >= 2 and len(fn) >= 2:
+        return between_runs(fb, fn, min_change_pct=min_change_pct)
+    return _change(
+        _figures([s for steps in b for s in steps], col, attr),
+        _figures([s for steps in n for s in steps], col, attr),
+        judged,
+    )
+
+
+def _peak_threads(sweeps: list[Sweep]) -> int:
+    """The thread count most of a side's runs peak at (the first run's on a tie)."""
+    counts = Counter(s.peak.threads for s in sweeps)
+    top = max(counts.values())
+    return next(s.peak.threads for s in sweeps if counts[s.peak.threads] == top)
+
+
+def _group_knee(sweeps: list[Sweep], min_elasticity: float | None) -> int | None:
+    """A side's knee: one run's own, else the sweep's rule on the mean of the runs per thread count."""
+    if len(sweeps) == 1:
+        return sweeps[0].knee_threads
+    if min_elasticity is None:
+        from perfkit.config import load_thresholds
+
+        min_elasticity = float(load_thresholds()["sweep.knee"]["min_elasticity"])
+    levels = _levels([s for sw in sweeps for s in sw.steps])
+    elast = [(a, b, _elasticity(xa, xb, a, b)) for (a, xa), (b, xb) in zip(levels, levels[1:], strict=False)]
+    return _knee(levels, elast, min_elasticity)
+
+
+def _group_usl(sweeps: list[Sweep]) -> dict | None:
+    """A side's USL: one run's own fit, else one fit on every run's points (levels where nothing
+    completed left out, as sweep.py does)."""
+    if len(sweeps) == 1:
+        return sweeps[0].usl.to_dict() if sweeps[0].usl else None
+    points = [(s.threads, s.tps) for sw in sweeps for s in sw.steps if s.tps > 0 and math.isfinite(s.tps)]
+    try:
+        return usl_model.fit([p[0] for p in points], [p[1] for p in points]).to_dict()
+    except ValueError:
+        return None
+
+
+def _group_findings(runs: tuple[Analysis, ...]) -> dict[tuple[str, tuple[str, ...]], Finding]:
+    """Every finding of any run of a side, keyed by rule and hosts; the worst severity kept."""
+    out: dict[tuple[str, tuple[str, ...]], Finding] = {}
+    for a in runs:
+        for f in a.findings:
+            k = _findings_key(f)
+            if k not in out or SEVERITIES.index(f.severity) < SEVERITIES.index(out[k].severity):
+                out[k] = f
+    return out
+
+
+def _run_dict(name: str, a: Analysis, metric: str) -> dict[str, Any]:
+    sw = a.sweep
+    assert isinstance(sw, Sweep)
+    at_peak = [s for s in sw.steps if s.threads == sw.peak.threads]
+    return {
+        "name": name,
+        "verdict": _rule(a.verdict),
+        "peak": {"threads": sw.peak.threads, metric: _run_figure(at_peak, metric, metric)},
+        "knee_threads": sw.knee_threads,
+    }
+
+
+def _as_group(side: Analysis | Group, name: str, use: Sequence[UseLike] | None, waits: Any) -> Group:
+    if isinstance(side, Group):
+        return side
+    return Group(
+        name,
+        (side,),
+        (name,),
+        use=(use,) if use is not None else None,
+        waits=(waits,) if waits is not None else None,
+    )
+
+
 def compare(
-    base: Analysis,
-    new: Analysis,
+    base: Analysis | Group,
+    new: Analysis | Group,
     *,
     base_name: str = "BASE",
     new_name: str = "NEW",
@@ -437,72 +721,118 @@ def compare(
     min_intervals: int = MIN_INTERVALS,
     use: tuple[Sequence[UseLike], Sequence[UseLike]] | None = None,
     waits: tuple[Sequence[WaitProfile], Sequence[WaitProfile]] | None = None,
+    min_elasticity: float | None = None,
 ) -> Comparison:
-    """NEW against BASE. `use`: both runs' USE rows (reports/use.py computes them), to set side by
-    side; `waits`: both runs' wait profiles (default: computed from the datasets). Raises ValueError
-    when either run has no sweep to compare."""
-    sb, sn = base.sweep, new.sweep
-    if not isinstance(sb, Sweep) or not isinstance(sn, Sweep):
-        which = base_name if not isinstance(sb, Sweep) else new_name
-        raise ValueError(f"{which}: no load sweep to compare (no load generator output was read)")
-    metric = sb.metric if sb.metric == sn.metric else "tps"
+    """NEW against BASE, each one run (an `Analysis`; `base_name`/`new_name` name it) or a `Group`
+    of runs of one configuration (named by the group; `use`/`waits` then come from the group).
+    `use`: both runs' USE rows (reports/use.py computes them), to set side by side; `waits`: both
+    runs' wait profiles (default: computed from the datasets); `min_elasticity`: the knee rule's
+    threshold for a group's mean curve (default: the package's thresholds). Raises ValueError when
+    a run has no sweep to compare."""
+    gb = _as_group(base, base_name, use[0] if use else None, waits[0] if waits else None)
+    gn = _as_group(new, new_name, use[1] if use else None, waits[1] if waits else None)
+    for g in (gb, gn):
+        for a, name in zip(g.runs, g.run_names, strict=True):
+            if not isinstance(a.sweep, Sweep):
+                raise ValueError(f"{name}: no load sweep to compare (no load generator output was read)")
+    swb: list[Sweep] = [a.sweep for a in gb.runs]  # type: ignore[misc]
+    swn: list[Sweep] = [a.sweep for a in gn.runs]  # type: ignore[misc]
+    metrics = {s.metric for s in swb + swn}
+    metric = metrics.pop() if len(metrics) == 1 else "tps"
     judged = {"min_change_pct": min_change_pct, "min_intervals": min_intervals}
-    lb, ln = _by_threads(sb), _by_threads(sn)
+    lb, ln = [_by_threads(s) for s in swb], [_by_threads(s) for s in swn]
+    tb, tn = set().union(*lb), set().union(*ln)
     steps = []
-    for n in sorted(set(lb) & set(ln)):
-        tb, tn = _figures(lb[n], metric, metric), _figures(ln[n], metric, metric)
+    for n in sorted(tb & tn):
+        b = [d[n] for d in lb if n in d]
+        w = [d[n] for d in ln if n in d]
         steps.append(
             StepChange(
                 threads=n,
-                throughput=_change(tb, tn, judged),
+                throughput=_step_change(b, w, metric, metric, judged, min_change_pct),
                 # p95 as each interval printed it (lat_ms at lat_pct), else the step's own figure
-                p95_ms=_change(
-                    _figures(lb[n], "lat_ms", "lat_pct_ms"), _figures(ln[n], "lat_ms", "lat_pct_ms"), judged
+                p95_ms=_step_change(b, w, "lat_ms", "lat_pct_ms", judged, min_change_pct),
+                intervals=(
+                    sum(len(_finite(_figures(x, metric, metric)[0])) for x in b),
+                    sum(len(_finite(_figures(x, metric, metric)[0])) for x in w),
                 ),
-                intervals=(len(_finite(tb[0])), len(_finite(tn[0]))),
+                runs=(len(b), len(w)),
             )
         )
-    peak_b, peak_n = sb.peak, sn.peak
-    pb, pn = _figures(lb[peak_b.threads], metric, metric), _figures(ln[peak_n.threads], metric, metric)
-    fb = {_findings_key(f): f for f in base.findings}
-    fn = {_findings_key(f): f for f in new.findings}
+    # each run's figure at its own peak
+    peak = _step_change(
+        [d[s.peak.threads] for d, s in zip(lb, swb, strict=True)],
+        [d[s.peak.threads] for d, s in zip(ln, swn, strict=True)],
+        metric,
+        metric,
+        judged,
+        min_change_pct,
+    )
+    fb, fn = _group_findings(gb.runs), _group_findings(gn.runs)
     changed = [
         FindingChange(k[0], k[1], (fb[k].severity, fn[k].severity))
         for k in fb.keys() & fn.keys()
         if fb[k].severity != fn[k].severity
     ]
+    grouped = len(gb.runs) >= 2 and len(gn.runs) >= 2
+    warnings = _workload_warnings(gb.runs[0], gn.runs[0], swb[0], swn[0])
+    warnings += _group_warnings("BASE", gb) + _group_warnings("NEW", gn)
+    if not grouped:
+        warnings.append(ONE_RUN_WARNING.format(counts=f"BASE {len(gb.runs)}, NEW {len(gn.runs)}"))
+    use_rows = (gb.use, gn.use) if gb.use is not None and gn.use is not None else None
+    if gb.waits is not None and gn.waits is not None:
+        wait_rows = (gb.waits, gn.waits)
+    else:
+        wait_rows = (
+            tuple(thread_waits.profiles(a.dataset, a.sweep) for a in gb.runs),
+            tuple(thread_waits.profiles(a.dataset, a.sweep) for a in gn.runs),
+        )
     return Comparison(
-        base_name=base_name,
-        new_name=new_name,
+        base_name=gb.name,
+        new_name=gn.name,
         metric=metric,
-        peak_threads=(peak_b.threads, peak_n.threads),
-        peak=_change(pb, pn, judged),
-        knee_threads=(sb.knee_threads, sn.knee_threads),
+        peak_threads=(
+            swb[0].peak.threads if len(swb) == 1 else _peak_threads(swb),
+            swn[0].peak.threads if len(swn) == 1 else _peak_threads(swn),
+        ),
+        peak=peak,
+        knee_threads=(_group_knee(swb, min_elasticity), _group_knee(swn, min_elasticity)),
         steps=steps,
-        only_base=sorted(set(lb) - set(ln)),
-        only_new=sorted(set(ln) - set(lb)),
+        only_base=sorted(tb - tn),
+        only_new=sorted(tn - tb),
         appeared=[f for k, f in fn.items() if k not in fb],
         gone=[f for k, f in fb.items() if k not in fn],
         changed=sorted(changed, key=lambda c: min(SEVERITIES.index(s) for s in c.severity)),
-        verdict=(_rule(base.verdict), _rule(new.verdict)),
-        usl=(sb.usl.to_dict() if sb.usl else None, sn.usl.to_dict() if sn.usl else None),
-        warnings=_workload_warnings(base, new, sb, sn),
-        use=use_changes(*use) if use is not None else [],
-        waits=wait_changes(*waits) if waits is not None else wait_changes(*_profiles(base, new)),
-        method=(
-            f"per step: the mean of the steady intervals; change = NEW/BASE − 1 with a {LEVEL:.0%} Welch t "
-            f"interval, each run's variance corrected for its lag-1 autocorrelation; significant when the "
-            f"interval excludes 0 and the change is at least {min_change_pct:g}% (the run-to-run spread a "
-            f"run's own intervals cannot show); steps with fewer than {min_intervals} steady intervals are "
-            f"not judged"
+        verdict=(_rule(gb.runs[0].verdict), _rule(gn.runs[0].verdict)),
+        usl=(_group_usl(swb), _group_usl(swn)),
+        warnings=warnings,
+        use=use_changes(mean_use_rows(use_rows[0]), mean_use_rows(use_rows[1])) if use_rows else [],
+        waits=_wait_changes(_waits_mean(wait_rows[0]), _waits_mean(wait_rows[1])),
+        spread=BETWEEN_RUNS if grouped else WITHIN_RUN,
+        runs=(
+            [_run_dict(nm, a, metric) for nm, a in zip(gb.run_names, gb.runs, strict=True)],
+            [_run_dict(nm, a, metric) for nm, a in zip(gn.run_names, gn.runs, strict=True)],
         ),
+        sweeps=(list(zip(gb.run_names, swb, strict=True)), list(zip(gn.run_names, swn, strict=True))),
+        method=_method(grouped, min_change_pct, min_intervals),
     )
 
 
-def _profiles(base: Analysis, new: Analysis) -> tuple[list[WaitProfile], list[WaitProfile]]:
+def _method(grouped: bool, min_change_pct: float, min_intervals: int) -> str:
+    floor = f"significant when the interval excludes 0 and the change is at least {min_change_pct:g}%"
+    if grouped:
+        return (
+            f"per step: each run's mean of its steady intervals; change = mean(NEW runs) / mean(BASE runs) "
+            f"− 1 with a {LEVEL:.0%} interval from Welch's t on the run means (Welch–Satterthwaite degrees "
+            f"of freedom, Fieller's interval on the ratio); the peak from each run's own peak; {floor}; "
+            f"a step where a side has one run is judged within that run, as below. Within a run: "
+            f"Welch t on the steady intervals, each run's variance corrected for its lag-1 autocorrelation"
+        )
     return (
-        thread_waits.profiles(base.dataset, base.sweep),
-        thread_waits.profiles(new.dataset, new.sweep),
+        f"per step: the mean of the steady intervals; change = NEW/BASE − 1 with a {LEVEL:.0%} Welch t "
+        f"interval, each run's variance corrected for its lag-1 autocorrelation; {floor} (the run-to-run "
+        f"spread a run's own intervals cannot show); steps with fewer than {min_intervals} steady intervals "
+        f"are not judged"
     )
 
 

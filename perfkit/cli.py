@@ -194,7 +194,21 @@ def compare(
     """Compare NEW runs with BASE: did the change move the curve, beyond noise?
 
     Each run is an archive (directory or .tar.gz), a single capture, or a report perfkit wrote
-    (its findings.json, or the directory holding it: figures shown side by side, not judged)."""
+    (its findings.json, or the directory holding it: figures shown side by side, not judged).
+
+    BASE and each NEW may also be a group of runs of one configuration: a directory with no
+    manifest.json or findings.json of its own whose entries are runs (run directories, .tar.gz
+    archives, analyzed outputs), e.g.
+
+    \b
+      for i in 1 2 3; do perfkit run sysbench ... -o base/r$i; done
+      (change one thing)
+      for i in 1 2 3; do perfkit run sysbench ... -o new/r$i; done
+      perfkit compare base new -o cmp
+
+    With at least 2 runs a side, a change is judged against the spread between the runs' means
+    (Welch's t); with one run a side only against that run's own second-to-second noise, which
+    cannot tell a change from run-to-run spread (said as a warning)."""
     from perfkit.findings import RuleFailure
     from perfkit.pipeline import compare_paths, write_compare
     from perfkit.reports import compare_json

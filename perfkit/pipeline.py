@@ -6,11 +6,11 @@ import json
 from pathlib import Path
 
 from perfkit.analyzers import Analysis, analyze, attempt, db, waits
-from perfkit.analyzers.compare import Comparison, compare
+from perfkit.analyzers.compare import Comparison, Group, compare
 from perfkit.analyzers.sweep import Step, Sweep
 from perfkit.analyzers.usl import UslFit
 from perfkit.analyzers.waits import WaitProfile
-from perfkit.archive import open_archive, printable, shown_name
+from perfkit.archive import PACKED_SUFFIXES, open_archive, printable, shown_name
 from perfkit.config import load_thresholds, time_zone
 from perfkit.dataset import Capture, Dataset, load_dataset
 from perfkit.errors import AnalysisError
@@ -152,6 +152,48 @@ def load_run(path: Path, *, thresholds: Path | None = None, tz: str = "UTC") -> 
     return analysis, use.use_rows(analysis.dataset), waits.profiles(analysis.dataset, analysis.sweep)
 
 
+def group_members(path: Path) -> list[Path] | None:
+    """The runs of a group (runs of one configuration, e.g. `perfkit run … -o base/r1`, `-o base/r2`):
+    a directory with no manifest.json or findings.json of its own whose entries are runs — run
+    directories (a manifest.json), .tar.gz/.tgz archives, analyzed outputs (a findings.json) — in
+    name order. None when `path` is one run (an archive, a capture directory, a file).
+
+    Raises AnalysisError naming an entry that is not a run (hidden entries are passed over)."""
+    if not path.is_dir() or (path / "manifest.json").exists() or (path / "findings.json").exists():
+        return None
+
+    def is_run(p: Path) -> bool:
+        if p.is_dir():
+            return (p / "manifest.json").is_file() or (p / "findings.json").is_file()
+        return p.is_file() and p.name.endswith(PACKED_SUFFIXES)
+
+    entries = sorted((p for p in path.iterdir() if not p.name.startswith(".")), key=lambda p: p.name)
+    runs = [p for p in entries if is_run(p)]
+    if not runs:
+        return None  # a capture directory (a foreign collection, loose files): one run
+    stray = [p for p in entries if not is_run(p)]
+    if stray:
+        raise AnalysisError(
+            f"{path}: a group of runs holds only runs (run directories, .tar.gz archives, analyzed "
+            f"outputs); {stray[0].name} is none of these"
+        )
+    return runs
+
+
+def load_side(path: Path, *, thresholds: Path | None = None, tz: str = "UTC") -> Group:
+    """One side of a comparison: a group of runs (`group_members`) or one run (`load_run`)."""
+    name = shown_name(str(path))
+    members = group_members(path) or [path]
+    loaded = [load_run(m, thresholds=thresholds, tz=tz) for m in members]
+    return Group(
+        name,
+        tuple(r[0] for r in loaded),
+        tuple(name if m == path else shown_name(str(m)) for m in members),
+        use=tuple(r[1] for r in loaded),
+        waits=tuple(r[2] for r in loaded),
+    )
+
+
 def _from_report(path: Path) -> Run:
     """A run read back from its findings.json: the sweep's steps (their figures, not their intervals:
     a comparison shows them side by side without judging them), the findings, USE rows, waits."""
@@ -202,31 +244,23 @@ def _from_report(path: Path) -> Run:
 def compare_paths(
     base: Path, news: list[Path], *, thresholds: Path | None = None, tz: str = "UTC", min_change_pct: float
 ) -> tuple[Analysis, list[Analysis], list[Comparison]]:
-    """Analyze BASE and every NEW (archives, directories, single files, or reports perfkit wrote:
-    `load_run`) and compare each NEW with BASE: (BASE's analysis, each NEW's, each comparison).
+    """Analyze BASE and every NEW (archives, directories, single files, reports perfkit wrote:
+    `load_run`; or groups of such runs: `group_members`) and compare each NEW with BASE: (BASE's
+    first run's analysis, each NEW's first run's, each comparison).
 
     Raises what `analyze_path` raises, and AnalysisError when a run has no load sweep to compare.
     """
-    base_analysis, base_use, base_waits = load_run(base, thresholds=thresholds, tz=tz)
+    base_side = load_side(base, thresholds=thresholds, tz=tz)
+    knee_e = float(load_thresholds(thresholds)["sweep.knee"]["min_elasticity"])
     out, analyses = [], []
     for new in news:
-        analysis, new_use, new_waits = load_run(new, thresholds=thresholds, tz=tz)
+        side = load_side(new, thresholds=thresholds, tz=tz)
         try:
-            out.append(
-                compare(
-                    base_analysis,
-                    analysis,
-                    base_name=shown_name(str(base)),
-                    new_name=shown_name(str(new)),
-                    min_change_pct=min_change_pct,
-                    use=(base_use, new_use),
-                    waits=(base_waits, new_waits),
-                )
-            )
+            out.append(compare(base_side, side, min_change_pct=min_change_pct, min_elasticity=knee_e))
         except ValueError as exc:
             raise AnalysisError(str(exc)) from None
-        analyses.append(analysis)
-    return base_analysis, analyses, out
+        analyses.append(side.runs[0])
+    return base_side.runs[0], analyses, out
 
 
 def write_compare(
@@ -245,7 +279,8 @@ def write_compare(
     outdir.mkdir(parents=True, exist_ok=True)
     name = shown_name(str(base))
     pairs = list(zip(comparisons, news, strict=True))
-    runs = [(name, base_analysis.sweep), *((c.new_name, a.sweep) for c, a in pairs)]
+    # every run of every side (a group's runs each drawn); the first runs' profiles below
+    runs = [*comparisons[0].sweeps[0], *(r for c in comparisons for r in c.sweeps[1])]
     plot = attempt(failed, "compare plot", lambda: compare_plot(runs), None)
     flames = []
     for c, a in pairs:

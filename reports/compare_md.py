@@ -1,5 +1,7 @@
-"""compare.md: `perfkit compare` as Markdown — the verdict first, then per step with "~" for no
-change beyond noise, then what changed underneath (findings), then how the changes were judged."""
+"""compare.md: `perfkit compare` as Markdown — the verdict first (with what it was judged against:
+the spread between runs, or one run's own noise, which cannot tell a change from run-to-run spread),
+each side's runs when a side is a group, then per step with "~" for no change beyond noise, then
+what changed underneath (findings), then how the changes were judged."""
 
 from __future__ import annotations
 
@@ -21,10 +23,30 @@ def _ci(c: Change) -> str:
     return f"{c.ci_pct[0]:+.1f}% … {c.ci_pct[1]:+.1f}%"
 
 
+def _runs(c: Comparison) -> list[str]:
+    """Each side's runs and their own figures (a group)."""
+    out = [
+        "### Runs",
+        "",
+        f"| side | run | peak {c.metric} | at threads | knee (threads) | verdict |",
+        "|---|---|---|---|---|---|",
+    ]
+    for side, runs in (("BASE", c.runs[0]), ("NEW", c.runs[1])):
+        for r in runs:
+            pk = r["peak"]
+            out.append(
+                f"| {side} | {esc(r['name'])} | {_fig(pk.get(c.metric))} | {pk['threads']} | "
+                f"{_fig(r['knee_threads'])} | {esc(r['verdict'] or 'none')} |"
+            )
+    return [*out, ""]
+
+
 def render(base_name: str, comparisons: list[Comparison]) -> str:
     out = [f"# perfkit compare: BASE {esc(base_name)}", ""]
     for c in comparisons:
-        out += [f"## NEW {esc(c.new_name)}", "", f"**{esc(c.headline())}.**", ""]
+        out += [f"## NEW {esc(c.new_name)}", "", f"**{esc(c.headline())}.** ({esc(c.spread_note())}.)", ""]
+        if len(c.runs[0]) > 1 or len(c.runs[1]) > 1:
+            out += _runs(c)
         out += [f"- {esc(w)}" for w in c.warnings]
         if c.warnings:
             out.append("")
@@ -42,14 +64,15 @@ def render(base_name: str, comparisons: list[Comparison]) -> str:
             "### Per step (same thread count)",
             "",
             f"| threads | BASE {c.metric} | NEW {c.metric} | change | 95% interval "
-            "| BASE p95 ms | NEW p95 ms | p95 change | intervals |",
-            "|---|---|---|---|---|---|---|---|---|",
+            "| BASE p95 ms | NEW p95 ms | p95 change | intervals | runs | judged |",
+            "|---|---|---|---|---|---|---|---|---|---|---|",
         ]
         for s in c.steps:
             t, p = s.throughput, s.p95_ms
             out.append(
                 f"| {s.threads} | {_fig(t.base)} | {_fig(t.new)} | {t.sign} | {_ci(t)} | {_fig(p.base)} | "
-                f"{_fig(p.new)} | {p.sign} | {s.intervals[0]} / {s.intervals[1]} |"
+                f"{_fig(p.new)} | {p.sign} | {s.intervals[0]} / {s.intervals[1]} | {s.runs[0]} / {s.runs[1]} "
+                f"| {t.spread} |"
             )
         if c.only_base or c.only_new:
             out += [

@@ -15,7 +15,7 @@ import pandas as pd
 import pytest
 from click.testing import CliRunner
 
-from perfkit.analyzers.compare import change, compare, interval_pct
+from perfkit.analyzers.compare import Group, between_runs, change, compare, interval_pct
 from perfkit.cli import EXIT_FINDINGS, main
 from perfkit.pipeline import analyze_path
 from perfkit.reports import compare_md
@@ -106,7 +106,9 @@ def test_a_run_against_itself_changes_nothing() -> None:
     assert [s.threads for s in c.steps] == [1, 4, 16]
     # no change, and none called one (4 one-second intervals a step: some too few to judge at all)
     assert all(s.throughput.change_pct == 0 and s.throughput.significant is not True for s in c.steps)
-    assert (c.appeared, c.gone, c.changed, c.warnings) == ([], [], [], [])
+    assert (c.appeared, c.gone, c.changed) == ([], [], [])
+    # one run a side: said, since its intervals cannot show the spread between runs
+    assert c.spread == "within-run" and [w[:31] for w in c.warnings] == ["one run a side (BASE 1, NEW 1):"]
     assert "+0.0%" in c.headline() and c.regressions(0) == []
 
 
@@ -122,7 +124,8 @@ def test_hot_rows_against_its_control_names_what_appeared_and_the_workload_diffe
         assert s.throughput.new == pytest.approx(n.intervals["tps"].mean())
     assert "db.lock-contention" in doc["findings"]["appeared"]
     assert doc["knee"]["threads"] == [None, new.sweep.knee_threads] and new.sweep.knee_threads is not None
-    assert doc["warnings"] == ["table_size differs: 10000 in BASE, 4 in NEW"]
+    assert doc["warnings"][0] == "table_size differs: 10000 in BASE, 4 in NEW"
+    assert doc["warnings"][1].startswith("one run a side (BASE 1, NEW 1)") and len(doc["warnings"]) == 2
     # 4-second steps: 3 steady intervals each, shown with their change but not judged
     assert all(
         s["significant"] is None and s["why"] == "3 steady intervals, 5 needed to judge" for s in doc["steps"]
@@ -321,3 +324,145 @@ def test_a_real_run_with_perf_compares_its_own_steps(lab_mariadb: Path, tmp_path
     html = (cmp / "compare.html").read_text()
     assert html.count("4 threads against 1 threads") >= 2  # each run's own, titled with the direction
     assert "red: a larger share in 4 threads than in 1 threads" in html
+
+
+# ---------------------------------------------------------------- replicates: groups of runs a side
+
+REDO, REDO_CONTROL = (
+    FIXTURES / "archives" / "db-small-redo-log",
+    FIXTURES / "archives" / "db-small-redo-log-control",
+)
+
+
+def _group(name: str, *paths: Path) -> Group:
+    return Group(name, tuple(analyze_path(p) for p in paths), tuple(p.name for p in paths))
+
+
+def _run_means(paths: tuple[Path, ...], threads: int) -> list[float]:
+    """Each run's steady-interval mean at `threads`, straight from its sweep."""
+    out = []
+    for p in paths:
+        steps = [s for s in analyze_path(p).sweep.steps if s.threads == threads]
+        out.append(float(pd.concat([s.intervals["tps"] for s in steps]).mean()))
+    return out
+
+
+def test_groups_judge_each_step_by_the_spread_between_run_means() -> None:
+    from scipy import stats
+
+    # real runs: BASE two oltp_write_only sweeps (a 4 MiB redo log and the default), NEW two
+    # oltp_update_non_index sweeps (4 hot rows and 10,000 rows): 1, 4 and 16 threads in each
+    bp, np_ = (REDO_CONTROL, REDO), (CONTROL, HOT)
+    c = compare(_group("B", *bp), _group("N", *np_))
+    doc = c.to_dict()
+    assert doc["spread"] == "between-runs" and [s["threads"] for s in doc["steps"]] == [1, 4, 16]
+    assert [r["name"] for r in doc["runs"]["base"]] == [REDO_CONTROL.name, REDO.name]
+    assert [r["name"] for r in doc["runs"]["new"]] == [CONTROL.name, HOT.name]
+    for s in doc["steps"]:
+        b, n = _run_means(bp, s["threads"]), _run_means(np_, s["threads"])
+        assert s["run_means"] == {"base": pytest.approx(b), "new": pytest.approx(n)}
+        assert s["spread"] == "between-runs" and s["runs"] == [2, 2]
+        assert s["change_pct"] == pytest.approx((np.mean(n) / np.mean(b) - 1) * 100)
+        # Welch's t on the run means, as scipy does it: the same degrees of freedom and decision
+        welch = stats.ttest_ind(n, b, equal_var=False)
+        assert s["df"] == pytest.approx(welch.df)
+        # Fieller: the ratios θ where (mean(n) − θ mean(b))² = t² (v_n + θ² v_b), by numpy's roots
+        vb, vn = np.var(b, ddof=1) / 2, np.var(n, ddof=1) / 2
+        t = stats.t.ppf(0.975, welch.df)
+        mb, mn = np.mean(b), np.mean(n)
+        roots = np.sort(np.roots([mb**2 - t**2 * vb, -2 * mb * mn, mn**2 - t**2 * vn]).real)
+        if mb**2 - t**2 * vb > 0:
+            assert s["ci_pct"] == pytest.approx(list((roots - 1) * 100))
+            assert (s["ci_pct"][0] > 0 or s["ci_pct"][1] < 0) == (welch.pvalue < 0.05)
+            assert s["significant"] == (welch.pvalue < 0.05 and abs(s["change_pct"]) >= 5)
+        else:
+            assert s["ci_pct"] is None and s["significant"] is None and "unbounded" in s["why"]
+    assert any(s["ci_pct"] is not None for s in doc["steps"])  # the arithmetic was checked somewhere
+    # the peak from each run's own peak figure
+    peaks = [[r["peak"]["tps"] for r in doc["runs"][k]] for k in ("base", "new")]
+    assert doc["peak"]["run_means"] == {"base": peaks[0], "new": peaks[1]}
+    assert doc["peak"]["change_pct"] == pytest.approx((np.mean(peaks[1]) / np.mean(peaks[0]) - 1) * 100)
+    # the workloads: between the sides (first runs), and inside NEW the run that differs, named
+    assert "workload differs: 'oltp_write_only' in BASE, 'oltp_update_non_index' in NEW" in c.warnings
+    assert f"NEW run {HOT.name}: table_size is 4, 10000 in {CONTROL.name}" in c.warnings
+    assert not any(w.startswith("one run a side") for w in c.warnings)
+
+    # findings (by rule and hosts): appeared = in a NEW run and in no BASE run, gone the reverse
+    def keys(paths: tuple[Path, ...]) -> set[tuple[str, tuple[str, ...]]]:
+        return {(f.rule, tuple(f.hosts or ())) for p in paths for f in analyze_path(p).findings}
+
+    kb, kn = keys(bp), keys(np_)
+    assert sorted((f.rule, tuple(f.hosts or ())) for f in c.appeared) == sorted(kn - kb)
+    assert sorted((f.rule, tuple(f.hosts or ())) for f in c.gone) == sorted(kb - kn)
+    # db.log-wait in one BASE run only: gone all the same (hot-rows' NEW run has none)
+    assert "db.log-wait" in doc["findings"]["gone"] and "rt.localized" not in doc["findings"]["gone"]
+    # the USL fitted on every run's points of a side
+    from perfkit.analyzers.usl import fit
+
+    pts = [(s.threads, s.tps) for p in bp for s in analyze_path(p).sweep.steps]
+    assert doc["usl"]["base"]["sigma"] == pytest.approx(fit(*zip(*pts, strict=True)).sigma)
+    assert doc["usl"]["base"]["n_points"] == 6
+
+
+def test_copies_of_one_run_have_no_spread_to_judge_by() -> None:
+    c = between_runs([100.0, 100.0], [120.0, 120.0], min_change_pct=5)
+    assert (c.change_pct, c.significant, c.ci_pct) == (pytest.approx(20.0), None, None)
+    assert "no spread between runs" in c.why and c.spread == "between-runs"
+    # one side flat, the other spread: Welch's df from the spread side alone (k − 1 = 2)
+    c = between_runs([100.0, 100.0, 100.0], [118.0, 120.0, 122.0], min_change_pct=5)
+    assert c.df == pytest.approx(2.0) and c.ci_pct is not None and c.significant is True
+
+
+def test_cli_compares_a_group_of_runs_with_another(tmp_path: Path) -> None:
+    import shutil
+
+    for side, runs in (("base", (REDO_CONTROL, REDO)), ("new", (CONTROL, HOT))):
+        shutil.copytree(runs[0], tmp_path / side / "r1")
+        shutil.copytree(runs[1], tmp_path / side / "r2")
+    # a packed run beside them: .tar.gz entries are runs too
+    shutil.copy(
+        FIXTURES / "archives" / "db-max-connections-control" / "archive.tar.gz",
+        tmp_path / "new" / "r3.tar.gz",
+    )
+    out = tmp_path / "cmp"
+    r = CliRunner().invoke(main, ["compare", str(tmp_path / "base"), str(tmp_path / "new"), "-o", str(out)])
+    assert r.exit_code == 0, r.output
+    doc = json.loads((out / "compare.json").read_text())
+    base_runs = [str(tmp_path / "base" / n) for n in ("r1", "r2")]
+    assert doc["base"]["runs"] == base_runs
+    [c] = doc["comparisons"]
+    assert c["run"]["name"] == str(tmp_path / "new") and c["spread"] == "between-runs"
+    assert [r["name"] for r in c["runs"]["new"]] == [
+        str(tmp_path / "new" / n) for n in ("r1", "r2", "r3.tar.gz")
+    ]
+    one = next(s for s in c["steps"] if s["threads"] == 1)
+    assert one["runs"] == [2, 3] and len(one["run_means"]["new"]) == 3
+    assert c["only_in_new"] == [8]  # the packed run's 8-thread step, in no BASE run
+    md, html = (out / "compare.md").read_text(), (out / "compare.html").read_text()
+    assert "judged against the spread between runs (2 BASE runs, 3 NEW runs)" in html
+    assert "judged against the spread between runs \\(2 BASE runs, 3 NEW runs\\)" in md
+    assert "### Runs" in md and "r3.tar.gz" in md and "<h3>Runs</h3>" in html
+    # a stray entry: one clear line, not a traceback
+    (tmp_path / "base" / "notes.txt").write_text("x")
+    r = CliRunner().invoke(main, ["compare", str(tmp_path / "base"), str(tmp_path / "new")])
+    assert r.exit_code == 1 and "Traceback" not in r.output
+    assert r.output.strip().endswith(
+        "a group of runs holds only runs (run directories, .tar.gz archives, "
+        "analyzed outputs); notes.txt is none of these"
+    )
+
+
+def test_one_run_a_side_says_it_cannot_see_the_spread_between_runs(tmp_path: Path) -> None:
+    r = CliRunner().invoke(main, ["compare", str(CONTROL), str(HOT), "-o", str(tmp_path / "c")])
+    assert r.exit_code == 0, r.output
+    [c] = json.loads((tmp_path / "c" / "compare.json").read_text())["comparisons"]
+    assert c["spread"] == "within-run" and all(s["spread"] == "within-run" for s in c["steps"])
+    [w] = [w for w in c["warnings"] if w.startswith("one run a side (BASE 1, NEW 1)")]
+    assert "cannot tell it from run-to-run spread" in w and "docs/benchmarks.md" in w
+    assert "run_means" not in c["steps"][0]
+    md = (tmp_path / "c" / "compare.md").read_text()
+    verdict = next(line for line in md.splitlines() if line.startswith("**"))
+    assert "one run a side \\(1 BASE, 1 NEW\\) cannot tell a change from run-to-run spread" in verdict
+    html = (tmp_path / "c" / "compare.html").read_text()
+    assert "one run a side (1 BASE, 1 NEW) cannot tell a change from run-to-run spread" in html
+    assert "warning: one run a side" in r.output
