@@ -21,6 +21,12 @@ series, shown beside the OS thread states (analyzers/waits.py) in the report. `d
 also reads it: sessions waiting on a metadata, global (FLUSH TABLES WITH READ LOCK, BACKUP STAGE),
 table-level or user lock on average, at or past the knee, are a finding of their own (the row-lock
 figures above stay the status counters'; a row lock does not show in State).
+
+Without a load perfkit drove (a pt-stalk collection: `mysqladmin extended-status -i1` series, one
+per collection window), each capture's window is judged on its own (`CaptureWindow`): no threads
+were offered, so the share is of the transactions inside the server (Threads_running less
+mysqladmin's own), and there is no knee to order the windows by. The sessions by state need the
+processlist each second: not in such a series.
 """
 
 from __future__ import annotations
@@ -33,7 +39,7 @@ import pandas as pd
 
 from perfkit.dataset import Dataset
 from perfkit.findings import Finding, Skipped, count
-from perfkit.parsers.mysql_status import ACTIVE_CLASSES, LOCK_KINDS, SESSION_CLASSES
+from perfkit.parsers.mysql_status import ACTIVE_CLASSES, LOCK_KINDS, SESSION_CLASSES, from_mysqladmin
 
 from ._blockers import Blocker, blockers
 from .sweep import NO_LOAD, load_span, load_window
@@ -41,7 +47,8 @@ from .sweep import NO_LOAD, load_span, load_window
 RULE = "db.lock-contention"
 TOP_BLOCKERS = 5  # blocking statements named in the evidence
 NO_SAMPLER = (
-    "no DB sampler capture (perfkit run's db/<host>/global_status.jsonl: SHOW GLOBAL STATUS every second)"
+    "no DB status series (perfkit run's DB sampler, db/<host>/global_status.jsonl, or a `mysqladmin "
+    "extended-status -i N` capture with times, as pt-stalk takes)"
 )
 NO_ROW_LOCKS = (
     "the server's status has no row-lock counters (Innodb_row_lock_time, Innodb_row_lock_waits): "
@@ -49,11 +56,56 @@ NO_ROW_LOCKS = (
 )
 
 
+@dataclass(frozen=True)
+class CaptureWindow:
+    """A window of status samples without a load perfkit drove (a pt-stalk collection): its name
+    and file; its threads and throughput are unknown."""
+
+    name: str
+    source: str
+    threads: int | None = None
+    tps: float | None = None
+
+
+def window_name(step: Any) -> str | None:
+    """A sweep step's name (`load/t0016/sysbench.out` -> `t0016`), or a capture window's."""
+    if isinstance(step, CaptureWindow):
+        return step.name
+    parts = str(step.source).split("/")
+    return parts[-2] if len(parts) >= 2 else None
+
+
+def at(threads: int | None, name: str | None, *, first: bool = False) -> str:
+    """`at 16 threads`, or `in the window NAME` for a capture window (no threads offered); capitalised
+    to start a sentence with `first`."""
+    text = f"at {count(threads, 'thread')}" if threads is not None else f"in the window {name}"
+    return text[:1].upper() + text[1:] if first else text
+
+
+def judged(steps: list[Any], knee: int | None) -> list[Any]:
+    """The steps a rule judges: at or past the knee, the highest without one; every capture window
+    (nothing orders them by load)."""
+    if any(s.threads is None for s in steps):
+        return list(steps)
+    return [s for s in steps if s.threads >= knee] if knee is not None else steps[-1:]
+
+
+def judged_from(steps: list[Any], knee: int | None) -> str:
+    if any(s.threads is None for s in steps):
+        return "every capture window (no load perfkit drove: no knee)"
+    return f"the knee ({count(knee, 'thread')})" if knee is not None else "the highest step (no knee)"
+
+
+def in_order(items: list[Any]) -> list[Any]:
+    """Steps by threads; capture windows by their start."""
+    return sorted(items, key=lambda s: (s.threads if s.threads is not None else -1, s.window[0]))
+
+
 @dataclass
 class LockStep:
-    """One sweep step's row-lock figures on one database host."""
+    """One sweep step's (or capture window's) row-lock figures on one database host."""
 
-    threads: int
+    threads: int | None
     step_source: str  # the load output the step came from
     seconds: float  # Δt the deltas cover (samples with a rate in the load window)
     samples: int
@@ -65,6 +117,7 @@ class LockStep:
     inside: float | None = None  # transactions inside the server on average (the sampler's Threads_running)
     deadlocks: float | None = None  # ΔInnodb_deadlocks (MariaDB), None where the server counts none
     current_waits_median: float | None = None  # Innodb_row_lock_current_waits as sampled each second
+    name: str | None = None  # the step's or capture window's name
 
     @property
     def waiting(self) -> float:
@@ -75,7 +128,7 @@ class LockStep:
     def concurrency(self) -> float:
         """What the waiters are a share of: the transactions inside the server when the sampler
         measured them (a CPU-bound client keeps fewer there than its threads), else the step's threads."""
-        return self.inside if self.inside is not None and self.inside > 0 else float(self.threads)
+        return self.inside if self.inside is not None and self.inside > 0 else float(self.threads or 0)
 
     @property
     def waits_s(self) -> float:
@@ -91,7 +144,7 @@ class LockStep:
 
     def to_list(self) -> list[Any]:
         return [
-            self.threads,
+            self.threads if self.threads is not None else self.name,
             round(self.waiting, 3),
             round(self.waits_s, 1),
             None if self.waits_per_txn is None else round(self.waits_per_txn, 3),
@@ -151,7 +204,7 @@ class StatusWindow:
     def tps(self, sweep: Any) -> tuple[float | None, str]:
         """Transactions per second: the sweep's TPS, else (ΔCom_commit + ΔCom_rollback) / Δt."""
         tps = self.step.tps
-        if tps and math.isfinite(tps) and tps > 0 and sweep.metric == "tps":
+        if tps and math.isfinite(tps) and tps > 0 and sweep is not None and sweep.metric == "tps":
             return float(tps), "sweep TPS"
         rows = self.rows[self.rows["dt_s"].notna()]
         seconds = float(rows["dt_s"].sum())
@@ -172,29 +225,69 @@ class HostStatus:
         return bool(self.frame[col].notna().any()) if col in self.frame else False
 
 
+def status_series(ds: Dataset) -> list[tuple[str, str | None, str, pd.DataFrame]]:
+    """(host, capture step, path, frame) of every DB status series: perfkit's sampler, and
+    `mysqladmin extended-status` captures read as one (parsers/mysql_status.py `from_mysqladmin`)."""
+    out = []
+    for cap in ds.of("mysql_status"):
+        if len(cap.frame):
+            f = cap.frame
+            host = cap.host or str(f["host"].dropna().iloc[0] if f["host"].notna().any() else "db")
+            out.append((host, cap.step, cap.path, f))
+    for cap in ds.of("mysqladmin"):
+        f = from_mysqladmin(cap.frame, cap.host)
+        if f is not None and len(f):
+            out.append((cap.host or "db", cap.step, cap.path, f))
+    return out
+
+
 def status_windows(ds: Dataset, sweep: Any, rule: str) -> dict[str, HostStatus] | Skipped:
-    """host -> its status series and steps' samples (in step order), or Skipped naming what is missing."""
-    caps = [c for c in ds.of("mysql_status") if len(c.frame)]
-    if not caps:
+    """host -> its status series and steps' samples (in step order), or Skipped naming what is missing.
+
+    The steps are the sweep's, over their load windows; without a sweep, the windows of the series
+    captured in one (a pt-stalk collection: `CaptureWindow`)."""
+    series = status_series(ds)
+    if not series:
         return Skipped(rule, NO_SAMPLER)
     if sweep is None:
-        return Skipped(rule, NO_LOAD)
+        return _capture_windows(series) or Skipped(rule, NO_LOAD)
     records = {r.get("path"): r for r in (ds.manifest or {}).get("captures", [])}
     windows = [(s, load_window(records.get(s.source))) for s in sweep.steps]
     windows = [(s, w) for s, w in windows if w is not None]
     if not windows:
         return Skipped(rule, "no step has its load run's start and end in a perfkit run manifest")
     out: dict[str, HostStatus] = {}
-    for cap in caps:
-        host = cap.host or str(
-            cap.frame["host"].dropna().iloc[0] if cap.frame["host"].notna().any() else "db"
-        )
-        frame = cap.frame.sort_values("timestamp").reset_index(drop=True)
-        # each rate covers the interval since the previous sample
-        frame["dt_s"] = frame["timestamp"].diff().dt.total_seconds()
+    for host, _step, _path, f in series:
+        frame = _with_dt(f)
         t = frame["timestamp"]
         steps = [StatusWindow(step, frame[(t >= a) & (t <= b)], a, b) for step, (a, b) in windows]
         out[host] = HostStatus(frame, steps)
+    return out
+
+
+def _with_dt(f: pd.DataFrame) -> pd.DataFrame:
+    frame = f.sort_values("timestamp").reset_index(drop=True)
+    # each rate covers the interval since the previous sample
+    frame["dt_s"] = frame["timestamp"].diff().dt.total_seconds()
+    return frame
+
+
+def _capture_windows(series: list[tuple[str, str | None, str, pd.DataFrame]]) -> dict[str, HostStatus]:
+    """host -> one window per series captured in a window of its own (its step: a pt-stalk prefix)."""
+    out: dict[str, HostStatus] = {}
+    for host, step, path, f in series:
+        if step is None:
+            continue  # a whole run's series without its steps' times: nothing to cut it by
+        frame = _with_dt(f)
+        t = frame["timestamp"].dropna()
+        if t.empty:
+            continue
+        w = StatusWindow(CaptureWindow(step, path), frame, t.iloc[0], t.iloc[-1])
+        if host in out:
+            both = pd.concat([out[host].frame, frame], ignore_index=True)
+            out[host] = HostStatus(both, [*out[host].windows, w])
+        else:
+            out[host] = HostStatus(frame, [w])
     return out
 
 
@@ -258,10 +351,11 @@ def lock_steps(
                     if rows["innodb_deadlocks_s"].notna().any()
                     else None,
                     current_waits_median=_median(rows["innodb_row_lock_current_waits"]),
+                    name=window_name(w.step),
                 )
             )
         if found:
-            out[host] = sorted(found, key=lambda s: s.threads)
+            out[host] = in_order(found)
     if not any_counters:
         return Skipped(RULE, NO_ROW_LOCKS)
     if not out:
@@ -301,12 +395,6 @@ class SessionStep:
         }
 
 
-def _step_name(step: Any) -> str | None:
-    """`load/t0016/sysbench.out` -> `t0016` (the name the thread captures carry)."""
-    parts = str(step.source).split("/")
-    return parts[-2] if len(parts) >= 2 else None
-
-
 def session_steps(found: dict[str, HostStatus]) -> dict[str, list[SessionStep]]:
     """host -> its steps' sessions by class (ordered by threads); hosts without by_state left out."""
     out: dict[str, list[SessionStep]] = {}
@@ -315,13 +403,15 @@ def session_steps(found: dict[str, HostStatus]) -> dict[str, list[SessionStep]]:
             continue
         steps = []
         for w in status.windows:
+            if w.step.threads is None:
+                continue  # a capture window's series holds no processlist (module docstring)
             rows = w.rows[w.rows["sessions_idle"].notna()]
             if rows.empty:
                 continue
             steps.append(
                 SessionStep(
                     host=host,
-                    step=_step_name(w.step),
+                    step=window_name(w.step),
                     threads=w.step.threads,
                     source=w.step.source,
                     samples=len(rows),
@@ -359,10 +449,9 @@ def lock_contention(ds: Dataset, sweep: Any | None, th: dict[str, dict[str, Any]
     records = {r.get("path"): r for r in (ds.manifest or {}).get("captures", [])}
     out = []
     for host, steps in ({} if isinstance(found, Skipped) else found).items():
-        judged = [s for s in steps if s.threads >= knee] if knee is not None else [steps[-1]]
         hits = [
             s
-            for s in judged
+            for s in judged(steps, knee)
             if s.waiting >= lim["min_waiting"] and s.waiting >= lim["min_concurrency_share"] * s.concurrency
         ]
         if hits:
@@ -490,22 +579,29 @@ def _session_lock_finding(
 def _finding(
     host: str, steps: list[LockStep], s: LockStep, knee: int | None, lim: dict[str, Any], top: list[Blocker]
 ) -> Finding:
-    share = s.waiting / s.concurrency
-    critical = s.waiting >= lim["critical_thread_share"] * s.threads
-    low = steps[0]
+    share = s.waiting / s.concurrency if s.concurrency > 0 else None
+    offered = s.threads if s.threads is not None else s.concurrency
+    critical = s.waiting >= lim["critical_thread_share"] * offered
+    # what grew with concurrency: against the lowest step (capture windows have no order by load)
+    low = steps[0] if s.threads is not None else s
     growth = s.waiting / low.waiting if low is not s and low.waiting > 0 else None
     per_txn = f", {s.waits_per_txn:.2f} waits per transaction" if s.waits_per_txn is not None else ""
     mean = f", {s.avg_wait_ms:.1f} ms each" if s.avg_wait_ms is not None else ""
     since = (
-        f"; {low.waiting:.2f} waiting at {count(low.threads, 'thread')} ({growth:.0f}× less)"
+        f"; {low.waiting:.2f} waiting {at(low.threads, low.name)} ({growth:.0f}× less)"
         if growth is not None
-        else (f"; none at {count(low.threads, 'thread')}" if low is not s else "")
+        else (f"; none {at(low.threads, low.name)}" if low is not s else "")
     )
-    where = f"the knee ({count(knee, 'thread')})" if knee is not None else "the highest step (no knee)"
+    where = judged_from(steps, knee)
+    of = (
+        f"{share * 100:.0f}% of the {s.concurrency:.1f} transactions inside the server"
+        if share is not None
+        else "no transaction counted inside the server"
+    )
     summary = (
-        f"At {count(s.threads, 'thread')}, {s.waiting:.1f} transactions waiting on row locks at every moment "
-        f"({s.lock_time_s:.1f} s of lock time in {s.seconds:.1f} s; {share * 100:.0f}% of the "
-        f"{s.concurrency:.1f} transactions inside the server): "
+        f"{at(s.threads, s.name, first=True)}, {s.waiting:.1f} transactions waiting on row locks at "
+        "every moment "
+        f"({s.lock_time_s:.1f} s of lock time in {s.seconds:.1f} s; {of}): "
         f"{s.waits_s:,.0f} waits a second{mean}{per_txn}{since}"
         + (f"; {s.deadlocks:.0f} deadlocks" if s.deadlocks else "")
         + "."
@@ -519,11 +615,16 @@ def _finding(
     return Finding(
         rule=RULE,
         severity="critical" if critical else "warning",
-        title=f"Transactions wait on row locks: {s.waiting:.1f} of {s.threads} threads at every moment",
+        title=(
+            f"Transactions wait on row locks: {s.waiting:.1f} of {s.threads} threads at every moment"
+            if s.threads is not None
+            else f"Transactions wait on row locks: {s.waiting:.1f} at every moment in {s.name}"
+        ),
         summary=summary,
         evidence={
             "host": host,
             "threads": s.threads,
+            "window_name": s.name,
             "lock_waiting": s.waiting,  # lock time per second = transactions waiting on average
             "lock_waiting_share": share,  # of `concurrency`
             "concurrency": s.concurrency,

@@ -51,7 +51,17 @@ from perfkit.dataset import Dataset
 from perfkit.findings import Finding, Skipped, count
 
 from . import disk
-from .db import StatusWindow, server_variables, status_windows, variables_for
+from .db import (
+    StatusWindow,
+    at,
+    in_order,
+    judged,
+    judged_from,
+    server_variables,
+    status_windows,
+    variables_for,
+    window_name,
+)
 
 POOL_RULE = "db.buffer-pool-miss"
 LOG_RULE = "db.log-wait"
@@ -102,15 +112,6 @@ def _counted(w: StatusWindow, col: str) -> float | None:
     return w.delta(col) if w.rows[col].notna().any() else None
 
 
-def _judged(steps: list[Any], knee: int | None) -> list[Any]:
-    """The steps a rule judges: at or past the knee (the highest step without one)."""
-    return [s for s in steps if s.threads >= knee] if knee is not None else steps[-1:]
-
-
-def _where(knee: int | None) -> str:
-    return f"the knee ({count(knee, 'thread')})" if knee is not None else "the highest step (no knee)"
-
-
 def _windows(
     ds: Dataset, sweep: Any, rule: str, col: str, min_samples: int
 ) -> dict[str, list[StatusWindow]] | Skipped:
@@ -129,7 +130,7 @@ def _windows(
             w for w in status.windows if int(w.rows[col].notna().sum()) >= min_samples and w.seconds(col) > 0
         ]
         if ok:
-            out[host] = sorted(ok, key=lambda w: w.step.threads)
+            out[host] = sorted(ok, key=lambda w: (-1 if w.step.threads is None else w.step.threads, w.start))
     if not any_counters:
         return Skipped(rule, NO_POOL_COUNTERS if rule == POOL_RULE else NO_LOG_COUNTERS)
     if not out:
@@ -144,9 +145,10 @@ def _windows(
 
 @dataclass
 class PoolStep:
-    """One sweep step's buffer pool figures on one database host (deltas over the step's load window)."""
+    """One sweep step's (or capture window's) buffer pool figures on one database host (deltas over
+    the step's load window)."""
 
-    threads: int
+    threads: int | None
     step_source: str
     seconds: float  # Δt the deltas cover (samples with a rate in Innodb_buffer_pool_reads)
     samples: int
@@ -160,6 +162,7 @@ class PoolStep:
     transactions_s: float | None
     basis: str
     window: tuple[str, str]
+    name: str | None = None  # the step's or capture window's name
 
     @property
     def miss_ratio(self) -> float | None:
@@ -182,7 +185,7 @@ class PoolStep:
     def to_list(self) -> list[Any]:
         r = lambda x, n: None if x is None else round(x, n)  # noqa: E731
         return [
-            self.threads,
+            self.threads if self.threads is not None else self.name,
             r(self.miss_ratio, 4),
             round(self.reads_s, 1),
             r(self.reads_per_txn, 3),
@@ -224,6 +227,7 @@ def pool_steps(ds: Dataset, sweep: Any, min_samples: int = 1) -> dict[str, list[
             steps.append(
                 PoolStep(
                     threads=w.step.threads,
+                    name=window_name(w.step),
                     step_source=w.step.source,
                     seconds=sub.seconds("innodb_buffer_pool_reads_s"),
                     samples=len(rows),
@@ -270,7 +274,7 @@ def buffer_pool_miss(
     variables = server_variables(ds, _VARIABLES)
     out = []
     for host, steps in found.items():
-        hits = [s for s in _judged(steps, knee) if _pool_hit(s, lim)]
+        hits = [s for s in judged(steps, knee) if _pool_hit(s, lim)]
         if hits:
             out.append(_pool_finding(host, steps, hits[-1], knee, lim, variables_for(host, variables)))
     return out
@@ -291,7 +295,7 @@ def _pool_finding(
 ) -> Finding:
     miss = s.miss_ratio
     critical = (miss is not None and miss >= lim["critical_miss_ratio"]) or bool(s.wait_free)
-    low = steps[0]
+    low = steps[0] if s.threads is not None else s  # capture windows have no order by load
     growth = s.reads_s / low.reads_s if low is not s and low.reads_s > 0 else None
     size = variables.get("innodb_buffer_pool_size")
     pool = (
@@ -306,9 +310,9 @@ def _pool_finding(
     )
     per_txn = f", {s.reads_per_txn:.2f} per transaction" if s.reads_per_txn is not None else ""
     since = (
-        f"; {low.reads_s:,.0f}/s at {count(low.threads, 'thread')} ({growth:.1f}× less)"
+        f"; {low.reads_s:,.0f}/s {at(low.threads, low.name)} ({growth:.1f}× less)"
         if growth is not None
-        else (f"; none at {count(low.threads, 'thread')}" if low is not s else "")
+        else (f"; none {at(low.threads, low.name)}" if low is not s else "")
     )
     free = (
         f"; {s.free_share * 100:.0f}% of the pages free (median"
@@ -322,7 +326,8 @@ def _pool_finding(
     )
     waits = f"; {s.wait_free:,.0f} waits for a free page" if s.wait_free else ""
     summary = (
-        f"At {count(s.threads, 'thread')}, {ratio}: {s.reads_s:,.0f} disk reads a second{per_txn}{since}. "
+        f"{at(s.threads, s.name, first=True)}, {ratio}: {s.reads_s:,.0f} disk reads a second"
+        f"{per_txn}{since}. "
         f"{pool[0].upper()}{pool[1:]} read {s.turnover:,.1f} times its size from disk in {s.seconds:.1f} s: "
         f"reads evict pages that are read again{free}{waits}."
     )
@@ -338,6 +343,7 @@ def _pool_finding(
         evidence={
             "host": host,
             "threads": s.threads,
+            "window_name": s.name,
             "miss_ratio": miss,  # ΔInnodb_buffer_pool_reads / ΔInnodb_buffer_pool_read_requests
             "reads": s.reads,  # ΔInnodb_buffer_pool_reads
             "read_requests": s.read_requests,  # ΔInnodb_buffer_pool_read_requests
@@ -354,7 +360,7 @@ def _pool_finding(
             "txn_basis": s.basis,
             "transactions_s": s.transactions_s,
             "knee_threads": knee,
-            "judged_from": _where(knee),
+            "judged_from": judged_from(steps, knee),
             "growth": growth,  # disk reads per second at this step / at the lowest step
             "variables": variables,  # the per-step variables capture's, where there is one
             "innodb_buffer_pool_size": size if isinstance(size, float) else None,
@@ -398,9 +404,10 @@ def _pool_finding(
 
 @dataclass
 class LogStep:
-    """One sweep step's redo log figures on one database host (deltas over the step's load window)."""
+    """One sweep step's (or capture window's) redo log figures on one database host (deltas over the
+    step's load window)."""
 
-    threads: int
+    threads: int | None
     step_source: str
     seconds: float
     samples: int
@@ -415,6 +422,7 @@ class LogStep:
     transactions_s: float | None
     basis: str
     window: tuple[str, str]
+    name: str | None = None  # the step's or capture window's name
 
     @property
     def log_waits_s(self) -> float | None:
@@ -449,7 +457,7 @@ class LogStep:
     def to_list(self) -> list[Any]:
         r = lambda x, n: None if x is None else round(x, n)  # noqa: E731
         return [
-            self.threads,
+            self.threads if self.threads is not None else self.name,
             r(self.log_waits_s, 2),
             r(self.checkpoint_share, 3),
             r(self.checkpoint_share_max, 3),
@@ -500,6 +508,7 @@ def log_steps(ds: Dataset, sweep: Any, min_samples: int = 1) -> dict[str, list[L
             steps.append(
                 LogStep(
                     threads=w.step.threads,
+                    name=window_name(w.step),
                     step_source=w.step.source,
                     seconds=float(rows["dt_s"].sum()),
                     samples=len(rows),
@@ -519,7 +528,7 @@ def log_steps(ds: Dataset, sweep: Any, min_samples: int = 1) -> dict[str, list[L
                 )
             )
         if steps:
-            out[host] = sorted(steps, key=lambda s: s.threads)
+            out[host] = in_order(steps)
     if not any_counters:
         return Skipped(LOG_RULE, NO_LOG_COUNTERS)
     if not out:
@@ -578,7 +587,7 @@ def log_wait(ds: Dataset, sweep: Any | None, th: dict[str, dict[str, Any]]) -> l
     variables = server_variables(ds, _VARIABLES)
     out = []
     for host, steps in found.items():
-        hits = [s for s in _judged(steps, knee) if _log_causes(s, lim)]
+        hits = [s for s in judged(steps, knee) if _log_causes(s, lim)]
         if hits:
             serial = _serial_disk(ds, sweep, th, host)
             out.append(_log_finding(host, steps, hits[-1], knee, lim, variables_for(host, variables), serial))
@@ -648,7 +657,7 @@ def _log_finding(
     critical = ("checkpoint" in causes and s.checkpoint_share >= lim["critical_checkpoint_share"]) or (
         "log-buffer" in causes and (s.log_waits_per_txn or 0) >= lim["critical_log_waits_per_txn"]
     )
-    summary = f"At {count(s.threads, 'thread')}, " + " and ".join(parts) + "." + fs + both
+    summary = f"{at(s.threads, s.name, first=True)}, " + " and ".join(parts) + "." + fs + both
     if causes == ["log-buffer"]:
         title = "Commits wait for log buffer space"
     elif causes == ["checkpoint"]:
@@ -663,6 +672,7 @@ def _log_finding(
         evidence={
             "host": host,
             "threads": s.threads,
+            "window_name": s.name,
             "causes": causes,  # log-buffer (Innodb_log_waits), checkpoint (age near its maximum)
             "log_waits": s.log_waits,  # ΔInnodb_log_waits; None: not counted
             "log_waits_s": s.log_waits_s,
@@ -688,7 +698,7 @@ def _log_finding(
             "txn_basis": s.basis,
             "transactions_s": s.transactions_s,
             "knee_threads": knee,
-            "judged_from": _where(knee),
+            "judged_from": judged_from(steps, knee),
             "variables": variables,
             "step_columns": LOG_COLUMNS,
             "steps": [x.to_list() for x in steps],

@@ -380,6 +380,23 @@ def _frame(obs: list[dict], host: str | None) -> pd.DataFrame:
     return coerce(pd.DataFrame(data), SCHEMA)
 
 
+def from_mysqladmin(frame: pd.DataFrame, host: str | None) -> pd.DataFrame | None:
+    """A `mysqladmin extended-status -i N` series (parsers/mysqladmin.py, long form) as this sampler's
+    frame: its blocks read as samples of SHOW GLOBAL STATUS, through the same rates as ours (no
+    processlist: the sessions columns are NaN; threads_running_avg is Threads_running less mysqladmin's
+    own connection). None when its samples have no time (the dataset dates pt-stalk's from the
+    collection's start; a bare capture has none)."""
+    if frame.empty or "timestamp" not in frame.columns or frame["timestamp"].isna().all():
+        return None
+    rows = frame.dropna(subset=["timestamp"])
+    obs = []
+    for (_, t), block in rows.groupby(["sample", "timestamp"], sort=True):
+        values = block["absolute"].astype("float64")
+        status = {str(k): float(v) for k, v in zip(block["variable"], values, strict=True) if v == v}
+        obs.append({"t": pd.Timestamp(t).timestamp(), "status": status})
+    return _frame(obs, host) if obs else None
+
+
 def _sessions(lists: list[dict], good: np.ndarray) -> dict[str, np.ndarray]:
     """sessions_<class> and sessions_lock_<kind> per sample from its by_state rows; NaN without them."""
     cols = [f"sessions_{c}" for c in SESSION_CLASSES] + [f"sessions_lock_{k}" for k in LOCK_KINDS]

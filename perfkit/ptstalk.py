@@ -117,9 +117,11 @@ def _hostname(root: Path, rel: str | None) -> str | None:
 def stamp(frame: pd.DataFrame, started_at: str) -> None:
     """Date the samples of a capture that prints no time (iostat/vmstat without -t, mysqladmin):
     sample k at the collection's start + k × its interval (pt-stalk runs them every second)."""
-    if frame.empty or "timestamp" not in frame.columns or frame["timestamp"].notna().any():
+    if frame.empty or ("timestamp" in frame.columns and frame["timestamp"].notna().any()):
         return
-    if "sample" in frame.columns:
+    if "timestamp" not in frame.columns and "sample" not in frame.columns:
+        return
+    if "sample" in frame.columns:  # mysqladmin's long form has no timestamp column: it gains one
         k = pd.to_numeric(frame["sample"], errors="coerce").astype("float64")
     elif "since_boot" in frame.columns:  # vmstat: one row per report, the first since boot
         k = pd.Series(range(len(frame)), index=frame.index, dtype="float64")

@@ -21,8 +21,17 @@ from perfkit.pipeline import analyze_path
 
 FIX = Path(__file__).parent / "fixtures" / "archives" / "ptstalk-mariadb"
 PREFIXES = ("2026_11_27_12_48_02", "2026_11_27_12_48_05")
-# rules the collection's data supports: CPU from mpstat/vmstat, disk from iostat/diskstats, df
-SUPPORTED = ("cpu.saturated", "disk.serial-small-io", "disk.saturated", "disk.full")
+# rules the collection's data supports: CPU from mpstat/vmstat, disk from iostat/diskstats, df, and
+# the database's waits from its mysqladmin extended-status series (one window per collection)
+SUPPORTED = (
+    "cpu.saturated",
+    "disk.serial-small-io",
+    "disk.saturated",
+    "disk.full",
+    "db.lock-contention",
+    "db.buffer-pool-miss",
+    "db.log-wait",
+)
 
 
 def test_collection_recognised_grouped_and_dated() -> None:
@@ -63,6 +72,45 @@ def test_analyze_runs_the_rules_its_data_supports(tmp_path: Path) -> None:
     assert {u["step"] for u in doc["use"] if u["resource"] == "cpu"} == set(PREFIXES)
 
 
+def _status(path: Path) -> dict[str, dict[int, float]]:
+    """variable -> {block: value} of a pt-stalk -mysqladmin file (mysqladmin ext -i1, absolute)."""
+    out: dict[str, dict[int, float]] = {}
+    block = -1
+    for line in path.read_text().splitlines():
+        if line.startswith("| Variable_name"):
+            block += 1
+        elif line.startswith("| "):
+            name, value = (x.strip() for x in line.strip("|").split("|"))
+            if value.lstrip("-").isdigit():
+                out.setdefault(name, {})[block] = float(value)
+    return out
+
+
+def test_db_rules_judge_each_collection_window_from_its_mysqladmin_series() -> None:
+    from perfkit.analyzers import db, innodb
+
+    a = analyze_path(FIX)
+    steps = db.lock_steps(a.dataset, a.sweep)
+    pools = innodb.pool_steps(a.dataset, a.sweep)
+    assert [s.name for s in steps["vm"]] == list(PREFIXES) == [s.name for s in pools["vm"]]
+    for lock, pool, prefix in zip(steps["vm"], pools["vm"], PREFIXES, strict=True):
+        raw = _status(FIX / f"{prefix}-mysqladmin")
+        last = max(raw["Uptime"])
+        # the window's deltas are the raw counters' first to last block, 1 s apart
+        assert lock.threads is None and lock.seconds == last
+        assert lock.lock_time_s * 1000 == raw["Innodb_row_lock_time"][last] - raw["Innodb_row_lock_time"][0]
+        assert lock.lock_waits == raw["Innodb_row_lock_waits"][last] - raw["Innodb_row_lock_waits"][0]
+        txn = sum(raw[k][last] - raw[k][0] for k in ("Com_commit", "Com_rollback")) / last
+        assert lock.transactions_s == pytest.approx(txn) and lock.basis == "Com_commit + Com_rollback"
+        # Threads_running less mysqladmin's own connection, over the samples with a rate
+        running = [raw["Threads_running"][b] - 1 for b in range(1, last + 1)]
+        assert lock.inside == pytest.approx(sum(running) / len(running))
+        reads = raw["Innodb_buffer_pool_read_requests"]
+        assert pool.read_requests == reads[last] - reads[0]
+    # a light load: nothing waits, and no rule says otherwise
+    assert not [f for f in a.findings if f.rule.startswith("db.")]
+
+
 def test_disk_rules_read_diskstats_where_no_iostat(tmp_path: Path) -> None:
     both = analyze_path(FIX).dataset
     # with iostat in the same window, diskstats is not judged a second time
@@ -79,33 +127,23 @@ def test_disk_rules_read_diskstats_where_no_iostat(tmp_path: Path) -> None:
     assert 700 < rows["iops"].median() < 1300 and (rows["util_pct"] < 30).all()
 
 
-@pytest.mark.lab
-def test_lab_pt_stalk_directory_analyzed(lab_mariadb: Path, tmp_path: Path) -> None:
+def _stalk(cfg_file: Path, tmp_path: Path, load: list[str], seconds: int = 12) -> Path:
+    """pt-stalk (one 5 s collection) against the lab MariaDB while sysbench runs `load`; its
+    directory. The password only in a 0600 defaults file, never on argv."""
     if shutil.which("pt-stalk") is None:
         pytest.skip("pt-stalk not installed (apt-get install percona-toolkit)")
     from tests.conftest import lab_password
 
-    cfg = {k: v for k, _, v in (ln.partition("=") for ln in lab_mariadb.read_text().splitlines())}
+    cfg = {k: v for k, _, v in (ln.partition("=") for ln in cfg_file.read_text().splitlines())}
     defaults = tmp_path / "my.cnf"
     defaults.touch(mode=0o600)
     defaults.write_text(
-        f"[client]\nuser={cfg['mysql-user']}\npassword={lab_password(lab_mariadb)}\n"
+        f"[client]\nuser={cfg['mysql-user']}\npassword={lab_password(cfg_file)}\n"
         f"host={cfg.get('mysql-host', '127.0.0.1')}\nport={cfg.get('mysql-port', '3306')}\n"
     )
     dest = tmp_path / "stalk"
-    load = subprocess.Popen(
-        [
-            "sysbench",
-            "oltp_read_write",
-            f"--config-file={lab_mariadb}",
-            "--tables=1",
-            "--threads=4",
-            "--time=12",
-            "run",
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
+    run = ["sysbench", *load, f"--config-file={cfg_file}", f"--time={seconds}", "run"]
+    proc = subprocess.Popen(run, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         threading.Event().wait(2)
         subprocess.run(
@@ -126,7 +164,13 @@ def test_lab_pt_stalk_directory_analyzed(lab_mariadb: Path, tmp_path: Path) -> N
             capture_output=True,
         )
     finally:
-        load.wait(timeout=60)
+        proc.wait(timeout=60)
+    return dest
+
+
+@pytest.mark.lab
+def test_lab_pt_stalk_directory_analyzed(lab_mariadb: Path, tmp_path: Path) -> None:
+    dest = _stalk(lab_mariadb, tmp_path, ["oltp_read_write", "--tables=1", "--threads=4"])
     out = tmp_path / "report"
     res = CliRunner().invoke(main, ["analyze", str(dest), "-o", str(out)])
     assert res.exit_code == 0, res.output
@@ -146,3 +190,33 @@ def test_lab_pt_stalk_directory_analyzed(lab_mariadb: Path, tmp_path: Path) -> N
     # netstat_s' segment rate is real traffic (sysbench over TCP to 127.0.0.1)
     (net,) = [c.frame for c in ds.of("netstat_s")]
     assert net.loc[net["counter"] == "TcpOutSegs", "per_s"].median() > 100
+    # the control of the hot-rows run below: 4 threads over 10,000 rows wait on no lock
+    assert not [f for f in doc["findings"] if f["rule"] == "db.lock-contention"]
+
+
+@pytest.mark.lab
+def test_lab_pt_stalk_on_hot_rows_is_lock_contention(lab_mariadb: Path, tmp_path: Path) -> None:
+    """16 writers on 2 rows (a scratch table in the lab's tpcc database): pt-stalk's mysqladmin series
+    says how many transactions wait on a row lock, and db.lock-contention names its window."""
+    hot = ["oltp_update_non_index", "--mysql-db=tpcc", "--tables=1", "--table-size=2"]
+    cfg = f"--config-file={lab_mariadb}"
+    subprocess.run(["sysbench", *hot, cfg, "cleanup"], capture_output=True, timeout=60)
+    subprocess.run(["sysbench", *hot, cfg, "prepare"], check=True, capture_output=True, timeout=60)
+    try:
+        dest = _stalk(lab_mariadb, tmp_path, [*hot, "--threads=16"])
+    finally:
+        subprocess.run(["sysbench", *hot, cfg, "cleanup"], capture_output=True, timeout=60)
+    out = tmp_path / "report"
+    res = CliRunner().invoke(main, ["analyze", str(dest), "-o", str(out)])
+    assert res.exit_code == 0, res.output
+    doc = json.loads((out / "findings.json").read_text())
+    (f,) = [f for f in doc["findings"] if f["rule"] == "db.lock-contention"]
+    ev = f["evidence"]
+    (mysqladmin,) = dest.glob("*-mysqladmin")
+    prefix = mysqladmin.name.removesuffix("-mysqladmin")
+    assert ev["window_name"] == prefix and ev["threads"] is None
+    assert f["summary"].startswith(f"In the window {prefix}, ")
+    # the lock time is the raw counter's growth over the window's samples, 1 s apart
+    raw = _status(mysqladmin)["Innodb_row_lock_time"]
+    assert ev["lock_time_s"] * 1000 == raw[max(raw)] - raw[0] and ev["seconds"] == max(raw)
+    assert ev["lock_waiting"] >= 0.5 and ev["lock_waiting_share"] >= 0.1  # measured here: about 2 of 15
