@@ -198,12 +198,18 @@ def test_lab_pt_stalk_directory_analyzed(lab_mariadb: Path, tmp_path: Path) -> N
 def test_lab_pt_stalk_on_hot_rows_is_lock_contention(lab_mariadb: Path, tmp_path: Path) -> None:
     """16 writers on 2 rows (a scratch table in the lab's tpcc database): pt-stalk's mysqladmin series
     says how many transactions wait on a row lock, and db.lock-contention names its window."""
-    hot = ["oltp_update_non_index", "--mysql-db=tpcc", "--tables=1", "--table-size=2"]
-    cfg = f"--config-file={lab_mariadb}"
+    # the lab's config with the scratch database: sysbench's --config-file wins over a --mysql-db
+    # given beside it, and the lab's sbtest tables must stay as they are
+    scratch = tmp_path / "tpcc.cfg"
+    scratch.touch(mode=0o600)
+    lines = [ln for ln in lab_mariadb.read_text().splitlines() if not ln.startswith("mysql-db=")]
+    scratch.write_text("\n".join([*lines, "mysql-db=tpcc"]) + "\n")
+    hot = ["oltp_update_non_index", "--tables=1", "--table-size=2"]
+    cfg = f"--config-file={scratch}"
     subprocess.run(["sysbench", *hot, cfg, "cleanup"], capture_output=True, timeout=60)
     subprocess.run(["sysbench", *hot, cfg, "prepare"], check=True, capture_output=True, timeout=60)
     try:
-        dest = _stalk(lab_mariadb, tmp_path, [*hot, "--threads=16"])
+        dest = _stalk(scratch, tmp_path, [*hot, "--threads=16"])
     finally:
         subprocess.run(["sysbench", *hot, cfg, "cleanup"], capture_output=True, timeout=60)
     out = tmp_path / "report"
