@@ -156,8 +156,13 @@ prepare_sysbench() {
         return
     fi
     if ((have > 0)); then
-        say "sysbench: sbtest holds $have table(s), last one $rows rows: cleanup before prepare"
-        timeout 60 sysbench oltp_read_write --config-file="$CFG" --tables="$have" cleanup >/dev/null ||
+        # cleanup drops sbtest1..N: N is the highest number present (sbtest2 alone needs N=2)
+        local last
+        last=$(mariadb -N -B -e "SELECT MAX(CAST(SUBSTRING(table_name, 7) AS UNSIGNED))
+            FROM information_schema.tables WHERE table_schema='sbtest'
+            AND table_name REGEXP '^sbtest[0-9]+\$'") || die "cannot list the sbtest tables"
+        say "sysbench: sbtest holds $have table(s) up to sbtest$last, last one $rows rows: cleanup before prepare"
+        timeout 60 sysbench oltp_read_write --config-file="$CFG" --tables="$last" cleanup >/dev/null ||
             die "sysbench cleanup failed"
     fi
     say "sysbench: prepare $SB_TABLES tables x $SB_TABLE_SIZE rows"
