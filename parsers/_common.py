@@ -204,6 +204,9 @@ def head(source: Source, size: int = SNIFF_BYTES) -> str:
 # ---------------------------------------------------------------- dates and clocks
 
 _CLOCK = re.compile(r"^(\d{1,2}):(\d{2}):(\d{2})(?:\s*([AaPp])\.?[Mm]\.?)?$")
+# pt-stalk's snapshot series (-diskstats, -netstat_s, ...): `TS <epoch seconds>[ <date time>]` before each
+PT_STALK_STAMP = re.compile(r"^TS (\d+(?:\.\d+)?)(?: .*)?$")
+_CJK_CLOCK = re.compile(r"^(\d{1,2})[时時](\d{2})分(\d{2})秒$")  # zh_CN 12时46分44秒, ja_JP 時
 _DATE_FORMS = (
     (re.compile(r"^(\d{4})-(\d{2})-(\d{2})$"), ("y", "m", "d")),  # ISO 2026-11-22
     (re.compile(r"^(\d{2})/(\d{2})/(\d{4})$"), ("m", "d", "y")),  # en_US 11/22/2026
@@ -214,15 +217,16 @@ _DATE_FORMS = (
 
 
 def parse_clock(text: str) -> tuple[int, int, int] | None:
-    """`08:09:59`, `08:09:59 AM`, `12:05:00 AM` (= 00:05) -> (h, m, s); None if not a clock.
+    """`08:09:59`, `08:09:59 AM`, `12:05:00 AM` (= 00:05), `08时09分59秒` (zh_CN; ja_JP `時`) ->
+    (h, m, s); None if not a clock.
 
     AM/PM is read by hand: strptime's %p follows the process locale.
     """
-    m = _CLOCK.match(text.strip())
+    m = _CLOCK.match(text.strip()) or _CJK_CLOCK.match(text.strip())
     if not m:
         return None
     h, mi, s = int(m[1]), int(m[2]), int(m[3])
-    if m[4]:
+    if m.re is _CLOCK and m[4]:
         if not 1 <= h <= 12:
             return None
         h = h % 12 + (12 if m[4] in "Pp" else 0)

@@ -28,7 +28,6 @@ _NAT = np.iinfo(np.int64).min
 _BANNER = re.compile(r"^Linux\s+\S+\s+\(([^)]*)\)\s+(\S+)")
 _BANNER_CPUS = re.compile(r"\((\d{1,6}) CPU\)\s*$")  # not translated in any locale sysstat ships
 _AMPM = re.compile(r"^[AaPp]\.?[Mm]\.?$")
-_ZH_CLOCK = re.compile(r"^(\d{1,2})时(\d{2})分(\d{2})秒$")
 _AVERAGE_LABELS = frozenset({"Average:", "Durchschn.:", "平均时间:"})
 _POINT = re.compile(r"^[-+]?\d+(?:\.\d+)?$")
 _COMMA = re.compile(r"^[-+]?\d+(?:,\d+)?$")
@@ -120,13 +119,7 @@ class Sysstat:
         sod = self._sods.get(key)  # headers and rows repeat each clock
         if sod is not None:
             return sod, len(key)
-        if len(key) == 2:
-            clock = _common.parse_clock(f"{first} {tokens[1]}")
-        else:
-            clock = _common.parse_clock(first)
-            if clock is None and (zh := _ZH_CLOCK.match(first)):
-                h, mi, s = int(zh[1]), int(zh[2]), int(zh[3])
-                clock = (h, mi, min(s, 59)) if h < 24 and mi < 60 and s <= 60 else None
+        clock = _common.parse_clock(" ".join(key))
         if clock is None:
             hint = f" ({_LOCALE_HINT}?)" if first.endswith(":") else ""
             raise self.error(line_no, line, f"line starts with neither a time nor an Average label{hint}")

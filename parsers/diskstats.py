@@ -54,7 +54,7 @@ import re
 import numpy as np
 import pandas as pd
 
-from ._common import Lines, Skips, Source, coerce, empty_frame, feed_lines
+from ._common import PT_STALK_STAMP, Lines, Skips, Source, coerce, empty_frame, feed_lines
 
 KIND = "diskstats"
 
@@ -87,7 +87,6 @@ SCHEMA: dict[str, str] = {
     "in_flight": "Int64",
 }
 
-_STAMP = re.compile(r"^TS (\d+(?:\.\d+)?)(?: .*)?$")
 # major minor name, then 11, 15 or 17 whole-number counters; _LOOSE: the shape of one with a bad value
 _DEVICE = re.compile(r"^\s*\d+\s+\d+\s+\S+(?:\s+\d+){11}(?:(?:\s+\d+){4}){0,1}(?:\s+\d+\s+\d+)?\s*$")
 _LOOSE = re.compile(r"^\s*\d+\s+\d+\s+\S+(?:\s+\S+){11,17}\s*$")
@@ -101,7 +100,7 @@ def sniff(text: str) -> bool:
     lines = [ln for ln in text.lstrip("\ufeff").splitlines()[:3] if ln.strip()]
     if not lines:
         return False
-    if _STAMP.match(lines[0]):
+    if PT_STALK_STAMP.match(lines[0]):
         lines = lines[1:]
     return bool(lines) and bool(_DEVICE.match(lines[0]))
 
@@ -136,7 +135,7 @@ def parse(source: Source, *, host: str | None = None, tz: str = "UTC") -> pd.Dat
             return
         if not line.strip():
             return
-        m = _STAMP.match(line.lstrip("\ufeff"))
+        m = PT_STALK_STAMP.match(line.lstrip("\ufeff"))
         if m:
             stamps.append(float(m[1]))
             return

@@ -44,7 +44,7 @@ import re
 import numpy as np
 import pandas as pd
 
-from ._common import Lines, Skips, Source, coerce, empty_frame, feed_lines
+from ._common import PT_STALK_STAMP, Lines, Skips, Source, coerce, empty_frame, feed_lines
 
 KIND = "netstat_s"
 
@@ -110,7 +110,6 @@ GAUGES = frozenset(
     }
 )
 
-_STAMP = re.compile(r"^TS (\d+(?:\.\d+)?)(?: .*)?$")
 _SECTION = re.compile(r"^([A-Za-z][A-Za-z0-9]*):\s*$")
 _KEYED = re.compile(r"^\s+([A-Za-z][A-Za-z0-9]*): (-?\d+)\s*$")  # `TCPTimeouts: 15`
 _NUMBER = re.compile(r"(?<![\w.-])-?\d+(?![\w.])")
@@ -122,7 +121,7 @@ _NSTAT = re.compile(r"^([A-Za-z][A-Za-z0-9]*)\s+(\d+)\s+(\d+(?:\.\d+)?)\s*$")
 def sniff(text: str) -> bool:
     """`netstat -s`'s `Ip:`/`Tcp:` sections with indented counters, or nstat's `#kernel`."""
     lines = [ln for ln in text.lstrip("\ufeff").splitlines()[:6] if ln.strip()]
-    if lines and _STAMP.match(lines[0]):
+    if lines and PT_STALK_STAMP.match(lines[0]):
         lines = lines[1:]
     if lines and _NSTAT_HEAD.match(lines[0]):
         return len(lines) > 1 and bool(_NSTAT.match(lines[1]))
@@ -165,7 +164,7 @@ def parse(source: Source, *, host: str | None = None, tz: str = "UTC") -> pd.Dat
         if not line.strip():
             return
         line = line.lstrip("\ufeff")
-        m = _STAMP.match(line)
+        m = PT_STALK_STAMP.match(line)
         if m:
             new_snapshot(float(m[1]))
             return

@@ -280,3 +280,12 @@ def test_u_epoch_labels_read_as_utc() -> None:
                 pd.Timestamp("2020-06-01 12:53:22", tz="UTC"),
             ]
             assert df["nice_pct"].tolist() == [12.5, 0.0] and df["idle_pct"].tolist() == [82.88, 95.31]
+
+
+def test_cjk_clocks_are_one_grammar_for_every_sysstat_tool() -> None:
+    # zh_CN prints 时, ja_JP 時 (iostat's real ja_JP capture, tests/fixtures/iostat/README.md); the
+    # sysstat tools' time labels read them through the same parse_clock
+    from perfkit.parsers._common import parse_clock
+
+    assert parse_clock("06时56分07秒") == parse_clock("06時56分07秒") == parse_clock("06:56:07") == (6, 56, 7)
+    assert parse_clock("24时00分00秒") is None and parse_clock("06時56分07") is None
