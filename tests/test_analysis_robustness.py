@@ -443,10 +443,14 @@ def test_a_step_whose_server_connections_died_is_left_out_of_the_report(scratch,
     stop, killed = threading.Event(), []
 
     def kill_the_second_step() -> None:
-        # 1 thread + the DB sampler = 2 connections; the 2-thread step is the first with 3
+        # once this run's 2-thread sysbench runs and has connected (its 2 and the DB sampler's: 3).
+        # A count alone raced: the per-step DB snapshots also connect as the user, so 3 connections
+        # were seen between the steps, and the kill missed step 2 (CI)
+        this = "sysbench .*--table-size=2000 --threads=2 --time=4 "
         while not stop.is_set() and not killed:
+            step_2 = subprocess.run(["pgrep", "-f", this], capture_output=True).returncode == 0
             ids = mariadb(f"SELECT id FROM information_schema.processlist WHERE user = '{name}'").split()
-            if len(ids) >= 3:
+            if step_2 and len(ids) >= 3:
                 for i in ids:
                     # one may have closed meanwhile: KILL of a gone id is an error, not a kill
                     subprocess.run(
