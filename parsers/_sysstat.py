@@ -23,16 +23,16 @@ import pandas as pd
 from perfkit.errors import ParseError
 
 from . import _common
+from ._table import Numbers
 
 _NAT = np.iinfo(np.int64).min
 _BANNER = re.compile(r"^Linux\s+\S+\s+\(([^)]*)\)\s+(\S+)")
 _BANNER_CPUS = re.compile(r"\((\d{1,6}) CPU\)\s*$")  # not translated in any locale sysstat ships
 _AMPM = re.compile(r"^[AaPp]\.?[Mm]\.?$")
 _AVERAGE_LABELS = frozenset({"Average:", "Durchschn.:", "平均时间:"})
-_POINT = re.compile(r"^[-+]?\d+(?:\.\d+)?$")
-_COMMA = re.compile(r"^[-+]?\d+(?:,\d+)?$")
 _ROLLOVER_S = 3600  # a clock going back by more than this is the next day; less is a clock step
 _LOCALE_HINT = "capture not taken under LC_ALL=C"
+_COMMA_WITH_SLASH = f"decimal comma with a slash date (day/month order unknown): {_LOCALE_HINT}"
 
 CHUNK_ROWS = 65536  # data rows handed to pandas at once: bounds memory, amortises the call
 # Bytes of a chunk pandas may read: digits, blanks, signs, decimal marks, the `:` of clocks, AM/PM and
@@ -71,7 +71,7 @@ class Sysstat:
         self.slash_date = False
         self.day = 0
         self.prev_sod: int | None = None
-        self.decimal: str | None = None
+        self.numbers = Numbers()  # the decimal mark: the table engine's, which reads the rows
         self.notes: list[str] = []
         self.dropped = 0
         self._stamps: dict[tuple[int, int], int] = {}
@@ -81,6 +81,14 @@ class Sysstat:
         # format turns them on; kept as seconds after the first one's UTC midnight, UTC whatever `tz`
         self.epoch_labels = False
         self.epoch_day: int | None = None
+
+    @property
+    def decimal(self) -> str | None:
+        return self.numbers.decimal
+
+    @decimal.setter
+    def decimal(self, mark: str | None) -> None:
+        self.numbers.decimal = mark
 
     def error(self, line_no: int, line: str, reason: str) -> ParseError:
         return self.lines.error(line_no, line, reason)
@@ -99,6 +107,7 @@ class Sysstat:
         self.banner_cpus = banner_cpus(line) or self.banner_cpus
         self.date = day
         self.slash_date = "/" in m[2]
+        self.numbers.comma_refusal = _COMMA_WITH_SLASH if self.slash_date else None
         if self.slash_date and self.decimal == ",":
             raise self._comma_with_slash(line_no, line)
         self.day, self.prev_sod = 0, None  # a new capture starts here
@@ -265,33 +274,34 @@ class Sysstat:
 
     def number(self, line_no: int, line: str, token: str) -> float:
         """A value as printed, with the file's decimal mark; ParseError on anything else."""
-        if "," in token:
-            if self.decimal is None:
-                if self.slash_date:
-                    raise self._comma_with_slash(line_no, line)
-                self.decimal = ","
-            if self.decimal != "," or not _COMMA.match(token):
-                raise self.error(line_no, line, self._bad_number(token))
-            return float(token.replace(",", "."))
-        if not _POINT.match(token):
-            raise self.error(line_no, line, self._bad_number(token))
-        if "." in token:
-            if self.decimal is None:
-                self.decimal = "."
-            elif self.decimal != ".":
-                raise self.error(line_no, line, self._bad_number(token))
-        return float(token)
-
-    def _bad_number(self, token: str) -> str:
-        reason = f"not a number: {token!r}"
-        if self.decimal is not None and ("," in token or "." in token):
-            reason += f" (the file so far used {self.decimal!r} as decimal mark: {_LOCALE_HINT})"
-        return reason
+        try:
+            return self.numbers.number(token)
+        except ValueError as exc:
+            raise self.error(line_no, line, str(exc)) from None
 
     def _comma_with_slash(self, line_no: int, line: str) -> ParseError:
-        return self.error(
-            line_no, line, f"decimal comma with a slash date (day/month order unknown): {_LOCALE_HINT}"
-        )
+        return self.error(line_no, line, _COMMA_WITH_SLASH)
+
+    def label_seconds(self, label: pd.Categorical, line_nos: np.ndarray) -> np.ndarray:
+        """Seconds since midnight of each row from its time label (`Block.label`): numpy for the
+        `HH:MM:SS` clocks, `label()` once per other distinct label; one that is no time is a
+        ParseError naming the first row holding it."""
+        cats = [tuple(c.split()) for c in label.categories.tolist()]
+        self._iso_sods([t[0] for t in cats if len(t) == 1 and t not in self._sods])
+        sods = np.empty(len(cats), dtype=np.int64)
+        first: np.ndarray | None = None
+        for k, tokens in enumerate(cats):
+            sod = self._sods.get(tokens)
+            if sod is None:
+                if first is None:  # the first row of each label
+                    first = np.full(len(cats), len(label), dtype=np.int64)
+                    np.minimum.at(first, label.codes, np.arange(len(label)))
+                line_no, text = int(line_nos[first[k]]), " ".join(tokens)
+                sod, used = self.label(line_no, text, list(tokens))
+                if sod is None or used != len(tokens):
+                    raise self.error(line_no, text, "a row's time label is not a time")
+            sods[k] = sod
+        return sods[label.codes]
 
     def cut_last(self, line_no: int, line: str, lines: _common.Lines) -> None:
         """A last line without its newline was cut mid-write: its numbers may be cut too. Drop it."""

@@ -59,18 +59,11 @@ import re
 import numpy as np
 import pandas as pd
 
+from perfkit.errors import ParseError
+
 from . import _common
-from ._chunks import ByteScan, Rows
-from ._sysstat import (
-    CHUNK_ROWS,
-    Sysstat,
-    iso_clocks,
-    numbers_as_printed,
-    plain_bytes,
-    read_chunk,
-    record_value,
-    utc,
-)
+from ._sysstat import Sysstat, label_width, record_value, utc
+from ._table import ROW, Block, Layout, Skip, Table
 
 KIND = "mpstat"
 
@@ -99,10 +92,7 @@ _SNIFF_HEADER = re.compile(
     r"\bCPU(?:\s+(?:CORE|SOCK|NODE))*\s+%usr\s+%nice\s+%sys\s+%iowait\s+%irq\b"
 )  # sar -u ALL: %steal before %irq; -T: topology columns after CPU
 _CPU_ID = re.compile(r"^(?:all|\d+)$")
-# lines read one by one: those starting with neither a digit nor a line end (banner, `Average:`);
-# rows, headers (time + `CPU`) and blank lines come in runs, read by `_chunk` in bulk
-_ROW_BYTES = b"0123456789\n"
-_HEADER_WORD = re.compile(rb"CPU")
+_TOPOLOGY = ("CORE", "SOCK", "NODE")
 
 
 def sniff(text: str) -> bool:
@@ -120,332 +110,161 @@ def parse(source: _common.Source, *, host: str | None = None, tz: str = "UTC") -
 
     Returns:
         A frame with exactly the `SCHEMA` columns; `attrs` `averages`, `unknown_columns`,
-        `dropped_lines`, `notes`.
+        `dropped_lines`, `notes`, `cpus`, `skipped`.
 
     Raises:
         ParseError: garbage mid-file, a row whose field count does not match its header, a CPU listed
-            twice in one interval, a table this parser does not read, a foreign locale it cannot
-            read safely.
+            twice in one interval, a foreign locale it cannot read safely.
     """
-    state = _Mpstat(source, host, tz)
-    return state.run()
+    return _Mpstat(source, host, tz).run()
 
 
-# ---------------------------------------------------------------- the sysstat line grammar
-# Shared with parsers/pidstat.py: every time-only sysstat report (mpstat, pidstat, sar) has the same
-# banner, the same time labels and the same locale damage.
+class _Plan:
+    """What a CPU header's fields are: (field, column) of each metric; topology fields after CPU."""
+
+    def __init__(self, pairs: tuple[tuple[int, int], ...], topology: int):
+        self.pairs, self.topology = pairs, topology
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Plan) and (self.pairs, self.topology) == (other.pairs, other.topology)
+
+    def __hash__(self) -> int:
+        return hash((self.pairs, self.topology))
 
 
 class _Mpstat(Sysstat):
-    """No Python call per line: `ByteScan` hands over runs of rows, headers and blank lines as bytes.
+    """The format for the table engine (parsers/_table.py): rows start with a digit (their time),
+    headers hold `CPU` (or `NODE`: -A's per-NODE table, skipped)."""
 
-    A run is cut at its last header into chunks of whole intervals; `_chunk` takes the repeated
-    headers and blank lines out in bulk and `_fast` reads the rows with pandas. A chunk either
-    cannot prove it reads as the per-line grammar would goes through `walk` line by line, which
-    also names the first bad line; so do banners and `Average:` lines, after the rows above them.
-    """
+    row_bytes = b"0123456789\n"
+    header_words = (b"CPU", b"NODE")
 
     def __init__(self, source: _common.Source, host: str | None, tz: str):
         super().__init__(KIND, source, tz)
         self.epoch_labels = True  # `mpstat -U` (sysstat 12.7): seconds since the epoch as labels
         self.host = host
-        self.plan: list[tuple[int, int]] | None = None  # (field after the label, metric index)
-        self.fields: list[str] | None = None  # the current header's fields after the label
-        self.width = 0
-        self.header_line_no = 0
+        self.table = Table(source, KIND, self, self.numbers)
+        self.table.odd_row = self._odd_row
+        self.current: Layout | Skip | None = None
         self.unknown: list[str] = []
         self.averages: list[dict[str, object]] = []
-        self.seen: set[str] = set()  # CPUs of the current interval
-        self.seen_at: int | None = None
-        self.pending: list[Rows] = []  # runs of rows, headers and blank lines not yet read
-        self.pending_lines = 0
-        # the frame, column by column, grown in place (realloc: no second copy at the end)
-        self.parts = _common.Parts(len(_COLS) + 2)  # the frame's columns: stamps, CPU codes, values
+        self.seen_at: int | None = None  # the last interval read (seconds since the first midnight)
+        self.seen: set[str] = set()  # its CPUs
+        self.parts = _common.Parts(len(_COLS) + 2)  # stamps, CPU codes, values
         self.cpu_names: dict[str, int] = {}
-        self.skips = _common.Skips()
-        self.skip_reason: str | None = None  # the rows below belong to a table not read
-        self.topology = 0  # -T: CORE SOCK NODE after CPU, left blank on the `all` row
 
     def run(self) -> pd.DataFrame:
-        scan = ByteScan(self.source, KIND, row_bytes=_ROW_BYTES)
-        self.lines = scan.lines
-        for item in scan:
-            if isinstance(item, Rows):
-                self.pending.append(item)
-                self.pending_lines += item.count
-                if self.pending_lines >= CHUNK_ROWS:
-                    self.flush(final=False)
-            else:
-                self.flush()
-                self.walk([item])
-        if scan.cut is not None:
-            self.cut_last(*scan.cut, scan.lines)
-        self.flush()
+        self.table.run()
+        self.lines = self.table.lines
+        if self.table.cut is not None:
+            self.cut_last(*self.table.cut, self.lines)
         return self.assemble()
 
-    def structure(self, line_no: int, line: str) -> bool:
-        """A line that is not a plain data row: blank, banner, header (False), or a row in a rarer form
-        (True: the caller reads it as a row)."""
-        tokens = line.split()
-        if not tokens:
-            return False
-        if line.startswith("Linux") and self.banner(line_no, line):
-            return False
-        sod, used = self.label(line_no, line, tokens)
-        fields = tokens[used:]
-        if fields and fields[0] in ("CPU", "NODE"):
-            if fields != self.fields or sod is None:
-                self.header(line_no, line, fields)  # averages go apart
-            self.header_line_no = line_no
-            return False
-        return True
+    # ------------------------------------------------------------ the format
 
-    def header(self, line_no: int, line: str, fields: list[str]) -> None:
+    def layout(self, line_no: int, text: str) -> Layout | Skip:
+        tokens = text.split()
+        try:
+            _, used = self.label(line_no, text, tokens)
+        except ParseError:  # the banner's `(2 CPU)`, or garbage: `structure` says which
+            return ROW
+        fields = tokens[used:]
+        if not fields or fields[0] not in ("CPU", "NODE"):
+            return ROW
         if fields[0] != "CPU" or not any(name in _METRICS for name in fields):
-            # -A/-I/-N: interrupts per CPU, per-IRQ and soft-IRQ rates, per-NODE utilisation (the
-            # CPU table of the same capture holds the machine's): skipped, counted, header quoted
+            # -A/-I/-N: interrupts per CPU, per-IRQ and soft-IRQ rates, per-NODE utilisation (the CPU
+            # table of the same capture holds the machine's): skipped, counted, header quoted
             what = "per-NODE utilisation" if fields[0] == "NODE" else "interrupts"
-            self.skip_reason = f"mpstat {what} table: not read"
-            self.skips.add(line_no, line, self.skip_reason)
-            self.fields = None
-            return
-        self.skip_reason = None
-        topology = list(itertools.takewhile(lambda name: name in ("CORE", "SOCK", "NODE"), fields[1:]))
-        self.topology = len(topology)
-        plan: list[tuple[int, int]] = []
+            self.current = Skip(f"mpstat {what} table: not read")
+            return self.current
+        topology = len(list(itertools.takewhile(lambda name: name in _TOPOLOGY, fields[1:])))
+        pairs: list[tuple[int, int]] = []
         seen: set[str] = set()
         for i, name in enumerate(fields[1:], 1):
             if name in seen:
-                raise self.error(line_no, line, f"column {name!r} twice in the header")
+                raise self.error(line_no, text, f"column {name!r} twice in the header")
             seen.add(name)
             if name in _METRICS:
-                plan.append((i, _COLS.index(_METRICS[name])))
+                pairs.append((i, _COLS.index(_METRICS[name])))
             elif name not in self.unknown:
                 self.unknown.append(name)
-        if not plan:
-            raise self.error(
-                line_no, line, "not a CPU utilisation table (mpstat -I/-N/-A tables are not read)"
-            )
-        self.plan, self.fields, self.width, self.header_line_no = plan, fields, len(fields), line_no
+        kinds = "".join("f" if name in _METRICS else "t" for name in fields)  # unknown columns: not read
+        self.current = Layout(kinds, labels=(1, 2), key=_Plan(tuple(pairs), topology))
+        return self.current
 
-    # ------------------------------------------------------------ chunks
-
-    def flush(self, *, final: bool = True) -> None:
-        """Read the pending lines; unless `final`, only up to the last header: a chunk read by pandas
-        must start with an interval (the per-line state of one going on is not carried over)."""
-        if not self.pending:
+    def structure(self, line_no: int, text: str) -> None:
+        tokens = text.split()
+        if not tokens:
             return
-        raw = b"".join(r.data for r in self.pending)
-        first_no = self.pending[0].first_no
-        self.pending.clear()  # taken first: an error below must not see them again
-        self.pending_lines = 0
-        buf = np.frombuffer(raw, dtype=np.uint8)
-        ends = np.flatnonzero(buf == 10)  # the runs are whole lines
-        starts = np.concatenate(([0], ends[:-1] + 1))
-        cpu_at = np.array([m.start() for m in _HEADER_WORD.finditer(raw)], dtype=np.int64)
-        heads = np.searchsorted(ends, cpu_at)  # the line holding each `CPU`
-        if not final and len(heads) and heads[-1] > 0:
-            last = int(heads[-1])
-            self.pending.append(Rows(raw[starts[last] :], first_no + last, len(ends) - last))
-            self.pending_lines = len(ends) - last
-            raw, ends, starts = raw[: starts[last]], ends[:last], starts[:last]
-            keep = heads < last
-            cpu_at, heads = cpu_at[keep], heads[keep]
-        if not self._chunk(raw, first_no, starts, ends, heads, cpu_at):
-            text = raw.decode("utf-8", "replace").split("\n")[:-1]
-            self.walk(list(enumerate(text, first_no)))
-
-    def _chunk(
-        self,
-        raw: bytes,
-        first_no: int,
-        starts: np.ndarray,
-        ends: np.ndarray,
-        heads: np.ndarray,
-        cpu_at: np.ndarray,
-    ) -> bool:
-        """Take the repeated headers and blank lines out of a chunk in bulk and read its rows with
-        pandas; False (nothing changed but perhaps the plan its first header sets) if it cannot
-        prove that gives what `walk` would."""
-        if len(heads) != len(np.unique(heads)):
-            return False
-        rows = np.ones(len(ends), dtype=bool)
-        rows[heads] = False
-        rows[starts == ends] = False  # blank lines
-        lines = np.flatnonzero(rows)
-        if len(heads):
-            # every header ends like the first (`CPU` once in it, so each occurrence is one header)
-            tail = raw[cpu_at[0] : ends[heads[0]] + 1]
-            if tail.count(b"CPU") != 1 or raw.count(tail) != len(heads):
-                return False
-            if not self._header_labels(raw, starts[heads], cpu_at):
-                return False
-            fields = tail.decode("utf-8", "replace").split()
-            if fields[0] != "CPU" or not any(name in _METRICS for name in fields):
-                return False  # a table not read: the walk skips it
-            if fields != self.fields:
-                if len(lines) and lines[0] < heads[0]:
-                    return False  # rows read with the previous plan above the new header
-                first = int(heads[0])
-                self.header(
-                    first_no + first, raw[starts[first] : ends[first]].decode("utf-8", "replace"), fields
-                )
-        if len(lines):
-            gaps = np.flatnonzero(np.diff(lines) != 1)
-            run_first = lines[np.concatenate(([0], gaps + 1))]
-            run_last = lines[np.concatenate((gaps, [len(lines) - 1]))]
-            data = b"".join(
-                raw[a : b + 1]
-                for a, b in zip(starts[run_first].tolist(), ends[run_last].tolist(), strict=True)
-            )
-            if not self._fast(data, len(lines), first_no + lines):
-                return False
-        if len(heads):
-            self.header_line_no = first_no + int(heads[-1])
-        return True
-
-    def _header_labels(self, raw: bytes, starts: np.ndarray, cpu_at: np.ndarray) -> bool:
-        """True when the text before `CPU` in each header is a time `label()` reads (and no more)."""
-        width = cpu_at - starts
-        size = int(width[0])
-        if size > 8 and (width == size).all():  # the usual `HH:MM:SS` and blanks: numpy
-            block = np.frombuffer(raw, dtype=np.uint8)[starts[:, None] + np.arange(size)]
-            if (block[:, 8:] == ord(" ")).all() and iso_clocks(block[:, :8])[0].all():
-                return True
-        labels = {
-            tuple(raw[a:b].decode("utf-8", "replace").split())
-            for a, b in zip(starts.tolist(), cpu_at.tolist(), strict=True)
-        }
-        return self.label_sods(list(labels)) is not None
-
-    def _fast(self, data: bytes, n: int, line_nos: np.ndarray) -> bool:
-        """Read a chunk with pandas and keep it, or return False having changed nothing."""
-        plan, width = self.plan, self.width
-        if (
-            plan is None or len(plan) != width - 1 or self.skip_reason is not None
-        ):  # unknown columns: their values are not read
-            return False
-        nlab = len(data[: data.find(b"\n")].split()) - width
-        mark = self.chunk_mark([data])
-        if nlab not in (1, 2) or mark is None or not plain_bytes(data, b"al"):
-            return False
-        df = read_chunk(data, nlab + width, list(range(nlab + 1)), mark)
-        if df is None or len(df) != n:
-            return False
-        numbers = [df[nlab + i] for i, _ in plan]
-        if not numbers_as_printed(data, mark, numbers):
-            return False
-        cpus = df[nlab].array
-        if not all(_CPU_ID.match(c) for c in cpus.categories):
-            return False
-        sods = self._label_seconds(df, nlab)
-        if sods is None:
-            return False
-        clock = self.clock_state()
-        stamps, keys = self.stamp_rows(line_nos, sods)
-        # a CPU twice in one interval (a run of equal keys) is an error `_row` names
-        run = np.cumsum(np.concatenate(([0], keys[1:] != keys[:-1])))
-        codes = cpus.codes.astype(np.int64)
-        pairs = run * len(cpus.categories) + codes
-        if keys[0] == self.seen_at or _repeats(pairs):
-            self.restore_clock(clock)
-            return False
-        self.commit_mark([data], mark)
-        last = run == run[-1]
-        self.seen_at = int(keys[-1])
-        self.seen = set(cpus.categories[np.unique(codes[last])])
-        remap = np.array([self._cpu_code(c) for c in cpus.categories], dtype=np.int32)
-        columns: list[np.ndarray | float] = [np.nan] * len(_COLS)
-        for (_, j), col in zip(plan, numbers, strict=True):
-            columns[j] = col.to_numpy(dtype=np.float64)
-        self._append(stamps, remap[codes], columns)
-        return True
-
-    def _append(self, stamps: np.ndarray, codes: np.ndarray, columns: list[np.ndarray | float]) -> None:
-        n = len(stamps)
-        values = [np.full(n, col) if isinstance(col, float) else col for col in columns]
-        self.parts.add([stamps, codes, *values])
-
-    def _label_seconds(self, df: pd.DataFrame, nlab: int) -> np.ndarray | None:
-        """Seconds since midnight per row, from the distinct labels of the chunk."""
-        first = df[0].array
-        if nlab == 1:
-            tokens = [(t,) for t in first.categories.tolist()]
-            codes = first.codes
-        else:
-            second = df[1].array
-            pair = first.codes.astype(np.int64) * len(second.categories) + second.codes
-            uniq, codes = np.unique(pair, return_inverse=True)
-            n2 = len(second.categories)
-            tokens = [(first.categories[u // n2], second.categories[u % n2]) for u in uniq.tolist()]
-        sods = self.label_sods(tokens)
-        return None if sods is None else np.array(sods, dtype=np.int64)[codes]
-
-    def walk(self, items: list[tuple[int, str]]) -> None:
-        """Lines by the per-line grammar, in file order: the rare forms, and chunks `_chunk` refused."""
-        stamps: list[int] = []
-        cpus: list[int] = []
-        values: list[list[float]] = [[] for _ in _COLS]
-        for line_no, line in items:
-            if not (line[:1].isdigit() and "CPU" not in line and "NODE" not in line) and not self.structure(
-                line_no, line
-            ):
-                continue
-            if self.skip_reason is not None:
-                self.skips.count += 1  # a row of the table skipped: its header is quoted
-                continue
-            got = self._row(line_no, line, self.header_line_no)
-            if got is not None:
-                stamps.append(got[0])
-                cpus.append(self._cpu_code(got[1]))
-                for col, v in zip(values, got[2], strict=True):
-                    col.append(v)
-        if stamps:
-            self._append(
-                np.array(stamps, dtype=np.int64),
-                np.array(cpus, dtype=np.int32),
-                [np.array(col, dtype=np.float64) for col in values],
-            )
-
-    def _row(self, line_no: int, line: str, header_line_no: int) -> tuple[int, str, list[float]] | None:
-        """One data row by the per-line grammar: (UTC ns, CPU, values), or None for an `Average:` row."""
-        tokens = line.split()
-        sod, used = self.label(line_no, line, tokens)
-        fields = tokens[used:]
-        if self.plan is None:
-            raise self.error(line_no, line, "a row before any mpstat `CPU %usr ...` header")
-        if self.topology and fields[:1] == ["all"] and len(fields) == self.width - self.topology:
-            fields = [fields[0], *["-"] * self.topology, *fields[1:]]  # -T: `all` has no core/socket/node
-        if len(fields) != self.width:
-            raise self.error(
-                line_no,
-                line,
-                f"{len(fields)} fields after the time, the header at line {header_line_no} has {self.width}",
-            )
-        cpu = fields[0]
-        if not _CPU_ID.match(cpu):
-            raise self.error(line_no, line, f"CPU {cpu!r} is neither `all` nor a number")
-        row = [float("nan")] * len(_COLS)
-        for i, j in self.plan:
-            row[j] = self.number(line_no, line, fields[i])
-        if sod is None:
+        if text.startswith("Linux") and self.banner(line_no, text):
+            return
+        sod, used = self.label(line_no, text, tokens)  # raises on a line that is neither
+        if sod is not None:
+            raise self.error(line_no, text, "a row before any mpstat `CPU %usr ...` header")
+        if isinstance(self.current, Skip):
+            self.table.skips.count += 1  # an `Average:` row of a table skipped: its header is quoted
+        elif isinstance(self.current, Layout):
+            block = self.table.read_lines([(line_no, text)], self.current)
+            self._check_cpus(block)
             self.averages.append(
-                {
-                    "host": self.host_name(),
-                    "cpu": cpu,
-                    **{c: record_value(v) for c, v in zip(_COLS, row, strict=True)},
-                }
+                {"host": self.host_name(), "cpu": block.fields[0][0], **self._values(block, 0)}
             )
-            return None
-        ns = self.stamp(line_no, sod)
-        key = sod + 86400 * self.day
-        if key != self.seen_at:
-            self.seen_at = key
-            self.seen = set()
-        if cpu in self.seen:
-            raise self.error(line_no, line, f"CPU {cpu} listed twice in the same interval")
-        self.seen.add(cpu)
-        return ns, cpu, row
+        else:
+            raise self.error(line_no, text, "a row before any mpstat `CPU %usr ...` header")
+
+    def _odd_row(self, line_no: int, text: str, tokens: list[str], layout: Layout) -> list[str] | None:
+        """-T: the `all` row leaves CORE SOCK NODE blank."""
+        used = label_width(text)
+        topology = layout.key.topology
+        fields = tokens[used:]
+        if topology and fields[:1] == ["all"] and len(fields) == len(layout.kinds) - topology:
+            return [*tokens[:used], "all", *["-"] * topology, *fields[1:]]
+        return None
+
+    def rows(self, block: Block) -> None:
+        cpus = self._check_cpus(block)
+        sods = self.label_seconds(block.label, block.line_nos)
+        stamps, keys = self.stamp_rows(block.line_nos, sods)
+        codes = np.asarray(cpus.codes, dtype=np.int64)
+        run = np.cumsum(np.concatenate(([0], keys[1:] != keys[:-1])))  # intervals of this block
+        continues = (run == 0) & (keys[0] == self.seen_at)  # the interval the last block ended in
+        pairs = run * len(cpus.categories) + codes
+        twice = _first_repeat(pairs)
+        names = cpus.categories
+        before = np.flatnonzero(
+            continues & np.isin(codes, [k for k, c in enumerate(names) if c in self.seen])
+        )
+        bad = [i for i in (twice, int(before[0]) if len(before) else None) if i is not None]
+        if bad:
+            i = min(bad)
+            raise self.error(
+                int(block.line_nos[i]), "", f"CPU {names[codes[i]]} listed twice in the same interval"
+            )
+        last = run == run[-1]
+        seen = set(names[np.unique(codes[last])])
+        self.seen = seen | self.seen if keys[-1] == self.seen_at else seen
+        self.seen_at = int(keys[-1])
+        remap = np.array([self._cpu_code(c) for c in names], dtype=np.int32)
+        values = [np.full(len(block), np.nan)] * len(_COLS)
+        for i, j in block.layout.key.pairs:
+            values[j] = block.fields[i]
+        self.parts.add([stamps, remap[codes], *values])
+
+    def _check_cpus(self, block: Block) -> pd.Categorical:
+        cpus = block.fields[0]
+        for k, name in enumerate(cpus.categories):
+            if not _CPU_ID.match(name):
+                i = int(np.flatnonzero(np.asarray(cpus.codes) == k)[0])
+                raise self.error(int(block.line_nos[i]), "", f"CPU {name!r} is neither `all` nor a number")
+        return cpus
+
+    def _values(self, block: Block, row: int) -> dict[str, object]:
+        out: dict[str, object] = dict.fromkeys(_COLS)
+        for i, j in block.layout.key.pairs:
+            out[_COLS[j]] = record_value(float(block.fields[i][row]))
+        return out
+
+    # ------------------------------------------------------------ the frame
 
     def _cpu_code(self, name: str) -> int:
         return self.cpu_names.setdefault(name, len(self.cpu_names))
@@ -454,16 +273,17 @@ class _Mpstat(Sysstat):
         return self.host if self.host is not None else self.banner_host
 
     def assemble(self) -> pd.DataFrame:
+        skips = self.table.skips
         attrs = {
             "averages": self.averages,
             "unknown_columns": self.unknown,
             "dropped_lines": self.dropped,
             "notes": self.notes,
             "cpus": self.banner_cpus,
-            "skipped": self.skips,
+            "skipped": skips,
         }
         n = self.parts.rows
-        self.skips.refuse_if_nothing_read(n + len(self.averages), self.lines)
+        skips.refuse_if_nothing_read(n + len(self.averages), self.lines)
         if n == 0:
             frame = _common.empty_frame(SCHEMA)
         else:
@@ -475,16 +295,15 @@ class _Mpstat(Sysstat):
                 **dict(zip(_COLS, values, strict=True)),
             }
             frame = pd.DataFrame(data, copy=False)  # one block per column, no copy
-            if {c: str(t) for c, t in frame.dtypes.items()} != SCHEMA:  # safety net; copies the frame
-                frame = _common.coerce(frame, SCHEMA)
         frame.attrs.update(attrs)
         return frame
 
 
-def _repeats(values: np.ndarray) -> bool:
-    """True when a non-negative int appears twice; a count per value where that is cheap (it is here:
-    values are interval × CPUs + CPU, so their range is about the number of rows), else a hash."""
-    top = int(values.max())
-    if top < 4 * len(values):
-        return bool(np.bincount(values, minlength=top + 1).max() > 1)
-    return len(np.unique(values)) != len(values)
+def _first_repeat(values: np.ndarray) -> int | None:
+    """The index of the first value seen before (values are non-negative ints), or None."""
+    _, first = np.unique(values, return_index=True)
+    if len(first) == len(values):
+        return None
+    mask = np.ones(len(values), dtype=bool)
+    mask[first] = False
+    return int(np.flatnonzero(mask)[0])

@@ -189,10 +189,12 @@ def test_real_mpstat_here() -> None:
 
 
 def _line_by_line(text: str, tz: str) -> pd.DataFrame:
-    """The per-line grammar alone (`walk`), the oracle of the bulk path."""
-    state = mpstat._Mpstat(text, None, tz)
-    state.walk(list(enumerate(text.split("\n")[:-1], 1)))
-    return state.assemble()
+    """The table engine reading every row one by one (`Table.read_lines`), the oracle of its bulk path."""
+    from perfkit.parsers import _table
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(_table.Table, "_bulk", lambda *args: None)
+        return mpstat.parse(text, tz=tz)
 
 
 def _long_capture() -> str:
@@ -217,12 +219,12 @@ def _long_capture() -> str:
 
 
 def test_bulk_path_reads_as_the_line_grammar(monkeypatch: pytest.MonkeyPatch) -> None:
-    from perfkit.parsers import _chunks
+    from perfkit.parsers import _chunks, _table
 
     text = _long_capture()
     expected = _line_by_line(text, "Europe/Berlin")
     # small chunks: many cuts at headers, chunks of both plans, runs split across reads
-    monkeypatch.setattr(mpstat, "CHUNK_ROWS", 97)
+    monkeypatch.setattr(_table, "CHUNK_ROWS", 97)
     monkeypatch.setattr(_chunks, "_CHUNK_BYTES", 4093)
     got = mpstat.parse(text, tz="Europe/Berlin")
     pd.testing.assert_frame_equal(got, expected)
@@ -234,9 +236,11 @@ def test_bulk_path_reads_as_the_line_grammar(monkeypatch: pytest.MonkeyPatch) ->
 
 def test_bulk_path_names_a_cpu_twice_as_the_line_grammar(monkeypatch: pytest.MonkeyPatch) -> None:
     text = _long_capture().replace("\n23:55:01       0 ", "\n23:55:01       1 ", 1)
+    from perfkit.parsers import _table
+
     with pytest.raises(ParseError) as want:
         _line_by_line(text, "UTC")
-    monkeypatch.setattr(mpstat, "CHUNK_ROWS", 97)
+    monkeypatch.setattr(_table, "CHUNK_ROWS", 97)
     with pytest.raises(ParseError) as got:
         mpstat.parse(text)
     assert str(got.value) == str(want.value) and "listed twice" in str(got.value)
