@@ -10,6 +10,10 @@ import pkgutil
 from functools import cache
 from types import ModuleType
 
+import pandas as pd
+
+from ._common import ParseContext, Source
+
 
 @cache
 def registry() -> dict[str, ModuleType]:
@@ -27,6 +31,14 @@ def get(kind: str) -> ModuleType:
         return registry()[kind]
     except KeyError:
         raise KeyError(f"unknown kind {kind!r}; known: {', '.join(sorted(registry()))}") from None
+
+
+def parse(kind: str, source: Source, context: ParseContext) -> pd.DataFrame:
+    """Parse `source` as `kind` in its context. A parser that prints only a time of day declares
+    `DATED_BY_START` and is given the capture's start to date its rows."""
+    mod = get(kind)
+    extra = {"started_at": context.started_at} if getattr(mod, "DATED_BY_START", False) else {}
+    return mod.parse(source, host=context.host, tz=context.tz, **extra)
 
 
 def sniff_kind(text: str) -> str | None:

@@ -298,6 +298,29 @@ def printed_zone(printed: str, tz: str, naive: datetime) -> str | timezone | Non
     return None if hours is None else timezone(timedelta(hours=hours), printed)
 
 
+@dataclass(frozen=True)
+class ParseContext:
+    """What the archive knows of a capture that its text may not say: the host it was taken on, that
+    host's time zone, and when the capture started (its manifest record's `started_at`, a pt-stalk
+    sample's prefix). A capture that prints only a time of day (top, iotop) is dated by the start."""
+
+    host: str | None = None
+    tz: str = "UTC"
+    started_at: pd.Timestamp | None = None
+
+
+def capture_day(first_clock_s: float, started_at: pd.Timestamp, tz: str) -> date:
+    """The day of a time-of-day capture's first clock (seconds since midnight): the one that puts
+    it nearest the capture's start, so a capture started at 23:59:59.9 whose first screen says
+    00:00:00 lands on the next day."""
+    start = pd.Timestamp(started_at)
+    start = (start.tz_localize("UTC") if start.tzinfo is None else start).tz_convert(tz).tz_localize(None)
+    first = timedelta(seconds=float(first_clock_s))
+    midnight = datetime(start.year, start.month, start.day)
+    day = min((midnight + timedelta(days=d) for d in (-1, 0, 1)), key=lambda m: abs(m + first - start))
+    return day.date()
+
+
 def clock_stamps(clock_s: np.ndarray, day0: date, tz: str) -> pd.Series:
     """UTC timestamps of seconds since the first midnight on `day0` in `tz`, for tools that print a
     time of day and no date (top, iotop); one zone lookup per distinct clock. NaN gives NaT."""

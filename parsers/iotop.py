@@ -86,9 +86,10 @@ import pyarrow.csv as pa_csv
 from perfkit.errors import ParseError
 
 from ._chunks import Interned, byte_pieces, walk_text
-from ._common import Lines, Source, clock_stamps, coerce, empty_frame, text_column
+from ._common import Lines, Source, capture_day, clock_stamps, coerce, empty_frame, text_column
 
 KIND = "iotop"
+DATED_BY_START = True  # iotop -t prints a time of day only: `parse(started_at=...)` dates the rows
 
 SCHEMA: dict[str, str] = {
     "timestamp": "datetime64[ns, UTC]",
@@ -556,7 +557,12 @@ def _distinct(column: pd.Series) -> tuple[list[str], np.ndarray]:
 
 
 def parse(
-    source: Source, *, host: str | None = None, tz: str = "UTC", date: date | str | None = None
+    source: Source,
+    *,
+    host: str | None = None,
+    tz: str = "UTC",
+    date: date | str | None = None,
+    started_at: pd.Timestamp | None = None,
 ) -> pd.DataFrame:
     """Parse an iotop batch capture into one row per task line.
 
@@ -564,7 +570,9 @@ def parse(
         source: path, text stream or string.
         host: host name to put in the `host` column.
         tz: the capturing host's time zone (for `timestamp`, with `date`).
-        date: the capture's date (manifest), `datetime.date` or `YYYY-MM-DD`; iotop prints none.
+        date: the capture's date, `datetime.date` or `YYYY-MM-DD`; iotop prints none.
+        started_at: when the capture started (the manifest's), instead of `date`: the day of the
+            first clock is the one nearest it (`_common.capture_day`).
 
     Returns:
         A frame with exactly the `SCHEMA` columns; `attrs` `totals`, `dropped_lines`,
@@ -600,6 +608,8 @@ def parse(
         return np.concatenate([chunk.pop(name) for chunk in st.chunks])
 
     clock_s = column("clock_s")
+    if day0 is None and started_at is not None and not np.isnan(clock_s).all():
+        day0 = capture_day(clock_s[~np.isnan(clock_s)][0], started_at, tz)
     data: dict[str, object] = {
         "timestamp": _stamps(clock_s, day0, tz) if day0 is not None else _no_stamps(n),
         "clock_s": clock_s,

@@ -90,9 +90,10 @@ import pandas as pd
 
 from perfkit.errors import ParseError
 
-from ._common import Lines, Source, coerce, empty_frame, parse_clock, text_column
+from ._common import Lines, Source, capture_day, clock_stamps, coerce, empty_frame, parse_clock, text_column
 
 KIND = "top"
+DATED_BY_START = True  # top prints a time of day only: `parse(started_at=...)` dates the rows
 CHUNK_ROWS = 16384  # task rows converted at once: bounds the buffered text, amortises numpy calls
 # Split rows are regrouped into columns every STAGE_ROWS rows: few enough that the split lists are
 # still in the CPU cache (holding 16 k rows of lists costs 3x the split itself).
@@ -236,13 +237,17 @@ def is_task_header(labels: list[str]) -> bool:
     return {"PID", "%CPU", "COMMAND"} <= set(labels) and not _TOP_ONLY.isdisjoint(labels)
 
 
-def parse(source: Source, *, host: str | None = None, tz: str = "UTC") -> pd.DataFrame:
+def parse(
+    source: Source, *, host: str | None = None, tz: str = "UTC", started_at: pd.Timestamp | None = None
+) -> pd.DataFrame:
     """Parse a `top -b` capture into one row per task (thread under -H) per iteration.
 
     Args:
         source: path, text stream or string.
         host: host name for the `host` column.
-        tz: unused (top prints no date and no zone); accepted for the common parser signature.
+        tz: the host's time zone, for `started_at`'s wall clock (top prints no date and no zone).
+        started_at: when the capture started (the manifest's): the day of the first screen's clock is
+            the one nearest it (`_common.capture_day`); without it `timestamp` is NaT.
 
     Returns:
         A frame with exactly the `SCHEMA` columns; attrs `dropped_lines`, `unknown_columns`,
@@ -265,7 +270,10 @@ def parse(source: Source, *, host: str | None = None, tz: str = "UTC") -> pd.Dat
             "iteration 0's cpu_pct is CPU time since each task started (top's first screen), "
             "not an interval figure: use iterations >= 1 for rates"
         )
-    notes.append("top prints no date: timestamp is NaT, clock_s is seconds since midnight of the capture day")
+    if started_at is None:
+        notes.append(
+            "top prints no date: timestamp is NaT, clock_s is seconds since midnight of the capture day"
+        )
     if st.headless:
         notes.append("a task table without top's summary lines first: clock_s NaN, no summary values")
     attrs = {
@@ -301,6 +309,10 @@ def parse(source: Source, *, host: str | None = None, tz: str = "UTC") -> pd.Dat
             )
         else:
             data[col] = np.concatenate(parts)
+    clocks = np.asarray(data["clock_s"], dtype=np.float64)
+    if started_at is not None and not np.isnan(clocks).all():
+        day = capture_day(clocks[~np.isnan(clocks)][0], started_at, tz)
+        data["timestamp"] = clock_stamps(clocks, day, tz)
     # copy=False: the columns are new arrays; copying them into one block would only cost time
     df = coerce(pd.DataFrame(data, copy=False), SCHEMA)
     df.attrs.update(attrs)

@@ -9,7 +9,6 @@ Nothing is dropped silently: a file no parser claims, or one whose parse failed,
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
 from pathlib import Path
 
 import pandas as pd
@@ -17,7 +16,7 @@ import pandas as pd
 from perfkit import parsers, ptstalk
 from perfkit.archive import Archive
 from perfkit.errors import ParseError
-from perfkit.parsers._common import Skips, clock_stamps, head, skips_of
+from perfkit.parsers._common import ParseContext, Skips, head, skips_of
 
 # Kinds perfkit records on purpose without parsing them, and why.
 KEPT_UNPARSED = {
@@ -177,34 +176,20 @@ def load_dataset(archive: Archive, *, tz: str = "UTC") -> Dataset:
             host, step, file_tz = None, None, tz
             if rel in stalk:  # a pt-stalk file of a kind it does not name: sniffed, kept in its window
                 host, step = stalk[rel].host, stalk[rel].prefix
+        # when the capture started (its record's, its pt-stalk sample's): dates a time-of-day capture
+        started = (
+            rec.get("started_at") if rec is not None else stalk[rel].started_at if rel in stalk else None
+        )
+        context = ParseContext(host, file_tz, pd.Timestamp(started) if started else None)
         try:
-            frame = parsers.get(kind).parse(path, host=host, tz=file_tz)
+            frame = parsers.parse(kind, path, context)
         except ParseError as exc:
             ds.unparsed.append({"path": rel, "reason": _relative_message(exc, rel)})
             continue
-        if rec is not None and rec.get("started_at"):
-            _anchor_clock(frame, rec["started_at"], file_tz)
-        elif rel in stalk:
-            _anchor_clock(frame, stalk[rel].started_at, file_tz)
+        if rec is None and rel in stalk:
             ptstalk.stamp(frame, stalk[rel].started_at)
         ds.captures.append(Capture(path=rel, kind=kind, host=host, step=step, frame=frame))
     return ds
-
-
-def _anchor_clock(frame: pd.DataFrame, started_at: str, tz: str) -> None:
-    """Timestamps for a capture that prints a time of day and no date (top, iotop: `clock_s`, seconds
-    since its first midnight): the day is the one that puts the first clock nearest the record's
-    start, so a capture started at 23:59:59.9 whose first screen says 00:00:00 lands on the next."""
-    if "clock_s" not in frame.columns or frame.empty or frame["timestamp"].notna().any():
-        return
-    clocks = frame["clock_s"].dropna()
-    if clocks.empty:
-        return
-    start = pd.Timestamp(started_at).tz_convert(tz).tz_localize(None).to_pydatetime()  # host wall clock
-    first = timedelta(seconds=float(clocks.iloc[0]))
-    midnight = datetime(start.year, start.month, start.day)
-    day = min((midnight + timedelta(days=d) for d in (-1, 0, 1)), key=lambda m: abs(m + first - start))
-    frame["timestamp"] = clock_stamps(frame["clock_s"].to_numpy(), day.date(), tz).set_axis(frame.index)
 
 
 def _sniff(path: Path) -> tuple[str | None, str]:

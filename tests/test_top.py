@@ -164,3 +164,23 @@ def test_sniff() -> None:
         assert top.sniff(f.read_text()), f.name
     others = [f for f in FIXTURES.glob("*/*.txt") if f.parent.name != "top"]
     assert others and not [f for f in others if top.sniff(f.read_text(errors="replace"))]
+
+
+def test_the_capture_start_dates_the_rows() -> None:
+    # top prints the host's wall clock, `top - 07:20:01`: started 2026-11-22 23:20:00.95 UTC, which is
+    # 07:20:00.95 on the 23rd in Shanghai, the first screen is 2026-11-23 07:20:01 +08:00
+    import pandas as pd
+
+    start = pd.Timestamp("2026-11-22T23:20:00.950Z")
+    df = top.parse(THREADS, tz="Asia/Shanghai", started_at=start)
+    assert df["timestamp"].iloc[0] == pd.Timestamp("2026-11-22T23:20:01Z")
+    assert (df["timestamp"] - df["timestamp"].iloc[0]).dt.total_seconds().tolist() == (
+        df["clock_s"] - df["clock_s"].iloc[0]
+    ).tolist()
+    assert not any("timestamp is NaT" in n for n in df.attrs["notes"])
+    # the same start through the registry's context
+    from perfkit import parsers
+    from perfkit.parsers._common import ParseContext
+
+    via = parsers.parse("top", THREADS, ParseContext("db1", "Asia/Shanghai", start))
+    assert via["timestamp"].equals(df["timestamp"]) and via["host"].eq("db1").all()
