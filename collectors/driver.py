@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from perfkit.archive import MANIFEST, PACKED_SUFFIXES, check_new_output, pack
+from perfkit.errors import ConfigError
 from perfkit.transport import HostSpec
 
 from . import db_snapshot, session
@@ -51,6 +52,15 @@ class LoadRunner(Protocol):
     def run(self, threads: int, time_s: int, out: Path, *, stop: object | None = None) -> Any: ...
 
 
+class PlanError(ConfigError, ValueError):
+    """A sweep that cannot run as planned. `option` is the `perfkit run` option at fault, spelled as
+    on the command line (the CLI turns it into a usage error naming it), None when no option sets it."""
+
+    def __init__(self, option: str | None, reason: str):
+        self.option, self.reason = option, reason
+        super().__init__(f"{option}: {reason}" if option else reason)
+
+
 @dataclass(frozen=True)
 class Adaptive:
     """Search for the peak instead of a fixed list: double from `start` with short probing steps
@@ -66,9 +76,9 @@ class Adaptive:
 
     def __post_init__(self) -> None:
         if not (1 <= self.start <= self.max_threads):
-            raise ValueError("adaptive: need 1 ≤ start ≤ max threads")
+            raise PlanError("--start-threads/--max-threads", "adaptive: need 1 ≤ start ≤ max threads")
         if not (0 < self.probe_share <= 1) or self.noise_pct < 0:
-            raise ValueError("adaptive: probe share in (0, 1], noise ≥ 0")
+            raise PlanError(None, "adaptive: probe share in (0, 1], noise ≥ 0")
 
 
 @dataclass(frozen=True)
@@ -84,13 +94,15 @@ class Plan:
 
     def __post_init__(self) -> None:
         if self.adaptive is None and (not self.threads or any(t < 1 for t in self.threads)):
-            raise ValueError("threads: one or more positive counts")
+            raise PlanError("--threads", "threads: one or more positive counts")
         if len(set(self.threads)) != len(self.threads):
-            raise ValueError("threads: a count appears twice")
-        if self.time_s < 1 or self.warmup_s < 0 or self.cooldown_max_s < 0:
-            raise ValueError("time must be ≥ 1 s; warm-up and cool-down ≥ 0")
+            raise PlanError("--threads", "threads: a count appears twice")
+        if self.time_s < 1:
+            raise PlanError("--time", "a step lasts at least 1 s")
+        if self.warmup_s < 0 or self.cooldown_max_s < 0:
+            raise PlanError("--warmup" if self.warmup_s < 0 else "--cooldown-max", "must be ≥ 0 s")
         if self.on_failure not in ("stop", "continue"):
-            raise ValueError("on_failure: stop or continue")
+            raise PlanError("--on-failure", "on_failure: stop or continue")
 
 
 @dataclass
