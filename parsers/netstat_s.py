@@ -14,7 +14,12 @@ with per-second rates between snapshots.
 
 `nstat` (iproute2) prints `#kernel` and then `NameOfCounter  value  rate` lines; `nstat -a` gives the
 absolute values, plain `nstat` the increments since its last run (said in `notes`; the rates below
-are then wrong, so pass -a).
+are then wrong, so pass -a). perfkit's own `nstat` capture (collectors/captures.py) is such a series:
+`date '+TS %s.%N %F %T'` and `nstat -asz` with the TCP counters the net.* rules read, once a second.
+
+`netstat -s` prints most TcpExt counters only when they are not zero (net-tools' `opt_number`), so a
+counter absent from a snapshot is not read here; analyzers/net.py takes the ones it reads as 0 in a
+snapshot with a TcpExt section.
 
 Each counter gets the nstat name (`TcpRetransSegs`, `TcpExtListenOverflows`) where netstat's text is a
 known one (`_NAMES` below, from net-tools' statistics.c), else `<Section>:<text>` with the number

@@ -24,6 +24,8 @@ RULE_IDS = (
     "disk.saturated",
     "numa.remote-memory",
     "net.port-exhaustion",
+    "net.retransmits",
+    "net.listen-overflow",
     "cpu.saturated",
     "cpu.hot-thread",
     "io.top-writer",

@@ -16,7 +16,9 @@ Sources, best first where several captures measure the same thing (the others ar
 | disk | saturation | aqu-sz, await (ms) per device | iostat, sar/sadf `-d` |
 | net | utilization | rx+tx kB/s per interface (not lo) | sar/sadf `-n DEV` |
 | net | saturation | TIME_WAIT sockets | ss |
-| net | errors | TCP retransmits/s | sar/sadf `-n ETCP` |
+| net | errors | TCP retransmits/s | sar/sadf `-n ETCP`, nstat / `netstat -s` series |
+| net | errors | TCP retransmits % of segments sent | nstat / `netstat -s` series |
+| net | errors | listen queue drops/s (what a full accept queue dropped) | nstat / `netstat -s` series |
 
 The CPU count for run queue / CPU is `Dataset.cpu_count` (nproc, sysstat banners, listed CPUs, psutil).
 Rows are per host and per sweep step (a `perfkit run` archive has captures per step); the first
@@ -236,6 +238,8 @@ def _rows_of(cap: Capture, cpus: dict[tuple[str | None, str | None], int]) -> li
     elif cap.kind == "ss":
         tw = f["timewait_sockets"] if f["timewait_sockets"].notna().any() else f["tcp_timewait"]
         add(0, _row(cap, "net", "tcp", "saturation", "TIME_WAIT sockets", "sockets", tw))
+    elif cap.kind == "netstat_s":
+        add(1, _tcp_errors(cap))
     elif cap.kind == "psutil":
         add(3, _row(cap, "cpu", "all", "utilization", BUSY, "%", 100 - f["cpu_idle_pct"].astype(float)))
         add(2, _runq(cap, f["load1"], cpus))
@@ -258,6 +262,24 @@ def _hottest(cap: Capture, f: pd.DataFrame, col: str) -> list[UseRow]:
         return []
     cpu = str(means.idxmax())
     return _row(cap, "cpu", f"cpu {cpu}", "utilization", HOTTEST, "%", busy[per[col].astype(str) == cpu])
+
+
+def _tcp_errors(cap: Capture) -> list[UseRow]:
+    """TCP's error counters a second, from perfkit's nstat capture or a `netstat -s` series (the rates
+    the net.* rules read: analyzers/net.py `tcp_rates`)."""
+    from perfkit.analyzers.net import tcp_rates  # analysis imports nothing of reports: no cycle
+
+    r = tcp_rates(cap.frame, cap.kind)
+    rows: list[UseRow] = []
+    if "retrans" in r:
+        rows += _row(cap, "net", "tcp", "errors", "TCP retransmits", "segments/s", r["retrans"])
+        if "out_segs" in r:
+            share = 100 * r["retrans"] / r["out_segs"].where(r["out_segs"] > 0)
+            rows += _row(cap, "net", "tcp", "errors", "TCP retransmits % of segments sent", "%", share)
+    drops = r["drops"] if "drops" in r else r.get("overflows")
+    if drops is not None:
+        rows += _row(cap, "net", "tcp", "errors", "listen queue drops", "/s", drops)
+    return rows
 
 
 def _disk_rows(cap: Capture, dev: str, g: pd.DataFrame) -> list[UseRow]:
