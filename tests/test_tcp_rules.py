@@ -203,3 +203,23 @@ def test_a_sweep_step_is_read_over_its_load_window() -> None:
     assert f.window[0].startswith("2026-11-27T15:42:23.918588") and f.window[1].startswith(
         "2026-11-27T15:42:26.918588"
     )
+
+
+def test_back_log_of_the_database_in_the_evidence() -> None:
+    from perfkit.parsers import mysql_variables
+
+    # the lab MariaDB's variables (`back_log<TAB>152`): its listen() backlog, under somaxconn 4096
+    path = FIXTURES / "mysql_variables" / "mariadb-10.11-client-batch-first-40.txt"
+    ds = with_sysctl(dataset(nstat(BACKLOG_1)))
+    ds.captures.append(
+        Capture(
+            "db/db1/t0016/variables.txt",
+            "mysql_variables",
+            "db1",
+            "t0016",
+            mysql_variables.parse(path, host="db1"),
+        )
+    )
+    [f] = net.listen_overflow(ds, None, TH)
+    assert f.evidence["back_log"] == 152 and f.evidence["somaxconn"] == 4096
+    assert "net.core.somaxconn 4096, the database's back_log 152" in f.summary
