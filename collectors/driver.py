@@ -13,6 +13,9 @@ A step is judged from the load generator's parsed output (load_sysbench.judge). 
 ends the sweep (`on_failure="stop"`, the default: a dead database fails every later step too)
 or is skipped over (`"continue"`); a degraded step (errors, reconnects, zero-TPS seconds) is kept
 and the sweep goes on.
+
+`collectors/plan.py` (`run_plan`) calls `run_sweep` with a checked `SweepPlan`; `Plan` and
+`Adaptive` refuse a bad value with a `PlanError` naming the `perfkit run` option it came from.
 """
 
 from __future__ import annotations

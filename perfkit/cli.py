@@ -13,10 +13,8 @@ from __future__ import annotations
 
 import contextlib
 import json
-import signal
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +23,6 @@ import click
 from perfkit import __version__
 from perfkit.archive import check_new_output, printable
 from perfkit.errors import PerfkitError
-from perfkit.findings import count
 
 EXIT_ERROR = 1
 EXIT_FINDINGS = 4
@@ -695,11 +692,10 @@ def _run_options(tool: str, default_db: str) -> Any:
 @click.option("--sb-opt", "sb_opts", multiple=True, metavar="--KEY=VALUE", help="More sysbench/Lua options.")
 def run_sysbench(**kw: Any) -> None:
     """sysbench against MySQL/MariaDB/TiDB, one step per thread count."""
-    from perfkit.collectors.load_sysbench import SysbenchRunner, Workload
+    from perfkit.collectors.load_sysbench import Workload
+    from perfkit.collectors.plan import Sysbench
 
-    check_new_output(kw["output"])
-    db = _db_target(kw)
-    try:
+    def load() -> Sysbench:
         workload = Workload(
             name=kw["workload"],
             script=kw["lua_script"],
@@ -709,17 +705,9 @@ def run_sysbench(**kw: Any) -> None:
             histogram=kw["histogram"],
             extra=tuple(kw["sb_opts"]),
         )
-    except ValueError as exc:
-        raise click.BadParameter(str(exc)) from None
-    record = {
-        "workload": workload.test,
-        "tables": workload.tables,
-        "table_size": workload.table_size,
-        "percentile": workload.percentile,
-        "sysbench_options": list(workload.extra),
-    }
-    with SysbenchRunner(db, workload, binary=kw["binary"], host=_load_host(kw, db)) as runner:
-        _sweep(kw, db, runner, record, what=f"{workload.test}")
+        return Sysbench(workload, binary=kw["binary"])
+
+    _run_plan(_sweep_plan(kw, load, hint="--workload/--lua/--sb-opt"))
 
 
 @run.command("ycsb")
@@ -750,40 +738,23 @@ def run_sysbench(**kw: Any) -> None:
 @click.option("--tikv-type", type=click.Choice(["raw", "txn"]), default="raw", show_default=True)
 def run_ycsb(**kw: Any) -> None:
     """go-ycsb against MySQL/MariaDB/TiDB or TiKV, one step per thread count."""
-    from perfkit.collectors.load_goycsb import GoYcsbRunner, YcsbWorkload
+    from perfkit.collectors.load_goycsb import YcsbWorkload
+    from perfkit.collectors.plan import Ycsb
 
     tikv = kw["ycsb_db"] == "tikv"
     if tikv != bool(kw["pd"]):
         raise click.UsageError("--pd goes with --db tikv, and --db tikv needs --pd")
-    if tikv and kw["cleanup"]:
-        raise click.UsageError("--cleanup: perfkit cannot delete the keys go-ycsb loaded into TiKV")
-    check_new_output(kw["output"])
-    db = None if tikv else _db_target(kw)
-    try:
+
+    def load() -> Ycsb:
         props = tuple(tuple(p.split("=", 1)) for p in kw["props"])
         if any(len(p) != 2 for p in props):
-            raise ValueError("--prop takes NAME=VALUE")
+            raise click.BadParameter("takes NAME=VALUE", param_hint="--prop")
         workload = YcsbWorkload(
             name=kw["workload"], file=kw["workload_file"], recordcount=kw["recordcount"], props=props
         )
-    except ValueError as exc:
-        raise click.BadParameter(str(exc)) from None
-    record = {"workload": workload.label, "recordcount": workload.recordcount, "properties": dict(props)}
-    if tikv:
-        record.update(pd=kw["pd"], tikv_type=kw["tikv_type"])
-    try:
-        runner = GoYcsbRunner(
-            db,
-            workload,
-            binary=kw["binary"],
-            host=_load_host(kw, db),
-            pd=kw["pd"],
-            tikv_type=kw["tikv_type"],
-        )
-    except ValueError as exc:
-        raise click.BadParameter(str(exc)) from None
-    with runner:
-        _sweep(kw, db, runner, record, what=f"YCSB {workload.label}")
+        return Ycsb(workload, binary=kw["binary"], pd=kw["pd"], tikv_type=kw["tikv_type"])
+
+    _run_plan(_sweep_plan(kw, load, hint="--workload/--workload-file/--prop", database=not tikv))
 
 
 @run.command("tpcc")
@@ -791,55 +762,46 @@ def run_ycsb(**kw: Any) -> None:
 @click.option("--warehouses", type=click.IntRange(1), default=1, show_default=True)
 def run_tpcc(**kw: Any) -> None:
     """go-tpc TPC-C against MySQL/MariaDB/TiDB, one step per thread count."""
-    from perfkit.collectors.load_gotpc import GoTpcRunner
+    from perfkit.collectors.plan import Tpcc
 
-    check_new_output(kw["output"])
-    db = _db_target(kw)
+    _run_plan(_sweep_plan(kw, lambda: Tpcc(kw["warehouses"], binary=kw["binary"]), hint="--warehouses"))
+
+
+def _sweep_plan(kw: dict[str, Any], load: Any, *, hint: str, database: bool = True) -> Any:
+    """A run command's options as a checked `SweepPlan`; a bad value is a click error naming its
+    option. `load()` makes the command's load (a workload it refuses raises ValueError: `hint`
+    names the options it came from); `database`: False for go-ycsb on TiKV."""
+    from perfkit.collectors import driver
+    from perfkit.collectors.mysql_sampler import DbTarget
+    from perfkit.collectors.plan import PlanError, SweepPlan, capture_options, read_password
+    from perfkit.transport import LOCAL
+
+    check_new_output(kw["output"])  # first: a used output is refused before anything else is looked at
     try:
-        runner = GoTpcRunner(db, warehouses=kw["warehouses"], binary=kw["binary"], host=_load_host(kw, db))
-    except ValueError as exc:
-        raise click.BadParameter(str(exc)) from None
-    with runner:
-        _sweep(
-            kw, db, runner, {"warehouses": kw["warehouses"]}, what=f"TPC-C at {kw['warehouses']} warehouse(s)"
-        )
-
-
-def _load_host(kw: dict[str, Any], db: Any) -> Any:
-    """Where the load generator runs: here, or the --client-host over SSH (connected now: a bad host
-    fails before anything starts)."""
-    from perfkit.collectors._load import LoadHost
-    from perfkit.transport import connect, parse_host
-
-    if not kw["client_host"]:
-        return LoadHost(secrets=_secrets(db))
-    spec = parse_host(
-        kw["client_host"],
-        ssh_config=kw["ssh_config"],
-        known_hosts=kw["known_hosts"],
-        key_filename=kw["identity"],
-        accept_new_host_key=kw["accept_new_host_key"],
-    )
-    return LoadHost(connect(spec), secrets=_secrets(db))
-
-
-def _secrets(db: Any) -> tuple[str, ...]:
-    return (db.password,) if db is not None and db.password else ()
-
-
-def _sweep(kw: dict[str, Any], db: Any, runner: Any, record: dict[str, Any], *, what: str) -> None:
-    """Preflight, prepare, the sweep, cleanup and the report: the same for every load generator."""
-    from perfkit.collectors import captures, driver, session
-
-    if bool(kw["threads"]) == kw["adaptive"]:
-        raise click.UsageError("give either --threads or --adaptive")
-    try:
+        db = None
+        if database:
+            db = DbTarget(
+                host=kw["mysql_host"],
+                port=kw["mysql_port"],
+                user=kw["mysql_user"],
+                db=kw["mysql_db"],
+                password=read_password(kw["mysql_password_file"]),
+                socket=kw["mysql_socket"],
+            )
+        try:
+            spec = load()
+        except PlanError:
+            raise
+        except ValueError as exc:  # the workload's own checks
+            raise click.BadParameter(str(exc), param_hint=hint) from None
+        if bool(kw["threads"]) == kw["adaptive"]:
+            raise click.UsageError("give either --threads or --adaptive")
         adaptive = None
         if kw["adaptive"]:
             adaptive = driver.Adaptive(
                 start=kw["start_threads"], max_threads=kw["max_threads"], p95_sla_ms=kw["p95_sla_ms"]
             )
-        plan = driver.Plan(
+        steps = driver.Plan(
             threads=kw["threads"] or (),
             adaptive=adaptive,
             time_s=kw["time_s"],
@@ -847,156 +809,69 @@ def _sweep(kw: dict[str, Any], db: Any, runner: Any, record: dict[str, Any], *, 
             cooldown_max_s=kw["cooldown_max"],
             on_failure=kw["on_failure"],
         )
-    except ValueError as exc:
-        raise click.BadParameter(str(exc)) from None
-    local = kw["collect_local"] if kw["collect_local"] is not None else not kw["client_host"]
-    on = ",".join(x for x in (kw["client_host"], kw["collect_on"]) if x)
-    targets, _roles = _targets(
-        local,
-        on,
-        kw["inventory"],
-        kw["ssh_config"],
-        kw["known_hosts"],
-        kw["identity"],
-        kw["accept_new_host_key"],
-    )
-    specs = captures.profile(kw["profile"])
-    try:
-        if kw["perf_process"]:
-            specs += captures.perf_specs(kw["perf_process"])
-        opts = session.Options(
-            window=1, specs=specs, secrets=_secrets(db), watch=kw["watch"], pprof=tuple(kw["pprof_urls"])
+
+        def hosts(local: bool, names: str | None, inventory: Path | None) -> tuple[Any, ...]:
+            ssh = (kw["ssh_config"], kw["known_hosts"], kw["identity"], kw["accept_new_host_key"])
+            return tuple(_targets(local, names, inventory, *ssh)[0])
+
+        load_hosts = hosts(False, kw["client_host"], None)
+        local = kw["collect_local"] if kw["collect_local"] is not None else not load_hosts
+        # every load host is captured too
+        on = ",".join(x for x in (kw["client_host"], kw["collect_on"]) if x)
+        return SweepPlan(
+            load=spec,
+            steps=steps,
+            output=kw["output"],
+            db=db,
+            load_hosts=load_hosts or (LOCAL,),
+            capture_hosts=hosts(local, on, kw["inventory"]),
+            capture=capture_options(
+                kw["profile"], perf=kw["perf_process"], watch=kw["watch"], pprof=tuple(kw["pprof_urls"])
+            ),
+            db_sampler=not kw["no_db_sampler"],
+            prepare=kw["prepare"],
+            cleanup=kw["cleanup"],
+            report=not kw["no_report"],
+            plan_file=kw["plan"],
+            options={k: v for k, v in kw.items() if k != "plan"},
         )
-    except ValueError as exc:
-        raise click.BadParameter(str(exc), param_hint="--watch/--perf/--pprof") from None
-    record = {
-        "plan_file": str(kw["plan"]) if kw["plan"] else None,
-        "options": {k: (str(v) if isinstance(v, Path) else v) for k, v in kw.items() if k != "plan"},
-        **record,
-        "load_host": runner.host.name,
-        "database": None
-        if db is None
-        else {"host": db.host, "port": db.port, "socket": db.socket, "user": db.user, "db": db.db},
-    }
-    with _interrupts_raise():
-        try:
-            runner.preflight()
-            if kw["prepare"]:
-                click.echo(f"preparing the {what} tables", err=True)
-                runner.prepare()
-            record["table_rows"] = runner.check_tables()
-        except KeyboardInterrupt:
-            runner.close()  # its private dir with the secrets goes; a prepare was stopped by pid
-            with contextlib.suppress(OSError):  # after SIGHUP there is no terminal to write to
-                click.echo(f"interrupted before the sweep: nothing written to {kw['output']}", err=True)
-            sys.exit(session.EXIT_INTERRUPTED)
-    steps = "an adaptive search" if adaptive else f"{len(plan.threads)} steps"
-    click.echo(
-        f"sweeping {runner.version} {what} over {steps} of {plan.time_s}s from {runner.host.name}, "
-        f"capturing {len(targets)} host(s) -> {kw['output']}",
-        err=True,
-    )
-    result = driver.run_sweep(
-        runner,
-        plan,
-        kw["output"],
-        hosts=targets,
-        opts=opts,
-        db=None if kw["no_db_sampler"] else db,
-        plan_record=record,
-        progress=lambda msg: click.echo(printable(msg), err=True),
-    )
-    cleanup_failed = ""
-    if kw["cleanup"] and result.manifest["status"] != "interrupted":
-        try:
-            runner.cleanup()
-        except (PerfkitError, OSError) as exc:  # the archive is written: report it, do not lose it
-            cleanup_failed = str(exc) or type(exc).__name__
-    click.echo(f"{'step':8s} {'threads':>7s} {'time':>5s} {'TPS':>10s} {'status':12s} reason")
-    for st in result.steps:
-        tps = f"{st.tps:,.1f}" if st.tps is not None else "-"
-        click.echo(
-            f"{st.name:8s} {st.threads:7d} {st.time_s:4d}s {tps:>10s} {st.status:12s} {printable(st.reason)}"
-        )
-    why = printable(result.manifest["sweep"]["stopped_because"])
-    click.echo(f"{count(len(result.steps), 'step')}; stopped: {why}")
-    click.echo(f"{result.manifest['status']}: wrote {result.path} in {result.wall_s:.0f}s")
-    complete = True
-    if not kw["no_report"] and any(st.status in ("ok", "degraded") for st in result.steps):
-        complete = _report_beside(result.path)
-    if cleanup_failed:
-        click.echo(f"warning: --cleanup failed: {printable(cleanup_failed)}", err=True)
-        # a complete sweep whose tables were not dropped is partial; a worse status stays
-        sys.exit(session.EXIT_PARTIAL if result.exit_code == session.EXIT_OK else result.exit_code)
-    # the run's own outcome first; a complete run whose report lacks a failed rule's say is incomplete
-    sys.exit(result.exit_code if result.exit_code != session.EXIT_OK or complete else EXIT_INCOMPLETE)
+    except PlanError as exc:
+        raise click.BadParameter(exc.reason, param_hint=exc.option) from None
 
 
-@contextlib.contextmanager
-def _interrupts_raise() -> Iterator[None]:
-    """Ctrl-C, SIGTERM and SIGHUP raise KeyboardInterrupt once, and are ignored while it unwinds
-    (the load tool stopped, its secrets' dir removed); the previous handlers come back after.
-    Without this, SIGTERM killed perfkit at once and left both behind."""
-    fired = False
+def _run_plan(plan: Any) -> None:
+    """Run a checked plan and say what it did: progress on stderr; the step table, then the
+    report's summary, on stdout; the exit code from the run, then the report."""
+    from perfkit.collectors import session
+    from perfkit.collectors.plan import InterruptedBeforeSweep, PlanError, run_plan, step_lines
 
-    def handler(signum: int, frame: object) -> None:
-        nonlocal fired
-        if not fired:
-            fired = True
-            raise KeyboardInterrupt
+    def table(result: Any) -> None:  # before the analysis, which takes a while on a long sweep
+        for line in step_lines(result):
+            click.echo(printable(line))
 
-    previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
     try:
-        yield
-    finally:
-        for sig, old in previous.items():
-            signal.signal(sig, old)
+        result = run_plan(plan, progress=lambda msg: click.echo(printable(msg), err=True), swept=table)
+    except InterruptedBeforeSweep as exc:
+        with contextlib.suppress(OSError):  # after SIGHUP there is no terminal to write to
+            click.echo(printable(str(exc)), err=True)
+        sys.exit(session.EXIT_INTERRUPTED)
+    except PlanError as exc:
+        raise click.BadParameter(exc.reason, param_hint=exc.option) from None
+    report = result.report
+    if report is not None and report.error:
+        click.echo(f"report: not written: {report.error}", err=True)
+    elif report is not None:
+        from perfkit.pipeline import summary_lines
 
-
-def _db_target(kw: dict[str, Any]) -> Any:
-    """The database to load, with the password from a 0600 file or the environment (never argv)."""
-    import os
-    import stat
-
-    from perfkit.collectors.mysql_sampler import DbTarget
-
-    password = os.environ.get("PERFKIT_MYSQL_PASSWORD", "")
-    pw_file: Path | None = kw["mysql_password_file"]
-    if pw_file is not None:
-        mode = pw_file.stat().st_mode
-        if mode & (stat.S_IRWXG | stat.S_IRWXO):
-            raise click.BadParameter(
-                f"{pw_file} is readable by others (mode {stat.S_IMODE(mode):04o}); chmod 600 it",
-                param_hint="--mysql-password-file",
-            )
-        password = pw_file.read_text(encoding="utf-8").rstrip("\n")
-    return DbTarget(
-        host=kw["mysql_host"],
-        port=kw["mysql_port"],
-        user=kw["mysql_user"],
-        db=kw["mysql_db"],
-        password=password,
-        socket=kw["mysql_socket"],
-    )
-
-
-def _report_beside(archive: Path) -> bool:
-    """Analyze a fresh archive and write its report into `<archive>-report/`; False when a rule
-    failed (the report says which)."""
-    from perfkit.pipeline import analyze_path, summary_lines, write_reports
-
-    name = archive.name.removesuffix(".tar.gz").removesuffix(".tgz")
-    outdir = archive.with_name(f"{name}-report")
-    try:
-        analysis = analyze_path(archive)
-    except PerfkitError as exc:
-        click.echo(f"report: not written: {exc}", err=True)
-        return True  # the archive is the run's result; why its report is missing was said
-    written = write_reports(analysis, outdir)
-    for line in summary_lines(analysis):
-        click.echo(line)
-    click.echo("wrote " + ", ".join(str(p) for p in written))
-    return analysis.complete
+        for line in summary_lines(report.analysis):
+            click.echo(line)
+        click.echo("wrote " + ", ".join(str(p) for p in report.files))
+    if result.cleanup_error:
+        click.echo(f"warning: --cleanup failed: {printable(result.cleanup_error)}", err=True)
+    code = result.exit_code  # the run's own outcome first (a failed --cleanup makes it partial)
+    if code == session.EXIT_OK and report is not None and not report.complete:
+        code = EXIT_INCOMPLETE  # a complete run whose report lacks a failed rule's say
+    sys.exit(code)
 
 
 def _targets(
