@@ -9,6 +9,10 @@ own digest text, used as it is), so `id = 5` and `id = 7` count as one statement
 no statement (idle inside its transaction, or committing) is `IDLE`: the wait is on the client's
 side of the transaction, not on any statement.
 
+pt-stalk's `-lock-waits` (kind `ptstalk_lock_waits`, the same columns) is read alike: its snapshots
+carry no second of their own (all dated at the collection's start), so they are told apart by their
+`snapshot` number, and a capture window takes only its own collection's (`step`): collections overlap.
+
 `db.lock-contention` puts the first few in its evidence ("the statements and tables that block most").
 """
 
@@ -23,6 +27,7 @@ import pandas as pd
 from perfkit.dataset import Dataset
 
 KIND = "mysql_lock_waits"
+KINDS = (KIND, "ptstalk_lock_waits")  # perfkit's snapshots, pt-stalk's -lock-waits (the same columns)
 IDLE = "(no statement: idle in its transaction or committing)"
 
 _STRING = re.compile(r"'(?:[^'\\]|\\.|'')*'|\"(?:[^\"\\]|\\.|\"\")*\"")
@@ -41,6 +46,7 @@ class Blocker:
     waiting: int  # waits on it: waiting transactions, counted once per snapshot
     longest_wait_s: float  # the longest wait on it (NaN: no wait age given)
     snapshots: int  # snapshots it was seen in
+    waiting_statement: str = IDLE  # the statement most of its waiters run, literals as `?`
 
 
 def statement_shape(text: object) -> str:
@@ -53,10 +59,18 @@ def statement_shape(text: object) -> str:
     return _SPACE.sub(" ", shape).strip()
 
 
-def blockers(ds: Dataset, host: str, start: pd.Timestamp, end: pd.Timestamp) -> list[Blocker]:
-    """The blocking statements and tables of `host`'s lock-wait snapshots taken in [start, end], the
-    most waited-on first (then the longest wait). Empty when no snapshot in the window saw a wait."""
-    frames = [c.frame for c in ds.of(KIND) if c.host == host and not c.frame.empty]
+def blockers(
+    ds: Dataset, host: str, start: pd.Timestamp, end: pd.Timestamp, step: str | None = None
+) -> list[Blocker]:
+    """The blocking statements and tables of `host`'s lock-wait snapshots taken in [start, end] (and
+    captured in `step` when given: pt-stalk's collections overlap in time), the most waited-on first
+    (then the longest wait). Empty when no snapshot in the window saw a wait."""
+    frames = [
+        c.frame
+        for kind in KINDS
+        for c in ds.of(kind)
+        if c.host == host and not c.frame.empty and (step is None or c.step == step)
+    ]
     if not frames:
         return []
     waits = pd.concat(frames, ignore_index=True)
@@ -66,8 +80,11 @@ def blockers(ds: Dataset, host: str, start: pd.Timestamp, end: pd.Timestamp) -> 
     # TiDB's blocking_query is its digest text, already in this shape: shaping it again changes nothing
     waits = waits.assign(
         statement=[statement_shape(q) for q in waits["blocking_query"].astype("object")],
+        waited=[statement_shape(q) for q in waits["waiting_query"].astype("object")],
         table_key=waits["table"].astype("object").fillna(""),
     )
+    # a snapshot is its time; pt-stalk's, all dated at the collection's start, also their number
+    snap = ["timestamp", "snapshot"] if "snapshot" in waits.columns else ["timestamp"]
     out = []
     for (table, stmt), group in waits.groupby(["table_key", "statement"], sort=False):
         ages = group["wait_age_s"].dropna()
@@ -75,10 +92,11 @@ def blockers(ds: Dataset, host: str, start: pd.Timestamp, end: pd.Timestamp) -> 
             Blocker(
                 table=str(table) or None,
                 statement=str(stmt),
-                blocking=len(group[["timestamp", "blocking_trx_id"]].drop_duplicates()),
-                waiting=len(group[["timestamp", "waiting_trx_id"]].drop_duplicates()),
+                blocking=len(group[[*snap, "blocking_trx_id"]].drop_duplicates()),
+                waiting=len(group[[*snap, "waiting_trx_id"]].drop_duplicates()),
                 longest_wait_s=float(ages.max()) if len(ages) else float("nan"),
-                snapshots=int(group["timestamp"].nunique()),
+                snapshots=len(group[snap].drop_duplicates()),
+                waiting_statement=str(group["waited"].value_counts().index[0]),
             )
         )
     # most waits first, then the longest wait (an unknown one last)

@@ -25,8 +25,11 @@ figures above stay the status counters'; a row lock does not show in State).
 Without a load perfkit drove (a pt-stalk collection: `mysqladmin extended-status -i1` series, one
 per collection window), each capture's window is judged on its own (`CaptureWindow`): no threads
 were offered, so the share is of the transactions inside the server (Threads_running less
-mysqladmin's own), and there is no knee to order the windows by. The sessions by state need the
-processlist each second: not in such a series.
+mysqladmin's own), and there is no knee to order the windows by. The sessions by state come from
+the collection's own processlist samples (`-processlist`, parsers/mysql_processlist.py `by_class`:
+the same classes, pt-stalk's monitoring statements left out; a row-lock wait shows there as the
+statement's State, e.g. `Updating`, as SHOW PROCESSLIST prints it), and who blocks whom from its
+`-lock-waits` (parsers/ptstalk_lock_waits.py) in that collection only.
 """
 
 from __future__ import annotations
@@ -39,6 +42,7 @@ import pandas as pd
 
 from perfkit.dataset import Dataset
 from perfkit.findings import Finding, Skipped, count
+from perfkit.parsers.mysql_processlist import by_class
 from perfkit.parsers.mysql_status import ACTIVE_CLASSES, LOCK_KINDS, SESSION_CLASSES, from_mysqladmin
 
 from ._blockers import Blocker, blockers
@@ -370,8 +374,8 @@ class SessionStep:
     """One sweep step's sessions by class on one database host: the mean over the step's samples."""
 
     host: str
-    step: str | None  # the step's name (load/<step>/...)
-    threads: int
+    step: str | None  # the step's name (load/<step>/...), or a capture window's (pt-stalk prefix)
+    threads: int | None  # None: a capture window (no load perfkit drove)
     source: str
     samples: int  # processlist samples with by_state inside the load window
     classes: dict[str, float]  # class -> sessions in it on average
@@ -425,13 +429,55 @@ def session_steps(found: dict[str, HostStatus]) -> dict[str, list[SessionStep]]:
     return out
 
 
+def capture_sessions(ds: Dataset) -> dict[str, list[SessionStep]]:
+    """host -> its capture windows' sessions by class, from processlist samples captured in a window
+    of their own (pt-stalk's `-processlist`, its prefix the step), in window order."""
+    out: dict[str, list[SessionStep]] = {}
+    trx = {(c.host, c.step): c.frame for c in ds.of("mysql_transactions") if c.step is not None}
+    for cap in ds.of("mysql_processlist"):
+        waiting = _lock_wait(cap.frame, trx.get((cap.host, cap.step)))
+        rows = by_class(cap.frame, waiting).dropna(subset=["timestamp"])
+        if cap.step is None or rows.empty:
+            continue
+        t = rows["timestamp"]
+        out.setdefault(cap.host or "db", []).append(
+            SessionStep(
+                host=cap.host or "db",
+                step=cap.step,
+                threads=None,
+                source=cap.path,
+                samples=len(rows),
+                classes={c: float(rows[f"sessions_{c}"].mean()) for c in SESSION_CLASSES},
+                locks={k: float(rows[f"sessions_lock_{k}"].mean()) for k in LOCK_KINDS},
+                window=(t.min().isoformat(), t.max().isoformat()),
+            )
+        )
+    return {h: sorted(steps, key=lambda s: s.window) for h, steps in out.items()}
+
+
+def _lock_wait(plist: pd.DataFrame, trx: pd.DataFrame | None) -> dict[int, set[int]] | None:
+    """sample -> sessions in LOCK WAIT, from the same collection's INNODB_TRX snapshots, when both were
+    taken each second and count alike (pt-stalk starts both at once; the transactions file skips a
+    second with no transaction, and then its snapshots no longer line up with the samples: None)."""
+    if trx is None or trx.empty or trx["snapshot"].nunique() != plist["sample"].nunique():
+        return None
+    waiting = trx[trx["state"] == "LOCK WAIT"]
+    by_snap = {int(k): {int(x) for x in g.dropna()} for k, g in waiting.groupby("snapshot")["thread_id"]}
+    return {int(s): by_snap.get(i, set()) for i, s in enumerate(sorted(plist["sample"].dropna().unique()))}
+
+
+def _with_captures(sessions: dict[str, list[SessionStep]], ds: Dataset) -> dict[str, list[SessionStep]]:
+    for host, steps in capture_sessions(ds).items():
+        sessions[host] = [*sessions.get(host, []), *steps]
+    return sessions
+
+
 def session_profiles(ds: Dataset, sweep: Any | None) -> list[SessionStep]:
     """Every database host's sessions by class per step (for the report), in host and step order;
     empty without a sampler that kept them, a sweep or step times."""
     found = status_windows(ds, sweep, RULE)
-    if isinstance(found, Skipped):
-        return []
-    return [s for steps in session_steps(found).values() for s in steps]
+    sessions = session_steps(found) if not isinstance(found, Skipped) else {}
+    return [s for steps in _with_captures(sessions, ds).values() for s in steps]
 
 
 def lock_contention(ds: Dataset, sweep: Any | None, th: dict[str, dict[str, Any]]) -> list[Finding] | Skipped:
@@ -442,7 +488,7 @@ def lock_contention(ds: Dataset, sweep: Any | None, th: dict[str, dict[str, Any]
     lim = th[RULE]
     windows = status_windows(ds, sweep, RULE)
     found = lock_steps(ds, sweep, int(lim["min_samples"]), windows)
-    sessions = session_steps(windows) if not isinstance(windows, Skipped) else {}
+    sessions = _with_captures(session_steps(windows) if not isinstance(windows, Skipped) else {}, ds)
     if isinstance(found, Skipped) and not sessions:
         return found
     knee = getattr(sweep, "knee_threads", None)
@@ -456,8 +502,11 @@ def lock_contention(ds: Dataset, sweep: Any | None, th: dict[str, dict[str, Any]
         ]
         if hits:
             hit = hits[-1]
-            span = load_span(records.get(hit.step_source))
-            top = blockers(ds, host, *span)[:TOP_BLOCKERS] if span is not None else []
+            if hit.threads is None:  # a capture window: its own collection's lock waits
+                span, step = (pd.Timestamp(hit.window[0]), pd.Timestamp(hit.window[1])), hit.name
+            else:
+                span, step = load_span(records.get(hit.step_source)), None
+            top = blockers(ds, host, *span, step=step)[:TOP_BLOCKERS] if span is not None else []
             out.append(_finding(host, steps, hit, knee, lim, top))
     for host, steps in sessions.items():
         f = _session_lock_finding(host, steps, knee, lim)
@@ -490,17 +539,26 @@ _LOCK_WORDS = {
 def _session_lock_finding(
     host: str, steps: list[SessionStep], knee: int | None, lim: dict[str, Any]
 ) -> Finding | None:
-    """Sessions waiting on metadata/global/table/user locks on average, at or past the knee."""
-    judged = [s for s in steps if s.threads >= knee] if knee is not None else [steps[-1]]
+    """Sessions waiting on metadata/global/table/user locks on average, at or past the knee (every
+    capture window: the share is then of the sessions active in the server)."""
+    windows = [s for s in steps if s.threads is None]
+    steps = [s for s in steps if s.threads is not None] or windows
+    if steps is windows:
+        judged = windows
+    else:
+        judged = [s for s in steps if s.threads >= knee] if knee is not None else [steps[-1]]
     judged = [s for s in judged if s.samples >= int(lim["min_samples"])]
 
     def waiting(s: SessionStep) -> float:
         return sum(s.locks.get(k, 0.0) for k in SESSION_LOCKS)
 
+    def offered(s: SessionStep) -> float:
+        return float(s.threads) if s.threads is not None else s.active
+
     hits = [
         s
         for s in judged
-        if waiting(s) >= lim["min_session_waiting"] and waiting(s) >= lim["min_session_share"] * s.threads
+        if waiting(s) >= lim["min_session_waiting"] and waiting(s) >= lim["min_session_share"] * offered(s)
     ]
     if not hits:
         return None
@@ -511,21 +569,24 @@ def _session_lock_finding(
     )
     kind = kinds[0][0]
     what, why = _LOCK_WORDS[kind]
-    share = total / s.threads
-    critical = total >= lim["critical_thread_share"] * s.threads
-    low = steps[0]
+    share = total / offered(s)
+    critical = total >= lim["critical_thread_share"] * offered(s)
+    low = steps[0] if s.threads is not None else s  # capture windows have no order by load
     since = f"; {waiting(low):.2f} waiting at {count(low.threads, 'thread')}" if low is not s else ""
     others = "".join(f", {n:.1f} on {_LOCK_WORDS[k][0]}" for k, n in kinds[1:])
-    where = f"the knee ({count(knee, 'thread')})" if knee is not None else "the highest step (no knee)"
+    where = judged_from(steps, knee)
+    of = "the step's threads" if s.threads is not None else "the sessions active"
     summary = (
-        f"At {count(s.threads, 'thread')}, {s.locks[kind]:.1f} sessions waiting for {what} at every moment"
-        f"{others} ({share * 100:.0f}% of the step's threads; {s.active:.1f} sessions active, mean of "
+        f"{at(s.threads, s.step, first=True)}, {s.locks[kind]:.1f} sessions waiting for {what} at every "
+        f"moment{others} ({share * 100:.0f}% of {of}; {s.active:.1f} sessions active, mean of "
         f"{count(s.samples, 'processlist sample')}): {why}{since}."
     )
     return Finding(
         rule=RULE,
         severity="critical" if critical else "warning",
-        title=f"Sessions wait for {what}: {total:.1f} of {s.threads} threads at every moment",
+        title=f"Sessions wait for {what}: {total:.1f} of {s.threads} threads at every moment"
+        if s.threads is not None
+        else f"Sessions wait for {what}: {total:.1f} of {s.active:.1f} active at every moment in {s.step}",
         summary=summary,
         evidence={
             "host": host,
@@ -607,7 +668,8 @@ def _finding(
         + "."
         + (
             f" Blocking most in the step's lock-wait snapshots: {top[0].statement} on "
-            f"{top[0].table or 'a table'} ({count(top[0].waiting, 'wait')} on it)."
+            f"{top[0].table or 'a table'} ({count(top[0].waiting, 'wait')} on it); the waiters run "
+            f"{top[0].waiting_statement}."
             if top
             else ""
         )

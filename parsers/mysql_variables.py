@@ -8,6 +8,10 @@ Reads two forms:
 - the client's batch output, `mysql -B -e 'SHOW GLOBAL VARIABLES'` (or `mariadb -B`, pt-stalk's
   `variables` file): a `Variable_name<TAB>Value` header, then one `name<TAB>value` line per variable.
   It carries no time: `timestamp` is NaT;
+- pt-stalk's `-variables`: a blank line, the title `SHOW GLOBAL VARIABLES`, a blank line, then the
+  batch output above; after the first blank line that ends it, pt-stalk's per-thread tables (each
+  under a `select * from performance_schema...` title; empty on MariaDB) are not variables of the
+  server: their lines are skipped and counted (`attrs["skipped"]`);
 - the same without its header, `mysql -ss -e 'SHOW VARIABLES'` (pt-mysql-summary's `mysql-variables`):
   read when the first line is `name<TAB>...`; sniffed when every one of the first lines is
   `lowercase_name<TAB>value` and at least two of the names are ones every server has
@@ -47,6 +51,7 @@ SCHEMA: dict[str, str] = {
     "number": "float64",
 }
 _BATCH_HEADER = "Variable_name\tValue"
+_TITLE = "SHOW GLOBAL VARIABLES"  # pt-stalk's line above the batch output
 _NUMBER = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?")
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _HEADERLESS = re.compile(r"[a-z_][a-z0-9_]*\t")  # the first line of `mysql -ss` output
@@ -85,7 +90,13 @@ _KNOWN = frozenset(
 
 def sniff(text: str) -> bool:
     start = text.lstrip("\n")
-    return _snapshots.sniff_kind(text, KIND) or start.startswith(_BATCH_HEADER + "\n") or _sniff_ss(start)
+    titled = start.startswith(f"{_TITLE}\n\n{_BATCH_HEADER}\n")
+    return (
+        _snapshots.sniff_kind(text, KIND)
+        or start.startswith(_BATCH_HEADER + "\n")
+        or titled
+        or _sniff_ss(start)
+    )
 
 
 def _sniff_ss(text: str) -> bool:
@@ -104,9 +115,10 @@ def parse(source: Source, *, host: str | None = None, tz: str = "UTC") -> pd.Dat
     """
     start = head(source, 256).lstrip("\n")
     skips = Skips()
-    if start.startswith(_BATCH_HEADER) or _HEADERLESS.match(start):
+    titled = start.startswith(_TITLE + "\n")
+    if titled or start.startswith(_BATCH_HEADER) or _HEADERLESS.match(start):
         lines = Lines(source, KIND)
-        rows, dropped = _batch(lines, skips, header=start.startswith(_BATCH_HEADER))
+        rows, dropped = _batch(lines, skips, header=not _HEADERLESS.match(start), titled=titled)
         skips.refuse_if_nothing_read(len(rows), lines)
     else:
         snaps, dropped, lines = _snapshots.read(source, KIND, "variables", dict)
@@ -122,11 +134,21 @@ def parse(source: Source, *, host: str | None = None, tz: str = "UTC") -> pd.Dat
     return df
 
 
-def _batch(lines: Lines, skips: Skips, header: bool) -> tuple[list[tuple], int]:
+def _batch(lines: Lines, skips: Skips, header: bool, titled: bool = False) -> tuple[list[tuple], int]:
     rows: list[tuple] = []
-    seen_header = not header
+    seen_title, seen_header, ended = not titled, not header, False
     for line_no, line in lines:
+        if ended:  # pt-stalk's per-thread tables after the variables
+            if line.strip():
+                skips.add(line_no, line, "pt-stalk's per-thread table after SHOW GLOBAL VARIABLES: not read")
+            continue
         if not line.strip():
+            ended = titled and bool(rows)
+            continue
+        if not seen_title:
+            if line != _TITLE:
+                raise lines.error(line_no, line, f"not pt-stalk's `{_TITLE}` title")
+            seen_title = True
             continue
         if not seen_header:
             if line != _BATCH_HEADER:
@@ -140,7 +162,7 @@ def _batch(lines: Lines, skips: Skips, header: bool) -> tuple[list[tuple], int]:
         if not _NAME.fullmatch(name):
             raise lines.error(line_no, line, "not a `name<TAB>value` line of SHOW GLOBAL VARIABLES")
         rows.append((pd.NaT, name, value))
-    if rows and not lines.last_complete:  # the client was cut while printing it: the value may be cut
+    if rows and not lines.last_complete and not ended:  # cut while printing it: the value may be cut
         rows.pop()
         return rows, 1
     return rows, 0

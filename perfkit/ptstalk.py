@@ -6,8 +6,10 @@ as collections ran (`--iterations`), and they may overlap (a collection runs in 
 the next one is triggered). Here each prefix is one collection window: its files get the kind their
 `<what>` names, the host from its `-hostname` file, the prefix as their step (so the rules and the
 report keep windows apart), and the prefix's time as their start, which dates the captures that print
-no date (iostat, vmstat and mysqladmin without -t print none: sample k is stamped start + k × interval,
-about a second off as pt-stalk starts its tools one after another; top's clock gets its day from it).
+no date (iostat, vmstat, mysqladmin without -t and the processlist print none: sample k is stamped
+start + k × interval, about a second off as pt-stalk starts its tools one after another; top's clock
+gets its day from it). The lock waits and transactions are printed only in the seconds that had any:
+their snapshots are all dated at the start, told apart by their `snapshot` number.
 
 Files of a collection that repeat another file's numbers (`-iostat-overall`: pt-stalk's average of
 `-iostat`) or hold pt-stalk's own bookkeeping are listed as not read, with why; a `<what>` this module
@@ -44,6 +46,9 @@ KINDS = {
     "sysctl": "sysctl",
     "disk-space": "df",
     "variables": "mysql_variables",
+    "processlist": "mysql_processlist",
+    "lock-waits": "ptstalk_lock_waits",
+    "transactions": "mysql_transactions",
 }
 NOT_READ = {
     "iostat-overall": "pt-stalk's average of the -iostat file beside it (that one is read)",
@@ -53,6 +58,9 @@ NOT_READ = {
     "trigger": "pt-stalk's trigger message and options",
     "output": "pt-stalk's collector messages (the errors of the commands it ran)",
     "df": "pt-stalk's df series (TS-stamped); the -disk-space snapshot is read",
+    "opentables1": "SHOW OPEN TABLES at the collection's start: no rule reads table use",
+    "opentables2": "SHOW OPEN TABLES at the collection's end: no rule reads table use",
+    "slave-status": "SHOW SLAVE STATUS each second: no rule reads replication",
 }
 # A directory is a pt-stalk collection when a prefix holds at least one of these beside a known kind.
 _MARKERS = frozenset({"hostname", "trigger", "output", "disk-space", "diskstats", "mysqladmin"})
@@ -118,6 +126,15 @@ def stamp(frame: pd.DataFrame, started_at: str) -> None:
     """Date the samples of a capture that prints no time (iostat/vmstat without -t, mysqladmin):
     sample k at the collection's start + k × its interval (pt-stalk runs them every second)."""
     if frame.empty or ("timestamp" in frame.columns and frame["timestamp"].notna().any()):
+        return
+    if "snapshot" in frame.columns and "timestamp" in frame.columns:
+        # lock waits, transactions: printed only in the seconds that had some, so the snapshot's
+        # second is unknown; each snapshot stays apart by `snapshot`
+        frame["timestamp"] = pd.Timestamp(started_at)
+        frame.attrs.setdefault("notes", []).append(
+            "the file prints no time and skips the seconds with nothing to show: every snapshot dated "
+            "at the pt-stalk collection's start"
+        )
         return
     if "timestamp" not in frame.columns and "sample" not in frame.columns:
         return

@@ -226,3 +226,117 @@ def test_lab_pt_stalk_on_hot_rows_is_lock_contention(lab_mariadb: Path, tmp_path
     raw = _status(mysqladmin)["Innodb_row_lock_time"]
     assert ev["lock_time_s"] * 1000 == raw[max(raw)] - raw[0] and ev["seconds"] == max(raw)
     assert ev["lock_waiting"] >= 0.5 and ev["lock_waiting_share"] >= 0.1  # measured here: about 2 of 15
+
+
+def _root_defaults(tmp_path: Path) -> Path:
+    """A defaults file for MariaDB's root over the unix socket (no password: unix_socket auth): the lab
+    user lacks PROCESS, and pt-stalk needs it for -lock-waits and -transactions (INNODB_TRX)."""
+    root = tmp_path / "root.cnf"
+    root.touch(mode=0o600)
+    root.write_text("[client]\nuser=root\nsocket=/run/mysqld/mysqld.sock\n")
+    probe = ["mariadb", f"--defaults-file={root}", "-e", "SELECT 1"]
+    if subprocess.run(probe, capture_output=True, timeout=20).returncode != 0:
+        pytest.skip("MariaDB's root is not reachable over the unix socket here")
+    return root
+
+
+def _hot_row_collection(lab: Path, tmp_path: Path, *, holder: bool) -> Path:
+    """pt-stalk (as root, one 5 s collection) while 8 sysbench writers update one row of a scratch table
+    in the lab's tpcc database; with `holder`, a client keeps that row locked in transactions that run
+    `SELECT SLEEP(1)` before COMMIT, so the writers queue on it. Without, a read-only load (control)."""
+    from tests.conftest import lab_password
+
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    scratch = tmp_path / "tpcc.cfg"  # sysbench's --config-file wins over a --mysql-db beside it
+    scratch.touch(mode=0o600)
+    lines = [ln for ln in lab.read_text().splitlines() if not ln.startswith("mysql-db=")]
+    scratch.write_text("\n".join([*lines, "mysql-db=tpcc"]) + "\n")
+    cfg = {k: v for k, _, v in (ln.partition("=") for ln in lines)}
+    client = tmp_path / "lab.cnf"
+    client.touch(mode=0o600)
+    client.write_text(
+        f"[client]\nuser={cfg['mysql-user']}\npassword={lab_password(lab)}\n"
+        f"host={cfg.get('mysql-host', '127.0.0.1')}\nport={cfg.get('mysql-port', '3306')}\n"
+    )
+    root = _root_defaults(tmp_path)
+    one = ["--tables=1", "--table-size=1", f"--config-file={scratch}"]
+    table = ["sysbench", "oltp_update_non_index", *one]
+    subprocess.run([*table, "cleanup"], capture_output=True, timeout=60)
+    subprocess.run([*table, "prepare"], check=True, capture_output=True, timeout=60)
+    load = "oltp_update_non_index" if holder else "oltp_point_select"
+    procs = [
+        subprocess.Popen(
+            ["sysbench", load, *one, "--threads=8", "--time=12", "run"],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+    ]
+    if holder:
+        hold = "BEGIN; UPDATE sbtest1 SET k=k+1 WHERE id=1; SELECT SLEEP(1); COMMIT; " * 12
+        procs.append(
+            subprocess.Popen(
+                ["mariadb", f"--defaults-file={client}", "tpcc", "-e", hold],
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
+        )
+    dest = tmp_path / "stalk"
+    try:
+        threading.Event().wait(2)
+        subprocess.run(
+            [
+                "pt-stalk",
+                "--no-stalk",
+                "--run-time=5",
+                "--iterations=1",
+                f"--dest={dest}",
+                f"--defaults-file={root}",
+                f"--log={tmp_path / 'stalk.log'}",
+                f"--pid={tmp_path / 'stalk.pid'}",
+            ],
+            check=True,
+            timeout=90,
+            capture_output=True,
+        )
+    finally:
+        for p in procs:
+            p.wait(timeout=60)
+        subprocess.run([*table, "cleanup"], capture_output=True, timeout=60)
+    return dest
+
+
+@pytest.mark.lab
+def test_lab_pt_stalk_names_blocker_waiter_and_sessions(lab_mariadb: Path, tmp_path: Path) -> None:
+    """-lock-waits names who blocks whom in the window, -processlist (joined with -transactions' LOCK
+    WAIT) says how many sessions wait on a row; the control (reads only) leaves both silent."""
+    if shutil.which("pt-stalk") is None:
+        pytest.skip("pt-stalk not installed (apt-get install percona-toolkit)")
+    dest = _hot_row_collection(lab_mariadb, tmp_path / "hot", holder=True)
+    out = tmp_path / "report"
+    res = CliRunner().invoke(main, ["analyze", str(dest), "-o", str(out)])
+    assert res.exit_code == 0, res.output
+    doc = json.loads((out / "findings.json").read_text())
+    kinds = {p["kind"] for p in doc["inputs"]["parsed"]}
+    assert {"ptstalk_lock_waits", "mysql_processlist", "mysql_transactions", "mysql_variables"} <= kinds
+    (f,) = [f for f in doc["findings"] if f["rule"] == "db.lock-contention"]
+    top = f["evidence"]["blockers"][0]
+    # the holder's statement blocks; sysbench's prepared UPDATE waits (as pt-stalk's file prints both)
+    (lw,) = dest.glob("*-lock-waits")
+    assert "blocking_query: SELECT SLEEP(1)" in lw.read_text()
+    assert top["statement"] == "SELECT SLEEP(?)" and top["table"] == "`tpcc`.`sbtest1`"
+    assert top["waiting_statement"] == "UPDATE sbtest1 SET c=? WHERE id=?" and top["waiting"] >= 5
+    assert "SELECT SLEEP(?) on `tpcc`.`sbtest1`" in f["summary"]
+    (s,) = doc["sessions"]
+    assert s["threads"] is None and s["samples"] >= 3  # one a second for 5 s, on a busy machine fewer
+    # measured here: 8.0 of 8 writers waiting on the row in every sample
+    assert s["lock_kinds"]["row"] >= 4 and s["classes"]["lock"] >= 4
+
+    ctl = _hot_row_collection(lab_mariadb, tmp_path / "control", holder=False)
+    out = tmp_path / "control-report"
+    res = CliRunner().invoke(main, ["analyze", str(ctl), "-o", str(out)])
+    assert res.exit_code == 0, res.output
+    doc = json.loads((out / "findings.json").read_text())
+    assert not list(ctl.glob("*-lock-waits"))  # pt-stalk removes it: no wait in any second
+    assert not [f for f in doc["findings"] if f["rule"] == "db.lock-contention"]
+    (s,) = doc["sessions"]
+    assert s["classes"]["lock"] == 0 and s["samples"] >= 3

@@ -1,0 +1,138 @@
+"""mysql_processlist: `SHOW FULL PROCESSLIST\\G` samples (pt-stalk's `-processlist`), one row per session.
+
+pt-stalk appends the client's vertical output (parsers/_vertical.py) once a second: rows `Id`,
+`User`, `Host`, `db`, `Command`, `Time`, `State`, `Info` (MariaDB adds `Progress`), numbered from 1
+in each sample, so a `1. row` starts the next sample. The file prints no time: `timestamp` is NaT and
+`sample` (0, 1, ...) orders the samples (perfkit/ptstalk.py dates sample k at the collection's start +
+k s, pt-stalk's loop). A `TS <epoch>` stamp before a sample, where a script writes one, dates it.
+
+Columns (SCHEMA), one row per session per sample:
+- timestamp (UTC; NaT without a stamp), host (the `host` argument), sample (Int64)
+- id (Int64): the connection id; user, client (the `Host` column: `host:port` or `localhost`), db
+- command (string): `Sleep`, `Query`, `Daemon`, ...; time_s (float64): seconds in it
+- state (string, "" when empty), info (string: the statement, NA for none)
+
+`by_class` turns the samples into the DB sampler's sessions by state (parsers/mysql_status.py
+`session_class`, its classes and lock kinds): what analyzers/db.py reads for a pt-stalk window.
+
+A row with another set of keys (another statement's result in the file) is skipped as a block and
+counted (`attrs["skipped"]`), as is any line outside a row but blank ones; an `Id` or `Time` that is
+no number is a ParseError naming the row.
+Tested on: tests/fixtures/archives/ptstalk-mariadb/*-processlist (MariaDB 10.11, pt-stalk 3.2.1).
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pandas as pd
+
+from . import _vertical
+from ._common import PT_STALK_STAMP, Lines, Skips, Source, coerce, empty_frame
+from .mysql_status import LOCK_KINDS, SESSION_CLASSES, session_class
+
+KIND = "mysql_processlist"
+SCHEMA: dict[str, str] = {
+    "timestamp": "datetime64[ns, UTC]",
+    "host": "string",
+    "sample": "Int64",
+    "id": "Int64",
+    "user": "string",
+    "client": "string",
+    "db": "string",
+    "command": "string",
+    "time_s": "float64",
+    "state": "string",
+    "info": "string",
+}
+_KEYS = ("Id", "User", "Host", "db", "Command", "Time", "State", "Info")
+_COLUMNS = dict(zip(_KEYS, ("id", "user", "client", "db", "command", "time_s", "state", "info"), strict=True))
+# Statements that read the server's state: pt-stalk's own (this SHOW FULL PROCESSLIST, mysqladmin's
+# SHOW GLOBAL STATUS, its SELECT SQL_NO_CACHE on INFORMATION_SCHEMA, SHOW ENGINE INNODB STATUS ...),
+# left out of the sessions by state as the DB sampler leaves out its own session.
+MONITOR = re.compile(r"^\s*(?:SHOW\b|SELECT\s+SQL_NO_CACHE\b)", re.IGNORECASE)
+
+
+def sniff(text: str) -> bool:
+    return _vertical.sniff_keys(text, ("Id", "User", "Host", "db", "Command"))
+
+
+def parse(source: Source, *, host: str | None = None, tz: str = "UTC") -> pd.DataFrame:
+    """Parse processlist samples. `tz` is unused: the file prints no time (a `TS` stamp is epoch).
+
+    Raises:
+        ParseError: an Id or Time that does not read, or nothing readable at all.
+    """
+    lines = Lines(source, KIND)
+    skips = Skips()
+    rows: list[dict] = []
+    sample, stamp = -1, pd.NaT
+    fresh = False  # a stamp opened a sample that its `1. row` has not started yet
+    for item in _vertical.read(lines):
+        if isinstance(item, _vertical.Other):
+            m = PT_STALK_STAMP.match(item.text)
+            if m:
+                sample, stamp, fresh = sample + 1, pd.Timestamp(float(m.group(1)), unit="s", tz="UTC"), True
+            elif item.text.strip():
+                skips.add(item.line_no, item.text, "not a row of SHOW PROCESSLIST\\G")
+            continue
+        if not {"Id", "Command"} <= item.fields.keys():
+            skips.add(item.line_no, f"{item.number}. row: {', '.join(item.fields)}", "not a processlist row")
+            continue
+        if item.number == 1:
+            sample += 0 if fresh else 1
+            fresh = False
+        row: dict = {"timestamp": stamp, "sample": sample}
+        for key, col in _COLUMNS.items():
+            row[col] = item.fields.get(key)
+        try:
+            row["id"] = int(row["id"])
+            row["time_s"] = float(row["time_s"]) if row["time_s"] not in (None, "") else np.nan
+        except ValueError:
+            raise lines.error(
+                item.line_no, f"{item.number}. row", "an Id or Time that is no number"
+            ) from None
+        rows.append(row)
+    skips.refuse_if_nothing_read(len(rows), lines)
+    df = _frame(rows, host) if rows else empty_frame(SCHEMA)
+    df.attrs["skipped"] = skips
+    return df
+
+
+def _frame(rows: list[dict], host: str | None) -> pd.DataFrame:
+    data: dict[str, object] = {
+        "timestamp": pd.to_datetime(pd.Series([r["timestamp"] for r in rows], dtype="object"), utc=True),
+        "host": pd.array([host] * len(rows), dtype="string"),
+    }
+    for col, dtype in SCHEMA.items():
+        if col not in data:
+            values = [r[col] for r in rows]
+            data[col] = (
+                np.array(values, dtype="float64") if dtype == "float64" else pd.array(values, dtype=dtype)
+            )
+    return coerce(pd.DataFrame(data), SCHEMA)
+
+
+def by_class(frame: pd.DataFrame, lock_wait: dict[int, set[int]] | None = None) -> pd.DataFrame:
+    """One row per sample (timestamp, sample): `sessions_<class>` and `sessions_lock_<kind>` counts,
+    the DB sampler's columns (parsers/mysql_status.py), the monitoring statements (MONITOR) left out.
+
+    `lock_wait`: sample -> the ids of the sessions whose transaction was in LOCK WAIT then (INNODB_TRX,
+    as the sampler joins it): a row-lock wait that the State shows only as `Updating`."""
+    cols = [f"sessions_{c}" for c in SESSION_CLASSES] + [f"sessions_lock_{k}" for k in LOCK_KINDS]
+    out = []
+    for (sample, t), group in frame.groupby(["sample", "timestamp"], sort=True, dropna=False):
+        counts = dict.fromkeys(cols, 0.0)
+        waiting = (lock_wait or {}).get(int(sample), set())
+        for sid, command, state, info in zip(
+            group["id"], group["command"], group["state"], group["info"], strict=True
+        ):
+            if isinstance(info, str) and MONITOR.match(info):
+                continue
+            cls, kind = session_class(command, state, "LOCK WAIT" if sid in waiting else None)
+            counts[f"sessions_{cls}"] += 1
+            if kind is not None:
+                counts[f"sessions_lock_{kind}"] += 1
+        out.append({"timestamp": t, "sample": sample, **counts})
+    return pd.DataFrame(out, columns=["timestamp", "sample", *cols])

@@ -1,0 +1,133 @@
+"""mysql_transactions: `SELECT * FROM information_schema.INNODB_TRX\\G` snapshots (pt-stalk's
+`-transactions`), one row per open InnoDB transaction per snapshot.
+
+Each second of a collection pt-stalk 3.x appends three vertical results (parsers/_vertical.py):
+INNODB_TRX (`trx_id`, `trx_state`, `trx_started`, ...), INNODB_LOCKS (`lock_id`, ...) and
+INNODB_LOCK_WAITS (`requesting_trx_id`, ...), each printing nothing when empty. The INNODB_TRX rows
+are read; the locks and lock waits are known and left out (the `-lock-waits` file joins them already:
+parsers/ptstalk_lock_waits.py). A `1. row` of INNODB_TRX starts a snapshot. The file prints no time
+and skips the seconds with no transaction: `timestamp` is NaT (perfkit/ptstalk.py dates every snapshot
+at its collection's start) and `snapshot` (0, 1, ...) tells them apart.
+
+Columns (SCHEMA): timestamp, host, snapshot (Int64), trx_id (string), state (string: `RUNNING`,
+`LOCK WAIT`, `ROLLING BACK`, `COMMITTING`), started (UTC: trx_started, printed in the server's clock,
+read in `tz`), wait_started (UTC, NaT when not waiting), thread_id (Int64: trx_mysql_thread_id),
+query (string, NA when between statements: idle in its transaction or about to commit), rows_locked,
+rows_modified, tables_locked, lock_structs (float64), isolation (string).
+
+Rows of another shape are skipped as blocks and counted (`attrs["skipped"]`); a time or a count that
+does not read is a ParseError naming the row.
+Tested on: tests/fixtures/archives/ptstalk-mariadb/*-transactions (MariaDB 10.11, pt-stalk 3.2.1).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+import numpy as np
+import pandas as pd
+
+from . import _vertical
+from ._common import PT_STALK_STAMP, Lines, Skips, Source, coerce, empty_frame, to_utc
+
+KIND = "mysql_transactions"
+SCHEMA: dict[str, str] = {
+    "timestamp": "datetime64[ns, UTC]",
+    "host": "string",
+    "snapshot": "Int64",
+    "trx_id": "string",
+    "state": "string",
+    "started": "datetime64[ns, UTC]",
+    "wait_started": "datetime64[ns, UTC]",
+    "thread_id": "Int64",
+    "query": "string",
+    "rows_locked": "float64",
+    "rows_modified": "float64",
+    "tables_locked": "float64",
+    "lock_structs": "float64",
+    "isolation": "string",
+}
+_COUNTS = {
+    "trx_rows_locked": "rows_locked",
+    "trx_rows_modified": "rows_modified",
+    "trx_tables_locked": "tables_locked",
+    "trx_lock_structs": "lock_structs",
+}
+_KNOWN = ("lock_id", "requesting_trx_id")  # INNODB_LOCKS, INNODB_LOCK_WAITS: not read (see above)
+
+
+def sniff(text: str) -> bool:
+    return _vertical.sniff_keys(text, ("trx_id", "trx_state", "trx_started"))
+
+
+def parse(source: Source, *, host: str | None = None, tz: str = "UTC") -> pd.DataFrame:
+    """Parse INNODB_TRX snapshots; `tz` is the server's time zone (trx_started is in its clock).
+
+    Raises:
+        ParseError: a time or count that does not read, or nothing readable at all.
+    """
+    lines = Lines(source, KIND)
+    skips = Skips()
+    rows: list[dict] = []
+    snapshot, fresh = -1, False
+    for item in _vertical.read(lines):
+        if isinstance(item, _vertical.Other):
+            if PT_STALK_STAMP.match(item.text):
+                snapshot, fresh = snapshot + 1, True
+            elif item.text.strip():
+                skips.add(item.line_no, item.text, "not a row of pt-stalk's transactions queries")
+            continue
+        f = item.fields
+        if "trx_id" not in f or "trx_state" not in f:
+            if not any(k in f for k in _KNOWN):
+                skips.add(item.line_no, f"{item.number}. row: {', '.join(f)}", "not an INNODB_TRX row")
+            continue
+        if item.number == 1:
+            snapshot += 0 if fresh else 1
+            fresh = False
+        try:
+            row = {
+                "snapshot": snapshot,
+                "trx_id": f["trx_id"],
+                "state": f["trx_state"],
+                "started": _time(f.get("trx_started"), tz),
+                "wait_started": _time(f.get("trx_wait_started"), tz),
+                "thread_id": int(f["trx_mysql_thread_id"]) if f.get("trx_mysql_thread_id") else None,
+                "query": f.get("trx_query"),
+                "isolation": f.get("trx_isolation_level"),
+                **{col: float(f[key]) if f.get(key) else np.nan for key, col in _COUNTS.items()},
+            }
+        except ValueError:
+            raise lines.error(
+                item.line_no, f"{item.number}. row", "a time or count that does not read"
+            ) from None
+        rows.append(row)
+    skips.refuse_if_nothing_read(len(rows), lines)
+    df = _frame(rows, host) if rows else empty_frame(SCHEMA)
+    df.attrs["skipped"] = skips
+    return df
+
+
+def _time(text: str | None, tz: str) -> pd.Timestamp:
+    if not text:
+        return pd.NaT
+    return to_utc(datetime.strptime(text.strip(), "%Y-%m-%d %H:%M:%S"), tz)
+
+
+def _frame(rows: list[dict], host: str | None) -> pd.DataFrame:
+    n = len(rows)
+    data: dict[str, object] = {
+        "timestamp": pd.Series(pd.NaT, index=range(n), dtype="datetime64[ns, UTC]"),
+        "host": pd.array([host] * n, dtype="string"),
+    }
+    for col, dtype in SCHEMA.items():
+        if col in data:
+            continue
+        values = [r[col] for r in rows]
+        if dtype.startswith("datetime"):
+            data[col] = pd.to_datetime(pd.Series(values, dtype="object"), utc=True)
+        elif dtype == "float64":
+            data[col] = np.array(values, dtype="float64")
+        else:
+            data[col] = pd.array(values, dtype=dtype)
+    return coerce(pd.DataFrame(data), SCHEMA)
