@@ -93,7 +93,7 @@ def _sessions(rows: list[SessionStep]) -> list[str]:
         "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|",
     ]
     for r in rows:
-        step = (r.step or "-") + f" ({r.threads})"
+        step = (r.step or "-") + (f" ({r.threads})" if r.threads is not None else "")  # a window: none
         cells = " | ".join(
             f"{r.classes.get(k, 0.0):.2f}" for k in ("lock", "commit", "io", "cpu", "net", "other", "idle")
         )

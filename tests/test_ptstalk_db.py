@@ -130,6 +130,11 @@ def test_analyze_names_blocker_waiter_and_sessions_of_the_window() -> None:
     assert db.variables_for("vm", db.server_variables(a.dataset, ("max_connections",))) == {
         "max_connections": 512.0
     }
+    # a window offers no thread count: its row names the window alone, never "(None)"
+    from perfkit.reports import markdown
+
+    md = markdown.render(a, [], sessions=[s])
+    assert "| 2026\\_11\\_27\\_15\\_43\\_44 | vm | 5 |" in md and "(None)" not in md
 
 
 def test_light_collection_lock_waits_stay_in_their_window() -> None:
