@@ -208,11 +208,12 @@ class HostRun:
                 self.ledger.merge(self.host, r.id, status="skipped", reason=reason)
 
     def _clean_up(self, *, sweep: bool) -> None:
-        """Remove this host's work dir and, with `sweep`, kill this run's captures still alive there
-        (only a capture given up on before it exited can have left a process behind)."""
+        """Remove this host entry's work dir and, with `sweep`, kill its captures still alive there
+        (only a capture given up on before it exited can have left a process behind); another entry
+        for the same machine keeps its dir and its captures."""
         if not self.tr.alive():
             return
-        kill = f"\n{sweep_command(self.opts.run_id, mine=True)}" if sweep else ""
+        kill = f"\n{sweep_command(self.opts.run_id, mine=True, host=self.host)}" if sweep else ""
         _, out, _ = self.control.run(
             f"cd / && rm -rf {shlex.quote(self.workdir)}{kill}", timeout=SNAPSHOT_TIMEOUT_S
         )

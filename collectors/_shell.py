@@ -30,13 +30,20 @@ def tag(run_id: str) -> str:
     return f"perfkit-{run_id}"
 
 
-def workdir(run_id: str, host: str) -> str:
-    """A host's scratch dir for this run: `/tmp/perfkit-<run id>-<6 hex of the host's name>`.
+def entry(host: str) -> str:
+    """A host entry's mark in this run's names: 6 hex of its name as given (never of the machine it
+    resolves to), so two entries for one machine differ and any name makes a short, safe path."""
+    return hashlib.sha256(host.encode()).hexdigest()[:6]
 
-    One per host name, not per run: two names for one machine (ssh_config aliases, 127.0.0.1 and
+
+def workdir(run_id: str, host: str) -> str:
+    """A host entry's scratch dir for this run: `/tmp/perfkit-<run id>-<entry(host)>`.
+
+    One per host entry, not per run: two entries for one machine (ssh_config aliases, 127.0.0.1 and
     localhost, one IP under several TiUP roles) must not share a dir that the first one's clean-up
-    removes while the other still works in it. Hashed, so any name makes a short, safe path."""
-    return f"/tmp/{tag(run_id)}-{hashlib.sha256(host.encode()).hexdigest()[:6]}"
+    removes while the other still works in it. Every capture's wrapper starts in it, which is how the
+    end-of-run sweep tells an entry's processes from another's (`sweep_command`)."""
+    return f"/tmp/{tag(run_id)}-{entry(host)}"
 
 
 def wrap(command: str, *, deadline_s: float, workdir: str, run_id: str) -> str:
@@ -69,14 +76,17 @@ def _timed(command: str, deadline_s: float, run_id: str) -> str:
 # group, so killing that group ends the capture and everything it forked. While a run is alive the
 # wrapper's parent is the SSH session's sshd (OpenSSH ≥ 9.8: sshd-session), locally perfkit's Python,
 # or for a snapshot the control shell (`sh`); a wrapper whose parent is anything else (init, a
-# subreaper) lost its run. At its end a run kills its own wrappers that hang off this connection (the
-# sweep shell's parent, or the sweep shell itself: several "hosts" can be one machine) or lost
-# theirs. `pgrep` (C, one pass over /proc) finds the wrappers; the tag is split in two shell
-# variables so the sweep never matches its own command line. At a start the scan
-# only runs when another run's work dir is in /tmp (this run's are `workdir`'s, one per host name):
-# a run removes its own when it ends, so one that died leaves its dir behind, and a host with none
-# has nothing to sweep.
-_SWEEP = r"""n=0; pre=perfkit-; rid=%(rid)s; mine=%(mine)s; other=$mine; h=[0-9a-f]
+# subreaper) lost its run. At its end a host entry kills its own wrappers that hang off its connection
+# (the sweep shell's parent, or the sweep shell itself) or lost theirs. Several entries can be one
+# machine and share the run tag, and locally all their wrappers hang off perfkit's Python: an
+# entry's own are those whose working directory is its work dir (`wrap` starts them there; the
+# clean-up has removed it by then, hence " (deleted)"; matched by name, as /tmp may be a link),
+# so one entry's sweep never kills or counts another's captures. `pgrep` (C, one pass over /proc)
+# finds the wrappers; the tag is split in shell variables so the sweep never matches its own
+# command line. At a start the scan only runs when another run's work dir is in /tmp (this run's
+# are `workdir`'s, one per host entry): a run removes its own when it ends, so one that died leaves
+# its dir behind, and a host with none has nothing to sweep.
+_SWEEP = r"""n=0; pre=perfkit-; rid=%(rid)s; mine=%(mine)s; entry=%(entry)s; other=$mine; h=[0-9a-f]
 for d in /tmp/"$pre"*; do
   case $d in "/tmp/$pre$rid-"$h$h$h$h$h$h) continue ;; esac
   [ -d "$d" ] && other=1
@@ -89,6 +99,12 @@ for p in $([ $other = 1 ] && pgrep -f '^timeout -k [0-9]+ -s TERM [0-9]+ sh -c '
     sshd|sshd-session|sh|perfkit|pytest|python*) live=1 ;; *) live=0 ;;
   esac
   if [ "$tag" = "$pre$rid" ]; then ours=1; else ours=0; fi
+  if [ $mine = 1 ] && [ $ours = 1 ] && [ -n "$entry" ]; then
+    case $(readlink /proc/$p/cwd 2>/dev/null) in
+      */"$pre$rid-$entry" | */"$pre$rid-$entry (deleted)") ;;
+      *) continue ;;
+    esac
+  fi
   if { [ $mine = 1 ] && [ $ours = 1 ] && { [ "$ppid" = "$PPID" ] || [ "$ppid" = $$ ] || [ $live = 0 ]; }; } ||
      { [ $mine = 0 ] && [ $ours = 0 ] && [ $live = 0 ]; }; then
     kill -s KILL -- "-$pgrp" 2>/dev/null && n=$((n+1))
@@ -98,10 +114,11 @@ echo "@@leftovers $n"
 """
 
 
-def sweep_command(run_id: str, *, mine: bool) -> str:
+def sweep_command(run_id: str, *, mine: bool, host: str | None = None) -> str:
     """Shell that kills leftover capture process groups and prints `@@leftovers N`: with `mine`, this
-    run's groups on this connection or orphaned (at its end); without, other runs' orphans (at a start)."""
-    return _SWEEP % {"rid": shlex.quote(run_id), "mine": int(mine)}
+    run's groups on this connection or orphaned (at its end), and with `host` only that host entry's;
+    without `mine`, other runs' orphans (at a start)."""
+    return _SWEEP % {"rid": shlex.quote(run_id), "mine": int(mine), "entry": entry(host) if host else "''"}
 
 
 def leftovers_killed(out: bytes) -> int:

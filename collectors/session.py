@@ -84,6 +84,7 @@ __all__ = [
     "best_effort",
     "capture",
     "check_free_space",
+    "check_names",
     "collect",
     "connect",
     "host_dir",
@@ -204,6 +205,17 @@ def _status(ledger: Ledger, threads: list[threading.Thread], left: float) -> Sta
     )
 
 
+def check_names(hosts: list[HostSpec]) -> None:
+    """Refuse two host entries of one name: the name keys the entry's records, its directory in the
+    archive and its work dir and process sweep on the host (`workdir`), so two entries under one
+    name (the same machine twice) would share and remove each other's."""
+    seen: set[str] = set()
+    for h in hosts:
+        if h.name in seen:
+            raise ConfigError(f"host name {h.name!r} appears twice; give each host entry a name of its own")
+        seen.add(h.name)
+
+
 def check_free_space(path: Path, *, what: str) -> None:
     """Refuse to start below the floor (pt-stalk's: 100 MB or 5 % of the filesystem, whichever is more)."""
     st = os.statvfs(path)
@@ -235,10 +247,12 @@ def collect(
     unpacked directory. A full disk on the archive side stops the run the same way, marked `disk_full`.
 
     Raises:
-        PerfkitError: only for the output location itself (a non-empty directory, an existing
+        ConfigError: two host entries of one name (`check_names`), before anything is written.
+        PerfkitError: otherwise only for the output location itself (a non-empty directory, an existing
             archive, too little free space); `archive.pack` never replaces a file that appears there
             meanwhile: the unpacked run is kept and the manifest's reason says so.
     """
+    check_names(hosts)
     stop = stop or Stop()
     packed = out.name.endswith(PACKED_SUFFIXES)
     parent = out.parent
@@ -315,6 +329,7 @@ def capture(
     """One window of captures on every host (and HTTP profile fetch) into the directory `root`; no
     manifest, no packing: `collect` does those for a single window, the sweep driver once per sweep.
     `window_open` is set when the windows open (a load can start then)."""
+    check_names(hosts)
     progress, status = best_effort(progress), best_effort(status)
     # The one owner of this window's records: host and profile threads hand it what they learn, and
     # what is returned are copies, so a host thread still running after a second Ctrl-C cannot change
