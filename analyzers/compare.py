@@ -3,22 +3,23 @@
 Pure: `compare(base, new)` takes two sides, each one `Analysis` or a `Group` of runs of one
 configuration, and returns a typed `Comparison`; the CLI and the renderers only call and render it.
 
-**Between runs (both sides with at least 2 runs at a step: replicates, benchstat's `-count`).** Each
-run contributes one figure per thread count: the mean of its steady intervals (sweep.Step.intervals,
-repeated steps pooled), else the step's own figure (a report read back). The change is mean(NEW run
-means) / mean(BASE run means) − 1, with a 95 % interval from Welch's t on the run means (each side's
-variance s²/k of its k run means; Welch–Satterthwaite degrees of freedom of the difference of the
-two means). The interval on the *ratio* is Fieller's, not the delta method's: with 2-3 runs a side
-the t quantile is 4-13 and the base mean's own uncertainty is large, so 1/mean(BASE) is far from
-symmetric; the delta method's symmetric interval understates the upside and can run below −100 %.
-Fieller's set {θ : |mean(NEW) − θ·mean(BASE)| ≤ t·√(v_new + θ²·v_base)} is exact for normal run means,
-and with the difference's degrees of freedom it excludes θ = 1 exactly when Welch's test rejects
-equal means, so the interval and the test never disagree. When mean(BASE) is itself not clear of
-zero (mean² ≤ t²·v_base) the set is unbounded: shown, not judged. Two sides whose runs all have the
-same mean (copies of one run) have no spread to judge by: shown, not judged. The peak likewise
-from each run's figure at its own peak step. This is the spread that decides on this VM: two runs
-of one configuration sit at different levels, each flat within itself (docs/benchmarks.md, compare
-A/A), which no statistic over one run's intervals can see.
+**Between runs (both sides with at least 2 runs of the load tool at a step: replicates, benchstat's
+`-count`: several sweeps a side, or sweeps made with `perfkit run --repeat N`, whose steps each
+start the tool afresh).** Each run of the tool contributes one figure per thread count: the mean of
+its steady intervals (sweep.Step.intervals), else the step's own figure (a report read back). The
+change is mean(NEW run means) / mean(BASE run means) − 1, with a 95 % interval from Welch's t on the
+run means (each side's variance s²/k of its k run means; Welch–Satterthwaite degrees of freedom of
+the difference of the two means). The interval on the *ratio* is Fieller's, not the delta method's:
+with 2-3 runs a side the t quantile is 4-13 and the base mean's own uncertainty is large, so
+1/mean(BASE) is far from symmetric; the delta method's symmetric interval understates the upside and
+can run below −100 %. Fieller's set {θ : |mean(NEW) − θ·mean(BASE)| ≤ t·√(v_new + θ²·v_base)} is
+exact for normal run means, and with the difference's degrees of freedom it excludes θ = 1 exactly
+when Welch's test rejects equal means, so the interval and the test never disagree. When mean(BASE)
+is itself not clear of zero (mean² ≤ t²·v_base) the set is unbounded: shown, not judged. Two sides
+whose runs all have the same mean (copies of one run) have no spread to judge by: shown, not judged.
+The peak likewise from each run's figure at its own peak step. This is the spread that decides on
+this VM: two runs of one configuration sit at different levels, each flat within itself
+(docs/benchmarks.md, compare A/A), which no statistic over one run's intervals can see.
 
 **Within one run (a side with one run at a step).** Each run's steady intervals give its throughput
 (the mean interval: what the tool's own summary reports) and its p95 (the mean of the per-interval
@@ -81,7 +82,8 @@ ONE_RUN_WARNING = (
     "one run a side ({counts}): a change is judged against each run's own second-to-second noise, "
     "which cannot tell it from run-to-run spread (two runs of one configuration on the lab VM sat up to "
     "40 % apart at 1 thread, 5 of 10 such pairs flagged: docs/benchmarks.md, compare A/A); give each side "
-    "several runs (a directory of runs) to judge the change against the spread between runs"
+    "several runs (`perfkit run --repeat 3`, or a directory of runs) to judge the change against the spread "
+    "between runs"
 )
 
 
@@ -354,11 +356,15 @@ class Comparison:
         """What the judgement stands on, in words, for the verdict box."""
         nb, nn = len(self.runs[0]), len(self.runs[1])
         if self.spread == BETWEEN_RUNS:
-            return f"judged against the spread between runs ({nb} BASE runs, {nn} NEW runs)"
+            # runs of the load tool: the sweeps, times their steps' repeats (`perfkit run --repeat`)
+            tb = max((len(s.throughput.runs[0]) for s in self.steps if s.throughput.runs), default=nb)
+            tn = max((len(s.throughput.runs[1]) for s in self.steps if s.throughput.runs), default=nn)
+            how = "" if (tb, tn) == (nb, nn) else f" of the load tool, repeats included; {nb} and {nn} sweeps"
+            return f"judged against the spread between runs ({tb} BASE runs, {tn} NEW runs{how})"
         return (
             f"one run a side ({nb} BASE, {nn} NEW) cannot tell a change from run-to-run spread: two runs "
             "of one configuration differed by up to 40 % (docs/benchmarks.md, compare A/A); run each "
-            "side several times (a directory of runs) to judge between runs"
+            "side several times (`perfkit run --repeat 3`, or a directory of runs) to judge between runs"
         )
 
     def use_moves(self, limit: int = 20) -> list[UseChange]:
@@ -631,10 +637,11 @@ def _run_figure(steps: list[Step], col: str, attr: str) -> float | None:
 def _step_change(
     b: list[list[Step]], n: list[list[Step]], col: str, attr: str, judged: dict, min_change_pct: float
 ) -> Change:
-    """A thread count's change: between runs when both sides have at least 2 runs with a figure
-    there, else within-run on the intervals (a side's runs pooled)."""
-    fb = [f for f in (_run_figure(steps, col, attr) for steps in b) if f is not None]
-    fn = [f for f in (_run_figure(steps, col, attr) for steps in n) if f is not None]
+    """A thread count's change: between runs when both sides have at least 2 runs of the load tool
+    with a figure there (runs of several sweeps, or one sweep's repeated steps: each started the
+    tool afresh, so each drew its own run-to-run level), else within-run on the intervals (pooled)."""
+    fb = [f for steps in b for f in (_run_figure([s], col, attr) for s in steps) if f is not None]
+    fn = [f for steps in n for f in (_run_figure([s], col, attr) for s in steps) if f is not None]
     if len(fb) >= 2 and len(fn) >= 2:
         return between_runs(fb, fn, min_change_pct=min_change_pct)
     return _change(
@@ -774,7 +781,8 @@ def compare(
         for k in fb.keys() & fn.keys()
         if fb[k].severity != fn[k].severity
     ]
-    grouped = len(gb.runs) >= 2 and len(gn.runs) >= 2
+    # judged between runs: every common step had several runs of the load tool a side (sweeps, repeats)
+    grouped = bool(steps) and all(s.throughput.spread == BETWEEN_RUNS for s in steps)
     warnings = _workload_warnings(gb.runs[0], gn.runs[0], swb[0], swn[0])
     warnings += _group_warnings("BASE", gb) + _group_warnings("NEW", gn)
     if not grouped:

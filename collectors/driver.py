@@ -94,6 +94,10 @@ class Plan:
     cooldown_max_s: float = 30
     on_failure: str = "stop"  # stop | continue
     adaptive: Adaptive | None = None
+    # Rounds of the thread list (1, 4, 16, 1, 4, 16, ...): each step run this many times, the load tool
+    # started afresh each time, so a sweep holds its own run-to-run spread (`perfkit compare` judges
+    # a change against it); a drift over the sweep falls on every thread count alike.
+    repeats: int = 1
 
     def __post_init__(self) -> None:
         if self.adaptive is None and (not self.threads or any(t < 1 for t in self.threads)):
@@ -106,6 +110,8 @@ class Plan:
             raise PlanError("--warmup" if self.warmup_s < 0 else "--cooldown-max", "must be ≥ 0 s")
         if self.on_failure not in ("stop", "continue"):
             raise PlanError("--on-failure", "on_failure: stop or continue")
+        if self.repeats < 1 or (self.repeats > 1 and self.adaptive is not None):
+            raise PlanError("--repeat", "at least 1, and repeats need a --threads list (not --adaptive)")
 
 
 @dataclass
@@ -143,21 +149,24 @@ class SweepResult:
 
 
 class FixedPlanner:
-    """The plan's thread list, in order."""
+    """The plan's thread list, in order, `repeats` rounds of it."""
 
     def __init__(self, plan: Plan):
         self.plan = plan
-        self.todo = list(plan.threads)
+        self.todo = [(t, r) for r in range(1, plan.repeats + 1) for t in plan.threads]
         self.stopped_because = "every planned step ran"
 
     def next(self, done: list[StepOutcome]) -> StepOutcome | None:
         if not self.todo:
             return None
-        t = self.todo.pop(0)
-        return StepOutcome(step_name(t), t, time_s=self.plan.time_s)
+        return self._step(*self.todo.pop(0))
 
     def pending(self) -> list[StepOutcome]:
-        return [StepOutcome(step_name(t), t, time_s=self.plan.time_s) for t in self.todo]
+        return [self._step(t, r) for t, r in self.todo]
+
+    def _step(self, threads: int, round_no: int) -> StepOutcome:
+        name = step_name(threads) + (f"r{round_no}" if self.plan.repeats > 1 else "")
+        return StepOutcome(name, threads, time_s=self.plan.time_s)
 
 
 class AdaptivePlanner:

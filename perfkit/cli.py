@@ -619,6 +619,15 @@ def _run_options(tool: str, default_db: str) -> Any:
             help="Longest wait between steps for TIME_WAIT sockets to drain.",
         ),
         click.option(
+            "--repeat",
+            "repeats",
+            type=click.IntRange(1),
+            default=1,
+            show_default=True,
+            help="Run the thread list this many times over (rounds: 1,4,16,1,4,16): each step's runs show "
+            "the spread between runs, which `perfkit compare` judges a change against (3 is a good start).",
+        ),
+        click.option(
             "--on-failure",
             type=click.Choice(["stop", "continue"]),
             default="stop",
@@ -808,6 +817,7 @@ def _sweep_plan(kw: dict[str, Any], load: Any, *, hint: str, database: bool = Tr
             warmup_s=kw["warmup"],
             cooldown_max_s=kw["cooldown_max"],
             on_failure=kw["on_failure"],
+            repeats=kw["repeats"],
         )
 
         def hosts(local: bool, names: str | None, inventory: Path | None) -> tuple[Any, ...]:

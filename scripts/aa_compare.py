@@ -2,6 +2,7 @@
 
     PERFKIT_MYSQL_PASSWORD=... python3 -m scripts.aa_compare --pairs 10 --threads 1,4 --time 10
     PERFKIT_MYSQL_PASSWORD=... python3 -m scripts.aa_compare --pairs 10 --repeats 3 --threads 1,4 --time 10
+    PERFKIT_MYSQL_PASSWORD=... python3 -m scripts.aa_compare --pairs 10 --sweep-repeats 3 --time 10
 
 Runs `perfkit run sysbench` 2 × PAIRS × REPEATS times, one after another, against the lab MariaDB
 (the same options each time). Each pair is two sides of REPEATS runs each, the sides' runs
@@ -10,7 +11,9 @@ compared with `analyzers.compare` at the default level and floor — with `--rep
 one run a side, judged within each run's intervals; with 2 or more, as groups, judged on the spread
 between the runs' means (what `perfkit compare base/ new/` does with directories of runs). It prints
 per pair the steps' changes and whether any was called significant, then the rate of pairs with a
-false alarm. The acceptance (issue 18): at most 1 pair of 10. Results go in docs/benchmarks.md by
+false alarm. With `--sweep-repeats N` each side is one sweep made with `perfkit run --repeat N` (each
+step run N times in rounds): two sweeps of one configuration, judged between the runs of the load
+tool inside each. The acceptance (issue 18): at most 1 pair of 10. Results go in docs/benchmarks.md by
 hand, with the command and the machine.
 """
 
@@ -40,6 +43,7 @@ def run(out: Path, args: argparse.Namespace) -> Path:
         "--table-size=10000",
         f"--threads={args.threads}",
         f"--time={args.time}",
+        f"--repeat={args.sweep_repeats}",
         "--profile=minimal",
         "--no-report",
         "-o",
@@ -62,6 +66,9 @@ def main() -> int:
     ap.add_argument("--pairs", type=int, default=10)
     ap.add_argument(
         "--repeats", type=int, default=1, help="runs a side (2 or more: judged between runs, as groups)"
+    )
+    ap.add_argument(
+        "--sweep-repeats", type=int, default=1, help="perfkit run --repeat: each step this many times a sweep"
     )
     ap.add_argument("--threads", default="1,4")
     ap.add_argument("--time", type=int, default=10)
@@ -90,7 +97,7 @@ def main() -> int:
             print(f"pair {i + 1} ({c.spread}): {cells}{' — SIGNIFICANT' if flagged else ''}", flush=True)
     print(
         f"{alarms} of {args.pairs} A/A pairs had a step called significant (floor {args.min_change:g}%, "
-        f"{args.repeats} run{'s' if args.repeats > 1 else ''} a side)"
+        f"{args.repeats} run{'s' if args.repeats > 1 else ''} a side, --repeat {args.sweep_repeats})"
     )
     return 0
 

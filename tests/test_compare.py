@@ -466,3 +466,29 @@ def test_one_run_a_side_says_it_cannot_see_the_spread_between_runs(tmp_path: Pat
     html = (tmp_path / "c" / "compare.html").read_text()
     assert "one run a side (1 BASE, 1 NEW) cannot tell a change from run-to-run spread" in html
     assert "warning: one run a side" in r.output
+
+
+def test_one_sweep_a_side_with_repeats_is_judged_between_its_runs() -> None:
+    # `perfkit run sysbench --repeat 2` twice (tests/fixtures/archives/README.md): each step ran twice
+    # in one sweep, the load tool started afresh each time, so each side holds its own spread
+    pa, pb = FIXTURES / "archives" / "repeat-a", FIXTURES / "archives" / "repeat-b"
+    a, b = analyze_path(pa), analyze_path(pb)
+    c = compare(a, b, base_name="a", new_name="b")
+    assert c.spread == "between-runs" and not any(w.startswith("one run a side") for w in c.warnings)
+    one = next(s for s in c.steps if s.threads == 1)
+    means = {
+        p: [
+            s["tps"]
+            for s in json.loads((p / "manifest.json").read_text())["sweep"]["steps"]
+            if s["threads"] == 1
+        ]
+        for p in (pa, pb)
+    }
+    # each run's figure is its steady intervals' mean: near the tool's own summary, one per repeat
+    assert one.throughput.runs is not None and [len(r) for r in one.throughput.runs] == [2, 2]
+    for got, summary in zip(one.throughput.runs, means.values(), strict=True):
+        assert got == pytest.approx(summary, rel=0.1)
+    assert one.throughput.change_pct == pytest.approx(
+        (np.mean(one.throughput.runs[1]) / np.mean(one.throughput.runs[0]) - 1) * 100
+    )
+    assert "(2 BASE runs, 2 NEW runs of the load tool, repeats included; 1 and 1 sweeps)" in c.spread_note()

@@ -76,12 +76,29 @@ def test_fixed_plan_records_every_step_and_the_overhead(tmp_path: Path) -> None:
     assert [r["path"] for r in res.manifest["captures"]] == [f"load/t000{t}/sysbench.out" for t in (1, 2, 4)]
 
 
+def test_repeats_run_the_thread_list_in_rounds(tmp_path: Path) -> None:
+    runner = FakeRunner(CURVE)
+    res = sweep(tmp_path, driver.Plan(threads=(1, 4), time_s=5, cooldown_max_s=0, repeats=3), runner)
+    assert runner.calls == [(1, 5), (4, 5)] * 3  # rounds: a drift over the sweep falls on both alike
+    steps = res.manifest["sweep"]["steps"]
+    assert [(s["name"], s["threads"]) for s in steps] == [
+        ("t0001r1", 1), ("t0004r1", 4), ("t0001r2", 1), ("t0004r2", 4), ("t0001r3", 1), ("t0004r3", 4)
+    ]  # fmt: skip
+    assert res.manifest["sweep"]["plan"]["repeats"] == 3
+    assert [r["path"] for r in res.manifest["captures"]][:2] == [
+        "load/t0001r1/sysbench.out",
+        "load/t0004r1/sysbench.out",
+    ]
+
+
 @pytest.mark.parametrize(
     ("kw", "message"),
     [
         ({"threads": ()}, "threads"),
         ({"threads": (4, 4)}, "twice"),
         ({"threads": (1,), "on_failure": "retry"}, "on_failure"),
+        ({"threads": (1,), "repeats": 0}, "at least 1"),
+        ({"adaptive": driver.Adaptive(), "repeats": 2}, "not --adaptive"),
     ],
 )
 def test_bad_plans_are_refused(kw: dict, message: str) -> None:
