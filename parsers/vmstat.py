@@ -4,13 +4,14 @@ Reads procps-ng 3.3 and 4.0 output, narrow or wide (`-w`), with or without the `
 (procps 4 prints it in wide mode), with or without `-t` timestamps (`2026-11-22 08:10:06`, wall
 clock of the host, in the zone below), with buff/cache or (`-a`) inact/active.
 
-Time zone: with `-t` vmstat prints the zone's abbreviation (`%Z`) above the stamps, on the second
-header line, and the stamps are read in it (`_common.printed_zone`): `UTC` and `GMT` exactly,
-whatever `tz` says; `tz`, the capturing host's IANA zone, when that is what `tz` prints at the run's
-first stamp; else an abbreviation that names one offset (`PDT`: UTC−7, `CET`: UTC+1, the DST state is
-in the name) at that offset. One that names several zones (`CST`: China, Cuba or US Central; `IST`)
-and is not `tz`'s is a ParseError naming that header line (wrong times are wrong values: pass the
-host's zone, e.g. `tz="Asia/Shanghai"` for China's `CST`).
+Time zone: with `-t` vmstat prints the zone's abbreviation (`%Z`) above the stamps, at the end of the
+second header line (its last word, told from the lowercase column names), and the stamps are read in
+it (`_common.printed_zone`): `UTC` and `GMT` exactly, whatever `tz` says; `tz`, the capturing host's
+IANA zone, when that is what `tz` prints at the run's first stamp; else an abbreviation that names
+one offset (`PDT`: UTC−7, `CET`: UTC+1, the DST state is in the name) at that offset. One that names
+several zones (`CST`: China, Cuba or US Central; `IST`) and is not `tz`'s is a ParseError naming that
+header line (wrong times are wrong values: pass the host's zone, e.g. `tz="Asia/Shanghai"` for
+China's `CST`).
 
 Columns: timestamp (UTC), host, since_boot (the first row of each run is the average since boot),
 then vmstat's own names, which every reader knows: r, b (tasks), swpd, free, buff, cache, inact,
@@ -26,7 +27,8 @@ since-boot row, then one row per INTERVAL (after `sleep`, so a run's stamps move
 second), and prints the pair again before sample i when i % height == 0, where height is the rows of
 the terminal on stdout minus 3, 21 when stdout is no terminal (a file, a pipe, ssh without a tty:
 how captures are taken); never with -n. So a header pair starts a new run when
-  - it differs from the run's own (its `procs` line or column names: -a, -w, -t, gu), or
+  - it differs from the run's own (its column-name line as printed, the zone left out: -a, -w, -t,
+    gu; the `procs` group line above it follows from it), or
   - it follows a block of other than 21 rows since the run's last header pair (a repeat comes
     after exactly 21), or
   - with -t, the row after it is stamped no later than the row before it.
@@ -38,33 +40,27 @@ a terminal of another height (a `script` log, a pasted screen) repeats every row
 row) prints the same header: its first row is flagged, and its first repeat, after 20 rows, reads as
 a new run; a wall clock set back (DST's end) just across a repeated header reads as a new run.
 
-Fast path (`_parse_regular`, paths and text): a capture that is exactly one run of vmstat's own
-output (its first two lines the header, repeats of that same header pair every 21 rows, rows of
-digits and blanks ending with a `YYYY-MM-DD HH:MM:SS` stamp that moves on across each repeat, perhaps
-one cut-off row at the end) is read in 1 MB blocks: numpy finds the line ends, and so the header
-pairs and the rows between them, the pairs are cut out with `bytes.replace`, numpy checks that every
-stamp is in place, and the rows go to pandas' C reader with the stamps' `-` and `:` deleted (two
-more integers, YYYYMMDD and HHMMSS).
-Anything else (blank or foreign lines, a changed header, another run, a malformed row, a minus
-sign, CR line ends, an invalid date, a stream) goes to the line walk, which also names the first
-bad line.
+Reading: the table engine (parsers/_table.py) reads the rows, in bulk or row by row naming the first
+bad one: every column an integer (`[-+]?digits`, ASCII, at most int64), then with `-t` the stamp's date and
+clock; the header pair's `procs` line only leads the column names (`_table.LEAD`). What is vmstat's
+own is done here, vectorised: the stamps (once per distinct date and clock), the runs (above) and the
+zones. A malformed row is a ParseError naming it; a last line cut off mid-write (no line end) is
+dropped and counted (`attrs["dropped_lines"]`); `attrs["unknown_columns"]` lists header names not
+above (read as integers, kept out of the frame).
 """
 
 from __future__ import annotations
 
-import io
-import itertools
-import os
 import re
-from collections.abc import Iterator
 from datetime import date, timezone
-from pathlib import Path
 from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
 
-from ._common import FIRST_DATE, PAST_DATE, Lines, Source, coerce, empty_frame, printed_zone, text_column
+from ._common import FIRST_DATE, PAST_DATE, Parts, Source, empty_frame, printed_zone, text_column
+from ._sysstat import iso_clocks, utc
+from ._table import LEAD, ROW, Block, Layout, Table
 
 KIND = "vmstat"
 COUNTS = (
@@ -98,23 +94,10 @@ SCHEMA: dict[str, str] = {
 _REQUIRED = {"r", "b", "swpd", "free", "si", "so", "bi", "bo", "in", "cs", "us", "sy", "id"}
 # vmstat reprints its header pair before every 21st row when stdout is no terminal (module docstring)
 _HEADER_EVERY = 21
-CHUNK_ROWS = 65536  # sample rows read at once
-# Bytes the C reader is trusted on (see _Chunks): anything else goes row by row.
-_TRUSTED = b"0123456789 \n:-"
-_BLOCK_BYTES = 1 << 20  # read at once by the fast path: bounds memory, amortises each pandas call
-# The `-t` stamp with the blank before it, as the last 20 bytes of a row: where its separators and
-# digits are.
-_STAMP_AT = np.arange(-20, 0)
-_NEWLINE = ord("\n")
-_STAMP_SEPS = np.array([0, 5, 8, 11, 14, 17])
-_STAMP_SEP_BYTES = np.frombuffer(b" -- ::", dtype=np.uint8)
-_STAMP_DIGITS = np.array([i for i in range(20) if i not in _STAMP_SEPS])
+_NAT = np.iinfo(np.int64).min
+_DATE = re.compile(r"^(\d{4})-(\d{2})-(\d{2})$", re.ASCII)
 _EPOCH_DAY = date(1970, 1, 1).toordinal()
-_STAMP_FORMAT = "%Y-%m-%d %H:%M:%S"
-_FIRST_STAMP, _PAST_STAMP = pd.Timestamp(FIRST_DATE), pd.Timestamp(PAST_DATE)  # wall-clock stamps kept
-_INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
-# A cut-off last row the line walk drops: digit first, trusted bytes, no token past int64.
-_CUT_ROW = re.compile(rb" *[0-9][0-9:-]{0,17}(?: +[0-9:-]{1,18})* *")
+_DAY_NS = 86400 * 10**9
 
 
 def sniff(text: str) -> bool:
@@ -137,563 +120,210 @@ def parse(source: Source, *, host: str | None = None, tz: str = "UTC") -> pd.Dat
         tz: the capturing host's time zone, for `-t` timestamps.
 
     Raises:
-        ParseError: a header that is not vmstat's C-locale header, a malformed row mid-file, or `-t`
-            stamps in a zone abbreviation that is neither UTC/GMT nor `tz`'s at the run's start.
+        ParseError: a header that is not vmstat's C-locale header, a malformed row, or `-t` stamps in
+            a zone abbreviation that is neither UTC/GMT nor `tz`'s at the run's start.
     """
-    if isinstance(source, str | Path):  # a stream cannot be read twice: it goes line by line
-        df = _parse_regular(source, host, tz)
-        if df is not None:
-            return df
-    return _parse_lines(source, host, tz)
+    return _Vmstat(source, host, tz).run()
 
 
-def _parse_lines(source: Source, host: str | None, tz: str) -> pd.DataFrame:
-    """The line walk: reads every capture the fast path leaves, and names the first bad line."""
-    lines = Lines(source, KIND)
-    chunks = _Chunks(lines)
-    columns: list[str] | None = None
-    has_time = False
-    unknown: list[str] = []
-    width = -1
-    pending: tuple[int, str] | None = None  # a malformed row: fatal unless it is the last line
-    last_line = 0  # the last non-blank line
-    procs: list[str] | None = None  # the last `procs` header line
-    run: tuple[list[str] | None, list[str]] | None = None  # the run's header pair (zone left out)
-    header_row = 0  # rows before the last header pair
-    runs: list[int] = []  # the first row of each run
-    maybe: list[int] = []  # rows after a repeat-like header in a -t run: a run if not stamped later
-    zones: list[_Zone] = []  # where each printed zone takes effect
-    buf, line_nos = chunks.buf, chunks.line_nos
-    for line_no, line in lines:
-        tokens = line.split()
-        if not tokens:
-            continue
-        if len(tokens) == width and tokens[0][-1:].isdigit() and pending is None:  # a sample: the hot path
-            if len(buf) >= CHUNK_ROWS:
-                chunks.flush(None)  # before this row: a bad buffered row is not the last line
-            buf.append(line)
-            line_nos.append(line_no)
-            last_line = line_no
-            continue
-        if pending is not None:
-            chunks.flush()  # a bad row before the pending one is the first error
-            raise lines.error(*pending, "malformed vmstat row")
-        last_line = line_no
+class _Header(NamedTuple):
+    """A column-name line: its names (the zone left out), the zone `-t` printed (None without -t), and
+    the line as printed with the zone as `%Z` (a run's identity: a zone of its own is no new run)."""
+
+    names: tuple[str, ...]
+    zone: str | None
+    run: str
+
+
+class _Vmstat:
+    """The format for the table engine: rows start with a blank or a digit (right-aligned numbers);
+    the header pair's `procs` line (`procs`, wide `--procs--`) is kept among them so that vmstat's
+    repeat every 21 rows costs no cut of a run, and both header lines are found by their words."""
+
+    row_bytes = b" 0123456789\n-p"
+    header_words = (b"procs", b"swpd")
+    chunk_bytes = 1 << 20  # about 7000 rows: half the memory of the engine's 8 MB at the same speed
+
+    def __init__(self, source: Source, host: str | None, tz: str):
+        self.host, self.tz = host, tz
+        self.table = Table(source, KIND, self)
+        self.unknown: list[str] = []
+        self.headers: dict[_Header, int] = {}  # each header's code, in order of first sight
+        self.header_texts: list[str] = []
+        self.parts = Parts(4 + len(COUNTS))  # line numbers, header line numbers, header codes, stamps
+        self.days: dict[str, int | None] = {}  # date text -> ns of its midnight (None: no date)
+
+    def run(self) -> pd.DataFrame:
+        self.table.run()
+        return self.assemble(dropped=int(self.table.cut is not None))
+
+    # ------------------------------------------------------------ the format
+
+    def layout(self, line_no: int, text: str) -> Layout:
+        tokens = text.split()
         if _is_procs(tokens):
-            procs, has_time = tokens, _has_time(tokens)
-            continue
-        if tokens[:2] == ["r", "b"]:
-            names = _names(tokens, has_time)
-            missing = sorted(_REQUIRED - set(names))
-            if missing:
-                chunks.flush()
-                foreign = _unknown(names)
-                raise lines.error(
-                    line_no,
-                    line,
-                    f"vmstat header lacks {', '.join(missing)} (has "
-                    f"{', '.join(foreign) or 'nothing else'}): capture not taken under LC_ALL=C",
-                )
-            unknown += [n for n in _unknown(names) if n not in unknown]
-            if has_time and (not zones or zones[-1].printed != tokens[-1]):
-                zones.append(_Zone(chunks.rows, line_no, line, tokens[-1]))
-            if names != columns or width != len(names) + (2 if has_time else 0):
-                chunks.flush()  # rows so far have the old layout
-            columns = names
-            width = len(columns) + (2 if has_time else 0)
-            chunks.layout(columns, has_time)
-            row = chunks.rows
-            if (procs, names) != run or row - header_row != _HEADER_EVERY:  # the module docstring's rule
-                runs.append(row)
-                run = (procs, names)
-            elif has_time:
-                maybe.append(row)
-            header_row = row
-            continue
-        if columns is None:
-            raise lines.error(
-                line_no, line, "not a vmstat capture (no C-locale vmstat header before the data)"
+            return LEAD
+        if tokens[:2] != ["r", "b"]:
+            return ROW
+        zone = None if tokens[-1].islower() else tokens[-1]  # -t: `UTC`, `PDT`, `+08` after the names
+        names = tokens[:-1] if zone else tokens
+        missing = sorted(_REQUIRED - set(names))
+        if missing:
+            foreign = _unknown(names)
+            raise self.table.error(
+                line_no,
+                text,
+                f"vmstat header lacks {', '.join(missing)} (has {', '.join(foreign) or 'nothing else'}): "
+                "capture not taken under LC_ALL=C",
             )
-        if len(tokens) != width or not _all_ints(tokens[: len(columns)]):
-            pending = (line_no, line)
-            continue
-        chunks.add(line_no, line)
-    dropped = 0
-    if pending is not None:
-        chunks.flush()
-        dropped = 1
-    else:
-        dropped = chunks.flush(last_line)  # a malformed last row is dropped, not fatal
-        if not dropped and chunks.rows and not lines.last_complete:
-            chunks.pop()  # cut mid-write: the last row may be a prefix of itself
-            dropped = 1
-    if columns is None or not chunks.rows:
-        df = empty_frame(SCHEMA)
-        df.attrs.update(dropped_lines=dropped, unknown_columns=unknown)
-        return df
-    n = chunks.rows
-    data: dict[str, object] = chunks.columns(n)
-    data["host"] = pd.array([host] * n, dtype="string")
-    since_boot = np.zeros(n, dtype=bool)
-    since_boot[[k for k in runs if k < n]] = True
-    if any(timed for _, timed in chunks.layouts):
-        stamps = chunks.stamps()  # naive wall clock, as printed
-        since_boot[[k for k in maybe if k < n and stamps[k] <= stamps[k - 1]]] = True
-        data["timestamp"] = _utc(stamps, zones, tz, lines)
-    data["since_boot"] = since_boot
-    df = coerce(pd.DataFrame(data), SCHEMA)
-    df.attrs.update(dropped_lines=dropped, unknown_columns=unknown)
-    return df
+        self.unknown += [n for n in _unknown(names) if n not in self.unknown]
+        run = text.rstrip()
+        key = _Header(tuple(names), zone, run[: -len(zone)] + "%Z" if zone else run)
+        if key not in self.headers:
+            self.headers[key] = len(self.headers)
+            self.header_texts.append(text)
+        return Layout("i" * len(names) + ("tt" if zone else ""), labels=(0,), key=key)
+
+    def structure(self, line_no: int, text: str) -> None:
+        """A line that starts like no row and no header (or a row before any header)."""
+        if not text.strip():
+            return
+        if self.table.current is None:
+            reason = "not a vmstat capture (no C-locale vmstat header before the data)"
+            raise self.table.error(line_no, text, reason)
+        raise self.table.error(line_no, text, "malformed vmstat row")
+
+    def rows(self, block: Block) -> None:
+        key: _Header = block.layout.key
+        n = len(block)
+        stamps = self._stamps(block) if key.zone else np.full(n, _NAT, dtype=np.int64)
+        at = _counts_at(key.names)
+        values = [block.fields[at[c]] if c in at else np.zeros(n, dtype=np.int64) for c in COUNTS]
+        code = np.full(n, self.headers[key], dtype=np.int64)
+        self.parts.add([block.line_nos, block.headers, code, stamps, *values])
+
+    def _stamps(self, block: Block) -> np.ndarray:
+        """A `-t` block's stamps as naive wall-clock ns: each distinct date and clock read once; one
+        that is none is a ParseError naming the first row holding it."""
+        dates, clocks = block.fields[-2], block.fields[-1]
+        days = [self._day(d) for d in dates.categories.tolist()]
+        day_ok = np.array([d is not None for d in days])
+        day_ns = np.array([d or 0 for d in days], dtype=np.int64)
+        texts = clocks.categories.tolist()
+        chars = np.array(texts, dtype="U8").view(np.uint32).reshape(len(texts), 8)
+        ok, sods = iso_clocks(chars)  # `HH:MM:SS`
+        ok &= np.fromiter(map(len, texts), dtype=np.int64, count=len(texts)) == 8
+        bad = ~day_ok[dates.codes] | ~ok[clocks.codes]
+        if bad.any():
+            i = int(np.argmax(bad))
+            stamp = f"{dates[i]} {clocks[i]}"
+            raise self.table.error(
+                int(block.line_nos[i]),
+                block.text(i),
+                f"timestamp {stamp!r} is no date and time (YYYY-MM-DD HH:MM:SS) in 1678-2261",
+            )
+        return day_ns[dates.codes] + sods[clocks.codes] * 10**9
+
+    def _day(self, text: str) -> int | None:
+        """ns of a `YYYY-MM-DD` date's midnight; None for one that is none or outside 1678-2261."""
+        if text not in self.days:
+            m = _DATE.match(text)
+            try:
+                day = date(int(m[1]), int(m[2]), int(m[3])) if m else None
+            except ValueError:  # month 13, February 30
+                day = None
+            ok = day is not None and FIRST_DATE <= day < PAST_DATE
+            self.days[text] = (day.toordinal() - _EPOCH_DAY) * _DAY_NS if ok else None
+        return self.days[text]
+
+    # ------------------------------------------------------------ the frame
+
+    def assemble(self, dropped: int) -> pd.DataFrame:
+        attrs = {"dropped_lines": dropped, "unknown_columns": self.unknown}
+        n = self.parts.rows
+        if n == 0:
+            frame = empty_frame(SCHEMA)
+            frame.attrs.update(attrs)
+            return frame
+        line_nos, header_nos, codes, naive, *values = self.parts.columns()
+        if (np.diff(line_nos) < 0).any():  # the engine hands a chunk's rows over layout by layout
+            order = np.argsort(line_nos, kind="stable")
+            header_nos, codes, naive = header_nos[order], codes[order], naive[order]
+            values = [v[order] for v in values]
+        keys = list(self.headers)
+        timed = np.array([k.zone is not None for k in keys])[codes]
+        runs = np.unique([k.run for k in keys], return_inverse=True)[1][codes]
+        data: dict[str, object] = {
+            "timestamp": utc(self._utc(naive, codes, header_nos)),
+            "host": text_column([self.host], np.zeros(n, dtype=np.intp)),
+            "since_boot": _since_boot(header_nos, runs, np.where(timed, naive, _NAT)),
+        }
+        present = np.array([[c in k.names for c in COUNTS] for k in keys])[codes]
+        for j, (name, col) in enumerate(zip(COUNTS, values, strict=True)):
+            data[name] = pd.arrays.IntegerArray(col, ~present[:, j])
+        frame = pd.DataFrame(data, copy=False)
+        frame.attrs.update(attrs)
+        return frame
+
+    def _utc(self, naive: np.ndarray, codes: np.ndarray, header_nos: np.ndarray) -> np.ndarray:
+        """Naive stamps -> UTC ns, each stretch of rows under one printed zone read in it (resolved at
+        its first row's stamp, `_common.printed_zone`); rows without `-t` NaT."""
+        out = np.full(len(naive), _NAT, dtype=np.int64)
+        zones = [k.zone for k in self.headers]
+        rows = np.flatnonzero(np.array([z is not None for z in zones])[codes])
+        if not len(rows):
+            return out
+        zone_of = np.unique([z or "" for z in zones], return_inverse=True)[1][codes[rows]]
+        cuts = np.flatnonzero(np.concatenate(([True], zone_of[1:] != zone_of[:-1]))).tolist()
+        names = [self._zone(int(codes[rows[c]]), int(naive[rows[c]]), int(header_nos[rows[c]])) for c in cuts]
+        if len(set(names)) == 1:
+            cuts, names = cuts[:1], names[:1]
+        for a, b, name in zip(cuts, [*cuts[1:], len(rows)], names, strict=True):
+            local = pd.DatetimeIndex(naive[rows[a:b]].view("M8[ns]"))
+            out[rows[a:b]] = local.tz_localize(name, ambiguous="NaT", nonexistent="NaT").asi8
+        return out
+
+    def _zone(self, code: int, first: int, header_no: int) -> str | timezone:
+        """The zone the stamps under header `code` are read in, from the first one on; a ParseError
+        naming the header for an abbreviation that names several zones and is not `tz`'s."""
+        printed = list(self.headers)[code].zone
+        when = pd.Timestamp(first)
+        found = printed_zone(printed, self.tz, when.to_pydatetime())
+        if found is not None:
+            return found
+        raise self.table.error(
+            header_no,
+            self.header_texts[code],
+            f"vmstat -t stamps are in {printed}, which names several zones, and the time zone given "
+            f"({self.tz}) is not one of them at {when}: pass the capturing host's IANA zone (--tz)",
+        )
 
 
-class _Zone(NamedTuple):
-    """A `-t` header's zone abbreviation, from the row after that header (`row`) on."""
-
-    row: int
-    line_no: int
-    line: str
-    printed: str
-
-
-def _zone_name(zone: _Zone, tz: str, first: pd.Timestamp, lines: Lines) -> str | timezone:
-    """The zone a run's stamps are read in (module docstring, `_common.printed_zone`); a ParseError
-    naming the header for an abbreviation that names several zones and is not `tz`'s."""
-    if pd.isna(first):
-        return tz
-    found = printed_zone(zone.printed, tz, first.to_pydatetime())
-    if found is not None:
-        return found
-    raise lines.error(
-        zone.line_no,
-        zone.line,
-        f"vmstat -t stamps are in {zone.printed}, which names several zones, and the time zone given "
-        f"({tz}) is not one of them at {first}: pass the capturing host's IANA zone (--tz)",
+def _since_boot(header_nos: np.ndarray, runs: np.ndarray, stamps: np.ndarray) -> np.ndarray:
+    """The first row of each run by the module docstring's rule, given each row's header line, run
+    identity and `-t` stamp (naive ns; NaT without -t): judged at the first row under each header."""
+    after = np.flatnonzero(np.concatenate(([True], header_nos[1:] != header_nos[:-1])))
+    at, before = after[1:], after[1:] - 1
+    new = np.ones(len(after), dtype=bool)
+    new[1:] = (
+        (np.diff(after) != _HEADER_EVERY)
+        | (runs[at] != runs[before])
+        | ((stamps[before] != _NAT) & (stamps[at] <= stamps[before]))
     )
-
-
-def _utc(naive: pd.Series, zones: list[_Zone], tz: str, lines: Lines) -> pd.Series:
-    """Naive wall-clock stamps -> UTC, each run's rows in the zone its header printed (rows before the
-    first `-t` header have no stamp: any zone leaves them NaT)."""
-    n = len(naive)
-    zones = [z for z in zones if z.row < n]
-    names = [_zone_name(z, tz, naive.iloc[z.row], lines) for z in zones] or [tz]
-    if len(set(names)) == 1:
-        return naive.dt.tz_localize(names[0], ambiguous="NaT", nonexistent="NaT").dt.tz_convert("UTC")
-    cuts = [0, *(z.row for z in zones[1:]), n]
-    pieces = [
-        naive.iloc[a:b].dt.tz_localize(name, ambiguous="NaT", nonexistent="NaT").dt.tz_convert("UTC")
-        for name, a, b in zip(names, cuts, cuts[1:], strict=False)
-    ]
-    return pd.concat(pieces, ignore_index=True)
+    flags = np.zeros(len(header_nos), dtype=bool)
+    flags[after[new]] = True
+    return flags
 
 
 def _is_procs(tokens: list[str]) -> bool:
-    """The first header line (`procs -----memory----- ...`)."""
-    return tokens[0] == "procs" or tokens[0].startswith("--procs")
-
-
-def _has_time(procs: list[str]) -> bool:
-    # The last dash group names the timestamp column (translated under other locales).
-    return procs[-1].strip("-") not in ("cpu", "")
-
-
-def _names(header: list[str], has_time: bool) -> list[str]:
-    # With -t the second header line ends with the zone abbreviation (UTC, CST, ...).
-    return header[:-1] if has_time else header
+    """The first header line (`procs -----memory----- ...`, procps 4 wide `--procs-- ...`)."""
+    return bool(tokens) and (tokens[0] == "procs" or tokens[0].startswith("--procs"))
 
 
 def _unknown(names: list[str]) -> list[str]:
     return [n for n in names if n not in COUNTS]
 
 
-def _counts_at(names: list[str]) -> dict[str, int]:
+def _counts_at(names: tuple[str, ...]) -> dict[str, int]:
     """Schema column -> printed column (the last one if a name repeats)."""
     return {name: i for i, name in enumerate(names) if name in COUNTS}
-
-
-def _parse_regular(source: str | Path, host: str | None, tz: str) -> pd.DataFrame | None:
-    """The fast path (module docstring); None when the capture is not that regular.
-
-    Every line it accepts is one the line walk reads the same way: the header lines are the first two
-    lines byte for byte, every other line is a row of trusted bytes (see `_Chunks`) that pandas reads
-    as `width` int64 fields, with a valid stamp in place.
-    """
-    is_path = Lines(source, KIND).path is not None
-    blocks = _line_blocks(source, is_path)
-    try:
-        first = next(blocks, b"")
-        parts = first.split(b"\n", 2)
-        if len(parts) < 3:
-            return None
-        layout = _regular_layout(parts[0], parts[1])
-        if layout is None:
-            return None
-        names, has_time = layout
-        ncols = len(names)
-        at = _counts_at(names)
-        # room for as many rows as the source can hold (a row has at least one digit and a blank
-        # per value): pages never written take no memory, and the arrays are trimmed at the end
-        size = os.path.getsize(source) if is_path else len(source)
-        cap = size // (2 * ncols + (20 if has_time else 0)) + 1
-        out = {name: np.empty(cap, dtype=np.int64) for name in at}
-        stamps = np.empty(cap, dtype=np.int64)
-        procs = parts[0] + b"\n"
-        head = procs + parts[1] + b"\n"  # the header pair, at the start of a block
-        n = 0
-        since = 0  # rows since the last header pair: vmstat repeats it after _HEADER_EVERY
-        last_header = 0  # rows before the last header pair
-        tail = b""  # a cut-off last line
-        held = b""  # a `procs` line that ended a block: it goes with the header line in the next
-        for data in itertools.chain([first[len(head) :]], blocks):
-            if held:
-                data, held = held + data, b""
-            if not data.endswith(b"\n"):
-                cut = data.rfind(b"\n") + 1
-                data, tail = data[:cut], data[cut:]
-            elif data == procs or data.endswith(b"\n" + procs):
-                data, held = data[: -len(procs)], procs
-            # where the header pairs are, by line: a `procs` line is the only one starting with its byte
-            # (a row starts with a blank or a digit; a `-` one is no repeat, see the byte count below)
-            buf = np.frombuffer(data, dtype=np.uint8)
-            ends = np.flatnonzero(buf == _NEWLINE)  # the data ends with a line end
-            heads = np.flatnonzero(buf[ends[:-1] + 1] == procs[0]) + 1
-            if data[:1] == procs[:1]:
-                heads = np.insert(heads, 0, 0)
-            if len(heads):
-                if heads[-1] + 1 >= len(ends):
-                    return None
-                if since + heads[0] != _HEADER_EVERY or (np.diff(heads) != _HEADER_EVERY + 2).any():
-                    return None  # a header pair that is no repeat of vmstat's: another run
-                last_header = n + int(heads[0]) + _HEADER_EVERY * (len(heads) - 1)
-                since = len(ends) - int(heads[-1]) - 2
-            else:
-                since += len(ends)
-            body = data.replace(b"\n" + head, b"\n")
-            if body.startswith(head):
-                body = body[len(head) :]
-            if len(data) - len(body) != len(head) * len(heads):
-                return None  # a line taken for a header pair above that is none
-            if not body:  # nothing but header pairs
-                continue
-            rows_at = None
-            if has_time:  # the rows' line ends in `data`, for the stamp checks
-                keep = np.ones(len(ends), dtype=bool)
-                keep[heads] = keep[heads + 1] = False
-                rows_at = (buf, ends[keep], np.diff(ends, prepend=-1)[keep])
-            got = _read_block(body, ncols, rows_at)
-            if got is None:
-                return None
-            values, when = got
-            end = n + len(values)
-            for name, i in at.items():
-                out[name][n:end] = values[:, i]
-            if has_time:
-                stamps[n:end] = when
-            n = end
-    except OSError:
-        return None  # the line walk says why the source cannot be read
-    if n == 0 or held or (tail and not _CUT_ROW.fullmatch(tail)):
-        return None
-    for arr in (*out.values(), stamps):
-        arr.resize(n, refcheck=False)  # no views of these arrays exist yet
-    if has_time:
-        # rows after a repeat (every 21st): one stamped no later than the row before starts a new run
-        after = np.arange(_HEADER_EVERY, min(last_header, n - 1) + 1, _HEADER_EVERY)
-        if (stamps[after] <= stamps[after - 1]).any():
-            return None
-        naive = pd.DatetimeIndex(stamps.view("M8[ns]"), copy=False)
-        header = parts[1].decode()
-        zone = _Zone(0, 2, header, header.split()[-1])
-        name = _zone_name(zone, tz, naive[0], Lines(source, KIND))
-        timestamp = naive.tz_localize(name, ambiguous="NaT", nonexistent="NaT").tz_convert("UTC").array
-    else:
-        timestamp = pd.array(np.full(n, np.datetime64("NaT"), dtype="M8[ns]"), dtype=SCHEMA["timestamp"])
-    since_boot = np.zeros(n, dtype=bool)
-    since_boot[0] = True
-    data: dict[str, object] = {
-        "timestamp": timestamp,
-        "host": text_column([host], np.zeros(n, dtype=np.intp)),
-        "since_boot": since_boot,
-    }
-    for name in COUNTS:
-        if name in out:
-            data[name] = pd.arrays.IntegerArray(out[name], np.zeros(n, dtype=bool))
-        else:
-            data[name] = pd.arrays.IntegerArray(np.zeros(n, dtype=np.int64), np.ones(n, dtype=bool))
-    df = pd.DataFrame(data, copy=False)
-    # a cut-off last row: the line walk drops it and counts it
-    df.attrs.update(dropped_lines=1 if tail else 0, unknown_columns=_unknown(names))
-    return df
-
-
-def _line_blocks(source: str | Path, is_path: bool) -> Iterator[bytes]:
-    """The source in blocks of whole lines (the last may end in a cut-off line). A block is completed
-    to its line end by reading on, not cut there: a copy to cut it costs as much as reading it."""
-    if is_path:
-        with open(source, "rb") as fh:
-            while data := fh.read(_BLOCK_BYTES):
-                yield data + fh.readline()
-    else:
-        text = str(source)
-        start = 0
-        while start < len(text):
-            stop = text.find("\n", start + _BLOCK_BYTES) + 1 or len(text)
-            yield text[start:stop].encode("utf-8", "surrogatepass")
-            start = stop
-
-
-def _regular_layout(procs: bytes, header: bytes) -> tuple[list[str], bool] | None:
-    """(column names, has_time) of a header pair the line walk accepts; None for any other."""
-    try:
-        p, h = procs.decode().split(), header.decode().split()
-    except UnicodeDecodeError:
-        return None
-    if b"\r" in procs + header or not p or not _is_procs(p) or h[:2] != ["r", "b"]:
-        return None
-    has_time = _has_time(p)
-    names = _names(h, has_time)
-    if _REQUIRED - set(names):
-        return None
-    return names, has_time
-
-
-def _read_block(
-    body: bytes, ncols: int, rows_at: tuple[np.ndarray, np.ndarray, np.ndarray] | None
-) -> tuple[np.ndarray, np.ndarray | None] | None:
-    """Rows of a block (whole lines) -> (int64 matrix, naive stamps in ns); None when any row is not
-    plainly `ncols` integers (and a stamp, with `rows_at`: see `_stamped_rows`)."""
-    has_time = rows_at is not None
-    width = ncols + (2 if has_time else 0)
-    if len(body[: body.index(b"\n")].split()) != width:
-        return None  # with sep=" " pandas would cut a first row with too many fields
-    if rows_at is not None:
-        rows = _stamped_rows(body, *rows_at)
-        if rows is None:
-            return None
-        body = body.translate(None, b"-:")  # the stamp as two integers, YYYYMMDD and HHMMSS
-    else:
-        if body.translate(None, _TRUSTED):
-            return None
-        rows = body.count(b"\n")
-    try:
-        frame = pd.read_csv(
-            io.BytesIO(body),
-            sep=" ",
-            skipinitialspace=True,
-            header=None,
-            names=range(width),
-            na_filter=False,
-            low_memory=False,  # one pass: no per-column concatenation of internal chunks
-            engine="c",
-        )
-    except MemoryError:
-        raise
-    except Exception:  # noqa: BLE001 - any refusal goes to the line walk, which names the bad row
-        return None
-    if len(frame) != rows or any(dtype != np.int64 for dtype in frame.dtypes):
-        return None
-    values = frame.to_numpy()
-    if not has_time:
-        return values, None
-    when = _stamps(values[:, ncols], values[:, ncols + 1])
-    return None if when is None else (values[:, :ncols], when)
-
-
-def _stamped_rows(body: bytes, buf: np.ndarray, ends: np.ndarray, lengths: np.ndarray) -> int | None:
-    """How many rows a block has when each is digits and blanks ending with ` YYYY-MM-DD HH:MM:SS`
-    (the block's only `-` and `:`: deleting them leaves every other token whole); else None. The
-    stamps are read where the rows are in the block as read (`buf`, the rows' line `ends` there and
-    their `lengths`): the line ends were found there once, for the header pairs too."""
-    marks = body.translate(None, b"0123456789 ")
-    rows = len(marks) // 5
-    if marks != b"--::\n" * rows or rows != len(ends):
-        return None
-    if lengths.min() < 22:  # a line too short to hold a number and a stamp
-        return None
-    text = buf[ends[:, None] + _STAMP_AT]
-    digits = text[:, _STAMP_DIGITS] - ord("0")  # uint8: a byte below "0" wraps past 9
-    if not ((text[:, _STAMP_SEPS] == _STAMP_SEP_BYTES).all() and (digits < 10).all()):
-        return None
-    return rows
-
-
-def _stamps(dates: np.ndarray, clocks: np.ndarray) -> np.ndarray | None:
-    """Stamps read as YYYYMMDD and HHMMSS -> naive ns; None unless every stamp is one that
-    `pd.to_datetime(format="%Y-%m-%d %H:%M:%S")` reads to the same instant (no NaT, in range)."""
-    hour, minute, second = clocks // 10000, clocks // 100 % 100, clocks % 100
-    if hour.max() > 23 or minute.max() > 59 or second.max() > 59:
-        return None
-    starts = np.flatnonzero(np.diff(dates, prepend=-1))  # runs of one date: a date is looked up once
-    try:
-        ordinals = [date(d // 10000, d // 100 % 100, d % 100).toordinal() for d in dates[starts].tolist()]
-    except ValueError:  # not a date (month 13, February 30, year 0)
-        return None
-    if dates.min() < 1970_00_00 or dates.max() >= 2200_00_00:  # the ns range (to 2262) with room
-        return None
-    epoch_days = np.repeat(
-        np.array(ordinals, dtype=np.int64) - _EPOCH_DAY, np.diff(starts, append=len(dates))
-    )
-    return (((epoch_days * 24 + hour) * 60 + minute) * 60 + second) * 1_000_000_000
-
-
-class _Chunks:
-    """Sample rows, buffered as text and handed to pandas' C reader per layout or CHUNK_ROWS rows.
-
-    The reader is trusted only on text of digits, `-`, `:`, blanks and line ends, where its
-    integers are exactly the `-?digits` tokens `_all_ints` accepts (anything else fails the
-    int64 check); other text goes row by row, as before.
-    """
-
-    def __init__(self, lines: Lines) -> None:
-        self.lines = lines
-        self.names: list[str] = []
-        self.ncols = 0
-        self.has_time = False
-        self.buf: list[str] = []
-        self.line_nos: list[int] = []
-        self.parts: list[np.ndarray] = []
-        self.stamp_parts: list[pd.Series] = []  # naive wall-clock times, NaT where unreadable
-        self.layouts: list[tuple[list[str], bool]] = []  # each part's columns and -t
-
-    def layout(self, names: list[str], has_time: bool) -> None:
-        self.names, self.ncols, self.has_time = names, len(names), has_time
-
-    def add(self, line_no: int, line: str) -> None:
-        if len(self.buf) >= CHUNK_ROWS:
-            self.flush(None)  # before this row: a bad buffered row is not the last line
-        self.buf.append(line)
-        self.line_nos.append(line_no)
-
-    def pop(self) -> None:
-        if not self.buf:  # the last row was flushed already (a full chunk): take it back
-            numbers, stamps = self.parts.pop(), self.stamp_parts.pop()
-            self.parts.append(numbers[:-1])
-            self.stamp_parts.append(stamps.iloc[:-1])
-        else:
-            self.buf.pop()
-            self.line_nos.pop()
-
-    @property
-    def rows(self) -> int:
-        """Rows kept so far, flushed or not."""
-        return len(self.buf) + sum(len(p) for p in self.parts)
-
-    def flush(self, last_line: int | None = 0) -> int:
-        """Convert the buffered rows; a malformed one raises, or is dropped (returns 1) when it is
-        the file's last non-blank line (`last_line`)."""
-        buf = self.buf
-        if not buf:
-            return 0
-        width = self.ncols + (2 if self.has_time else 0)
-        got = _read(buf, self.ncols, width)
-        if got is not None:
-            numbers, when = got[0], self._when(got[1])
-            if self._bad_times(when).any():
-                got = None  # the row walk below names the row
-        dropped = 0
-        if got is None:
-            tokens = [ln.split() for ln in buf]
-            when = self._when(pd.Series([" ".join(t[self.ncols :]) for t in tokens], dtype=object))
-            bad_time = self._bad_times(when)
-            bad = next(
-                (
-                    i
-                    for i, t in enumerate(tokens)
-                    if bad_time[i] or len(t) != width or not _all_ints(t[: self.ncols])
-                ),
-                None,
-            )
-            if bad is not None:
-                line_no = self.line_nos[bad]
-                if line_no != last_line:
-                    malformed = len(tokens[bad]) != width or not _all_ints(tokens[bad][: self.ncols])
-                    reason = (
-                        "malformed vmstat row"
-                        if malformed
-                        else f"timestamp {' '.join(tokens[bad][self.ncols :])!r} is no date and time "
-                        "(YYYY-MM-DD HH:MM:SS) in 1678-2261"
-                    )
-                    raise self.lines.error(line_no, buf[bad], reason)
-                del buf[bad], self.line_nos[bad], tokens[bad]  # the last line: dropped
-                when = when.drop(index=when.index[bad]).reset_index(drop=True)
-                dropped = 1
-            numbers = np.array([t[: self.ncols] for t in tokens], dtype=np.int64).reshape(
-                len(buf), self.ncols
-            )
-        self.parts.append(numbers)
-        self.stamp_parts.append(when)
-        self.layouts.append((self.names, self.has_time))
-        buf.clear()
-        self.line_nos.clear()
-        return dropped
-
-    def _bad_times(self, when: pd.Series) -> np.ndarray:
-        """Rows whose stamp is no time (`2026-13-22`: NaT, which would pass for a missing value) or
-        one the frame cannot hold; none without `-t`."""
-        if not self.has_time:
-            return np.zeros(len(when), dtype=bool)
-        return (when.isna() | (when < _FIRST_STAMP) | (when >= _PAST_STAMP)).to_numpy()
-
-    def _when(self, stamps: pd.Series) -> pd.Series:
-        """Stamp texts -> naive times (NaT for a text that is no stamp); all NaT without `-t`."""
-        if not self.has_time:
-            return pd.Series(np.full(len(stamps), np.datetime64("NaT"), dtype="M8[ns]"))
-        return pd.to_datetime(stamps, format=_STAMP_FORMAT, errors="coerce")
-
-    def columns(self, n: int) -> dict[str, object]:
-        """Every count column over the `n` rows kept, each part's values in its own rows and NA where
-        its run did not print that column (a run's layout holds for its rows only)."""
-        values = {name: np.zeros(n, dtype=np.int64) for name in COUNTS}
-        missing = {name: np.ones(n, dtype=bool) for name in COUNTS}
-        start = 0
-        for numbers, (names, _) in zip(self.parts, self.layouts, strict=True):
-            end = start + len(numbers)
-            for name, i in _counts_at(names).items():
-                values[name][start:end] = numbers[:, i]
-                missing[name][start:end] = False
-            start = end
-        return {name: pd.arrays.IntegerArray(values[name], missing[name]) for name in COUNTS}
-
-    def stamps(self) -> pd.Series:
-        return pd.concat(self.stamp_parts, ignore_index=True)
-
-
-def _read(buf: list[str], ncols: int, width: int) -> tuple[np.ndarray, pd.Series] | None:
-    """Rows -> (int64 matrix, stamp texts) by pandas' C reader; None when it cannot be trusted."""
-    data = "\n".join(buf).encode("utf-8", "replace")  # "?" for a lone surrogate: not trusted
-    if data.translate(None, _TRUSTED):  # a byte that is none of these
-        return None
-    try:
-        df = pd.read_csv(
-            io.BytesIO(data),
-            sep=" ",
-            skipinitialspace=True,  # vmstat aligns with runs of blanks, from the line start
-            header=None,
-            names=range(width),
-            dtype={i: str for i in range(ncols, width)},
-            engine="c",
-        )
-    except MemoryError:
-        raise
-    except Exception:  # noqa: BLE001 - any refusal goes row by row, which names the bad row
-        return None
-    if len(df) != len(buf) or any(df[i].dtype != np.int64 for i in range(ncols)) or df.isna().any().any():
-        return None
-    numbers = df.iloc[:, :ncols].to_numpy(dtype=np.int64)
-    if width > ncols:
-        stamps = df[ncols].astype(object) + " " + df[ncols + 1].astype(object)
-    else:
-        stamps = pd.Series([""] * len(buf), dtype=object)
-    return numbers, stamps
-
-
-def _all_ints(tokens: list[str]) -> bool:
-    """Tokens that are `-?digits` (ASCII: `str.isdigit` takes `²`, which `int` refuses) and fit int64: a
-    longer one would overflow the int64 column, so it is a malformed row like any other, named (or
-    dropped as the cut last line) instead of escaping."""
-    return all(
-        t.isascii()
-        and (t.isdigit() or (t[:1] == "-" and t[1:].isdigit()))
-        and (len(t) < 19 or _INT64_MIN <= int(t) <= _INT64_MAX)
-        for t in tokens
-    )

@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from perfkit.errors import ParseError
-from perfkit.parsers import sniff_kind, vmstat
+from perfkit.parsers import _chunks, _table, sniff_kind, vmstat
 from perfkit.parsers._common import Source
 
 from .conftest import FIXTURES, need_tool
@@ -52,7 +52,7 @@ def test_printed_utc_wins_over_the_tz_argument() -> None:
     ],
 )
 def test_printed_zone_read_in_the_host_zone_that_prints_it(name: str, tz: str, first: str) -> None:
-    for source in (V / name, io.StringIO((V / name).read_text())):  # the fast path and the line walk
+    for source in (V / name, io.StringIO((V / name).read_text())):  # a path and a stream
         df = vmstat.parse(source, tz=tz)
         assert df.loc[0, "timestamp"] == pd.Timestamp(first, tz="UTC") and len(df) == 3
 
@@ -122,7 +122,7 @@ PAST_INT64 = ("9223372036854775808", "-9223372036854775809", "999999999999999999
 
 
 def _sources(text: str, tmp_path: Path) -> list[Source]:
-    """The same capture as text (fast path), as a path (fast path, blocks) and as a stream (line walk)."""
+    """The same capture as text, as a path and as a stream."""
     path = tmp_path / "vmstat.txt"
     path.write_text(text)
     return [text, path, io.StringIO(text)]
@@ -138,11 +138,11 @@ def test_number_past_int64_names_the_line(number: str, tmp_path: Path) -> None:
         assert info.value.line_no == 4 and number in info.value.line
 
 
-@pytest.mark.parametrize("digit", ["²", "٣"])  # `str.isdigit` takes both; `int` refuses `²`
+@pytest.mark.parametrize("digit", ["²", "٣"])  # `str.isdigit` takes both, `\\d` and `int` take `٣`
 def test_non_ascii_digit_names_the_line(digit: str) -> None:
     text = (V / "procps-4.0.2-t.txt").read_text().replace(" 24357688 ", f" {digit} ", 1)  # line 3
     for source in (text, io.StringIO(text)):
-        with pytest.raises(ParseError, match="malformed") as info:
+        with pytest.raises(ParseError, match="not an integer") as info:
             vmstat.parse(source)
         assert info.value.line_no == 3
 
@@ -193,13 +193,29 @@ def test_timestamp_that_is_no_time_names_the_line(stamp: str, tmp_path: Path) ->
         assert info.value.line_no == 4
 
 
-def test_timestamp_outside_datetime64_ns_in_the_last_line_is_dropped(tmp_path: Path) -> None:
+def test_timestamp_outside_datetime64_ns_in_the_last_line(tmp_path: Path) -> None:
     lines = (V / "procps-4.0.2-t.txt").read_text().splitlines(keepends=True)
-    lines[-1] = lines[-1].replace("2026-11-22", "9999-11-22")  # as any malformed last row
+    lines[-1] = lines[-1].replace("2026-11-22", "9999-11-22")
+    # a whole last line (its line end written) is no line cut mid-write: a bad one is named
     for source in _sources("".join(lines), tmp_path):
+        with pytest.raises(ParseError, match="in 1678-2261") as info:
+            vmstat.parse(source)
+        assert info.value.line_no == 6
+    # without its line end it may be a cut, and is dropped
+    for source in _sources("".join(lines).rstrip("\n"), tmp_path):
         df = vmstat.parse(source)
         assert len(df) == 3 and df.attrs["dropped_lines"] == 1
         assert df["timestamp"].max() == pd.Timestamp("2026-11-22 13:47:01", tz="UTC")
+
+
+def test_stamps_before_1970_and_lines_of_blanks_are_read(tmp_path: Path) -> None:
+    lines = (
+        (V / "procps-4.0.2-t.txt").read_text().replace("2026-11-22", "1969-07-20").splitlines(keepends=True)
+    )
+    lines.insert(4, "    \n")  # a line of blanks among the rows: no row, as an empty line
+    for source in _sources("".join(lines), tmp_path):
+        df = vmstat.parse(source)
+        assert len(df) == 4 and df.loc[0, "timestamp"] == pd.Timestamp("1969-07-20 13:46:59", tz="UTC")
 
 
 def test_german_header_is_refused_not_guessed() -> None:
@@ -237,7 +253,7 @@ def test_real_vmstat_here() -> None:
 
 
 def _frames(path: Path, tmp_path: Path) -> list[pd.DataFrame]:
-    """The capture read by each path: text and path (the bulk path when it takes it), stream (line walk)."""
+    """The capture read from each kind of source: text, path, stream."""
     return [vmstat.parse(source) for source in _sources(path.read_text(), tmp_path)]
 
 
@@ -339,21 +355,37 @@ def _long_capture(rows: int, runs_at: dict[int, str]) -> str:
     return "".join(out)
 
 
+def _row_by_row(text: str) -> pd.DataFrame:
+    """The table engine reading every row one by one (`Table.read_lines`), the oracle of its bulk read."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(_table.Table, "_bulk", lambda *args: None)
+        return vmstat.parse(text)
+
+
+def _in_bulk(source: Source) -> pd.DataFrame:
+    """The capture read with every run of rows in bulk (a row read one by one fails the test)."""
+
+    def one_by_one(*args: object) -> None:
+        raise AssertionError("a run of rows was read row by row")
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(_table.Table, "read_lines", one_by_one)
+        return vmstat.parse(source)
+
+
 @pytest.mark.parametrize("runs_at", [{}, {4200: "same"}, {4210: "short"}, {840: "same", 5000: "short"}])
-def test_long_capture_in_many_blocks_bulk_and_line_walk_agree(
+def test_long_capture_in_many_chunks_bulk_and_row_by_row_agree(
     runs_at: dict[int, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(vmstat, "_BLOCK_BYTES", 5000)  # many blocks, headers cut at every place
     text = _long_capture(6000, runs_at)
-    frames = [vmstat.parse(source) for source in _sources(text, tmp_path)]
-    for df in frames[1:]:
-        pd.testing.assert_frame_equal(df, frames[0])
-    df = frames[0]
-    assert len(df) == 6000 and df["bo"].tolist() == list(range(6000))
-    assert _boot_rows(df) == [0, *sorted(runs_at)]
-    # a single run stays on the bulk path
-    bulk = vmstat._parse_regular(text, None, "UTC")
-    assert (bulk is not None) == (not runs_at)
+    expected = _row_by_row(text)
+    # small chunks: header pairs cut at every place, runs split across reads
+    monkeypatch.setattr(_table, "CHUNK_ROWS", 97)
+    monkeypatch.setattr(_chunks, "_CHUNK_BYTES", 5000)
+    for source in _sources(text, tmp_path):
+        pd.testing.assert_frame_equal(_in_bulk(source), expected)
+    assert len(expected) == 6000 and expected["bo"].tolist() == list(range(6000))
+    assert _boot_rows(expected) == [0, *sorted(runs_at)]
 
 
 def _random_runs(rng: random.Random) -> tuple[str, list[int]]:
@@ -394,16 +426,14 @@ def _random_runs(rng: random.Random) -> tuple[str, list[int]]:
     return "".join(out), starts
 
 
-def test_random_runs_bulk_and_line_walk_agree_with_the_rule() -> None:
+def test_random_runs_bulk_and_row_by_row_agree_with_the_rule() -> None:
     rng = random.Random(14)
-    bulk = 0
     for _ in range(150):
         text, starts = _random_runs(rng)
-        walked = vmstat.parse(io.StringIO(text))
-        pd.testing.assert_frame_equal(vmstat.parse(text), walked)
+        walked = _row_by_row(text)
+        pd.testing.assert_frame_equal(_in_bulk(text), walked)
+        pd.testing.assert_frame_equal(_in_bulk(io.StringIO(text)), walked)
         assert _boot_rows(walked) == starts
-        bulk += vmstat._parse_regular(text, None, "UTC") is not None
-    assert bulk > 20  # single runs went the bulk way
 
 
 def test_public_capture_with_pdt_header() -> None:
