@@ -27,15 +27,15 @@ A task table saved without the summary (`top -b -n 1 | tail -n +7`) starts with 
 sniffed as top (its `PR VIRT RES SHR TIME+` are labels ps never prints) and read as iteration 0 with
 clock_s NaN, a summary record of NaN and a note.
 
-top prints a time of day and no date, and parsers do not read the clock: `timestamp` is NaT (the
-capture date is the manifest's); `clock_s` is the iteration's `top - HH:MM:SS` in seconds since
+top prints a time of day and no date: `timestamp` is dated from the capture's start (`started_at`,
+the manifest's), else NaT; `clock_s` is the iteration's `top - HH:MM:SS` in seconds since
 midnight, +86400 at each midnight rollover, so the caller adds it to the capture date.
 
 Schema:
 
 | column | dtype | header | meaning |
 |---|---|---|---|
-| timestamp | datetime64[ns, UTC] | | NaT: top prints no date (see above) |
+| timestamp | datetime64[ns, UTC] | | the iteration's clock on the capture's day; NaT without `started_at` |
 | host | string | | the `host` argument |
 | iteration | Int64 | | 0-based screen number |
 | clock_s | float64 | | seconds since midnight of the iteration's clock (+86400 per rollover) |
@@ -62,13 +62,8 @@ threads_mode, cpu_us/sy/ni/id/wa/hi/si/st, mem_total/free/used/buff_cache_mib,
 swap_total/free/used_mib, mem_avail_mib: memory converted to MiB; NaN when absent or printed
 overflowed as `12345678+total`).
 
-Large captures (a day of `-H -d 1` is millions of rows): a file is read in pieces of whole iterations
-(`_pieces`). A piece whose iterations are all regular (summary lines as top prints them, one header
-with COMMAND last, rows whose words sit between columns that are blank in every row:
-`_State._read_piece`) is converted at once: numpy cuts the rows' bytes into the header's columns,
-each column is converted once per distinct text (with the checks and conversions of the line walk),
-strings become codes into one table.
-Any other piece, and a stream or a string, goes through the line walk, which also names a bad line.
+The table engine (parsers/_table.py) reads the rows: in bulk where it can prove its reader agrees,
+else row by row, naming a bad row; the summary lines are its aside lines, handed over in bulk.
 
 Other locales: top translates its labels and prints decimal commas (de_DE: `load average: 0,54`,
 `MiB Spch`, `ZEIT+ BEFEHL`): refused with "capture not taken under LC_ALL=C", never misread.
@@ -77,27 +72,21 @@ Tested on: tests/fixtures/top/ (README.md there).
 
 from __future__ import annotations
 
-import io
 import math
-import operator
 import re
-from collections.abc import Iterable, Iterator
-from pathlib import Path
-from typing import BinaryIO
+import string
+from collections.abc import Callable
 
 import numpy as np
 import pandas as pd
 
 from perfkit.errors import ParseError
 
-from ._common import Lines, Source, capture_day, clock_stamps, coerce, empty_frame, parse_clock, text_column
+from ._common import Parts, Source, capture_day, clock_stamps, coerce, empty_frame, parse_clock, text_column
+from ._table import ROW, Block, Layout, Numbers, Table
 
 KIND = "top"
 DATED_BY_START = True  # top prints a time of day only: `parse(started_at=...)` dates the rows
-CHUNK_ROWS = 16384  # task rows converted at once: bounds the buffered text, amortises numpy calls
-# Split rows are regrouped into columns every STAGE_ROWS rows: few enough that the split lists are
-# still in the CPU cache (holding 16 k rows of lists costs 3x the split itself).
-STAGE_ROWS = 256
 
 SCHEMA: dict[str, str] = {
     "timestamp": "datetime64[ns, UTC]",
@@ -134,28 +123,28 @@ _HEADERS = {
     "TIME": "time_s",
     "COMMAND": "command",
 }
+_VALUES = list(dict.fromkeys(_HEADERS.values()))  # the columns read from rows, in schema order
+_STRINGS = frozenset({"user", "pr", "state", "command"})
+_INTEGERS = frozenset({"pid", "ni"})  # read as integers, held as float64 (NaN: a header without it)
+_NUMBERS = frozenset({"cpu_pct", "mem_pct"})
 _LOCALE = "capture not taken under LC_ALL=C"
 _TOP_ONLY = frozenset({"PR", "VIRT", "RES", "SHR", "TIME+"})
+# Whole lines, read one at a time or all of a kind at once (joined by newlines: a blank is `[^\S\n]`)
 _TOP = re.compile(
-    r"^top - (\d{1,2}:\d{2}:\d{2}) up\s+(.+?),\s+(\d{1,9}) users?,\s+"
-    r"load average: (\d+\.\d+), (\d+\.\d+), (\d+\.\d+)\s*$"
+    r"^top - (\d{1,2}:\d{2}:\d{2}) up[^\S\n]+(.+?),[^\S\n]+(\d{1,9}) users?,[^\S\n]+"
+    r"load average: (\d+\.\d+), (\d+\.\d+), (\d+\.\d+)[^\S\n]*$",
+    re.MULTILINE,
 )
 _TASKS = re.compile(
-    r"^(Tasks|Threads):\s*(\d{1,12}) total,\s*(\d{1,12}) running,\s*(\d{1,12}) sleeping,"
-    r"\s*(\d{1,12}) stopped,\s*(\d{1,12}) zombie\s*$"
+    r"^(Tasks|Threads):[^\S\n]*(\d{1,12}) total,[^\S\n]*(\d{1,12}) running,[^\S\n]*(\d{1,12}) sleeping,"
+    r"[^\S\n]*(\d{1,12}) stopped,[^\S\n]*(\d{1,12}) zombie[^\S\n]*$",
+    re.MULTILINE,
 )
+_TOP_LINE, _TASKS_LINE, _CPU_LINE, _OTHER_LINE, _MEM_LINE = range(5)  # summary lines by how they start
 _CPU_PAIR = re.compile(r"(\d+\.\d+)\s+(us|sy|ni|id|wa|hi|si|st)\b")
 _MEM = re.compile(r"^([KMGTPE]iB) (Mem|Swap)\s*:(.*)$")
 _MEM_PAIR = re.compile(r"(\d+(?:\.\d+)?)(\+?)\s*(total|free|used|buff/cache|avail Mem)")
 _TO_MIB = {"KiB": 1 / 1024, "MiB": 1.0, "GiB": 1024.0, "TiB": 1024.0**2, "PiB": 1024.0**3, "EiB": 1024.0**4}
-_SIZE = re.compile(r"^(\d{1,20}(?:\.\d{1,6})?)([kmgtpe]?)$")
-_SIZE_KB = {"": 1.0, "k": 1.0, "m": 1024.0, "g": 1024.0**2, "t": 1024.0**3, "p": 1024.0**4, "e": 1024.0**5}
-_FLOAT = re.compile(r"^\d{1,12}(?:\.\d{1,6})?$")
-_INT = re.compile(r"^-?\d{1,10}$")
-_TIME_HUND = re.compile(r"^(\d{1,9}):([0-5]\d)\.(\d{2})$")  # minutes:seconds.hundredths
-_TIME_MS = re.compile(r"^(\d{1,9}):([0-5]\d)$")  # minutes:seconds
-_TIME_HM = re.compile(r"^(\d{1,9}),([0-5]\d)$")  # hours,minutes
-_TIME_DH = re.compile(r"^(\d{1,9})d\+(\d{1,2})h$")  # days+hours
 _COMMA_DECIMAL = re.compile(r"\d,\d")
 _SUMMARY_KEYS = [
     "iteration",
@@ -198,28 +187,16 @@ _MEM_KEYS = {
     ("Swap", "used"): "swap_used_mib",
     ("Swap", "avail Mem"): "mem_avail_mib",
 }
-_MAX_LINE = 1 << 20
-_PIECE_BYTES = 8 << 20  # of a file read at once: about 100 k task rows, converted together
-# The 7 lines that open an iteration, as top prints them. On a line of printable ASCII whose blanks are
-# spaces these are the per-line patterns above (`_TOP`, `_TASKS`, `_CPU_PAIR`, `_MEM`, `_MEM_PAIR`), so a
-# match reads the values they read; the header is the last group. The newline before `top - ` anchors it.
-_BLOCK = re.compile(
-    rb"\ntop - (\d{1,2}:\d{2}:\d{2}) up +([ -~]+?), +(\d{1,9}) users?, +"
-    rb"load average: (\d+\.\d+), (\d+\.\d+), (\d+\.\d+) *\n"
-    rb"(Tasks|Threads): *(\d{1,12}) total, *(\d{1,12}) running, *(\d{1,12}) sleeping,"
-    rb" *(\d{1,12}) stopped, *(\d{1,12}) zombie *\n"
-    rb"%Cpu\(s\): *(\d+\.\d+) us, *(\d+\.\d+) sy, *(\d+\.\d+) ni, *(\d+\.\d+) id,"
-    rb" *(\d+\.\d+) wa, *(\d+\.\d+) hi, *(\d+\.\d+) si, *(\d+\.\d+) st *\n"
-    rb"([KMGTPE]iB) Mem : *(\d+(?:\.\d+)?) total, *(\d+(?:\.\d+)?) free,"
-    rb" *(\d+(?:\.\d+)?) used, *(\d+(?:\.\d+)?) buff/cache *\n"
-    rb"([KMGTPE]iB) Swap: *(\d+(?:\.\d+)?) total, *(\d+(?:\.\d+)?) free,"
-    rb" *(\d+(?:\.\d+)?) used\. *(\d+(?:\.\d+)?) avail Mem *\n"
-    rb"\n"
-    rb"( *PID [ -~]*)\n"
+_TASK_KEYS = ("tasks_total", "tasks_running", "tasks_sleeping", "tasks_stopped", "tasks_zombie")
+# Value forms of the columns the engine reads as text (ASCII digits: any other digit is refused)
+_SIZE = r"([0-9]{1,20}(?:\.[0-9]{1,6})?)([kmgtpe]?)"  # KiB, or scaled by its suffix
+_SIZE_KB = {"": 1.0, "k": 1.0, "m": 1024.0, "g": 1024.0**2, "t": 1024.0**3, "p": 1024.0**4, "e": 1024.0**5}
+_TIME_HUND = r"([0-9]{1,9}):([0-5][0-9])\.([0-9]{2})"  # minutes:seconds.hundredths, up to 10000 minutes
+_TIME_FORMS = (  # then minutes:seconds, hours,minutes, days+hours: (form, seconds of its two numbers)
+    (re.compile(r"([0-9]{1,9}):([0-5][0-9])"), (60, 1)),
+    (re.compile(r"([0-9]{1,9}),([0-5][0-9])"), (3600, 60)),
+    (re.compile(r"([0-9]{1,9})d\+([0-9]{1,2})h"), (86400, 3600)),
 )
-_BLOCK_LINES = 7
-_SPACES = np.uint64(0x2020202020202020)
-_LOW_BYTES = np.array([(1 << 8 * n) - 1 for n in range(9)], dtype=np.uint64)  # mask of the first n bytes
 
 
 def sniff(text: str) -> bool:
@@ -257,609 +234,447 @@ def parse(
         ParseError: not top output, another locale, a header without COMMAND last, a malformed line
             mid-file.
     """
-    st = _State(Lines(source, KIND))
-    try:
-        st.run(source)
-    except ParseError:
-        raise
-    except (ValueError, OverflowError, IndexError) as exc:  # a safety net: nothing else escapes
-        raise ParseError(KIND, None, st.line_no, "", f"cannot parse ({type(exc).__name__}: {exc})") from exc
-    notes = []
-    if st.n:
-        notes.append(
-            "iteration 0's cpu_pct is CPU time since each task started (top's first screen), "
-            "not an interval figure: use iterations >= 1 for rates"
-        )
-    if started_at is None:
-        notes.append(
-            "top prints no date: timestamp is NaT, clock_s is seconds since midnight of the capture day"
-        )
-    if st.headless:
-        notes.append("a task table without top's summary lines first: clock_s NaN, no summary values")
-    attrs = {
-        "dropped_lines": st.dropped,
-        "unknown_columns": st.unknown,
-        "notes": notes,
-        "summaries": st.summaries,
-    }
-    if not st.n:
-        df = empty_frame(SCHEMA)
-        df.attrs.update(attrs)
-        return df
-    n = st.n
-    data: dict[str, object] = {
-        "timestamp": pd.Series(pd.NaT, index=range(n), dtype="datetime64[ns, UTC]"),
-        "host": text_column([host], np.zeros(n, dtype=np.intp)),
-    }
-    sizes = [len(chunk["iteration"]) for chunk in st.chunks]
-    for col in dict.fromkeys(("iteration", "clock_s", *(c for c in _HEADERS.values() if c in st.present))):
-        parts = [chunk.get(col) for chunk in st.chunks]
-        if col in _STRINGS:  # NA where a later header dropped the column
-            data[col] = _join_strings(
-                [(np.full(k, -1), []) if p is None else p for p, k in zip(parts, sizes, strict=True)]
-            )
-        elif any(p is None for p in parts):  # a column a later header dropped: NA there
-            data[col] = pd.concat(
-                [pd.Series(_missing(col, k) if p is None else p) for p, k in zip(parts, sizes, strict=True)],
-                ignore_index=True,
-            )
-        elif SCHEMA[col] == "Int64":  # no NA inside a chunk: concatenated as plain integers
-            data[col] = pd.array(
-                np.concatenate([np.asarray(p, dtype=np.int64) for p in parts]), dtype="Int64"
-            )
-        else:
-            data[col] = np.concatenate(parts)
-    clocks = np.asarray(data["clock_s"], dtype=np.float64)
-    if started_at is not None and not np.isnan(clocks).all():
-        day = capture_day(clocks[~np.isnan(clocks)][0], started_at, tz)
-        data["timestamp"] = clock_stamps(clocks, day, tz)
-    # copy=False: the columns are new arrays; copying them into one block would only cost time
-    df = coerce(pd.DataFrame(data, copy=False), SCHEMA)
-    df.attrs.update(attrs)
-    return df
+    return _Top(source).run(host, tz, started_at)
 
 
-class _State:
-    """The line walk: summary lines open an iteration, the header names the columns, then rows; and
-    `_read_piece`, which reads a regular piece of a file at once, leaving the same state behind.
+class _Plan:
+    """What the rows under a task header are: the schema column of each field up to COMMAND (None: not
+    read), and COMMAND's columns when fields follow it (`cut`, else None)."""
 
-    Task rows are only split during the walk (the hot path); every STAGE_ROWS rows `_stage` joins
-    each column's texts with newlines; every CHUNK_ROWS rows (and before a header with another
-    layout) `_flush` checks and converts each column with one regex and one numpy call instead of
-    one per value.
-    """
+    def __init__(self, columns: tuple[str | None, ...], cut: tuple[int, int] | None):
+        self.columns, self.cut = columns, cut
 
-    def __init__(self, lines: Lines) -> None:
-        self.lines = lines
-        self.summaries: list[dict[str, object]] = []
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Plan) and (self.columns, self.cut) == (other.columns, other.cut)
+
+    def __hash__(self) -> int:
+        return hash((self.columns, self.cut))
+
+
+class _Top:
+    """The format for the table engine: every line is in its runs of rows; the summary lines (a
+    letter or `%` first) are its aside lines, each `top - ` line opening an iteration; the task
+    header holds `PID`; a row starts with a blank or a digit (its right-aligned PID), or with a letter
+    when a toprc puts another field first (`aside` leaves such a line to the rows)."""
+
+    structure_bytes = b""
+    aside_bytes = (string.ascii_letters + "%").encode()
+    header_words = (b"PID",)
+
+    def __init__(self, source: Source):
+        numbers = Numbers()
+        numbers.comma_refusal = f"decimal comma: {_LOCALE}"
+        self.table = Table(source, KIND, self, numbers)
         self.unknown: list[str] = []
         self.present: set[str] = set()
-        self.header: list[str | None] | None = None  # column per header position, None = skipped
-        self.width = 0  # fields of a task row under the current header; 0: no header (yet)
-        self.layout: list[str | None] = []  # the header of the buffered rows
-        self.cut: tuple[int, int] | None = None  # COMMAND's columns when fields follow it (else None)
+        self.headless = False
         self.dropped = 0
-        self.line_no = 0
-        self.headless = False  # the capture starts with the task header: no summary, no clock
-        self.iteration = -1
-        self.clock_s = math.nan
+        self.iteration_lines: list[int] = []  # each iteration's `top - ` line (a headless table's header)
+        # summary values by key: (the `top - ` line of each one's iteration, the values)
+        self.kept: dict[str, list[tuple[np.ndarray, list]]] = {}
+        # iteration starts (`top - ` lines, or a headless table's header): the last one before this
+        # stretch of the file, then this stretch's; the iteration number of the first; their clocks
+        self.starts = np.empty(0, dtype=np.int64)
+        self.start_iteration = 0
+        self.clocks = np.empty(0, dtype=np.float64)
         self._day = 0
         self._prev_sod = -1
-        self._header_line = ""
-        # buffered task rows: split, not yet staged; their text and line number; where each
-        # iteration starts; per printed column the staged texts (joined numbers, or strings)
-        self.buf: list[list[str]] = []
-        self.raws: list[str] = []
-        self.nos: list[int] = []
-        self.pieces: list[list[str]] = []
-        self.segs: list[tuple[int, int, float]] = []  # (buffer index, iteration, clock_s)
-        # converted rows: one dict of column arrays per chunk
-        self.chunks: list[dict[str, object]] = []
-        self.n = 0
-        self.held = (0, "")  # the last line walked (line number, text), not fed yet
-        self.next_no = 1  # the line number of the next piece of a file
+        self.pending: ParseError | None = None  # the first bad summary line, raised in file order
+        self.held: list[tuple[np.ndarray, dict[str, np.ndarray]]] = []  # this chunk's blocks
+        self.parts = Parts(2 + len(_VALUES))  # iteration, clock_s, the values (strings as codes)
+        self.texts: dict[str, dict[str, int]] = {col: {} for col in _STRINGS}
 
-    def run(self, source: Source) -> None:
-        """Walk the capture: a file in pieces of whole iterations, each read at once by `_read_piece` when
-        it is regular, line by line otherwise; a stream or a string line by line."""
+    def run(self, host: str | None, tz: str, started_at: pd.Timestamp | None) -> pd.DataFrame:
         try:
-            if self.lines.path is not None and isinstance(source, str | Path):
-                complete = self._walk_file(self.lines.path)
-            else:
-                self._walk(self.lines)
-                complete = self.lines.last_complete
-            held_no, held = self.held
-            if held_no:
-                if not complete and held.strip():
-                    self.cut_last(held_no, held)
-                else:
-                    self.feed(held_no, held)
-        except (UnicodeDecodeError, OSError) as exc:
-            raise self.lines.error(self.next_no, "", f"cannot read: {exc}") from None
-        except ParseError:
-            self._flush()  # the buffered rows come before the bad line: an error in them comes first
-            raise
-        self._flush()
+            self.table.run()
+            self.chunk_end()
+        except ParseError as exc:  # a bad summary line above it comes first
+            raise min(filter(None, (exc, self.pending)), key=lambda e: e.line_no) from None
+        self._check(None)
+        cut = self.table.cut
+        if cut is not None:  # a number or the command may be a prefix of itself: dropped, counted
+            if not self.iteration_lines and not cut[1].startswith("top - "):
+                raise self.table.error(*cut, "not a top capture (no `top - HH:MM:SS up ...` line first)")
+            self.dropped += 1
+        return self._frame(host, tz, started_at)
 
-    def _walk_file(self, path: str) -> bool:
-        """Walk a file piece by piece; True if its last line ends with a newline (`Lines.last_complete`)."""
-        try:
-            fh = open(path, "rb")  # noqa: SIM115 - closed below
-        except OSError as exc:
-            raise ParseError(KIND, path, 0, "", f"cannot read: {exc.strerror}") from None
-        complete = True
-        with fh:
-            for data, end in _pieces(fh):
-                complete = data[end - 1] == ord("\n")
-                whole = data.rfind(b"\n", 0, end) + 1  # the last line of the capture may be cut
-                start = whole if whole > 1 and self._read_piece(data, whole) else 1
-                if start < end:
-                    # decoded as `Lines` decodes; StringIO ends lines where a text file does (CR too)
-                    text = io.StringIO(str(data[start:end], "utf-8", errors="replace"), newline="")
-                    self._walk((no, line.rstrip("\r\n")) for no, line in enumerate(text, self.next_no))
-        return complete
-
-    def _walk(self, lines: Iterable[tuple[int, str]]) -> None:
-        """Feed lines one by one; the last is held back in `held`: only the end of the capture tells
-        whether it was cut mid-write."""
-        buf, raws, nos = self.buf, self.raws, self.nos
-        width = self.width
-        held_no, held = self.held
-        try:
-            for line_no, line in lines:
-                if width:
-                    parts = held.split(None, width - 1)
-                    # The hot path: under a header, a line whose first field is a number is a task
-                    # row (no summary line or header starts so); feed() sees every other line.
-                    if len(parts) == width and parts[0].isdigit() and len(held) <= _MAX_LINE:
-                        buf.append(parts)
-                        raws.append(held)
-                        nos.append(held_no)
-                        if len(buf) >= STAGE_ROWS:
-                            self._stage()
-                        held_no, held = line_no, line
-                        continue
-                if held_no:
-                    self.feed(held_no, held)
-                    width = self.width
-                held_no, held = line_no, line
-        finally:
-            self.held = (held_no, held)
-            self.next_no = held_no + 1
-
-    def _read_piece(self, data: bytearray, end: int) -> bool:
-        """Read a piece of whole iterations, `data[1:end]` (as `_pieces` gives it, ending with a newline),
-        at once if it is regular; False, with nothing changed, otherwise: the line walk then reads it
-        and names any bad line.
-
-        Regular: no CR or NUL byte; every iteration is the 7 lines `_BLOCK` matches (the summary as top
-        prints it, a blank line, the header: one header in the piece, PID first), then task rows and
-        blank lines. A row's bytes before the header's COMMAND column are printable ASCII, cut by the
-        columns that are blank in every row into exactly one word per header label before COMMAND (so
-        these are the words `split()` finds), and COMMAND starts at its header column with no blank:
-        the rest of the line, which the line walk keeps verbatim. Each column is converted once per
-        distinct text, as the line walk converts it (`_fast`, else `_value`), so every value reads the
-        same or the piece goes line by line.
-        """
-        if not data.startswith(b"\ntop - ") or data.find(b"\r", 1, end) >= 0 or data.find(b"\0", 1, end) >= 0:
-            return False
-        blocks = _BLOCK.findall(data, 0, end)
-        header = blocks[0][-1] if blocks else b""
-        if any(block[-1] != header for block in blocks):
-            return False
-        labels = header.decode("ascii").split()
-        layout = _columns(labels)
-        if not _good_header(labels) or labels[-1] != "COMMAND" or layout[0] != "pid":
-            return False
-        sods = [_sod(block[0]) for block in blocks]
-        if None in sods:
-            return False
-        buf = np.frombuffer(data, dtype=np.uint8, count=end)
-        newlines = np.flatnonzero(buf == ord("\n"))  # the first is the one before the piece
-        starts = newlines[:-1] + 1
-        lengths = np.diff(newlines) - 1
-        tops = np.flatnonzero(buf[starts] == ord("t"))  # the `top - ` lines: no other line starts so
-        if len(tops) != len(blocks) or lengths.max() > _MAX_LINE:
-            return False
-        is_row = lengths > 0  # blank lines are skipped, as the line walk skips them
-        is_row[(tops[:, None] + np.arange(_BLOCK_LINES)).ravel()] = False
-        rows = np.flatnonzero(is_row)
-        at = starts[rows]
-        cmd_at = len(header.rstrip()) - len(b"COMMAND")
-        size = lengths[rows] - cmd_at  # of COMMAND
-        if not len(rows) or (size < 1).any():
-            return False
-        chunk = _task_columns(data, at, size, cmd_at, layout)
-        if chunk is None:
-            return False
-
-        # Regular: commit, in the order the line walk would
-        self._release()
-        self._flush()
-        self._read_header(self.next_no + _BLOCK_LINES - 1, header.decode("ascii"))
-        clocks = []
-        for sod in sods:
-            if sod < self._prev_sod:  # the clock went back: midnight passed
-                self._day += 1
-            self._prev_sod = sod
-            clocks.append(float(sod + 86400 * self._day))
-        first = self.iteration + 1
-        self.summaries += _summaries(first, blocks)
-        self.iteration += len(blocks)
-        self.clock_s = clocks[-1]
-        block_of = np.searchsorted(tops, rows, side="right") - 1
-        chunk["iteration"] = block_of + first
-        chunk["clock_s"] = np.array(clocks)[block_of]
-        self.chunks.append(chunk)
-        self.n += len(rows)
-        self.segs = [(0, self.iteration, self.clock_s)]  # rows that follow continue this iteration
-        self.line_no = self.next_no + len(starts) - 1
-        self.next_no += len(starts)
-        return True
-
-    def _release(self) -> None:
-        """Feed the held line: a piece follows, so it was not cut."""
-        held_no, held = self.held
-        if held_no:
-            self.held = (0, "")
-            self.feed(held_no, held)
-
-    def feed(self, line_no: int, line: str) -> None:
-        lines = self.lines
-        self.line_no = line_no
-        if not line.strip():
-            return
-        if len(line) > _MAX_LINE:
-            raise lines.error(line_no, line, f"line longer than {_MAX_LINE} characters: not top output")
-        if line.startswith("top - "):
-            self._top_line(line_no, line)
-            return
-        if self.iteration < 0:
-            if not is_task_header(line.split()):
-                raise lines.error(line_no, line, "not a top capture (no `top - HH:MM:SS up ...` line first)")
-            self._open_iteration(math.nan)  # a task table saved without its summary
-            self.headless = True
-            no_summary = {k: math.nan for k in _SUMMARY_KEYS}
-            self.summaries.append(no_summary | {"iteration": 0, "clock": None, "up": None})
-        summary = self.summaries[-1]
-        if line.startswith(("Tasks:", "Threads:")):
-            m = _TASKS.match(line)
-            if not m:
-                raise self._bad(line_no, line, "unreadable Tasks:/Threads: line")
-            summary["threads_mode"] = m[1] == "Threads"
-            for key, val in zip(
-                ("total", "running", "sleeping", "stopped", "zombie"), m.groups()[1:], strict=True
-            ):
-                summary[f"tasks_{key}"] = int(val)
-        elif line.startswith("%Cpu(s):"):
-            if _COMMA_DECIMAL.search(line):
-                raise lines.error(line_no, line, f"decimal comma: {_LOCALE}")
-            pairs = _CPU_PAIR.findall(line)
-            if not pairs:
-                raise lines.error(line_no, line, "unreadable %Cpu(s) line")
-            for val, key in pairs:
-                summary[f"cpu_{key}"] = float(val)
-        elif line.startswith(("%Cpu", "%Node")):
-            return  # per-CPU / per-node lines (toggled in a toprc): not in the summary records
-        elif _MEM.match(line):
-            m = _MEM.match(line)
-            assert m is not None
-            if _COMMA_DECIMAL.search(line):
-                raise lines.error(line_no, line, f"decimal comma: {_LOCALE}")
-            pairs = _MEM_PAIR.findall(m[3])
-            if not pairs:
-                raise lines.error(line_no, line, "unreadable memory line")
-            for val, overflow, label in pairs:
-                key = _MEM_KEYS.get((m[2], label))
-                if key is not None:
-                    # `12345678+total`: the value did not fit its field and was cut: unknown, not wrong.
-                    summary[key] = math.nan if overflow else float(val) * _TO_MIB[m[1]]
-        elif "PID" in line.split() and not line.split()[0].isdigit():
-            self._read_header(line_no, line)
-        elif self.header is None:
-            raise self._bad(line_no, line, "not a top summary line or task header")
-        else:
-            self._row(line_no, line)
-
-    def cut_last(self, line_no: int, line: str) -> None:
-        # Cut mid-write: a number or the command may be a prefix of itself. Dropped and counted.
-        if self.iteration < 0 and not line.startswith("top - "):
-            raise self.lines.error(line_no, line, "not a top capture (no `top - HH:MM:SS up ...` line first)")
-        self.dropped += 1
+    def _check(self, line_no: int | None) -> None:
+        """Raise the pending summary-line error once the file is read past it (None: read to the end)."""
+        if self.pending is not None and (line_no is None or self.pending.line_no < line_no):
+            raise self.pending
 
     def _bad(self, line_no: int, line: str, reason: str) -> ParseError:
         if _COMMA_DECIMAL.search(line):
-            return self.lines.error(line_no, line, f"decimal comma: {_LOCALE}")
-        return self.lines.error(line_no, line, f"{reason} ({_LOCALE}?)")
+            return self.table.error(line_no, line, f"decimal comma: {_LOCALE}")
+        return self.table.error(line_no, line, f"{reason} ({_LOCALE}?)")
 
-    def _top_line(self, line_no: int, line: str) -> None:
-        m = _TOP.match(line)
-        if not m:
-            raise self._bad(line_no, line, "unreadable `top - ` line")
-        hms = parse_clock(m[1])
-        if hms is None:
-            raise self.lines.error(line_no, line, f"unreadable clock {m[1]!r}")
-        sod = hms[0] * 3600 + hms[1] * 60 + hms[2]
-        if sod < self._prev_sod:  # the clock went back: midnight passed
-            self._day += 1
-        self._prev_sod = sod
-        self._open_iteration(float(sod + 86400 * self._day))
-        summary: dict[str, object] = {k: math.nan for k in _SUMMARY_KEYS}
-        summary.update(
-            iteration=self.iteration,
-            clock=m[1],
-            up=m[2],
-            users=int(m[3]),
-            load_1=float(m[4]),
-            load_5=float(m[5]),
-            load_15=float(m[6]),
-            threads_mode=False,
-        )
-        self.summaries.append(summary)
+    # ------------------------------------------------------------ the format
 
-    def _open_iteration(self, clock_s: float) -> None:
-        self.iteration += 1
-        self.clock_s = clock_s
-        self.header = None
-        self.width = 0
-        self.segs.append((len(self.nos), self.iteration, self.clock_s))
+    def aside(self, line_nos: np.ndarray, texts: list[str]) -> np.ndarray:
+        """The summary lines among those starting with a letter or `%` (any other is a task row), read
+        into the iteration they follow. An unreadable one is held (`pending`) until the rows before it
+        are read, so the first bad line of the file is the one named."""
+        kinds = np.array([_summary_kind(text) for text in texts], dtype=np.int8)
+        if self.pending is None:
+            try:
+                self._summaries(line_nos, texts, kinds)
+            except ParseError as exc:
+                self.pending = exc
+        return kinds >= 0
 
-    def _read_header(self, line_no: int, line: str) -> None:
-        if line == self._header_line:  # every iteration prints the same header: read it once
-            self.header = self.layout
-            self.width = len(self.layout)
-            return
-        labels = line.split()
-        if not _good_header(labels):
-            raise self.lines.error(
-                line_no, line, f"top header without COMMAND, or %CPU after it ({_LOCALE}, or a toprc?)"
+    def _summaries(self, line_nos: np.ndarray, texts: list[str], kinds: np.ndarray) -> None:
+        """Each kind of summary line of a stretch of the file read at once, its values kept by the line
+        of the iteration's `top - ` line (`_records` makes the records)."""
+        errors: list[ParseError] = []
+        lines = {kind: line_nos[kinds == kind] for kind in (_TOP_LINE, _TASKS_LINE, _CPU_LINE, _MEM_LINE)}
+        of = {kind: [texts[i] for i in np.flatnonzero(kinds == kind).tolist()] for kind in lines}
+        tops = lines[_TOP_LINE]
+        if len(tops):
+            found = _each(_TOP, tops, of[_TOP_LINE], errors, self._bad, "unreadable `top - ` line")
+            clocks = []
+            for line_no, text, m in zip(tops.tolist(), of[_TOP_LINE], found, strict=False):
+                hms = parse_clock(m[0])
+                if hms is None:
+                    errors.append(self.table.error(line_no, text, f"unreadable clock {m[0]!r}"))
+                    break
+                sod = hms[0] * 3600 + hms[1] * 60 + hms[2]
+                if sod < self._prev_sod:  # the clock went back: midnight passed
+                    self._day += 1
+                self._prev_sod = sod
+                clocks.append(float(sod + 86400 * self._day))
+            tops, found = tops[: len(clocks)], found[: len(clocks)]
+            self._keep(tops, "clock", [m[0] for m in found])
+            self._keep(tops, "up", [m[1] for m in found])
+            self._keep(tops, "users", [int(m[2]) for m in found])
+            for k, key in enumerate(("load_1", "load_5", "load_15"), 3):
+                self._keep(tops, key, [float(m[k]) for m in found])
+            self._keep(tops, "threads_mode", [False] * len(tops))
+            self.start_iteration += max(len(self.starts) - 1, 0)
+            self.starts = np.concatenate((self.starts[-1:], tops))
+            self.clocks = np.concatenate((self.clocks[-1:], clocks))
+            self.iteration_lines += tops.tolist()
+        # the other lines: each in the iteration of the last `top - ` line above it
+        for kind in (_TASKS_LINE, _CPU_LINE, _MEM_LINE):
+            at, texts = lines[kind], of[kind]
+            above = np.searchsorted(self.starts, at, side="right") - 1
+            if len(at) and above[0] < 0:
+                no_top = "not a top capture (no `top - HH:MM:SS up ...` line first)"
+                errors.append(self.table.error(int(at[0]), texts[0], no_top))
+            owner = self.starts[above[above >= 0]] if len(self.starts) else at[:0]
+            if kind == _TASKS_LINE:
+                found = _each(_TASKS, at, texts, errors, self._bad, "unreadable Tasks:/Threads: line")
+                owner = owner[: len(found)]
+                self._keep(owner, "threads_mode", [m[0] == "Threads" for m in found])
+                for k, key in enumerate(_TASK_KEYS, 1):
+                    self._keep(owner, key, [int(m[k]) for m in found])
+            elif kind == _CPU_LINE:
+                self._pairs(owner, at, texts, errors, _CPU_PAIR, "unreadable %Cpu(s) line")
+            else:
+                self._pairs(owner, at, texts, errors, _MEM_PAIR, "unreadable memory line")
+        if errors:
+            raise min(errors, key=lambda exc: exc.line_no)
+
+    def _pairs(
+        self,
+        owner: np.ndarray,
+        at: np.ndarray,
+        texts: list[str],
+        errors: list[ParseError],
+        pair: re.Pattern[str],
+        what: str,
+    ) -> None:
+        """`%Cpu(s):` or memory lines: their `value label` pairs, each kept under its summary key; each
+        distinct line read once (a Swap line rarely changes)."""
+        read: dict[str, list[tuple[str, float]] | str] = {}  # text -> (key, value) pairs, or what is wrong
+        for text in dict.fromkeys(texts):
+            pairs = pair.findall(text)
+            if _COMMA_DECIMAL.search(text):
+                read[text] = f"decimal comma: {_LOCALE}"
+            elif not pairs:
+                read[text] = what
+            elif pair is _CPU_PAIR:
+                read[text] = [(f"cpu_{label}", float(value)) for value, label in pairs]
+            else:  # `MiB Swap: ... avail Mem`: the unit and table of its line; `12345678+total`: cut, unknown
+                to_mib, table = _TO_MIB[text[:3]], text[4:8].strip(" :")
+                found = [(_MEM_KEYS.get((table, label)), value, plus) for value, plus, label in pairs]
+                read[text] = [
+                    (k, math.nan if plus else float(v) * to_mib) for k, v, plus in found if k is not None
+                ]
+        kept: dict[str, tuple[list[int], list[float]]] = {}
+        for line, line_no, text in zip(owner.tolist(), at.tolist(), texts, strict=False):
+            values = read[text]
+            if isinstance(values, str):
+                errors.append(self.table.error(line_no, text, values))
+                break
+            for key, value in values:
+                lines, numbers = kept.setdefault(key, ([], []))
+                lines.append(line)
+                numbers.append(value)
+        for key, (lines, numbers) in kept.items():
+            self._keep(np.array(lines, dtype=np.int64), key, numbers)
+
+    def _keep(self, lines: np.ndarray, key: str, values: list) -> None:
+        self.kept.setdefault(key, []).append((lines, values))
+
+    def _records(self) -> list[dict[str, object]]:
+        """One summary record per iteration (a headless table's first: clock and up None, the rest NaN)."""
+        starts = np.array(self.iteration_lines, dtype=np.int64)
+        n = len(starts)
+        columns: dict[str, list] = {key: [math.nan] * n for key in _SUMMARY_KEYS}
+        columns["iteration"] = list(range(n))
+        if self.headless:
+            columns["clock"][0] = columns["up"][0] = None
+        for key, parts in self.kept.items():
+            column = columns[key]
+            for lines, values in parts:
+                for i, value in zip(np.searchsorted(starts, lines).tolist(), values, strict=True):
+                    column[i] = value
+        return [dict(zip(_SUMMARY_KEYS, row, strict=True)) for row in zip(*columns.values(), strict=True)]
+
+    def layout(self, line_no: int, text: str) -> Layout:
+        self._check(line_no)
+        labels = text.split()
+        if "PID" not in labels or labels[0].isdigit():
+            return ROW  # a task row whose command names PID
+        if not len(self.starts) or self.starts[0] > line_no:  # no `top - ` line above
+            if not is_task_header(labels):
+                raise self.table.error(
+                    line_no, text, "not a top capture (no `top - HH:MM:SS up ...` line first)"
+                )
+            self._headless(line_no)
+        if not ("COMMAND" in labels and "%CPU" in labels[: labels.index("COMMAND")]):
+            raise self.table.error(
+                line_no, text, f"top header without COMMAND, or %CPU after it ({_LOCALE}, or a toprc?)"
             )
         # Fields a toprc adds (P, SWAP, nTH, WCHAN, ENVIRON, ...) come after COMMAND, which top then
         # pads to a fixed width: the labels up to COMMAND are split as usual, COMMAND is cut at the
         # next label, the rest of the row is not read (its labels go to unknown_columns).
         cmd = labels.index("COMMAND")
         columns = _columns(labels[: cmd + 1])
-        for label, col in zip(labels, [*columns, *[None] * (len(labels) - cmd - 1)], strict=True):
+        after = [None] * (len(labels) - cmd - 1)
+        for label, col in zip(labels, columns + after, strict=True):
             if col is None and label not in self.unknown:
                 self.unknown.append(label)
         self.present |= {col for col in columns if col is not None}
         cut = None
         if cmd + 1 < len(labels):
-            start = line.index(" COMMAND ") + 1
-            cut = (start, line.index(labels[cmd + 1], start + len("COMMAND")))
-        if columns != self.layout or cut != self.cut:
-            self._flush()  # the buffered rows were split by the previous header
-            self.layout = columns
-            self.cut = cut
-        self.header = columns
-        self.width = len(columns)
-        self._header_line = line
+            start = text.index(" COMMAND ") + 1
+            cut = (start, text.index(labels[cmd + 1], start + len("COMMAND")))
+        kinds = "".join("i" if col in _INTEGERS else "f" if col in _NUMBERS else "t" for col in columns)
+        return Layout(kinds, labels=(0,), key=_Plan(tuple(columns), cut), rest=True)
 
-    def _row(self, line_no: int, line: str) -> None:
-        """A task row off the hot path (first field not a number, a row before the header...)."""
-        n = self.width
-        # The last piece (COMMAND) is the rest of the line as printed: split() with a maximum keeps
-        # the blanks inside and after it, and drops only those before it.
-        parts = line.split(None, n - 1)
-        if len(parts) < n:
-            raise self.lines.error(line_no, line, f"task row with {len(parts)} fields, header has {n}")
-        self.buf.append(parts)
-        self.raws.append(line)
-        self.nos.append(line_no)
-        if len(self.buf) >= STAGE_ROWS:
-            self._stage()
+    def _headless(self, line_no: int) -> None:
+        """A task table without the summary lines first: iteration 0, no clock, a summary of NaN."""
+        self.headless = True
+        self.iteration_lines.insert(0, line_no)
+        self.starts = np.concatenate(([line_no], self.starts))
+        self.clocks = np.concatenate(([math.nan], self.clocks))
 
-    def _stage(self) -> None:
-        """Regroup the split rows into their columns; numbers as one newline-joined text per stage."""
-        if not self.pieces:
-            self.pieces = [[] for _ in self.layout]
-        if self.cut is not None:  # COMMAND before other fields: its text is cut out of the row
-            raws = self.raws[len(self.raws) - len(self.buf) :]
-            for parts, raw in zip(self.buf, raws, strict=True):
-                parts[-1] = _command_between(raw, *self.cut)
-        for pos, texts in enumerate(zip(*self.buf, strict=True)):
-            if self.layout[pos] in _STRINGS:
-                self.pieces[pos].extend(texts)
-            elif self.layout[pos] is not None:
-                self.pieces[pos].append("\n".join(texts))
-        self.buf.clear()
-        if len(self.nos) >= CHUNK_ROWS:
-            self._flush()
+    def structure(self, line_no: int, text: str) -> None:
+        """A line before any task header that is no summary line."""
+        self._check(line_no)
+        if not self.iteration_lines:
+            raise self.table.error(line_no, text, "not a top capture (no `top - HH:MM:SS up ...` line first)")
+        raise self._bad(line_no, text, "not a top summary line or task header")
 
-    def _flush(self) -> None:
-        """Convert the buffered rows into one chunk of columns; empty the buffer, even on an error."""
-        if not self.nos:
-            return
-        try:
-            if self.buf:
-                self._stage()
-            self._convert()
-        finally:
-            self.buf.clear()
-            self.raws.clear()
-            self.nos.clear()
-            self.pieces = []
-            self.segs = [(0, self.iteration, self.clock_s)]  # rows that follow continue this iteration
-
-    def _convert(self) -> None:
-        rows = len(self.nos)
-        chunk: dict[str, object] = {}
-        starts = [s[0] for s in self.segs]
-        counts = np.diff(np.array([*starts, rows], dtype=np.int64))
-        chunk["iteration"] = pd.array(
-            np.repeat(np.array([s[1] for s in self.segs], dtype=np.int64), counts), dtype="Int64"
-        )
-        chunk["clock_s"] = np.repeat(np.array([s[2] for s in self.segs], dtype=np.float64), counts)
-        slow: list[tuple[int, str, list[str], list[object]]] = []  # (printed position, column, texts, values)
-        for pos, col in enumerate(self.layout):
+    def rows(self, block: Block) -> None:
+        """A block's rows as schema columns (strings as codes), their iteration and clock; held until
+        `chunk_end` puts the chunk's in file order."""
+        nos = block.line_nos
+        self._check(int(nos[-1]))
+        plan: _Plan = block.layout.key  # type: ignore[assignment]
+        at = np.searchsorted(self.starts, nos, side="right") - 1
+        out = {"iteration": self.start_iteration + at, "clock_s": self.clocks[at]}
+        bad: list[tuple[int, str]] = []  # (row, reason): the first is raised
+        for field, col in zip(block.fields, plan.columns, strict=True):
             if col is None:
                 continue
             if col in _STRINGS:
-                chunk[col] = _strings(self.pieces[pos])
+                table = self.texts[col]
+                remap = np.array(
+                    [table.setdefault(t, len(table)) for t in field.categories.tolist()], dtype=np.int64
+                )
+                out[col] = remap[field.codes]
                 continue
-            joined = "\n".join(self.pieces[pos])
-            values = _fast(col, joined, rows)
-            if values is None:  # a rare form (TIME+ `h,mm`), or a bad value: one value at a time
-                texts = joined.split("\n")
-                slow.append((pos, col, texts, [_value(col, text) for text in texts]))
-            else:
-                chunk[col] = values
-        bad = [(values.index(None), pos, col, texts) for pos, col, texts, values in slow if None in values]
-        if bad:
-            index, _, col, texts = min(bad)  # the first bad row, its first bad column: as a row walk finds it
-            raise self.lines.error(
-                self.nos[index], self.raws[index], f"unreadable {col} value {texts[index]!r}"
+            if col in _INTEGERS or col in _NUMBERS:
+                values = np.asarray(field, dtype=np.float64)
+                # as top prints them: no sign but NI's, at most 10 digits
+                wrong = (np.abs(values) >= 1e10) | ((values < 0) if col != "ni" else False)
+            else:  # sizes and TIME+, read as text: each distinct text converted once
+                converted = (_sizes if col != "time_s" else _seconds)(field.categories.tolist())
+                values = converted[field.codes]
+                wrong = np.isnan(values)
+            if wrong.any():
+                row = int(np.argmax(wrong))
+                shown = field[row] if col not in _INTEGERS and col not in _NUMBERS else _shown(values[row])
+                bad.append((row, f"unreadable {col} value {shown!r}"))
+            out[col] = values
+        if plan.cut is not None:  # COMMAND before other fields: its text is cut out of the row
+            lines = block.data.decode("utf-8", "replace").split("\n")
+            table = self.texts["command"]
+            out["command"] = np.array(
+                [
+                    table.setdefault(_command_between(line, *plan.cut), len(table))
+                    for line in lines[: len(nos)]
+                ],
+                dtype=np.int64,
             )
-        for _, col, _, values in slow:
-            chunk[col] = _typed(col, values)
-        self.chunks.append(chunk)
-        self.n += rows
+        if bad:
+            row, reason = min(bad)
+            raise self.table.error(int(nos[row]), block.text(row), reason)
+        self.held.append((nos, out))
+
+    def chunk_end(self) -> None:
+        """The held rows in file order (blocks of several headers' layouts interleave), as parts."""
+        held, self.held = self.held, []
+        if not held:
+            return
+        self._check(int(max(nos[-1] for nos, _ in held)) + 1)
+        columns = [[] for _ in range(2 + len(_VALUES))]
+        for nos, out in held:
+            n = len(nos)
+            for k, col in enumerate(("iteration", "clock_s", *_VALUES)):
+                default = -1 if col in _STRINGS else math.nan
+                columns[k].append(out[col] if col in out else np.full(n, default))
+        if len(held) == 1:
+            self.parts.add([parts[0] for parts in columns])
+            return
+        order = np.argsort(np.concatenate([nos for nos, _ in held]), kind="stable")
+        self.parts.add([np.concatenate(parts)[order] for parts in columns])
+
+    # ------------------------------------------------------------ the frame
+
+    def _frame(self, host: str | None, tz: str, started_at: pd.Timestamp | None) -> pd.DataFrame:
+        n = self.parts.rows
+        notes = []
+        if n:
+            notes.append(
+                "iteration 0's cpu_pct is CPU time since each task started (top's first screen), "
+                "not an interval figure: use iterations >= 1 for rates"
+            )
+        if started_at is None:
+            notes.append(
+                "top prints no date: timestamp is NaT, clock_s is seconds since midnight of the capture day"
+            )
+        if self.headless:
+            notes.append("a task table without top's summary lines first: clock_s NaN, no summary values")
+        attrs = {
+            "dropped_lines": self.dropped,
+            "unknown_columns": self.unknown,
+            "notes": notes,
+            "summaries": self._records(),
+        }
+        if not n:
+            df = empty_frame(SCHEMA)
+            df.attrs.update(attrs)
+            return df
+        iteration, clocks, *values = self.parts.columns()
+        data: dict[str, object] = {
+            "timestamp": pd.Series(pd.NaT, index=range(n), dtype="datetime64[ns, UTC]"),
+            "host": text_column([host], np.zeros(n, dtype=np.intp)),
+            "iteration": pd.array(iteration, dtype="Int64"),
+            "clock_s": clocks,
+        }
+        for col, column in zip(_VALUES, values, strict=True):
+            if col not in self.present:
+                continue
+            if col in _STRINGS:
+                data[col] = text_column(list(self.texts[col]), column)
+            elif col in _INTEGERS:
+                data[col] = pd.array(column, dtype="Int64")  # NaN (a header without it): NA
+            else:
+                data[col] = column
+        if started_at is not None and not np.isnan(clocks).all():
+            day = capture_day(clocks[~np.isnan(clocks)][0], started_at, tz)
+            data["timestamp"] = clock_stamps(clocks, day, tz)
+        # copy=False: the columns are new arrays; copying them into one block would only cost time
+        df = coerce(pd.DataFrame(data, copy=False), SCHEMA)
+        df.attrs.update(attrs)
+        return df
 
 
-def _pieces(fh: BinaryIO) -> Iterator[tuple[bytearray, int]]:
-    """A file in pieces of about `_PIECE_BYTES` that end where a `top - ` line starts, or at a line end
-    when no iteration starts for long, or at the end of the file: `(data, end)`, the piece being
-    `data[1:end]`, after a newline at `data[0]` and with at least 8 more bytes of `data` after it.
-    `data` is one buffer, reused for the next piece (fresh memory for each would cost page faults)."""
-    data = bytearray(b"\n")
-    filled = 1
-    while True:
-        if len(data) < filled + _PIECE_BYTES + 8:
-            data += bytes(filled + _PIECE_BYTES + 8 - len(data))
-        read = fh.readinto(memoryview(data)[filled : filled + _PIECE_BYTES])
-        if not read:
-            break
-        filled += read
-        cut = data.rfind(b"\ntop - ", 1, filled) + 1
-        if not cut and filled > 4 * _PIECE_BYTES:
-            cut = data.rfind(b"\n", 1, filled) + 1
-        if cut:
-            yield data, cut
-            data[: filled - cut + 1] = data[cut - 1 : filled]  # the newline before the rest comes first
-            filled -= cut - 1
-    if filled > 1:
-        yield data, filled
+def _summary_kind(line: str) -> int:
+    """Which of top's summary lines `line` is, by how it starts (`%Cpu0`, `%Node0`: not read); -1: none."""
+    if line.startswith("top - "):
+        return _TOP_LINE
+    if line.startswith(("Tasks:", "Threads:")):
+        return _TASKS_LINE
+    if line.startswith("%Cpu(s):"):
+        return _CPU_LINE
+    if line.startswith(("%Cpu", "%Node")):
+        return _OTHER_LINE
+    return _MEM_LINE if _MEM.match(line) else -1
 
 
-def _sod(clock: bytes) -> int | None:
-    """Seconds since midnight of a `_BLOCK` clock, as `parse_clock` reads it; None if it is none."""
-    h, mi, s = (int(part) for part in clock.split(b":"))
-    return h * 3600 + mi * 60 + min(s, 59) if h <= 23 and mi <= 59 and s <= 60 else None
+def _each(
+    rx: re.Pattern[str],
+    at: np.ndarray,
+    texts: list[str],
+    errors: list[ParseError],
+    bad: Callable[[int, str, str], ParseError],
+    what: str,
+) -> list[tuple[str, ...]]:
+    """`rx`'s groups in each of `texts` (lines `at`), all matched at once; up to the first that does not
+    match, which is added to `errors`."""
+    found = rx.findall("\n".join(texts))
+    if len(found) == len(texts):  # each line matches at most once (`rx` spans one line)
+        return found
+    k = next(k for k, text in enumerate(texts) if not rx.match(text))
+    errors.append(bad(int(at[k]), texts[k], what))
+    return found[:k]
 
 
-def _summaries(first: int, blocks: list[tuple[bytes, ...]]) -> list[dict[str, object]]:
-    """The summary records of `_BLOCK` matches (iterations `first`, ...) with the values the per-line
-    reading gives; built column by column (a day holds 86400)."""
-    g = list(zip(*blocks, strict=True))
-    floats: dict[bytes, float] = {}  # few distinct texts (`0.0`, totals) repeat: each converted once
-
-    def numbers(i: int) -> Iterator[float]:
-        floats.update((text, float(text)) for text in set(g[i]).difference(floats))
-        return map(floats.__getitem__, g[i])
-
-    mem = [_TO_MIB[unit.decode()] for unit in g[20]]
-    swap = [_TO_MIB[unit.decode()] for unit in g[25]]
-    columns = [
-        range(first, first + len(blocks)),
-        map(bytes.decode, g[0]),
-        map(bytes.decode, g[1]),
-        map(int, g[2]),
-        *(numbers(i) for i in range(3, 6)),
-        *(map(int, g[i]) for i in range(7, 12)),
-        map(b"Threads".__eq__, g[6]),
-        *(numbers(i) for i in range(12, 20)),
-        *(map(operator.mul, numbers(i), mem) for i in range(21, 25)),
-        *(map(operator.mul, numbers(i), swap) for i in range(26, 30)),
-    ]
-    return [dict(zip(_SUMMARY_KEYS, values, strict=True)) for values in zip(*columns, strict=True)]
+def _shown(value: float) -> str:
+    return str(int(value)) if value == int(value) else str(value)
 
 
-def _one_word_each(texts: np.ndarray) -> str | None:
-    """Texts of equal width (rows of bytes) joined by newlines without their blanks; None unless each
-    is printable ASCII holding exactly one word (the blanks around it are spaces)."""
-    blank = texts == ord(" ")
-    starts = ~blank
-    starts[:, 1:] &= blank[:, :-1]
-    if ((texts - 0x20) > 0x7E - 0x20).any() or (starts.sum(axis=1) != 1).any():
-        return None
-    lines = np.concatenate([texts, np.full((len(texts), 1), ord("\n"), dtype=np.uint8)], axis=1)
-    return lines.tobytes().translate(None, b" ")[:-1].decode("ascii")
+def _sizes(texts: list[str]) -> np.ndarray:
+    """KiB of each size as printed (`_SIZE`), NaN where a text is none; one regex and one numpy call
+    for all when every text reads."""
+    joined = "\n".join(texts)
+    if _ALL_SIZES.fullmatch(joined):
+        data = joined.encode("ascii")
+        digits = data.translate(None, b"kmgtpe")
+        values = np.fromstring(digits, dtype=np.float64, sep="\n")
+        if len(digits) != len(data):  # `8193.3g`: a suffix or a digit before each newline (and last)
+            raw = np.frombuffer(data, dtype=np.uint8)
+            values *= _SUFFIX_KB[raw[np.append(np.flatnonzero(raw == 10) - 1, len(raw) - 1)]]
+        return values
+    out = np.full(len(texts), np.nan)
+    for i, text in enumerate(texts):
+        if m := _ONE_SIZE.fullmatch(text):
+            out[i] = float(m[1]) * _SIZE_KB[m[2]]
+    return out
 
 
-def _task_columns(
-    data: bytearray, at: np.ndarray, size: np.ndarray, cmd_at: int, layout: list[str | None]
-) -> dict[str, object] | None:
-    """The columns of the task rows that start at offsets `at` of `data` (their COMMAND at `cmd_at`,
-    `size` bytes long, at least 1), as `_State._read_piece` describes; None if a row is not regular.
-    `data` goes on for 8 bytes after the last row (`_pieces`)."""
-    # each row's bytes before COMMAND as 8-byte integers (to compare and hash 8 at once): one gather
-    width = -(-cmd_at // 8) * 8
-    heads = np.ndarray(len(data) - width + 1, dtype=f"V{width}", buffer=data, strides=(1,))[at]
-    heads = heads.view("<u8").reshape(len(at), -1)
-    used = np.bitwise_or.reduce(heads ^ _SPACES, axis=0).view(np.uint8)[:cmd_at] != 0  # non-blank in a row
-    runs = np.flatnonzero(np.diff(used, prepend=False, append=False)).reshape(-1, 2).tolist()
-    if used[-1] or len(runs) != len(layout) - 1:
-        return None
-    chunk: dict[str, object] = {}
-    for (a, b), col in zip(runs, layout, strict=False):
-        codes, distinct = _distinct(_keys(heads, a, b))
-        joined = _one_word_each(distinct.view(np.uint8)[:, : b - a])
-        if joined is None:
-            return None
-        if col is None:
+def _seconds(texts: list[str]) -> np.ndarray:
+    """CPU seconds of each TIME+ as printed (`_TIME_FORMS`), NaN where a text is none; the common
+    `m:ss.hh` of all texts at once."""
+    joined = "\n".join(texts)
+    if _ALL_HUNDREDTHS.fullmatch(joined):
+        mss = np.fromstring(joined.translate(_TIME_SEPARATORS), dtype=np.int64, sep="\n").reshape(-1, 3)
+        return (mss[:, 0] * 60 + mss[:, 1]).astype(np.float64) + mss[:, 2] / 100
+    out = np.full(len(texts), np.nan)
+    for i, text in enumerate(texts):
+        if m := _ONE_HUNDREDTHS.fullmatch(text):
+            out[i] = int(m[1]) * 60 + int(m[2]) + int(m[3]) / 100  # the arithmetic of the line above
             continue
-        if col in _STRINGS:
-            chunk[col] = (codes, joined.split("\n"))
-            continue
-        values = _fast(col, joined, len(distinct))
-        if values is None:  # a rare form (TIME+ `h,mm`) or a bad value: one distinct text at a time
-            typed = [_value(col, text) for text in joined.split("\n")]
-            if None in typed:
-                return None
-            values = _typed(col, typed)
-        chunk[col] = values.take(codes)
-    # COMMAND (even under a repeated label: its text decides how the line walk splits the row), 8 bytes
-    # at a time; bytes past the end of the line are masked out (so a word may come from anywhere in
-    # `data`), and as `data` holds no NUL byte the first zero byte ends the text
-    words = np.ndarray(len(data) - 7, dtype="<u8", buffer=data, strides=(1,))  # the 8 bytes from byte i
-    at = at + cmd_at
-    last = len(words) - 1
-    keys = [
-        words[np.minimum(at + k, last)] & _LOW_BYTES[np.clip(size - k, 0, 8)] for k in range(0, size.max(), 8)
-    ]
-    codes, distinct = _distinct(keys)
-    commands = [
-        text.tobytes().rstrip(b"\0").decode("utf-8", errors="replace") for text in distinct.view(np.uint8)
-    ]
-    if any(text[0].isspace() for text in commands):  # `split()` would have taken it off
-        return None
-    if layout[-1] is not None:
-        chunk["command"] = (codes, commands)
-    return chunk
+        for form, (first, second) in _TIME_FORMS:
+            if m := form.fullmatch(text):
+                out[i] = float(int(m[1]) * first + int(m[2]) * second)
+                break
+    return out
 
 
-def _keys(heads: np.ndarray, a: int, b: int) -> list[np.ndarray]:
-    """Bytes `a` to `b` of each row of `heads` (rows of 8-byte integers) as integers of up to 8 bytes."""
-    keys = []
-    for k in range(a, b, 8):
-        word, shift = divmod(k, 8)
-        key = heads[:, word] >> np.uint64(8 * shift)
-        if shift and word + 1 < heads.shape[1]:
-            key |= heads[:, word + 1] << np.uint64(64 - 8 * shift)
-        keys.append(key & _LOW_BYTES[min(b - k, 8)])
-    return keys
-
-
-def _distinct(keys: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
-    """Rows numbered by their distinct tuple of `keys` (uint64 columns): (the code of each row, the
-    distinct tuples as rows of a C-ordered matrix, in the order of the codes)."""
-    codes, distinct = pd.factorize(keys[0])
-    distinct = distinct[:, None]
-    for key in keys[1:]:
-        more, values = pd.factorize(key)
-        codes, pairs = pd.factorize(codes * len(values) + more)
-        distinct = np.column_stack([distinct[pairs // len(values)], values[pairs % len(values)]])
-    return codes, np.ascontiguousarray(distinct)
+_ONE_SIZE = re.compile(_SIZE)
+_ALL_SIZES = re.compile(rf"{_SIZE}(?:\n{_SIZE})*+")
+_ONE_HUNDREDTHS = re.compile(_TIME_HUND)
+_ALL_HUNDREDTHS = re.compile(rf"{_TIME_HUND}(?:\n{_TIME_HUND})*+")
+_TIME_SEPARATORS = str.maketrans(":.", "\n\n")
+_SUFFIX_KB = np.ones(256)  # last byte of a size -> KiB factor (a digit: 1)
+for _letter, _factor in _SIZE_KB.items():
+    if _letter:
+        _SUFFIX_KB[ord(_letter)] = _factor
 
 
 def _command_between(row: str, start: int, stop: int) -> str:
@@ -870,11 +685,6 @@ def _command_between(row: str, start: int, stop: int) -> str:
     if stop < len(row) and row[stop - 1] != " ":
         text = text.rsplit(None, 1)[0] if len(text.split()) > 1 else ""
     return text.rstrip()
-
-
-def _good_header(labels: list[str]) -> bool:
-    """COMMAND, and %CPU before it (the columns after COMMAND are not read)."""
-    return "COMMAND" in labels and "%CPU" in labels[: labels.index("COMMAND")]
 
 
 def _columns(labels: list[str]) -> list[str | None]:
@@ -889,116 +699,3 @@ def _columns(labels: list[str]) -> list[str | None]:
             seen.add(col)
             columns.append(col)
     return columns
-
-
-def _all(value: str) -> re.Pattern[str]:
-    """A pattern for a whole column joined by newlines, every line one `value` (ASCII digits only)."""
-    return re.compile(rf"(?:{value})(?:\n(?:{value}))*+")
-
-
-# Whole-column checks: the same forms as `_value` accepts, ASCII only (any other digit goes value
-# by value through `_value`, which decides as before).
-_COLUMN_FORMS = {
-    "pid": _all(r"[0-9]{1,10}"),
-    "ni": _all(r"-?[0-9]{1,10}"),
-    "size": _all(r"[0-9]{1,20}(?:\.[0-9]{1,6})?[kmgtpe]?"),
-    "pct": _all(r"[0-9]{1,12}(?:\.[0-9]{1,6})?"),
-    "time": _all(r"[0-9]{1,9}:[0-5][0-9]\.[0-9]{2}"),  # m:ss.hh, what top prints until 10000 min
-}
-_STRINGS = frozenset({"user", "pr", "state", "command"})
-_SUFFIXES = b"kmgtpe"
-_SUFFIX_KB = np.ones(256)  # last byte of a size -> KiB factor (a digit: 1)
-for _letter, _factor in _SIZE_KB.items():
-    if _letter:
-        _SUFFIX_KB[ord(_letter)] = _factor
-_TIME_SEPARATORS = bytes.maketrans(b":.", b"\n\n")
-
-
-def _fast(col: str, joined: str, rows: int) -> np.ndarray | pd.api.extensions.ExtensionArray | None:
-    """A whole column (its texts joined by newlines) converted at once; None when a value is not in
-    the common form. np.fromstring reads decimals correctly rounded, as float() does."""
-    if col in ("pid", "ni"):
-        if not _COLUMN_FORMS[col].fullmatch(joined):
-            return None
-        values = np.fromstring(joined, dtype=np.int64, sep="\n")
-        return pd.array(values, dtype="Int64") if len(values) == rows else None
-    if col in ("cpu_pct", "mem_pct"):
-        if not _COLUMN_FORMS["pct"].fullmatch(joined):
-            return None
-        values = np.fromstring(joined, dtype=np.float64, sep="\n")
-    elif col in ("virt_kb", "res_kb", "shr_kb"):
-        if not _COLUMN_FORMS["size"].fullmatch(joined):
-            return None
-        data = joined.encode("ascii")
-        digits = data.translate(None, _SUFFIXES)
-        values = np.fromstring(digits, dtype=np.float64, sep="\n")
-        if len(digits) != len(data) and len(values) == rows:
-            # `8193.3g`: the byte before each newline (and the last byte) is the suffix, or a digit
-            raw = np.frombuffer(data, dtype=np.uint8)
-            values *= _SUFFIX_KB[raw[np.append(np.flatnonzero(raw == 10) - 1, len(raw) - 1)]]
-    elif col == "time_s":
-        if not _COLUMN_FORMS["time"].fullmatch(joined):
-            return None
-        mss = np.fromstring(joined.encode("ascii").translate(_TIME_SEPARATORS), dtype=np.int64, sep="\n")
-        if len(mss) != 3 * rows:
-            return None
-        mss = mss.reshape(-1, 3)  # minutes, seconds, hundredths; the arithmetic of `_seconds`
-        values = (mss[:, 0] * 60 + mss[:, 1]).astype(np.float64) + mss[:, 2] / 100
-    else:
-        return None
-    return values if len(values) == rows else None
-
-
-def _strings(texts: list[str]) -> tuple[np.ndarray, list[str]]:
-    """A chunk's string column as (a code per row, the distinct texts): users, states, commands repeat."""
-    codes, uniques = pd.factorize(np.array(texts, dtype=object))
-    return codes, list(uniques)
-
-
-def _join_strings(parts: list[tuple[np.ndarray, list[str]]]) -> pd.api.extensions.ExtensionArray:
-    """The string column of all chunks (each as `_strings` gives it; code -1: NA), built by one take."""
-    table: dict[str, int] = {}
-    codes = []
-    for local, texts in parts:
-        # a local code -1 picks the -1 appended to the chunk's table: NA
-        codes.append(np.array([*(table.setdefault(t, len(table)) for t in texts), -1], dtype=np.intp)[local])
-    return text_column(list(table), np.concatenate(codes))
-
-
-def _typed(col: str, values: list[object]) -> np.ndarray | pd.api.extensions.ExtensionArray:
-    if col in ("pid", "ni"):
-        return pd.array(values, dtype="Int64")
-    return np.array(values, dtype=np.float64)
-
-
-def _missing(col: str, size: int) -> np.ndarray | pd.api.extensions.ExtensionArray:
-    """A chunk's column its header did not print: NaN / NA."""
-    if col in ("pid", "ni"):
-        return pd.array([pd.NA] * size, dtype="Int64")
-    return np.full(size, np.nan)
-
-
-def _value(col: str, text: str) -> object | None:
-    """A typed value of a task row's column, or None if the text is not one."""
-    if col in ("pid", "ni"):
-        return int(text) if _INT.match(text) and (col == "ni" or text[0] != "-") else None
-    if col in ("virt_kb", "res_kb", "shr_kb"):
-        m = _SIZE.match(text)
-        return float(m[1]) * _SIZE_KB[m[2]] if m else None
-    if col in ("cpu_pct", "mem_pct"):
-        return float(text) if _FLOAT.match(text) else None
-    if col == "time_s":
-        return _seconds(text)
-    return text
-
-
-def _seconds(text: str) -> float | None:
-    if m := _TIME_HUND.match(text):
-        return int(m[1]) * 60 + int(m[2]) + int(m[3]) / 100
-    if m := _TIME_MS.match(text):
-        return float(int(m[1]) * 60 + int(m[2]))
-    if m := _TIME_HM.match(text):
-        return float(int(m[1]) * 3600 + int(m[2]) * 60)
-    if m := _TIME_DH.match(text):
-        return float(int(m[1]) * 86400 + int(m[2]) * 3600)
-    return None

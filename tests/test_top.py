@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from perfkit.errors import ParseError
@@ -184,3 +186,57 @@ def test_the_capture_start_dates_the_rows() -> None:
 
     via = parsers.parse("top", THREADS, ParseContext("db1", "Asia/Shanghai", start))
     assert via["timestamp"].equals(df["timestamp"]) and via["host"].eq("db1").all()
+
+
+def _line_by_line(source: object) -> pd.DataFrame:
+    """The table engine reading every row one by one (`Table.read_lines`), the oracle of its bulk path."""
+    from perfkit.parsers import _table
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(_table.Table, "_bulk", lambda *args: None)
+        return top.parse(source)
+
+
+def _same(got: pd.DataFrame, want: pd.DataFrame) -> None:
+    pd.testing.assert_frame_equal(got, want)
+    assert {k: v for k, v in got.attrs.items() if k != "summaries"} == {
+        k: v for k, v in want.attrs.items() if k != "summaries"
+    }
+    pd.testing.assert_frame_equal(pd.DataFrame(got.attrs["summaries"]), pd.DataFrame(want.attrs["summaries"]))
+
+
+@pytest.mark.parametrize("path", sorted(P.glob("*.txt")), ids=lambda p: p.name)
+def test_bulk_reads_as_row_by_row(path: Path) -> None:
+    try:
+        want = _line_by_line(path)
+    except ParseError as exc:  # de_DE
+        with pytest.raises(ParseError) as got:
+            top.parse(path)
+        assert str(got.value) == str(exc)
+        return
+    _same(top.parse(path), want)
+
+
+def test_long_capture_in_small_chunks(monkeypatch: pytest.MonkeyPatch) -> None:
+    # 400 screens of the -H capture, clocks from 23:50:00 on (midnight passes), and `-c` command lines
+    # with blanks in every other screen: chunks cut inside screens, between a `top - ` line and its rows
+    from perfkit.parsers import _chunks, _table
+
+    screens = THREADS.read_text().split("\n\n")[:2]  # summary, then header and rows
+    rows = screens[1].splitlines()
+    text = []
+    for i in range(400):
+        clock = (23 * 3600 + 50 * 60 + i) % 86400
+        head = screens[0].replace("07:20:01", f"{clock // 3600:02d}:{clock // 60 % 60:02d}:{clock % 60:02d}")
+        extra = " --config x.cnf" if i % 2 else ""
+        body = [rows[0]] + [r + (extra if k % 2 else "") for k, r in enumerate(rows[1:])]
+        text.append(head + "\n\n" + "\n".join(body) + "\n")
+    text = "\n".join(text)
+    want = _line_by_line(text)
+    monkeypatch.setattr(_table, "CHUNK_ROWS", 97)
+    monkeypatch.setattr(_chunks, "_CHUNK_BYTES", 4093)
+    got = top.parse(text)
+    _same(got, want)
+    assert len(got) == 2400 and got["iteration"].max() == 399
+    assert got["clock_s"].iloc[-1] == 23 * 3600 + 50 * 60 + 399  # past midnight: + 86400, not 0:06:39
+    assert (got["command"] == "sysbench --config x.cnf").sum() == 200  # TID 5 in every other screen
