@@ -55,7 +55,7 @@ clocks `07:47:26`, `07:47:26 AM` (read by hand), `07时47分26秒`; `Average:`, 
 file mixing marks, or with commas and a slash date, is a ParseError saying "capture not taken under
 LC_ALL=C". Rows carry only a time of day: each table rolls the banner's date forward when its own
 clock goes back by more than an hour (a replay restarts every table at the file's start, so the
-rollover is tracked per table, not per file).
+rollover is tracked per table, not per file: parsers/_sysstat.py's rule, per table).
 
 Read what can be read (parsers/_common.py `Skips`, `attrs["skipped"]`): a table this parser does not
 read (`-B`, `-w`, `-I ALL`, `-n SOCK`, `-F` ... in a `sar -A` capture) is skipped as a block, its
@@ -70,12 +70,10 @@ instance and the table's metric columns; None for a missing value), `restarts` (
 ISO UTC, `cpus`), `comments` (`COM` lines), `skipped_tables` (the distinct headers of tables not
 read), `unknown_columns` (header names of a read table this parser does not know), `dropped_lines`
 (a last line cut mid-write), `notes`, `cpus` (the last banner's `(N CPU)`, None without a banner).
+Read by the table engine (parsers/_table.py: runs of rows read in bulk, a bad row named by its
+line): a header is the line after a blank line (sar prints one before each) whose fields after its
+label are words, none a number; `LINUX RESTART` and `COM` lines among the rows are no rows.
 
-Large captures are read a few MB at a time (parsers/_chunks.py `ByteScan`). sar pads a table's fields
-to fixed widths, so a run of rows laid out like its first row is cut into fields as bytes: Arrow's
-CSV reader reads the numbers, times and instances are checked once per distinct text (`_Sar.chunk`
-says what that proves). Any other run is halved until its irregular lines go through the per-line
-code, which also names the first bad line.
 
 Not read: `sar -o JSON`-less binary files (use `sadf`), `sadf` output (parsers/sadf.py). Tested
 on: tests/fixtures/sar/*.txt (see README.md there).
@@ -85,23 +83,22 @@ from __future__ import annotations
 
 import re
 from array import array
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
 import numpy as np
 import pandas as pd
 import pyarrow as pa
-import pyarrow.compute as pc
-import pyarrow.csv as pa_csv
 
 from perfkit.errors import ParseError
 
 from . import _common
 from ._chunks import ByteScan, Interned, Rows
 from ._sysstat import Sysstat, record_value, utc
+from ._table import ROW, STRUCTURE, Block, Layout, Skip, Table
+from ._table import _read_fields as _read_fields  # parsers/sadf.py imports it from here
 
 KIND = "sar"
-_ROLLOVER_S = 3600  # as parsers/_sysstat.py: a clock going back by more is the next day
 
 
 @dataclass(frozen=True)
@@ -251,11 +248,7 @@ SCHEMA: dict[str, str] = {
     **{col: "float64" for col in _METRIC_COLS},
 }
 
-_KEYS = frozenset(t.key for t in _TABLES)
-# fields that make `feed` read a line as no data row ("" is what pandas pads a short row with)
-_NOT_ROW_WORDS = _KEYS | {"LINUX", "COM", ""}
 _CPU_ID = re.compile(r"^(?:all|\d+)$")
-_AMPM = re.compile(r"^[AaPp]\.?[Mm]\.?$")  # as parsers/_sysstat.py: a 12-hour clock's second token
 _NUMBER = re.compile(r"^[-+]?\d+(?:[.,]\d+)?$")
 _CPUS = re.compile(r"\((\d+) CPU\)")
 # sar's label for the last block of a report where an average means nothing (`-F` filesystems, USB
@@ -301,6 +294,200 @@ def parse(source: _common.Source, *, host: str | None = None, tz: str = "UTC") -
             safely, no row of a table this parser reads.
     """
     return _Sar(source, host, tz).run()
+
+
+# ---------------------------------------------------------------- sar text, on the table engine
+
+_NOT_READ = Skip("a sar table perfkit does not read")
+
+
+class _Sar(Sysstat):
+    """The format for the table engine (parsers/_table.py): rows start with a digit (their time);
+    headers are found by `header_marks`, told from rows by `layout`."""
+
+    row_bytes = b"0123456789\n"
+    header_words = ()
+    header_marks = (
+        re.compile(rb"\n\n\S+ +(\S)"),  # the line after a blank line, from its first field after the time
+        # a restart, a comment, anywhere among the rows (`layout` says whether it is one); no blank
+        # before the word: a literal first byte that rows lack is searched fast
+        re.compile(rb"(LINUX) RESTART"),
+        re.compile(rb"(COM)[ \n]"),
+    )
+
+    def __init__(self, source: _common.Source, host: str | None, tz: str):
+        super().__init__(KIND, source, tz)
+        self.host = host
+        self.table = Table(source, KIND, self, self.numbers)
+        self.store = _Store()
+        self.tracks: dict[object, tuple[int, int | None]] = {}  # per table: (day, previous time)
+        self.averages: list[dict[str, object]] = []
+        self.held: list[tuple[int, str]] = []  # `Average:` rows not read yet (read together: `averages`)
+        self.held_layout: Layout | None = None
+        self.restarts: list[dict[str, object]] = []
+        self.comments: list[str] = []
+        self.skipped: list[str] = []
+        self.unknown: list[str] = []
+
+    def run(self) -> pd.DataFrame:
+        self.table.run()
+        self.read_averages()
+        self.lines = self.table.lines
+        if self.table.cut is not None:
+            self.cut_last(*self.table.cut, self.lines)
+        frame = self.store.frame()
+        skips = self.table.skips
+        skips.refuse_if_nothing_read(len(frame), self.lines)
+        frame.attrs.update(
+            {
+                "skipped": skips,
+                "averages": self.averages,
+                "restarts": self.restarts,
+                "comments": self.comments,
+                "skipped_tables": self.skipped,
+                "unknown_columns": self.unknown,
+                "dropped_lines": self.dropped,
+                "notes": self.notes,
+                "cpus": self.banner_cpus,
+            }
+        )
+        return frame
+
+    def layout(self, line_no: int, text: str) -> Layout | Skip:
+        self.read_averages()
+        tokens = text.split()
+        if tokens[:1] and tokens[0] in _SUMMARY_LABELS:
+            sod, used = None, 1
+        else:
+            try:
+                sod, used = self.label(line_no, text, tokens)
+            except ParseError:  # a banner, or garbage: `structure` says which
+                return ROW
+        fields = tokens[used:]
+        if fields[:2] == ["LINUX", "RESTART"] or (sod is not None and fields[:1] == ["COM"]):
+            return STRUCTURE
+        if len(fields) < 2 or any(_NUMBER.match(f) for f in fields):
+            return ROW
+        plans, unknown, dup = _classify(fields)
+        if dup is not None:
+            raise self.error(line_no, text, f"column {dup!r} twice in the header")
+        if not plans:
+            name = " ".join(fields)
+            if name not in self.skipped:
+                self.skipped.append(name)
+                self.notes.append(f"line {line_no}: table not read, its rows skipped: {name[:80]}")
+            return _NOT_READ
+        self.unknown.extend(n for n in unknown if n not in self.unknown)
+        values = {i for plan in plans for i, _, _ in plan.fields}
+        kinds = "".join("f" if i in values else "t" for i in range(len(fields)))  # instance, unknown: text
+        return Layout(kinds, labels=(used,), key=tuple(plans))
+
+    def structure(self, line_no: int, text: str) -> None:
+        tokens = text.split()
+        if not tokens:
+            return
+        current = self.table.current
+        if self.held and (current is not self.held_layout or not tokens[0].endswith(":")):
+            self.read_averages()
+        if text.startswith("Linux") and self.banner(line_no, text):
+            self.tracks.clear()  # a new capture: every table starts again on the banner's date
+            return
+        if tokens[0] in _SUMMARY_LABELS:  # a row of a summary block (its header is the engine's)
+            if len(tokens) == 1:
+                raise self.error(line_no, text, "a Summary label with nothing after it")
+            if isinstance(current, Skip):
+                self.table.skips.count += 1
+            else:  # under a table read: the last values, neither an interval nor an average
+                self.table.skips.add(line_no, text, "a Summary: row (the last values, not an interval)")
+            return
+        sod, used = self.label(line_no, text, tokens)  # raises on a line that is neither
+        fields = tokens[used:]
+        if not fields:
+            raise self.error(line_no, text, "a time label with nothing after it")
+        if fields[:2] == ["LINUX", "RESTART"]:
+            self.restart(line_no, text, sod)
+        elif sod is not None and fields[0] == "COM":
+            self.comments.append(" ".join(fields[1:]))
+        elif isinstance(current, Skip):
+            self.table.skips.count += 1  # an `Average:` row of a table skipped: its header is quoted
+        elif sod is not None or current is None:
+            raise self.error(line_no, text, "a row before any sar table header")
+        else:  # read with the next ones: one call for the block (a call costs a millisecond)
+            self.held.append((line_no, text))
+            self.held_layout = current
+
+    def rows(self, block: Block) -> None:
+        self.read_averages()
+        sods = self.label_seconds(block.label, block.line_nos)
+        host = self.host_name()
+        hosts = np.full(len(block), -1 if host is None else self.store.hosts.code(host), dtype=np.int64)
+        for plan in block.layout.key:
+            names, codes = self.instances(block, plan)
+            self.day, self.prev_sod = self.tracks.get(plan.table, (0, None))
+            stamps, keys = self.stamp_rows(block.line_nos, sods)
+            self.tracks[plan.table] = (self.day, self.prev_sod)
+            twice, state = self.store.repeats(plan.table, keys, codes, names)
+            if twice is not None:
+                raise self.error(
+                    int(block.line_nos[twice]),
+                    block.text(twice),
+                    f"{_TABLES[plan.table].name} {names[codes[twice]]!r} listed twice in one interval",
+                )
+            self.store.interval[plan.table] = state
+            cols: list[np.ndarray | None] = [None] * len(_table_columns(_TABLES[plan.table]))
+            for i, j, factor in plan.fields:
+                cols[j] = block.fields[i] * factor if factor != 1.0 else block.fields[i]
+            instances = self.store.codes(self.store.instances, names.tolist(), codes)
+            self.store.extend(plan.table, stamps, hosts, instances, cols)
+
+    def instances(self, block: Block, plan: _Plan) -> tuple[np.ndarray, np.ndarray]:
+        """(the distinct instances of the rows, each row's index into them); one its table cannot
+        have (a CPU neither `all` nor a number) is a ParseError at its first row."""
+        if plan.instance is None:
+            return np.array([""], dtype=object), np.zeros(len(block), dtype=np.int64)
+        column = block.fields[plan.instance]
+        names = np.array(column.categories.tolist(), dtype=object)
+        codes = np.asarray(column.codes, dtype=np.int64)
+        bad = [k for k, name in enumerate(names.tolist()) if _check_instance(plan.table, name)]
+        if bad:
+            row = int(np.flatnonzero(np.isin(codes, bad))[0])
+            why = _check_instance(plan.table, names[codes[row]])
+            raise self.error(int(block.line_nos[row]), block.text(row), str(why))
+        return names, codes
+
+    def read_averages(self) -> None:
+        """The `Average:` rows held, read under their table's layout, kept as records."""
+        if not self.held:
+            return
+        held, self.held, layout = self.held, [], self.held_layout
+        assert layout is not None
+        block = self.table.read_lines(held, replace(layout, labels=(1,)))
+        block.data = "\n".join(text for _, text in held).encode()
+        tables = [(plan, *self.instances(block, plan)) for plan in layout.key]
+        for k in range(len(block)):
+            for plan, names, codes in tables:
+                row = [float("nan")] * len(_table_columns(_TABLES[plan.table]))
+                for i, j, factor in plan.fields:
+                    row[j] = float(block.fields[i][k]) * factor
+                self.averages.append(_record(self.host_name(), plan.table, names[codes[k]], row))
+
+    def restart(self, line_no: int, line: str, sod: int | None) -> None:
+        if sod is None:
+            raise self.error(line_no, line, "a restart line without a time")
+        ns, _ = self.table_stamp("restart", line_no, sod)
+        m = _CPUS.search(line)
+        when = None if self.date is None else utc(array("q", [ns]))[0].isoformat()
+        self.restarts.append({"timestamp": when, "cpus": int(m[1]) if m else None})
+
+    def table_stamp(self, track: object, line_no: int, sod: int) -> tuple[int, int]:
+        """UTC ns of a row, rolling midnight per table (a replay restarts every table at the file's start)."""
+        self.day, self.prev_sod = self.tracks.get(track, (0, None))
+        ns = self.stamp(line_no, sod)
+        self.tracks[track] = (self.day, self.prev_sod)
+        return ns, self.day * 86400 + sod
+
+    def host_name(self) -> str | None:
+        return self.host if self.host is not None else self.banner_host
 
 
 # ---------------------------------------------------------------- shared with parsers/sadf.py
@@ -440,26 +627,33 @@ class _Store:
     def new_rows(
         self, t_no: int, keys: np.ndarray, codes: np.ndarray, names: np.ndarray
     ) -> tuple[object, set[str]] | None:
-        """`is_new` over a chunk: the table's interval state after it, or None if an instance repeats.
+        """`repeats` for a chunk that is read whole or not at all: None if an instance repeats."""
+        twice, state = self.repeats(t_no, keys, codes, names)
+        return None if twice is not None else state
+
+    def repeats(
+        self, t_no: int, keys: np.ndarray, codes: np.ndarray, names: np.ndarray
+    ) -> tuple[int | None, tuple[object, set[str]]]:
+        """`is_new` over rows: (the first row whose instance its interval listed before, or None; the
+        table's interval state after the rows).
 
         `keys` are the rows' interval keys, `codes` index `names` (the instances). Nothing changes here:
-        the caller commits the returned state once the whole chunk is known to be good.
+        the caller commits the returned state once the rows are known to be good.
         """
         at, seen = self.interval[t_no]
         n = len(keys)
         new_run = np.empty(n, dtype=bool)
         new_run[0] = keys[0] != at
         new_run[1:] = keys[1:] != keys[:-1]
-        run = np.cumsum(new_run)
-        if pd.Series(run * len(names) + codes).duplicated().any():
-            return None
+        twice = np.array(pd.Series(np.cumsum(new_run) * len(names) + codes).duplicated())
         starts = np.flatnonzero(new_run)
         first_end = starts[0] if len(starts) else n
-        if not new_run[0] and seen and not seen.isdisjoint(names[codes[:first_end]].tolist()):
-            return None  # the chunk continues the interval before it and repeats one of its instances
+        if not new_run[0] and seen:  # the rows continue the interval before them: its instances count
+            twice[:first_end] |= np.isin(codes[:first_end], [k for k, v in enumerate(names) if v in seen])
         last = starts[-1] if len(starts) else 0
         tail = set(names[codes[last:]].tolist())
-        return (int(keys[-1]), tail if len(starts) else seen | tail)
+        first = np.flatnonzero(twice)
+        return (int(first[0]) if len(first) else None), (int(keys[-1]), tail if len(starts) else seen | tail)
 
     def frame(self) -> pd.DataFrame:
         """One frame, tables in _TABLES order; each column built once (no per-table frames to concat)."""
@@ -545,44 +739,6 @@ _FEW_RUNS = 64  # a string column with more runs of one text than this is built 
 _SMALL_RUN = 48  # fewer rows than this go through the per-line code: a chunk costs more than it saves
 
 
-def _read_fields(data: bytes, ncols: int, types: dict[int, pa.DataType], mark: str) -> pa.Table | None:
-    """`;`-separated rows -> Arrow table of the columns in `types` (named "0", "1" ...); None if refused.
-
-    Arrow's reader converts numbers with correct rounding (as `float()`), trims blanks around them,
-    and refuses a row with another field count or a field that is not of its type. Quotes are plain
-    characters and no text is read as missing.
-    """
-    try:
-        return pa_csv.read_csv(
-            pa.BufferReader(data),
-            read_options=pa_csv.ReadOptions(column_names=[str(i) for i in range(ncols)]),
-            parse_options=pa_csv.ParseOptions(delimiter=";", quote_char=False, ignore_empty_lines=False),
-            convert_options=pa_csv.ConvertOptions(
-                column_types={str(i): t for i, t in types.items()},
-                include_columns=[str(i) for i in sorted(types)],
-                null_values=[],
-                strings_can_be_null=False,
-                decimal_point=mark,
-            ),
-        )
-    except MemoryError:
-        raise
-    except Exception:  # noqa: BLE001 - any refusal means: read line by line
-        return None
-
-
-def _rollover(sods: np.ndarray, track: tuple[int, int | None]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Sysstat.stamp()'s midnight rule over a table's chunk: (days, clock steps' row indexes, their sizes)."""
-    day0, prev0 = track
-    prevs = np.empty_like(sods)
-    prevs[0] = sods[0] if prev0 is None else prev0
-    prevs[1:] = sods[:-1]
-    back = prevs - sods
-    roll = back > _ROLLOVER_S
-    steps = np.flatnonzero((back > 0) & ~roll)
-    return day0 + np.cumsum(roll), steps, back[steps]
-
-
 def _wall_utc(midnight: datetime, seconds: np.ndarray, tz: str) -> np.ndarray:
     """UTC ns of wall-clock times `seconds` after `midnight` in `tz`, as `_common.to_utc` gives them.
 
@@ -595,42 +751,6 @@ def _wall_utc(midnight: datetime, seconds: np.ndarray, tz: str) -> np.ndarray:
     for k in np.flatnonzero(local.isna()).tolist():
         ns[k] = _common.to_utc(midnight + timedelta(seconds=int(seconds[k])), tz).value
     return ns
-
-
-def _factor_rows(block: np.ndarray) -> tuple[np.ndarray, list[bytes]]:
-    """(code per row, distinct rows as bytes) of a uint8 matrix: pandas' hash table over 8-byte words."""
-    n, width = block.shape
-    words = np.zeros((n, -(-width // 8) * 8), dtype=np.uint8)
-    words[:, :width] = block
-    codes = np.zeros(n, dtype=np.int64)
-    for word in words.view(np.uint64).T:
-        part, uniques = pd.factorize(word)
-        codes = pd.factorize(codes * len(uniques) + part)[0]
-    firsts = np.empty(int(codes.max()) + 1, dtype=np.int64)
-    firsts[codes[::-1]] = np.arange(n - 1, -1, -1)
-    return codes, [block[i].tobytes() for i in firsts.tolist()]
-
-
-def _clock_seconds(labels: np.ndarray) -> np.ndarray | None:
-    """Seconds since midnight of rows `HH:MM:SS` (uint8 matrix) as `label()` reads them, or None."""
-    if labels.shape[1] != 8 or not (labels[:, [2, 5]] == ord(":")).all():
-        return None
-    digits = labels[:, [0, 1, 3, 4, 6, 7]] - ord("0")  # uint8: anything but 0-9 wraps above 9
-    if (digits > 9).any():
-        return None
-    d = digits.astype(np.int64)
-    h, mi, s = d[:, 0] * 10 + d[:, 1], d[:, 2] * 10 + d[:, 3], d[:, 4] * 10 + d[:, 5]
-    if (h > 23).any() or (mi > 59).any() or (s > 60).any():
-        return None
-    return h * 3600 + mi * 60 + np.minimum(s, 59)
-
-
-def _is_header(fields: list[str], after_blank: bool) -> bool:
-    """Whether a line's fields after its time label are a table header: a known table's key, or
-    words without a number right after the blank line sar prints before every header."""
-    return any(f in _KEYS for f in fields) or (
-        after_blank and len(fields) > 1 and not any(_NUMBER.match(f) for f in fields)
-    )
 
 
 def _check_instance(t_no: int, instance: str) -> str | None:
@@ -696,332 +816,3 @@ class _Chunked(Sysstat):
                 return
         for k, line in enumerate(data.decode("utf-8", "replace").split("\n")[:-1]):
             self.feed(first + k, line, self.lines)
-
-
-class _Sar(_Chunked):
-    # structure: lines not starting with a time (blank, banner, `Average:`), so that live output, which
-    # alternates tables every interval, splits into short runs at once; the header after a blank line,
-    # a restart or a comment among the rows are found by `rows` (a pass each would cost more)
-    MARKS = (re.compile(rb"\n(?![0-9])"),)
-
-    def __init__(self, source: _common.Source, host: str | None, tz: str):
-        super().__init__(KIND, source, tz)
-        self.host = host
-        self.store = _Store()
-        self.plans: list[_Plan] | None = None
-        self.skipping = False  # inside a table this parser does not read
-        self.width = 0
-        self.header_line_no = 0
-        self.after_blank = True  # sar prints a blank line before every header
-        self.tracks: dict[object, tuple[int, int | None]] = {}  # per table: (day, previous time)
-        self.averages: list[dict[str, object]] = []
-        self.restarts: list[dict[str, object]] = []
-        self.comments: list[str] = []
-        self.skipped: list[str] = []
-        self.unknown: list[str] = []
-        self.skips = _common.Skips()
-
-    def run(self) -> pd.DataFrame:
-        self.walk()
-        frame = self.store.frame()
-        self.skips.refuse_if_nothing_read(len(frame), self.lines)
-        frame.attrs.update(
-            {
-                "skipped": self.skips,
-                "averages": self.averages,
-                "restarts": self.restarts,
-                "comments": self.comments,
-                "skipped_tables": self.skipped,
-                "unknown_columns": self.unknown,
-                "dropped_lines": self.dropped,
-                "notes": self.notes,
-                "cpus": self.banner_cpus,
-            }
-        )
-        return frame
-
-    def table_open(self) -> bool:
-        return self.plans is not None and not self.skipping and not self.after_blank
-
-    def chunk(self, data: bytes, first: int, count: int) -> bool:
-        """Read rows of the open table as a grid of bytes; False (nothing changed) when any row is not plain.
-
-        sar pads the fields of a table to fixed widths. When every row is as long as the first, with a
-        blank after each of the first row's fields and none at their ends, the rows split into the same
-        fields as `str.split()` splits them, unless a field holds a blank: Arrow refuses such a number,
-        `words` such a text. The value fields, `;` put at those blanks, go to Arrow, which refuses
-        anything but a number; that they hold nothing but digits, `-` and the file's decimal mark where
-        the first row has it, between digits, rules out the forms Arrow reads and sysstat's grammar
-        refuses (`1e5`, `inf`, `+5`, `.5`, `5.`). The other fields (time, instance) are checked once per
-        distinct text: times `label()` reads, instances `feed` takes, each once per interval.
-        Everything else (an error, a header without a blank line, a restart) goes back to `feed`, so
-        errors, notes and state stay exactly the per-line ones.
-        """
-        plans = self.plans
-        size = data.index(b"\n") + 1
-        if plans is None or len(data) != size * count:
-            return False
-        grid = np.frombuffer(data, dtype=np.uint8).reshape(count, size)
-        row = data[: size - 1]
-        line = row.decode("utf-8", "replace")
-        tokens = line.split()
-        try:
-            sod, used = self.label(first, line, tokens)
-        except ParseError:
-            return False
-        ncols = used + self.width
-        spans = [m.span() for m in re.finditer(rb"[^ ]+", row)]
-        if sod is None or len(tokens) != ncols or len(spans) != ncols:
-            return False
-        ends = [end - 1 for _, end in spans]
-        seps = [end for _, end in spans[:-1]]
-        if not ((grid[:, -1] == 10).all() and (grid[:, ends] != 32).all() and (grid[:, seps] == 32).all()):
-            return False
-        values = sorted({used + i for plan in plans for i, _, _ in plan.fields})
-        mark = self.decimal
-        if mark is None:  # the first value with a fraction decides, as in Sysstat.number()
-            firsts = [tokens[used + i] for plan in plans for i, _, _ in plan.fields]
-            mark = next(("," if "," in t else "." for t in firsts if "," in t or "." in t), None)
-        if mark == "," and self.slash_date:
-            return False
-        points = []  # where the first row's values hold the decimal mark: every row must hold it there
-        if mark is not None:
-            for c in values:
-                at = row.find(mark.encode(), *spans[c])
-                if at >= 0:
-                    points.append(at)
-        digit = 9  # uint8 arithmetic: anything but 0-9 minus "0" wraps above 9
-        if points and not (
-            (grid[:, points] == ord(mark)).all()
-            and ((grid[:, [p - 1 for p in points]] - ord("0")) <= digit).all()
-            and ((grid[:, [p + 1 for p in points]] - ord("0")) <= digit).all()
-        ):
-            return False
-        bounds = [0, *seps, size - 1]  # field c: from bounds[c] (its blank), up to bounds[c + 1]
-        texts = [c for c in range(used, ncols) if c not in values]
-        names = {}
-        for c in texts:
-            codes, raw = _factor_rows(grid[:, bounds[c] : bounds[c + 1]])
-            words = self.words(c, used, raw)
-            if words is None:
-                return False
-            names[c] = (codes, np.array(words, dtype=object))
-        sods = self.chunk_sods(grid[:, : bounds[used]], used, first, line)
-        if sods is None:
-            return False
-        buf = bytearray(data)
-        cells = np.frombuffer(buf, dtype=np.uint8).reshape(count, size)
-        cells[:, : bounds[used]] = ord(" ")  # the fields not read as numbers
-        for c in texts:
-            cells[:, bounds[c] : bounds[c + 1]] = ord(" ")
-        cells[:, seps] = ord(";")
-        if len(buf.translate(None, b"0123456789-; \n")) != count * len(points):
-            return False
-        table = _read_fields(buf, ncols, dict.fromkeys(values, pa.float64()), mark or ".")
-        if table is None:
-            return False
-        cols = {c: table.column(str(c)) for c in values}
-        return self.commit(cols, names, plans, used, sods, first, mark)
-
-    @staticmethod
-    def words(c: int, used: int, raw: list[bytes]) -> list[str] | None:
-        """The distinct texts of a text field as `feed` would see them; None if one is no row's field."""
-        out = []
-        for text in raw:
-            words = text.decode("utf-8", "replace").split()
-            if len(words) != 1 or words[0] in _NOT_ROW_WORDS:
-                return None  # a blank inside a field, a header without a blank line, a restart, a comment
-            if c == used == 1 and _AMPM.match(words[0]):
-                return None  # `feed` would read this field as half of a 12-hour time
-            out.append(words[0])
-        return out
-
-    def chunk_sods(self, labels: np.ndarray, used: int, first: int, line: str) -> np.ndarray | None:
-        """Seconds since midnight of each row's time label (a uint8 matrix); None if one is not a time
-        `label()` reads. `HH:MM:SS` is read with numpy, other forms once per distinct label."""
-        if used == 1 and (sods := _clock_seconds(labels)) is not None:
-            return sods
-        codes, raw = _factor_rows(labels)
-        sods = np.empty(len(raw), dtype=np.int64)
-        for k, text in enumerate(raw):
-            tokens = text.decode("utf-8", "replace").split()
-            if len(tokens) != used:
-                return None
-            try:
-                sod, got = self.label(first, line, tokens if used == 2 else [*tokens, "-"])
-            except ParseError:
-                return None
-            if sod is None or got != used:
-                return None
-            sods[k] = sod
-        return sods[codes]
-
-    def commit(
-        self,
-        cols: dict[int, pa.ChunkedArray],
-        instances: dict[int, tuple[np.ndarray, np.ndarray]],
-        plans: list[_Plan],
-        used: int,
-        sods: np.ndarray,
-        first: int,
-        mark: str | None,
-    ) -> bool:
-        """Check instances and intervals per table, then store the chunk; False (nothing stored) if not."""
-        n = len(sods)
-        host = self.host_name()
-        done = []
-        notes: list[tuple[int, int, int, str]] = []  # (row, plan, order, text): per-line order
-        for p_no, plan in enumerate(plans):
-            if plan.instance is not None:
-                codes, names = instances[used + plan.instance]
-                if any(_check_instance(plan.table, v) is not None for v in names.tolist()):
-                    return False
-            else:
-                names = np.array([""], dtype=object)
-                codes = np.zeros(n, dtype=np.int64)
-            days, steps, sizes = _rollover(sods, self.tracks.get(plan.table, (0, None)))
-            keys = days * 86400 + sods
-            state = self.store.new_rows(plan.table, keys, codes, names)
-            if state is None:
-                return False
-            for row, size in zip(steps.tolist(), sizes.tolist(), strict=True):
-                notes.append(
-                    (
-                        row,
-                        p_no,
-                        0,
-                        f"line {first + row}: clock went back {size} s (clock step), kept as printed",
-                    )
-                )
-            done.append((plan, names, codes, days, keys, state))
-        # the chunk is plain: from here on, state changes
-        if mark is not None and self.decimal is None:
-            self.decimal = mark
-        if self.date is None and not self._no_date_noted:
-            self._no_date_noted = True
-            notes.append((0, 0, 1, "no `Linux ...` banner before the rows: no date, timestamps are NaT"))
-        self.notes.extend(text for *_, text in sorted(notes))
-        hosts = np.full(n, -1 if host is None else self.store.hosts.code(host), dtype=np.int64)
-        for plan, names, codes, days, keys, state in done:
-            row_cols: list[pa.ChunkedArray | None] = [None] * len(_table_columns(_TABLES[plan.table]))
-            for i, j, factor in plan.fields:
-                values = cols[used + i]
-                row_cols[j] = pc.multiply(values, factor) if factor != 1.0 else values
-            instance_codes = self.store.codes(self.store.instances, names.tolist(), codes)
-            self.store.extend(plan.table, self.chunk_stamps(keys), hosts, instance_codes, row_cols)
-            self.store.interval[plan.table] = state
-            self.day, self.prev_sod = int(days[-1]), int(sods[-1])
-            self.tracks[plan.table] = (self.day, self.prev_sod)
-        return True
-
-    def chunk_stamps(self, keys: np.ndarray) -> np.ndarray:
-        """UTC ns of rows `keys` seconds after the banner's midnight, as Sysstat.stamp() gives them."""
-        if self.date is None:
-            return np.full(len(keys), np.iinfo(np.int64).min, dtype=np.int64)
-        midnight = datetime(self.date.year, self.date.month, self.date.day)
-        if self.tz == "UTC":  # no zone rules: plain arithmetic
-            return pd.Timestamp(midnight).value + keys * 1_000_000_000
-        uniq, inverse = np.unique(keys, return_inverse=True)
-        return _wall_utc(midnight, uniq, self.tz)[inverse]
-
-    def feed(self, line_no: int, line: str, lines: _common.Lines) -> None:
-        self.lines = lines  # errors name the path the walk read
-        tokens = line.split()
-        if not tokens:
-            self.after_blank = True
-            return
-        if self.banner(line_no, line):
-            self.tracks.clear()  # a new capture: every table starts again on the banner's date
-            self.after_blank = True
-            return
-        after_blank, self.after_blank = self.after_blank, False
-        if tokens[0] in _SUMMARY_LABELS:
-            self.summary(line_no, line, tokens[1:], after_blank)
-            return
-        sod, used = self.label(line_no, line, tokens)
-        fields = tokens[used:]
-        if not fields:
-            raise self.error(line_no, line, "a time label with nothing after it")
-        if fields[0] == "LINUX" and fields[1:2] == ["RESTART"]:
-            self.restart(line_no, line, sod)
-            return
-        if fields[0] == "COM" and sod is not None:
-            self.comments.append(" ".join(fields[1:]))
-            return
-        if _is_header(fields, after_blank):
-            self.header(line_no, line, fields)
-            return
-        if self.skipping:
-            self.skips.count += 1  # a row of the table whose header `header` quoted (add_block's count)
-            return
-        if self.plans is None:
-            raise self.error(line_no, line, "a row before any sar table header")
-        if len(fields) != self.width:
-            raise self.error(
-                line_no,
-                line,
-                f"{len(fields)} fields after the time, "
-                f"the header at line {self.header_line_no} has {self.width}",
-            )
-        host = self.host_name()
-        for plan in self.plans:
-            instance = fields[plan.instance] if plan.instance is not None else ""
-            if (why := _check_instance(plan.table, instance)) is not None:
-                raise self.error(line_no, line, why)
-            row = self.store.row_values(plan, lambda i: self.number(line_no, line, fields[i]))
-            if sod is None:
-                self.averages.append(_record(host, plan.table, instance, row))
-                continue
-            ns, key = self.table_stamp(plan.table, line_no, sod)
-            if not self.store.is_new(plan.table, key, instance):
-                raise self.error(
-                    line_no, line, f"{_TABLES[plan.table].name} {instance!r} listed twice in one interval"
-                )
-            self.store.add(plan.table, ns, host, instance, row)
-
-    def header(self, line_no: int, line: str, fields: list[str]) -> None:
-        plans, unknown, dup = _classify(fields)
-        if dup is not None:
-            raise self.error(line_no, line, f"column {dup!r} twice in the header")
-        self.header_line_no, self.width = line_no, len(fields)
-        if not plans:
-            self.plans, self.skipping = None, True
-            text = " ".join(fields)
-            self.skips.add(line_no, line, "a sar table perfkit does not read")
-            if text not in self.skipped:
-                self.skipped.append(text)
-                self.notes.append(f"line {line_no}: table not read, its rows skipped: {text[:80]}")
-            return
-        self.plans, self.skipping = plans, False
-        self.unknown.extend(n for n in unknown if n not in self.unknown)
-
-    def summary(self, line_no: int, line: str, fields: list[str], after_blank: bool) -> None:
-        """A `Summary:` line: the header of a summary block (a table as any other: read, or skipped
-        and quoted), or one of its rows: skipped in a table this parser does not read (counted with
-        its block), else skipped and quoted (the last values, neither an interval nor an average)."""
-        if not fields:
-            raise self.error(line_no, line, "a Summary label with nothing after it")
-        if _is_header(fields, after_blank):
-            self.header(line_no, line, fields)
-        elif self.skipping:
-            self.skips.count += 1
-        else:
-            self.skips.add(line_no, line, "a Summary: row (the last values, not an interval)")
-
-    def restart(self, line_no: int, line: str, sod: int | None) -> None:
-        if sod is None:
-            raise self.error(line_no, line, "a restart line without a time")
-        ns, _ = self.table_stamp("restart", line_no, sod)
-        m = _CPUS.search(line)
-        when = None if self.date is None else utc(array("q", [ns]))[0].isoformat()
-        self.restarts.append({"timestamp": when, "cpus": int(m[1]) if m else None})
-
-    def table_stamp(self, track: object, line_no: int, sod: int) -> tuple[int, int]:
-        """UTC ns of a row, rolling midnight per table (a replay restarts every table at the file's start)."""
-        self.day, self.prev_sod = self.tracks.get(track, (0, None))
-        ns = self.stamp(line_no, sod)
-        self.tracks[track] = (self.day, self.prev_sod)
-        return ns, self.day * 86400 + sod
-
-    def host_name(self) -> str | None:
-        return self.host if self.host is not None else self.banner_host

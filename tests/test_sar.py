@@ -237,3 +237,39 @@ def test_sniff_own_fixtures_and_not_others() -> None:
         text = path.read_text(encoding="utf-8", errors="replace")
         assert sar.sniff(text) == (path.parent.name == "sar"), path
     assert "sar" in parsers.registry()
+
+
+def _row_by_row(text: str, tz: str) -> pd.DataFrame:
+    """The table engine reading every row one by one (`Table.read_lines`), the oracle of its bulk path."""
+    from perfkit.parsers import _table
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(_table.Table, "_bulk", lambda *args: None)
+        return sar.parse(text, tz=tz)
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "sysstat-12.6-A.txt",
+        "sysstat-12.6-f-multi-iso.txt",
+        "sysstat-12.6-f-en_US-midnight.txt",
+        "sysstat-12.6-f-de_DE.txt",
+        "sysstat-12.6-f-zh_CN.txt",
+        "sysstat-12.6-f-restart-iso.txt",
+        "sysstat-12.6-u-q-n-TCP-ETCP-live-iso.txt",
+    ],
+)
+def test_engine_bulk_reads_as_row_by_row(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    from perfkit.parsers import _chunks, _table
+
+    text = (S / name).read_text()
+    text += text  # a second capture joined on: a banner mid-file, every table again
+    expected = _row_by_row(text, "Europe/Berlin")
+    monkeypatch.setattr(_table, "CHUNK_ROWS", 7)  # small chunks: runs and tables cut across reads
+    monkeypatch.setattr(_chunks, "_CHUNK_BYTES", 997)
+    got = sar.parse(text, tz="Europe/Berlin")
+    pd.testing.assert_frame_equal(got, expected)
+    for key in ("averages", "restarts", "notes", "skipped_tables", "unknown_columns"):
+        assert got.attrs[key] == expected.attrs[key], key
+    assert got.attrs["skipped"].count == expected.attrs["skipped"].count
