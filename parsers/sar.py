@@ -764,7 +764,7 @@ def _check_instance(t_no: int, instance: str) -> str | None:
 
 
 class _Chunked(Sysstat):
-    """The line walk shared by sar and sadf: `feed` for structure, whole chunks for runs of plain rows.
+    """parsers/sadf.py's line walk (sar reads on the engine): `feed` for structure, chunks of plain rows.
 
     `MARKS` find the structure lines (`_chunks.ByteScan`); the runs of lines between them are rows.
     Subclasses say when a table is open for the chunked lane and read a run in `chunk` (False:
