@@ -14,12 +14,12 @@ Columns are mapped by header name (parsers/_columns.py), never by position. `-m`
 converted to kB (x1024), `rsec/s` (POSIXLY_CORRECT, 512-byte sectors) to kB (/2). With or without
 `-d` (`avg-cpu:` blocks are skipped), `-t` timestamps in C (`11/22/26 08:09:54`), en_US
 (`11/22/2026 08:09:59 AM`, 12-hour clock read by hand), de_DE (`22.11.2026 08:09:59`, values with a
-decimal comma are read as such), zh_CN / ja_JP (`2026年11月27日 12时46分44秒`, ja_JP `時`; such a
-capture goes through the line walk) and ISO (`2026-11-22T08:09:55+0000`, the only form with a zone;
-the others are wall-clock time in `tz`). Headerless row fragments (seed 000) take the last header
-seen; with no header at all in the file the column order is inferred from the value count (13:
-sysstat <= 11.4, 22: sysstat 12.3+) and said so in `attrs["notes"]`. Not read: `iostat -h`
-(human-readable units), the basic report without `-x`, `-o JSON` (its own format).
+decimal comma are read as such), zh_CN / ja_JP (`2026年11月27日 12时46分44秒`, ja_JP `時`) and ISO
+(`2026-11-22T08:09:55+0000`, the only form with a zone; the others are wall-clock time in `tz`).
+Headerless row fragments (seed 000) take the last header seen; with no header at all in the file the
+column order is inferred from the value count (13: sysstat <= 11.4, 22: sysstat 12.3+) and said so
+in `attrs["notes"]`. Not read: `iostat -h` (human-readable units), the basic report without `-x`,
+`-o JSON` (its own format).
 
 Schema (one row per device per report):
 
@@ -47,31 +47,26 @@ to 0.01 MB/s: a 26 kB request came out 43 kB, a busy device 0): `avgrq-sz` / 2 (
 sectors; a 0 with r/s and w/s 0 is NaN, a size beside rates rounded to 0.00 stands), `areq-sz`, else
 `rareq-sz`/`wareq-sz` (kB) weighted by r/s and w/s; (rkb_s+wkb_s)/(r_s+w_s) only when none is printed.
 `df.attrs`: `header_generation`, `unknown_columns` (header names in no table), `dropped_lines`
-(a truncated last line), `notes`, `cpus` (the last banner's `(N CPU)`, None without a banner).
+(a last line cut mid-write, or a last device row with too few values), `notes`, `cpus` (the last
+banner's `(N CPU)`, None without a banner).
 
-The first report after the banner is the average since boot (`since_boot=True`); sysstat 12.x
-with `-y` prints a second blank line after the banner instead, and then nothing is marked.
+A report is a run of device rows on consecutive lines (a stamp, header, blank or `avg-cpu:` line
+ends it). The first report after the banner is the average since boot (`since_boot=True`); sysstat
+12.x with `-y` prints a second blank line after the banner instead, and then nothing is marked.
 
-Large captures (`_Parser.run_bulk`, paths and text): the lines up to the first device row go through
-the line walk's own methods; after that, a capture whose every line is a device row, a blank line, a
-stamp or the same header again (`iostat -x -d [-t]`, ASCII, LF line ends, a complete last line) is
-read in 8 MB blocks: numpy sorts the lines by their first byte, the stamps' minutes are read once
-each by the line walk's `_timestamp` and their seconds with numpy, and runs of device rows are handed
-to pandas as bytes in the very chunks the line walk would make (so pandas reads the same bytes the
-same way). Anything else (banners or `avg-cpu:` mid-file, a changed header, indented rows, a cut-off
-last line, a chunk pandas refuses, a stream) starts over with the line walk, which names the bad line.
+Read by the table engine (parsers/_table.py), which reads the device rows in bulk and names a bad
+one; here are the headers' column plans and the lines among the rows that are none (the engine's
+aside lines: `-t` stamps, `avg-cpu:` blocks, blank-looking lines) or that it cannot place (the banner;
+a row before any header, named like a banner or indented with a tab: read one by one).
 
 Tested on: tests/fixtures/iostat/*.txt (see README.md there).
 """
 
 from __future__ import annotations
 
-import io
-import os
 import re
-from collections.abc import Iterator
+from dataclasses import dataclass
 from datetime import datetime, timedelta
-from pathlib import Path
 from zoneinfo import ZoneInfo
 
 import numpy as np
@@ -82,6 +77,7 @@ from perfkit.errors import ParseError
 from . import _common
 from ._columns import CONVERT, IOSTAT_IGNORED, RENAME
 from ._sysstat import banner_cpus
+from ._table import ROW, Block, Layout, Skip, Table
 
 KIND = "iostat"
 
@@ -115,11 +111,6 @@ SCHEMA: dict[str, str] = {
 
 _NUMERIC = [col for col, dtype in SCHEMA.items() if dtype == "float64"]
 _J = {col: j for j, col in enumerate(_NUMERIC)}
-
-CHUNK_ROWS = 131072  # device rows handed to pandas at once: bounds memory, amortises the call
-_BLOCK_BYTES = 1 << 23  # read at once by the fast path: a few ms of numpy per block, a few MB of memory
-# What the per-line methods raise on input they cannot read (an out-of-range date, ...).
-_CANNOT_PARSE = (ValueError, TypeError, KeyError, IndexError, OverflowError, UnicodeError)
 _NAT = np.iinfo(np.int64).min  # the int64 behind NaT
 
 # Value count after the device name -> the header that version prints (headerless fragments only).
@@ -129,7 +120,6 @@ _FALLBACK_HEADERS = {
     "d/s dkB/s drqm/s %drqm d_await dareq-sz f/s f_await aqu-sz %util",
 }
 _EXTENDED_MARKS = frozenset({"r/s", "w/s", "rrqm/s", "aqu-sz", "avgqu-sz", "areq-sz"})
-
 
 _TIMESTAMP = re.compile(
     r"(\d{4}-\d{2}-\d{2}|\d{2}/\d{2}/\d{2,4}|\d{2}\.\d{2}\.\d{4})[T ]\s*"  # date
@@ -158,638 +148,364 @@ def parse(source: _common.Source, *, host: str | None = None, tz: str = "UTC") -
 
     Returns:
         A frame with exactly the `SCHEMA` columns and `attrs` `header_generation`,
-        `unknown_columns`, `dropped_lines`, `notes`.
+        `unknown_columns`, `dropped_lines`, `notes`, `cpus`.
 
     Raises:
         ParseError: garbage mid-file, a row whose value count does not match its header, an
             unknown timestamp form, a report this parser does not read (`-h`, no `-x`).
     """
-    lines = _common.Lines(source, KIND)
-    try:
-        ZoneInfo(tz)
-    except (ValueError, KeyError, OSError) as exc:
-        raise ParseError(KIND, lines.path, 0, "", f"unknown time zone {tz!r} ({exc})") from None
-    if isinstance(source, str | Path):  # a stream cannot be read twice: it goes line by line
-        try:
-            frame = _Parser(lines, host, tz).run_bulk(source)
-        except (ParseError, OSError, *_CANNOT_PARSE):
-            frame = None  # the line walk below raises it again, with its line
-        if frame is not None:
-            return frame
-    state = _Parser(lines, host, tz)
-    try:
-        return state.run()
-    except ParseError:
-        raise
-    except _CANNOT_PARSE as exc:
-        raise lines.error(state.line_no, "", f"cannot parse ({type(exc).__name__}: {exc})") from exc
+    return _Iostat(source, host, tz).run()
 
 
-class _Layout:
-    """One header's column plan: which printed column feeds which schema column, times what."""
+@dataclass(frozen=True)
+class _Plan:
+    """One header's column plan (a `Layout`'s key): which printed field feeds which schema column."""
 
-    __slots__ = (
-        "ncols",
-        "plan",
-        "missing",
-        "generation",
-        "unknown",
-        "line_no",
-        "has_rates",
-        "prints_await",
-        "prints_areq",
-        "prints_rwareq",
+    line_no: int  # of the header; 0 for a header assumed from the value count
+    fields: tuple[tuple[int, int, float], ...]  # (field, schema numeric index, factor)
+    missing: tuple[int, ...]  # schema numeric indices the header does not print
+    generation: str
+    has_rates: bool
+    prints_await: bool
+    prints_areq: bool  # the request size as iostat computed it from its exact counters
+    prints_rwareq: bool
+
+    def where(self) -> str:
+        return f"header at line {self.line_no}" if self.line_no else "assumed header"
+
+
+def _plan(line_no: int, text: str, lines: _common.Lines) -> _Plan:
+    """The plan of a `Device ...` header; ParseError for a report this parser does not read."""
+    tokens = text.split()
+    names = tokens[1:]
+    fields: list[tuple[int, int, float]] = []
+    seen: dict[str, str] = {}  # schema column -> printed name
+    for i, name in enumerate(names, 1):
+        if name in RENAME:
+            col, factor = RENAME[name], 1.0
+        elif name in CONVERT:
+            col, factor = CONVERT[name]
+        else:
+            continue
+        if col in seen:
+            raise lines.error(line_no, text, f"columns {seen[col]!r} and {name!r} both give {col}")
+        seen[col] = name
+        fields.append((i, _J[col], factor))
+    if not _EXTENDED_MARKS & set(names):
+        raise lines.error(line_no, text, "not an extended device report: capture iostat with -x")
+    printed = set(seen.values())
+    if tokens[0] == "Device:" or "avgrq-sz" in printed or "avgqu-sz" in printed:
+        generation = "sysstat<=11.4"
+    elif "f/s" in printed:
+        generation = "sysstat>=12.3"
+    elif "d/s" in printed:
+        generation = "sysstat-12.1-12.2"
+    elif "rareq-sz" in printed:
+        generation = "sysstat-11.5-12.0"
+    elif "areq-sz" in printed:
+        generation = "sysstat>=12.0-short"
+    else:
+        generation = "unknown"
+    return _Plan(
+        line_no,
+        tuple(fields),
+        tuple(j for col, j in _J.items() if col not in seen),
+        generation,
+        has_rates={"r_s", "w_s", "rkb_s", "wkb_s"} <= set(seen),
+        prints_await="await" in printed,
+        prints_areq="areq_kb" in seen,
+        prints_rwareq={"r_s", "w_s", "rareq_kb", "wareq_kb"} <= set(seen),
     )
 
-    def __init__(self, tokens: list[str], line_no: int, line: str, lines: _common.Lines):
-        names = tokens[1:]
-        self.line_no = line_no
-        self.ncols = len(tokens)
-        self.unknown: list[str] = []
-        self.plan: list[tuple[int, int, float]] = []  # (printed column, schema numeric index, factor)
-        seen: dict[str, str] = {}  # schema column -> printed name
-        for i, name in enumerate(names, 1):
-            if name in RENAME:
-                col, factor = RENAME[name], 1.0
-            elif name in CONVERT:
-                col, factor = CONVERT[name]
-            else:
-                if name not in IOSTAT_IGNORED:
-                    self.unknown.append(name)
-                continue
-            if col in seen:
-                raise lines.error(line_no, line, f"columns {seen[col]!r} and {name!r} both give {col}")
-            seen[col] = name
-            self.plan.append((i, _J[col], factor))
-        if not _EXTENDED_MARKS & set(names):
-            raise lines.error(line_no, line, "not an extended device report: capture iostat with -x")
-        self.missing = [j for col, j in _J.items() if col not in seen]
-        printed = set(seen.values())
-        self.has_rates = {"r_s", "w_s", "rkb_s", "wkb_s"} <= set(seen)
-        self.prints_await = "await" in printed
-        # the request size as iostat computed it from its exact counters: never recomputed from the
-        # printed rates, which `-m` rounds to 0.01 MB/s (a 26 kB request read as 43 kB, or 0)
-        self.prints_areq = "areq_kb" in seen
-        self.prints_rwareq = {"r_s", "w_s", "rareq_kb", "wareq_kb"} <= set(seen)
-        if tokens[0] == "Device:" or "avgrq-sz" in printed or "avgqu-sz" in printed:
-            self.generation = "sysstat<=11.4"
-        elif "f/s" in printed:
-            self.generation = "sysstat>=12.3"
-        elif "d/s" in printed:
-            self.generation = "sysstat-12.1-12.2"
-        elif "rareq-sz" in printed:
-            self.generation = "sysstat-11.5-12.0"
-        elif "areq-sz" in printed:
-            self.generation = "sysstat>=12.0-short"
-        else:
-            self.generation = "unknown"
 
+class _Iostat:
+    """The format for the table engine: headers hold `Device`; aside lines (taken out of the runs of
+    rows) start with a digit (`-t` stamps), `a` (`avg-cpu:`) or a blank (its values); structure lines
+    with `L` (the banner) or a tab."""
 
-class _Parser:
-    """State of one parse: the line walk buffers device rows; full chunks go to pandas' C reader.
+    structure_bytes = b"L\t"
+    aside_bytes = b"0123456789a "
+    header_words = (b"Device",)
 
-    Numbers land in one growing float64 array per schema column (grown in place by realloc, so no
-    concatenation and no second copy at the end); the frame is built on those arrays without copying.
-    """
-
-    def __init__(self, lines: _common.Lines, host: str | None, tz: str):
-        self.lines = lines
+    def __init__(self, source: _common.Source, host: str | None, tz: str):
+        self.table = Table(source, KIND, self)
+        self.table.odd_row = self._odd_row
+        try:
+            ZoneInfo(tz)
+        except (ValueError, KeyError, OSError) as exc:
+            raise ParseError(
+                KIND, self.table.lines.path, 0, "", f"unknown time zone {tz!r} ({exc})"
+            ) from None
+        self.tz = tz
         self.host = host
         self.banner_host: str | None = None
         self.banner_cpus: int | None = None
-        self.tz = tz
-        self.line_no = 0
-        # a bad structural line: fatal, unless it turns out to be the cut-off last line
-        self.pending: ParseError | None = None
-        # the report being read
-        self.layout: _Layout | None = None
-        self.layouts: dict[str, _Layout] = {}
-        self.header_line: str | None = None
-        self.ts = _NAT
-        self.sample = -1
-        self.since_boot_armed = False
-        self.after_banner = False
-        self.banner_blanks = 0
-        self.in_cpu = False
-        self.watch_blanks = False  # in_cpu or after_banner: blank lines mean something
-        self.last_struct = 0  # line number of the last non-blank line that is not a device row
-        # buffered rows of the current chunk, and where each report starts in it
-        self.rows: list[str] = []
-        self.segs: list[tuple[int, int, int, int, bool]] = []  # (row index, line_no, sample, ts, since_boot)
-        # parsed rows, column by column
-        self.n = 0
-        self.numbers = [np.empty(0) for _ in _NUMERIC]
-        self.codes = np.empty(0, dtype=np.int32)
-        self.stamps = np.empty(0, dtype=np.int64)
-        self.samples = np.empty(0, dtype=np.int64)
-        self.boots = np.empty(0, dtype=bool)
-        self.device_codes: dict[str, int] = {}
         self.generations: list[str] = []
         self.unknown: list[str] = []
         self.notes: list[str] = []
         self.dropped = 0
+        # stamps: the last one read before this stretch of the file, then this stretch's (line, UTC ns)
+        self.stamp_lines = np.empty(0, dtype=np.int64)
+        self.stamp_ns = np.empty(0, dtype=np.int64)
         self._minutes: dict[str, int] = {}  # stamp without its seconds -> UTC ns of that minute
         self._seconds_at: dict[int, int] = {}  # stamp length -> where its seconds are
-        # the fast path's chunk: runs of row lines as bytes, and its reports (arrays per block)
-        self._pieces: list[bytes] = []
-        self._piece_rows = 0
-        self._reports: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
-        self._in_run = False  # the last line read in bulk was a device row: a report may go on
-        self._last_row: tuple[int, bytes] | None = None  # line number and text of the last device row
-
-    # ------------------------------------------------------------ the line walk
+        # reports
+        self.sample = -1
+        self.last_row = -1  # line of the last device row read: a row on the next line goes on its report
+        self.last_struct = 0  # line of the last non-blank line that is no device row
+        self.banner_at: int | None = None  # a banner whose first report is still to come
+        self.after_banner: int | None = None  # the first non-blank line after it
+        self.cpu_at = -1  # line of the last `avg-cpu:` header or values
+        self.boot_sample = -1  # the report since boot
+        self.fallback: Layout | None = None  # assumed from the value count: no header in the file
+        self.short: tuple[int, str, str] | None = None  # a row with too few values: fine if the last
+        self.held: list[list[np.ndarray]] = []  # rows of this chunk: line numbers, devices, numbers
+        self.parts = _common.Parts(4 + len(_NUMERIC))  # stamps, samples, since boot, devices, numbers
+        self.devices: dict[str, int] = {}
 
     def run(self) -> pd.DataFrame:
-        rows_append = self.rows.append
-        new_report = True
-        header_line = None
-        it = iter(self.lines)
-        line_no = 0
-        for line_no, line in it:  # noqa: B007 - line_no is read after the loop
-            if line >= "b":  # a device row (sda, vda, nvme0n1, ...): the hot path
-                if new_report:
-                    new_report = False
-                    self._begin(line_no, line)
-                rows_append(line)
-            elif not line:
-                new_report = True
-                if self.watch_blanks:
-                    self._blank()
-            elif line == header_line:  # the same header again: every report prints it
-                new_report = True
-                self.last_struct = line_no
-            else:
-                row = self._structural(line_no, line)
-                header_line = self.header_line
-                if row is None:
-                    new_report = True
-                    if self.pending is not None:
-                        break
-                    continue
-                # an indented row, or a device whose name looks like structure (DM-0, 8:0 ...)
-                if new_report:
-                    new_report = False
-                    self._begin(line_no, row)
-                rows_append(row)
-        self.line_no = line_no
-        if self.pending is not None:
-            if next(it, None) is not None or self.lines.last_complete:
-                raise self.pending
-            self.dropped += 1  # the cut-off last line was structure, not a device row
-        else:
-            self._trim_tail(line_no)
-        self._flush()
+        try:
+            self.table.run()
+        except ParseError as exc:  # a short row held back is the first error
+            if self.short is not None and self.short[0] < exc.line_no:
+                raise self.table.error(*self.short) from None
+            raise
+        self.chunk_end()
+        if self.short is not None:
+            line_no, text, reason = self.short
+            if self.last_row > line_no or self.last_struct > line_no or self.table.cut is not None:
+                raise self.table.error(line_no, text, reason)
+            self.dropped += 1  # the last row, cut mid-write
+        if self.table.cut is not None:
+            self.dropped += 1
         return self._assemble()
 
-    def _blank(self) -> None:
-        self.in_cpu = False
-        if self.after_banner:
-            self.banner_blanks += 1
-        self.watch_blanks = self.after_banner
+    # ------------------------------------------------------------ the format
 
-    def _leave_banner(self) -> None:
-        self.after_banner = False
-        self.watch_blanks = self.in_cpu
-        if self.banner_blanks >= 2:  # sysstat 12.x -y: the skipped first report leaves a blank line
-            self.since_boot_armed = False
+    def layout(self, line_no: int, text: str) -> Layout | Skip:
+        if not (text.startswith(("Device ", "Device:", "Device\t")) or text == "Device"):
+            return ROW  # `-h` prints `Device` last; a line of another kind mentions it
+        self._seen(line_no)
+        plan = _plan(line_no, text, self.table.lines)
+        names = text.split()[1:]
+        known = RENAME.keys() | CONVERT.keys() | IOSTAT_IGNORED | set(self.unknown)
+        self.unknown.extend(name for name in dict.fromkeys(names) if name not in known)
+        if plan.generation not in self.generations:
+            self.generations.append(plan.generation)
+        return Layout("t" + "f" * len(names), labels=(0,), key=plan)
 
-    def _structural(self, line_no: int, line: str) -> str | None:
-        """Handle a line that may be structure; return its row text when it is a device row after all."""
-        c = line[0]
-        if c.isdigit():
-            if line.count(" ") > 8:
-                return line  # a device whose name starts with a digit (e.g. -j UUID names)
-            self._struct(line_no)
-            self._timestamp(line_no, line)
-            return None
-        if c == "D" and (line.startswith(("Device ", "Device:", "Device\t")) or line == "Device"):
-            self._struct(line_no)
-            self._header(line_no, line)
-            return None
-        if c == "a" and line.startswith("avg-cpu"):
-            self._struct(line_no)
-            self.in_cpu = self.watch_blanks = True
-            return None
-        if c == "L" and (banner := _BANNER_HOST.match(line)):
-            self.last_struct = line_no
-            self.banner_host = banner[1] or None
-            self.banner_cpus = banner_cpus(line) or self.banner_cpus
-            self.since_boot_armed = self.after_banner = self.watch_blanks = True
-            self.banner_blanks = 0
-            return None
-        if c.isspace():
-            stripped = line.strip()
-            if not stripped:
-                self._blank()
-                return None
-            if self.in_cpu:  # the avg-cpu values line
-                self.last_struct = line_no
-                return None
-            if stripped.endswith("Device") and not stripped.startswith("Device"):
-                self.pending = self.lines.error(
-                    line_no, line, "iostat -h (human-readable) output is not read: capture without -h"
+    def aside(self, line_nos: np.ndarray, texts: list[str]) -> np.ndarray:
+        """Which lines starting with a digit, `a` or a blank are no device rows: `-t` stamps (a device
+        named like `8:0` has more than 8 blanks), `avg-cpu:` and the indented lines under it (its
+        values), blank ones; any other indented line is a device row (a pasted fragment)."""
+        codes = np.array(texts).view(np.uint32).reshape(len(texts), -1)
+        stamp = ((codes[:, 0] - ord("0")) < 10) & ((codes == ord(" ")).sum(axis=1) <= 8)  # uint32 wraps
+        aside = stamp.copy()
+        for k in np.flatnonzero((codes[:, 0] - ord("0")) >= 10).tolist():  # `avg-cpu:` blocks, blank lines
+            line_no, text = int(line_nos[k]), texts[k]
+            if text.startswith("avg-cpu") or (text[0] == " " and line_no == self.cpu_at + 1):
+                self.cpu_at = line_no  # the header, then the values indented under it
+            elif (
+                text[0] == " " and text.rstrip().endswith("Device") and not text.lstrip().startswith("Device")
+            ):
+                raise self.table.error(
+                    line_no, text, "iostat -h (human-readable) output is not read: capture without -h"
                 )
-                return None
-            return stripped  # an indented device row (pasted fragment, `-g` group name)
-        return line
+            elif text.strip():
+                continue  # a device row
+            aside[k] = True
+        if stamp.any():
+            at = np.flatnonzero(stamp)
+            self.stamp_lines = np.concatenate((self.stamp_lines[-1:], line_nos[at]))
+            self.stamp_ns = np.concatenate(
+                (self.stamp_ns[-1:], self._stamps(line_nos[at], [texts[k] for k in at]))
+            )
+        if aside.any():
+            seen = line_nos[aside]
+            self._seen(int(seen[0]))
+            self._seen(int(seen[-1]))
+        return aside
 
-    def _struct(self, line_no: int) -> None:
-        self.last_struct = line_no
-        if self.after_banner:
-            self._leave_banner()
-
-    def _header(self, line_no: int, line: str) -> None:
-        layout = self.layouts.get(line)
+    def structure(self, line_no: int, text: str) -> None:
+        stripped = text.strip()
+        if not stripped:
+            return
+        if text.startswith("Linux") and (banner := _BANNER_HOST.match(text)):
+            self.banner_host = banner[1] or None
+            self.banner_cpus = banner_cpus(text) or self.banner_cpus
+            self.banner_at, self.after_banner = line_no, None
+            self.last_struct = line_no
+            return
+        # a device row after all: named like a banner (`LVM`), tab-indented, or before any header
+        layout = self.table.current
         if layout is None:
-            layout = _Layout(line.split(), line_no, line, self.lines)
-            self.layouts[line] = layout
-            self.unknown.extend(name for name in layout.unknown if name not in self.unknown)
-        self.header_line = line
-        if layout is not self.layout:
-            old = self.layout
-            if self.rows and old is not None and (layout.ncols, layout.plan) != (old.ncols, old.plan):
-                self._flush()  # buffered rows belong to the previous header
-            self.layout = layout
-            if layout.generation not in self.generations:
-                self.generations.append(layout.generation)
+            layout = self.fallback or self._assume(line_no, stripped)
+        self.rows(self.table.read_lines([(line_no, stripped)], layout))  # type: ignore[arg-type]
+        self.chunk_end()
 
-    def _begin(self, line_no: int, line: str) -> None:
-        """First row of a report: flush a full chunk (a report never spans two), open the report."""
-        if self.after_banner:
-            self._leave_banner()
-        if len(self.rows) >= CHUNK_ROWS:
-            self._flush()
-        if self.layout is None:
-            self._fallback_layout(line_no, line)
-        self.sample += 1
-        boot = self.since_boot_armed
-        self.since_boot_armed = False
-        self.segs.append((len(self.rows), line_no, self.sample, self.ts, boot))
+    def _odd_row(self, line_no: int, text: str, tokens: list[str], layout: Layout) -> list[str]:
+        """A row whose value count is not its header's: an error, unless too few values end the file
+        (a last row cut mid-write: `run` drops it)."""
+        width = len(layout.kinds)
+        reason = f"{len(tokens) - 1} values after the device name, the {layout.key.where()} has {width - 1}"
+        if self.short is not None:
+            raise self.table.error(*self.short)
+        if len(tokens) > width:
+            raise self.table.error(line_no, text, reason)
+        self.short = (line_no, text, reason)
+        return [tokens[0]] + ["0"] * (width - 1)  # its values may be cut too: `rows` keeps it out
 
-    def _fallback_layout(self, line_no: int, line: str) -> None:
-        nvals = len(line.split()) - 1
+    def rows(self, block: Block) -> None:
+        """A block's rows as schema columns, held until `chunk_end` puts the chunk's in file order (the
+        engine hands over one block per layout)."""
+        line_nos = block.line_nos
+        if self.short is not None:
+            short_at = self.short[0]
+            if line_nos[-1] > short_at:
+                raise self.table.error(*self.short)
+            if line_nos[-1] == short_at:  # the short row, last so far: kept out
+                keep = slice(0, len(block) - 1)
+                line_nos = line_nos[keep]
+                block = Block(
+                    block.layout, block.header_line_no, line_nos, None, [f[keep] for f in block.fields]
+                )
+                self.last_row = max(self.last_row, short_at)
+                if not len(block):
+                    return
+        n = len(block)
+        plan: _Plan = block.layout.key  # type: ignore[assignment]
+        numbers: list[np.ndarray] = [np.empty(0)] * len(_NUMERIC)
+        for i, j, factor in plan.fields:
+            numbers[j] = block.fields[i] if factor == 1.0 else block.fields[i] * factor
+        for j in plan.missing:
+            numbers[j] = np.full(n, np.nan)
+        _derive(numbers, plan)
+        devices = block.fields[0]
+        remap = np.array([self.devices.setdefault(d, len(self.devices)) for d in devices.categories])
+        self.held.append([line_nos, remap[devices.codes].astype(np.int32), *numbers])
+
+    def chunk_end(self) -> None:
+        """The held rows in file order, with their stamp, report and since-boot flag."""
+        held, self.held = self.held, []
+        if not held:
+            return
+        if len(held) == 1:
+            line_nos, codes, *numbers = held[0]
+        else:
+            order = np.argsort(np.concatenate([h[0] for h in held]), kind="stable")
+            line_nos, codes, *numbers = (np.concatenate(col)[order] for col in zip(*held, strict=True))
+        n = len(line_nos)
+        # reports: runs of rows on consecutive lines
+        new = np.empty(n, dtype=bool)
+        new[0] = line_nos[0] != self.last_row + 1
+        np.not_equal(np.diff(line_nos), 1, out=new[1:])
+        samples = self.sample + np.cumsum(new)
+        if self.banner_at is not None and new.any():
+            first = int(np.argmax(new))
+            first_line = min(int(line_nos[first]) - 1, self.after_banner or int(line_nos[first]))
+            if first_line - self.banner_at - 1 < 2:  # `-y`: a second blank line, no report since boot
+                self.boot_sample = int(samples[first])
+            self.banner_at = None
+        boots = samples == self.boot_sample
+        self.sample, self.last_row = int(samples[-1]), int(line_nos[-1])
+        # stamps: the last one above each row
+        at = np.searchsorted(self.stamp_lines, line_nos) - 1
+        stamps = np.full(n, _NAT, dtype=np.int64)
+        if len(self.stamp_ns):
+            stamps[at >= 0] = self.stamp_ns[at[at >= 0]]
+        self.parts.add([stamps, samples, boots, codes, *numbers])
+
+    # ------------------------------------------------------------ helpers
+
+    def _seen(self, line_no: int) -> None:
+        """A non-blank line that is no device row: it ends a report, and the blank lines after a banner."""
+        self.last_struct = max(self.last_struct, line_no)
+        if self.banner_at is not None and line_no > self.banner_at:
+            self.after_banner = min(self.after_banner or line_no, line_no)
+
+    def _assume(self, line_no: int, text: str) -> Layout:
+        """The layout of rows before any header, from their value count (seed 000's fragments)."""
+        nvals = len(text.split()) - 1
         header = _FALLBACK_HEADERS.get(nvals)
         if header is None:
-            raise self.lines.error(
+            raise self.table.error(
                 line_no,
-                line,
+                text,
                 f"no iostat -x header before this line, and {nvals} values after the device name "
                 "(a headerless fragment must have 13 (sysstat<=11.4) or 22 (sysstat 12.3+))",
             )
-        layout = _Layout(header.split(), 0, header, self.lines)
-        self.layout = layout
-        self.generations.append(layout.generation)
+        plan = _plan(0, header, self.table.lines)
+        self.generations.append(plan.generation)
         self.notes.append(
-            f"no header before line {line_no}: {nvals} values per row read in the {layout.generation} "
+            f"no header before line {line_no}: {nvals} values per row read in the {plan.generation} "
             f"-x column order ({header})"
         )
+        self.fallback = Layout("t" + "f" * nvals, labels=(0,), key=plan)
+        return self.fallback
 
-    # ------------------------------------------------------------ the fast path
+    def _stamps(self, line_nos: np.ndarray, texts: list[str]) -> np.ndarray:
+        """UTC nanoseconds of `-t` stamp lines: `_stamp` reads the first of each minute, numpy the
+        seconds of the others, which differ from it only there (as `_stamp`'s cache would read them)."""
+        codes = np.array(texts).view(np.uint32).reshape(len(texts), -1)
+        self._stamp(int(line_nos[0]), texts[0])  # where a stamp of its length has its seconds
+        pos = self._seconds_at.get(codes.shape[1])
+        if pos is not None:
+            digits = codes[:, pos : pos + 2].astype(np.int64) - ord("0")
+            if ((digits >= 0) & (digits <= 9)).all() and (codes[:, -1] != 0).all():  # as long, 2 digits
+                minute = np.delete(codes, [pos, pos + 1], axis=1)
+                new = np.ones(len(texts), dtype=bool)
+                new[1:] = (minute[1:] != minute[:-1]).any(axis=1)
+                firsts = np.flatnonzero(new).tolist()
+                bases = []
+                for k in firsts:
+                    self._stamp(int(line_nos[k]), texts[k])  # the minute read, or refused
+                    bases.append(self._minutes.get(texts[k][:pos] + texts[k][pos + 2 :]))
+                if None not in bases:  # None: another form of this length, its seconds elsewhere
+                    seconds = digits[:, 0] * 10 + digits[:, 1]
+                    counts = np.diff([*firsts, len(texts)])
+                    return np.repeat(np.array(bases, dtype=np.int64), counts) + seconds * 1_000_000_000
+        return np.array(
+            [self._stamp(n, t) for n, t in zip(line_nos.tolist(), texts, strict=True)], dtype=np.int64
+        )
 
-    def run_bulk(self, source: str | Path) -> pd.DataFrame | None:
-        """The fast path (module docstring): the frame `run()` would give, or None when the capture is
-        not that plain (the caller then starts over with `run()`)."""
-        line_no = 1  # of the next block's first line
-        started = False
-        cut = False
-        for block, end in _line_blocks(source, self.lines):
-            cut = end < len(block)
-            if not end:
-                continue
-            if not block.isascii() or b"\r" in block:
-                return None  # decoding and CR line ends are the line walk's
-            start, first_no = 0, line_no
-            if not started:
-                found = self._prologue(block, end, line_no)
-                if found is None or self.layout is None or self.watch_blanks or self.after_banner:
-                    return None
-                start, first_no = found
-                self._reserve(_row_bound(source, self.lines, self.layout.ncols))
-                started = True
-            count = self._bulk_block(block, start, end, first_no)
-            if count is None:
-                return None
-            line_no = first_no + count
-        if cut or not started:
-            return None  # a cut-off last line: `run()` decides what to drop
-        last_no, last = self._last_row  # set: the prologue ends at a device row
-        if last_no > self.last_struct and len(last.decode("ascii").split()) < self.layout.ncols:
-            return None  # a short last row: `run()` drops it
-        if not self._flush_pieces():
-            return None
-        self.line_no = line_no - 1
-        return self._assemble()
-
-    def _prologue(self, block: bytes, end: int, line_no: int) -> tuple[int, int] | None:
-        """Walk the lines of `block[:end]` before the first device row as `run()` does: (byte offset, line
-        number) of that row, or None when one of them is not structure."""
-        pos = 0
-        while pos < end:
-            stop = block.index(b"\n", pos)
-            line = block[pos:stop].decode("ascii")
-            if line >= "b":
-                return pos, line_no
-            if not line:
-                if self.watch_blanks:
-                    self._blank()
-            elif line == self.header_line:
-                self.last_struct = line_no
-            elif self._structural(line_no, line) is not None or self.pending is not None:
-                return None
-            pos = stop + 1
-            line_no += 1
-        return None
-
-    def _bulk_block(self, block: bytes, start: int, end: int, first_no: int) -> int | None:
-        """Take the whole lines `block[start:end]`, the first numbered `first_no`: how many they are, or
-        None. Offsets into the block are absolute (no copy of it is made)."""
-        buf = np.frombuffer(block, dtype=np.uint8, count=end - start, offset=start)
-        ends = np.flatnonzero(buf == ord("\n"))
-        starts = np.empty_like(ends)
-        starts[0] = 0
-        starts[1:] = ends[:-1] + 1
-        first = buf[starts]  # a blank line's is its "\n"
-        row = first >= ord("b")  # `run()`'s test for a device row
-        stamp = (first - ord("0")) < 10  # uint8: a byte below "0" wraps past 9
-        head = first == ord("D")
-        if not (row | stamp | head | (first == ord("\n"))).all():
-            return None
-        header = self.header_line.encode()
-        # every "D" line is the header again (an occurrence of it is a whole line, the count says all)
-        heads = block.count(b"\n" + header + b"\n", start, end) + block.startswith(header + b"\n", start)
-        if np.count_nonzero(head) != heads:
-            return None
-        carried = self.ts  # the stamp of rows before the block's first stamp line
-        at = np.flatnonzero(stamp)
-        ts_at = np.empty(0, dtype=np.int64)
-        if len(at):
-            ts_at = self._bulk_stamps(buf, starts[at], ends[at], first_no + at)
-            if ts_at is None:
-                return None
-        structure = np.flatnonzero(stamp | head)
-        if len(structure):
-            self.last_struct = first_no + int(structure[-1])
-        # runs of device rows: each a report, but for a first one that goes on from the previous block
-        shifted = np.zeros_like(row)
-        shifted[1:] = row[:-1]
-        firsts = np.flatnonzero(row & ~shifted)
-        shifted[:] = False
-        shifted[:-1] = row[1:]
-        lasts = np.flatnonzero(row & ~shifted)
-        run_ts = np.append(carried, ts_at)[np.searchsorted(at, firsts)]  # the last stamp before the run
-        if len(ts_at):
-            self.ts = int(ts_at[-1])
-        if not len(firsts):
-            self._in_run = False
-            return len(ends)
-        new = np.ones(len(firsts), dtype=bool)
-        new[0] = not (self._in_run and firsts[0] == 0)
-        self._in_run = bool(row[-1])
-        run_samples = self.sample + np.cumsum(new)
-        self.sample = int(run_samples[-1])
-        run_boots = np.zeros(len(firsts), dtype=bool)
-        if self.since_boot_armed and new.any():
-            run_boots[np.argmax(new)] = True
-            self.since_boot_armed = False
-        counts = lasts - firsts + 1
-        lo_bytes, hi_bytes = (starts[firsts] + start).tolist(), (ends[lasts] + start + 1).tolist()
-        self._last_row = (first_no + int(lasts[-1]), block[lo_bytes[-1] : hi_bytes[-1] - 1])
-        # a report starting when CHUNK_ROWS rows are buffered starts the next chunk, as in `_begin`
-        lo = 0
-        while lo < len(firsts):
-            before = self._piece_rows + np.cumsum(counts[lo:]) - counts[lo:]
-            due = np.flatnonzero((before >= CHUNK_ROWS) & new[lo:])
-            hi = lo + int(due[0]) if len(due) else len(firsts)
-            if hi > lo:
-                part = np.flatnonzero(new[lo:hi]) + lo  # the runs that start a report
-                self._reports.append((before[part - lo], run_samples[part], run_ts[part], run_boots[part]))
-                self._pieces.extend(block[a:b] for a, b in zip(lo_bytes[lo:hi], hi_bytes[lo:hi], strict=True))
-                self._piece_rows += int(counts[lo:hi].sum())
-            if hi < len(firsts) and not self._flush_pieces():
-                return None
-            lo = hi
-        return len(ends)
-
-    def _bulk_stamps(
-        self, buf: np.ndarray, starts: np.ndarray, ends: np.ndarray, line_nos: np.ndarray
-    ) -> np.ndarray | None:
-        """UTC ns of a block's stamp lines, as `_timestamp` gives them: it reads the first line of each
-        minute, numpy adds the seconds of the others as its cached path does. None when a line is one
-        this cannot vouch for (another length, a line `_structural` takes for a device row, an error)."""
-        width = int(ends[0] - starts[0])
-        if (ends - starts != width).any():
-            return None
-        text = buf[starts[:, None] + np.arange(width)]
-        if ((text == ord(" ")).sum(axis=1) > 8).any():
-            return None
-        self._timestamp(int(line_nos[0]), text[0].tobytes().decode("ascii"))
-        pos = self._seconds_at.get(width)
-        if self.pending is not None or pos is None:
-            return None
-        digits = text[:, pos : pos + 2] - ord("0")
-        if digits.shape[1] != 2 or (digits > 9).any():
-            return None
-        seconds = digits[:, 0].astype(np.int64) * 10 + digits[:, 1]
-        minute = np.delete(text, [pos, pos + 1], axis=1)
-        new = np.ones(len(text), dtype=bool)
-        np.any(minute[1:] != minute[:-1], axis=1, out=new[1:])
-        firsts = np.flatnonzero(new)
-        bases = np.empty(len(firsts), dtype=np.int64)
-        for k, i in enumerate(firsts.tolist()):
-            line = text[i].tobytes().decode("ascii")
-            if i:
-                self._timestamp(int(line_nos[i]), line)
-            base = self._minutes.get(line[:pos] + line[pos + 2 :])
-            if self.pending is not None or self._seconds_at.get(width) != pos or base is None:
-                return None
-            if self.ts != base + int(seconds[i]) * 1_000_000_000:
-                return None
-            bases[k] = base
-        return np.repeat(bases, np.diff(np.append(firsts, len(text)))) + seconds * 1_000_000_000
-
-    def _flush_pieces(self) -> bool:
-        """Hand the fast path's chunk to `_store`; False when pandas refuses it."""
-        if not self._piece_rows:
-            return True
-        data = b"".join(self._pieces)
-        first_row = data[: data.index(b"\n")].decode("ascii")
-        seg_rows, samples, stamps, boots = (np.concatenate(part) for part in zip(*self._reports, strict=True))
-        ok = self._store(data, first_row, self._piece_rows, seg_rows, samples, stamps, boots)
-        self._pieces.clear()
-        self._reports.clear()
-        self._piece_rows = 0
-        return ok
-
-    # ------------------------------------------------------------ timestamps
-
-    def _timestamp(self, line_no: int, line: str) -> None:
-        # Fast path: a stamp equal to an earlier one but for the seconds reuses that minute.
+    def _stamp(self, line_no: int, line: str) -> int:
+        """UTC nanoseconds of a `-t` stamp line; the minute is read once, its seconds each time."""
         pos = self._seconds_at.get(len(line))
         if pos is not None:
             base = self._minutes.get(line[:pos] + line[pos + 2 :])
             seconds = line[pos : pos + 2]
             if base is not None and seconds.isdigit():
-                self.ts = base + int(seconds) * 1_000_000_000
-                return
+                return base + int(seconds) * 1_000_000_000
         m = _TIMESTAMP.match(line)
         if m is not None:
             day, hhmm, pos, ampm, zone = m[1], m[2], m.start(3), m[4], m[5]
         elif cjk := _CJK_TIMESTAMP.match(line):
             day, hhmm, pos, ampm, zone = cjk[1], f"{cjk[2]}:{cjk[3]}", cjk.start(4), None, None
         else:
-            self.pending = self.lines.error(
+            raise self.table.error(
                 line_no, line, "not a timestamp form this parser reads (capture not taken under LC_ALL=C?)"
             )
-            return
         key = line[:pos] + line[pos + 2 :]
         base = self._minutes.get(key)
         if base is None:
             base = self._minute(line_no, line, day, hhmm, ampm, zone)
-            if base is None:
-                return
             self._minutes[key] = base
             self._seconds_at[len(line)] = pos
-        self.ts = base + int(line[pos : pos + 2]) * 1_000_000_000
+        return base + int(line[pos : pos + 2]) * 1_000_000_000
 
-    def _minute(self, line_no: int, line: str, day: str, hhmm: str, ampm: str | None, zone: str | None):
-        """UTC nanoseconds at the start of the stamp's minute, or None (and a pending error)."""
+    def _minute(
+        self, line_no: int, line: str, day: str, hhmm: str, ampm: str | None, zone: str | None
+    ) -> int:
+        """UTC nanoseconds at the start of the stamp's minute."""
         d = _common.parse_date(day)
         clock = _common.parse_clock(f"{hhmm}:00{ampm or ''}")
         if d is None or clock is None:
-            self.pending = self.lines.error(line_no, line, "invalid date or time in the timestamp line")
-            return None
+            raise self.table.error(line_no, line, "invalid date or time in the timestamp line")
         naive = datetime(d.year, d.month, d.day, clock[0], clock[1])
         if zone:
             offset = 0 if zone == "Z" else int(zone[0] + "1") * (int(zone[1:3]) * 60 + int(zone[-2:]))
             return pd.Timestamp(naive - timedelta(minutes=offset), tz="UTC").value
         return _common.to_utc(naive, self.tz).value
-
-    # ------------------------------------------------------------ rows -> numbers
-
-    def _row_line(self, index: int) -> int:
-        """File line number of buffered row `index`: rows of one report are consecutive lines."""
-        start, first = 0, 0
-        for seg_start, seg_line, *_ in self.segs:
-            if seg_start > index:
-                break
-            start, first = seg_start, seg_line
-        return first + index - start
-
-    def _trim_tail(self, last_line_no: int) -> None:
-        """Drop a cut-off last line: no final newline, or a final row with too few values."""
-        rows = self.rows
-        if not self.lines.last_complete:
-            self.dropped += 1
-            if rows and self._row_line(len(rows) - 1) == last_line_no:
-                rows.pop()
-            return
-        last_is_row = rows and self.layout is not None and self._row_line(len(rows) - 1) > self.last_struct
-        if last_is_row and len(rows[-1].split()) < self.layout.ncols:
-            rows.pop()
-            self.dropped += 1
-
-    def _flush(self) -> None:
-        """Hand the buffered rows to pandas' C reader; append the numbers to the columns."""
-        rows, segs, layout = self.rows, self.segs, self.layout
-        if not rows or layout is None:
-            rows.clear()
-            segs.clear()
-            return
-        data = "\n".join(rows).encode("utf-8", "surrogateescape")
-        seg_rows, _, samples, stamps, boots = (np.array(field) for field in zip(*segs, strict=True))
-        if not self._store(data, rows[0], len(rows), seg_rows, samples, stamps, boots):
-            raise self._locate(layout)
-        rows.clear()
-        segs.clear()
-
-    def _store(
-        self,
-        data: bytes,
-        first_row: str,
-        nrows: int,
-        seg_rows: np.ndarray,
-        samples: np.ndarray,
-        stamps: np.ndarray,
-        boots: np.ndarray,
-    ) -> bool:
-        """Read a chunk of `nrows` rows (`data`, starting with `first_row`) with pandas' C reader and
-        append the numbers to the columns; False when pandas refuses it.
-
-        Each report of the chunk starts at row `seg_rows[k]`, with sample number, stamp and since-boot
-        flag `samples[k]`, `stamps[k]`, `boots[k]`.
-        """
-        layout = self.layout
-        decimal = "," if "," in first_row else "."
-        df = _read_rows(data, first_row, nrows, layout, decimal)
-        if df is None:
-            return False
-        pos = self.n
-        end = pos + nrows
-        self._reserve(end)
-        numbers = self.numbers
-        for i, j, factor in layout.plan:
-            values = df[i].to_numpy(dtype=np.float64, copy=False)
-            if factor == 1.0:
-                numbers[j][pos:end] = values
-            else:
-                np.multiply(values, factor, out=numbers[j][pos:end])
-        for j in layout.missing:
-            numbers[j][pos:end] = np.nan
-        _derive([col[pos:end] for col in numbers], layout)
-        devices = df[0].array
-        remap = np.array([self._device_code(name) for name in devices.categories], dtype=np.int32)
-        self.codes[pos:end] = remap[devices.codes]
-        del df, devices
-
-        counts = np.diff(np.append(seg_rows, nrows))
-        self.stamps[pos:end] = np.repeat(stamps, counts)
-        self.samples[pos:end] = np.repeat(samples, counts)
-        self.boots[pos:end] = np.repeat(boots, counts)
-        self.n = end
-        return True
-
-    def _device_code(self, name: str) -> int:
-        return self.device_codes.setdefault(name, len(self.device_codes))
-
-    def _reserve(self, size: int) -> None:
-        """Grow every column array to `size` rows, in place (realloc: no copy of what is there)."""
-        if size <= len(self.stamps):
-            return
-        if self.n == 0:  # nothing to keep: new arrays, whose pages take memory only once written
-            self.numbers = [np.empty(size) for _ in _NUMERIC]
-            self.codes = np.empty(size, dtype=np.int32)
-            self.stamps = np.empty(size, dtype=np.int64)
-            self.samples = np.empty(size, dtype=np.int64)
-            self.boots = np.empty(size, dtype=bool)
-            return
-        for arr in (*self.numbers, self.codes, self.stamps, self.samples, self.boots):
-            arr.resize(size, refcheck=False)  # no views of these arrays exist while parsing
-
-    def _locate(self, layout: _Layout) -> ParseError:
-        """pandas refused a chunk: find the first bad row in Python and name its line."""
-        rows, segs = self.rows, self.segs
-        decimal = "," if "," in rows[0] else "."
-        starts = np.array([s[0] for s in segs] + [len(rows)], dtype=np.int64)
-        firsts = np.array([s[1] for s in segs], dtype=np.int64)
-        line_nos = np.repeat(firsts - starts[:-1], np.diff(starts)) + np.arange(len(rows))
-        number = re.compile(r"[-+]?\d+(?:" + re.escape(decimal) + r"\d+)?")
-        for index, row in enumerate(rows):
-            tokens = row.split()
-            line_no = int(line_nos[index])
-            if len(tokens) != layout.ncols:
-                where = f"header at line {layout.line_no}" if layout.line_no else "assumed header"
-                return self.lines.error(
-                    line_no,
-                    row,
-                    f"{len(tokens) - 1} values after the device name, the {where} has {layout.ncols - 1}",
-                )
-            for token in tokens[1:]:
-                if not number.fullmatch(token):
-                    reason = f"not a number: {token!r}"
-                    if ("," in token) != (decimal == ","):
-                        reason += " (mixed decimal comma and point: capture not taken under LC_ALL=C)"
-                    return self.lines.error(line_no, row, reason)
-        return self.lines.error(int(line_nos[0]), rows[0], "pandas could not read the rows from here")
 
     # ------------------------------------------------------------ the frame
 
@@ -801,113 +517,47 @@ class _Parser:
             "notes": list(self.notes),
             "cpus": self.banner_cpus,
         }
-        n = self.n
+        n = self.parts.rows
         if n == 0:
             frame = _common.empty_frame(SCHEMA)
             frame.attrs.update(attrs)
             return frame
-        for arr in (*self.numbers, self.codes, self.stamps, self.samples, self.boots):
-            arr.resize(n, refcheck=False)  # trim the spare capacity
+        stamps, samples, boots, codes, *numbers = self.parts.columns()
         host = self.host if self.host is not None else self.banner_host
         data = {
-            "timestamp": pd.DatetimeIndex(self.stamps.view("M8[ns]")).tz_localize("UTC"),
+            "timestamp": pd.DatetimeIndex(stamps.view("M8[ns]")).tz_localize("UTC"),
             "host": _common.text_column([host], np.zeros(n, dtype=np.intp)),
-            "sample": pd.arrays.IntegerArray(self.samples, np.zeros(n, dtype=bool)),
-            "since_boot": self.boots,
-            "device": _common.text_column(list(self.device_codes), self.codes),  # codes in insertion order
-            **dict(zip(_NUMERIC, self.numbers, strict=True)),
+            "sample": pd.arrays.IntegerArray(samples, np.zeros(n, dtype=bool)),
+            "since_boot": boots,
+            "device": _common.text_column(list(self.devices), codes),  # codes in insertion order
+            **dict(zip(_NUMERIC, numbers, strict=True)),
         }
         frame = pd.DataFrame(data, copy=False)  # one block per column, no copy
         frame.attrs.update(attrs)
-        if {c: str(t) for c, t in frame.dtypes.items()} != SCHEMA:  # safety net; copies the frame
-            frame = _common.coerce(frame, SCHEMA)
         return frame
 
 
-def _line_blocks(source: str | Path, lines: _common.Lines) -> Iterator[tuple[bytes, int]]:
-    """The source in blocks `(data, end)` whose whole lines are `data[:end]`; the rest of a block is
-    the line it cut in two, which comes whole as a block of its own next. A block whose rest is left is
-    the last: the source ends in a cut-off line. No block is copied to cut it at a line end (that would
-    cost as much as reading it)."""
-    if lines.path is not None:
-        with open(source, "rb") as fh:
-            while data := fh.read(_BLOCK_BYTES):
-                end = data.rfind(b"\n") + 1
-                yield data, end
-                if end < len(data):
-                    line = data[end:] + fh.readline()
-                    yield line, line.rfind(b"\n") + 1
-    else:
-        text = str(source)
-        start = 0
-        while start < len(text):
-            stop = text.find("\n", start + _BLOCK_BYTES) + 1 or len(text)
-            data = text[start:stop].encode("utf-8", "surrogatepass")
-            yield data, data.rfind(b"\n") + 1
-            start = stop
-
-
-def _row_bound(source: str | Path, lines: _common.Lines, ncols: int) -> int:
-    """Rows a capture of this size holds at most when each has `ncols` values: room reserved once
-    (pages not written cost no memory; the arrays are trimmed at the end)."""
-    size = os.path.getsize(source) if lines.path is not None else len(source)
-    return size // (2 * ncols) + 1
-
-
-def _read_rows(data: bytes, first_row: str, nrows: int, layout: _Layout, decimal: str) -> pd.DataFrame | None:
-    """`nrows` rows -> frame (column 0 the device as category, then one number per header column); None
-    if refused.
-
-    sysstat separates values by spaces only, which pandas' fast `sep=" "` tokenizer reads; tabs or
-    trailing blanks (pasted fragments) go through `\\s+`. With `sep=" "` a first row with one value
-    too many would be cut silently (a ParserWarning), so the first row's count is checked here;
-    any later row with a wrong count makes the tokenizer fail.
-    """
-    if len(first_row.split()) != layout.ncols:
-        return None
-    for sep, extra in ((" ", {"skipinitialspace": True}), (r"\s+", {})):
-        try:
-            df = pd.read_csv(
-                io.BytesIO(data),
-                sep=sep,
-                header=None,
-                names=range(layout.ncols),
-                index_col=False,
-                dtype={0: "category"},  # numbers are inferred: faster than asking for float64
-                na_filter=False,
-                decimal=decimal,
-                engine="c",
-                **extra,
-            )
-        except MemoryError:
-            raise
-        except Exception:  # noqa: BLE001 - any refusal (a warning made an error too) is located row by row
-            continue
-        if len(df) == nrows and all(df[i].dtype.kind in "fiu" for i in range(1, layout.ncols)):
-            return df
-    return None
-
-
-def _derive(cols: list[np.ndarray], layout: _Layout) -> None:
+def _derive(cols: list[np.ndarray], plan: _Plan) -> None:
     """areq_kb where the version does not print it (`avgrq-sz`/`areq-sz` are kept as printed): the
     printed `rareq-sz`/`wareq-sz` weighted by r/s and w/s (sysstat >= 11.5), else (rkb_s+wkb_s)/(r_s+w_s);
     await_ms where the version does not print it."""
-    if not layout.has_rates and not layout.prints_rwareq:
+    if not plan.has_rates and not plan.prints_rwareq:
         return
     r, w = cols[_J["r_s"]], cols[_J["w_s"]]
     ios = r + w
     idle = ios == 0
     with np.errstate(invalid="ignore", divide="ignore"):
-        areq = cols[_J["areq_kb"]]
-        if layout.prints_areq:  # a 0 with no IO is no request at all; rates rounded to 0.00 keep theirs
-            areq[idle & (areq == 0)] = np.nan
+        j = _J["areq_kb"]
+        if plan.prints_areq:  # a 0 with no IO is no request at all; rates rounded to 0.00 keep theirs
+            cols[j] = np.where(idle & (cols[j] == 0), np.nan, cols[j])
         else:
-            if layout.prints_rwareq:
-                np.divide(r * cols[_J["rareq_kb"]] + w * cols[_J["wareq_kb"]], ios, out=areq)
+            if plan.prints_rwareq:
+                areq = (r * cols[_J["rareq_kb"]] + w * cols[_J["wareq_kb"]]) / ios
             else:
-                np.divide(cols[_J["rkb_s"]] + cols[_J["wkb_s"]], ios, out=areq)
+                areq = (cols[_J["rkb_s"]] + cols[_J["wkb_s"]]) / ios
             areq[idle] = np.nan
-        if layout.has_rates and not layout.prints_await:
-            await_ms = cols[_J["await_ms"]]
-            np.divide(r * cols[_J["r_await_ms"]] + w * cols[_J["w_await_ms"]], ios, out=await_ms)
+            cols[j] = areq
+        if plan.has_rates and not plan.prints_await:
+            await_ms = (r * cols[_J["r_await_ms"]] + w * cols[_J["w_await_ms"]]) / ios
             await_ms[idle] = np.nan
+            cols[_J["await_ms"]] = await_ms

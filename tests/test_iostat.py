@@ -297,6 +297,35 @@ def test_y_option_has_no_since_boot_report() -> None:
     assert len(df) == 2 and not df["since_boot"].any()
 
 
+@pytest.mark.parametrize(("blanks", "since_boot"), [(1, True), (2, False)])
+def test_y_option_without_d_is_told_by_the_blank_lines_before_avg_cpu(blanks: int, since_boot: bool) -> None:
+    text = (FIX / "sysstat-12.6-x-avg-cpu.txt").read_text()
+    banner, rest = text.split("\n", 1)
+    df = iostat.parse(banner + "\n" + "\n" * (blanks - 1) + rest)
+    assert df["since_boot"].tolist() == [since_boot, False]
+
+
+def test_stamps_and_avg_cpu_blocks_stay_among_the_rows(monkeypatch: pytest.MonkeyPatch) -> None:
+    """They come every report: taken out of the runs of rows in bulk (the engine's aside lines), not
+    read as structure lines, each of which would end a bulk read (a pandas call per report)."""
+    cpu = "avg-cpu:  %user   %nice %system %iowait  %steal   %idle\n          12.96    0.00    9.30\n"
+    reports = [
+        capture(f"11/22/26 08:{s // 60:02d}:{s % 60:02d}", cpu, H_123, row(H_123, "sda", **{"w/s": s}))
+        for s in range(600)
+    ]
+    text = "Linux 6.1.0 (vm) \t11/22/26 \t_x86_64_\t(2 CPU)\n\n" + "\n".join(reports)
+    structure = iostat._Iostat.structure
+    seen: list[int] = []
+    monkeypatch.setattr(
+        iostat._Iostat, "structure", lambda self, n, t: (seen.append(n), structure(self, n, t))
+    )
+    df = iostat.parse(text)
+    assert seen == [1]  # the banner alone
+    assert df["w_s"].tolist() == list(range(600)) and df["sample"].tolist() == list(range(600))
+    assert df["timestamp"].iloc[-1] == pd.Timestamp("2026-11-22 08:09:59", tz="UTC")
+    assert df["since_boot"].tolist() == [True] + [False] * 599
+
+
 def test_avg_cpu_blocks_are_skipped() -> None:
     df = iostat.parse(FIX / "sysstat-12.6-x-avg-cpu.txt")
     assert df["device"].tolist() == ["vda", "vda"]
@@ -317,6 +346,8 @@ def test_streams_and_strings_parse_like_paths() -> None:
 
 
 def test_chunks_give_the_same_frame_and_the_right_line_numbers(monkeypatch: pytest.MonkeyPatch) -> None:
+    from perfkit.parsers import _chunks, _table
+
     reports = [
         capture(
             f"11/22/26 08:10:{s:02d}",
@@ -327,7 +358,8 @@ def test_chunks_give_the_same_frame_and_the_right_line_numbers(monkeypatch: pyte
     ]
     text = "\n".join(reports)
     whole = iostat.parse(text)
-    monkeypatch.setattr(iostat, "CHUNK_ROWS", 4)
+    monkeypatch.setattr(_table, "CHUNK_ROWS", 4)
+    monkeypatch.setattr(_chunks, "_CHUNK_BYTES", 333)  # reads that cut reports, stamps and rows
     pd.testing.assert_frame_equal(iostat.parse(text), whole)
     assert whole["sample"].tolist() == [s for s in range(9) for _ in "abc"]
     lines = text.splitlines()
@@ -335,6 +367,73 @@ def test_chunks_give_the_same_frame_and_the_right_line_numbers(monkeypatch: pyte
     with pytest.raises(ParseError) as info:
         iostat.parse("\n".join(lines) + "\n")
     assert info.value.line_no == 34 and "'x.yz'" in info.value.reason
+
+
+def _row_by_row(text: str, tz: str = "UTC") -> pd.DataFrame:
+    """The table engine reading every row one by one (`Table.read_lines`), the oracle of its bulk path."""
+    from perfkit.parsers import _table
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(_table.Table, "_bulk", lambda *args: None)
+        return iostat.parse(text, tz=tz)
+
+
+LONG = [
+    "sysstat-12.6-x-d-t-iso.txt",
+    "sysstat-12.6-x-avg-cpu.txt",
+    "sysstat-12.6-x-d-y-t-C.txt",
+    "jc-centos-7.7-mx.txt",
+    "sysstat-12.6-x-d-t-en_US-midnight.txt",
+    "sysstat-12.6-x-d-t-zh_CN.txt",
+    "sysstat-12.6-x-d-m-t-iso.txt",
+    "jc-ubuntu-18.04-mx.txt",
+]
+
+
+def _long_capture() -> str:
+    """Real captures one after another (banners, since-boot reports, -y, avg-cpu blocks, three header
+    generations, 12-hour and zh_CN stamps, megabytes), with stray rows the engine reads apart: an
+    indented row, a device named like structure (`avg0`, `LVM`) or with a leading digit (`8:0`)."""
+    text = "".join((FIX / name).read_text() for name in LONG) * 5
+    vda = next(line for line in text.splitlines() if line.startswith("vda "))
+    odd = ["  " + vda, vda.replace("vda ", "avg0"), vda.replace("vda ", "LVM "), vda.replace("vda ", "8:0 ")]
+    return text.replace(vda + "\n", vda + "\n" + "\n".join(odd) + "\n", 3)
+
+
+def test_bulk_reads_as_row_by_row(monkeypatch: pytest.MonkeyPatch) -> None:
+    from perfkit.parsers import _chunks, _table
+
+    text = _long_capture()
+    expected = _row_by_row(text, "Asia/Shanghai")
+    # small chunks: cuts inside reports, between a stamp and its rows, chunks holding several headers
+    monkeypatch.setattr(_table, "CHUNK_ROWS", 7)
+    monkeypatch.setattr(_chunks, "_CHUNK_BYTES", 1021)
+    got = iostat.parse(text, tz="Asia/Shanghai")
+    pd.testing.assert_frame_equal(got, expected)
+    assert got.attrs == expected.attrs
+    alone = [iostat.parse(FIX / name) for name in LONG]  # the stray rows join reports: no new ones
+    assert got["sample"].is_monotonic_increasing
+    assert got["sample"].nunique() == 5 * sum(df["sample"].nunique() for df in alone)
+    assert got.loc[got["since_boot"], "sample"].nunique() == 5 * sum(
+        df.loc[df["since_boot"], "sample"].nunique() for df in alone
+    )
+    assert got.groupby("sample")["since_boot"].nunique().eq(1).all()
+    assert {"avg0", "LVM", "8:0"} <= set(got["device"])
+
+
+def test_bulk_names_a_bad_row_as_row_by_row(monkeypatch: pytest.MonkeyPatch) -> None:
+    from perfkit.parsers import _table
+
+    lines = _long_capture().splitlines()
+    bad = [i for i, line in enumerate(lines) if line.startswith("vda ")][40]
+    lines[bad] = lines[bad].replace("0.00", "0.0.0", 1)
+    text = "\n".join(lines) + "\n"
+    with pytest.raises(ParseError) as want:
+        _row_by_row(text)
+    monkeypatch.setattr(_table, "CHUNK_ROWS", 7)
+    with pytest.raises(ParseError) as got:
+        iostat.parse(text)
+    assert str(got.value) == str(want.value) and got.value.line_no == bad + 1
 
 
 # ---------------------------------------------------------------- robustness
