@@ -141,7 +141,7 @@ _TASKS = re.compile(
     re.MULTILINE,
 )
 _TOP_LINE, _TASKS_LINE, _CPU_LINE, _OTHER_LINE, _MEM_LINE = range(5)  # summary lines by how they start
-_CPU_PAIR = re.compile(r"(\d+\.\d+)\s+(us|sy|ni|id|wa|hi|si|st)\b")
+_CPU_PAIR = re.compile(r"(\d+\.\d+)[^\S\n]+(us|sy|ni|id|wa|hi|si|st)\b")  # in one line (or all, joined)
 _MEM = re.compile(r"^([KMGTPE]iB) (Mem|Swap)\s*:(.*)$")
 _MEM_PAIR = re.compile(r"(\d+(?:\.\d+)?)(\+?)\s*(total|free|used|buff/cache|avail Mem)")
 _TO_MIB = {"KiB": 1 / 1024, "MiB": 1.0, "GiB": 1024.0, "TiB": 1024.0**2, "PiB": 1024.0**3, "EiB": 1024.0**4}
@@ -360,7 +360,8 @@ class _Top:
             if len(at) and above[0] < 0:
                 no_top = "not a top capture (no `top - HH:MM:SS up ...` line first)"
                 errors.append(self.table.error(int(at[0]), texts[0], no_top))
-            owner = self.starts[above[above >= 0]] if len(self.starts) else at[:0]
+                continue
+            owner = self.starts[above]
             if kind == _TASKS_LINE:
                 found = _each(_TASKS, at, texts, errors, self._bad, "unreadable Tasks:/Threads: line")
                 owner = owner[: len(found)]
@@ -368,50 +369,64 @@ class _Top:
                 for k, key in enumerate(_TASK_KEYS, 1):
                     self._keep(owner, key, [int(m[k]) for m in found])
             elif kind == _CPU_LINE:
-                self._pairs(owner, at, texts, errors, _CPU_PAIR, "unreadable %Cpu(s) line")
+                self._cpu(owner, at, texts, errors)
             else:
-                self._pairs(owner, at, texts, errors, _MEM_PAIR, "unreadable memory line")
+                self._memory(owner, at, texts, errors)
         if errors:
             raise min(errors, key=lambda exc: exc.line_no)
 
-    def _pairs(
-        self,
-        owner: np.ndarray,
-        at: np.ndarray,
-        texts: list[str],
-        errors: list[ParseError],
-        pair: re.Pattern[str],
-        what: str,
-    ) -> None:
-        """`%Cpu(s):` or memory lines: their `value label` pairs, each kept under its summary key; each
-        distinct line read once (a Swap line rarely changes)."""
+    def _cpu(self, owner: np.ndarray, at: np.ndarray, texts: list[str], errors: list[ParseError]) -> None:
+        """`%Cpu(s):` lines (each second's differs): their `value label` pairs, found in all at once."""
+        joined = "\n".join(texts)
+        if comma := _COMMA_DECIMAL.search(joined):
+            k = joined.count("\n", 0, comma.start())
+            errors.append(self.table.error(int(at[k]), texts[k], f"decimal comma: {_LOCALE}"))
+        found = [(m.start(), m[1], m[2]) for m in _CPU_PAIR.finditer(joined)]
+        starts = np.cumsum([0] + [len(text) + 1 for text in texts[:-1]])
+        line = np.searchsorted(starts, np.array([at for at, _, _ in found], dtype=np.int64), side="right") - 1
+        if len(empty := np.flatnonzero(np.bincount(line, minlength=len(texts)) == 0)):
+            k = int(empty[0])
+            errors.append(self.table.error(int(at[k]), texts[k], "unreadable %Cpu(s) line"))
+        labels = np.array([label for _, _, label in found], dtype=object)
+        values = np.array([float(value) for _, value, _ in found])
+        for label in dict.fromkeys(labels.tolist()):
+            mine = labels == label
+            self._keep(owner[line[mine]], f"cpu_{label}", values[mine].tolist())
+
+    def _memory(self, owner: np.ndarray, at: np.ndarray, texts: list[str], errors: list[ParseError]) -> None:
+        """Memory lines: their `value label` pairs, each kept under its summary key; each distinct line
+        read once (a Swap line rarely changes)."""
         read: dict[str, list[tuple[str, float]] | str] = {}  # text -> (key, value) pairs, or what is wrong
         for text in dict.fromkeys(texts):
-            pairs = pair.findall(text)
+            pairs = _MEM_PAIR.findall(text)
             if _COMMA_DECIMAL.search(text):
                 read[text] = f"decimal comma: {_LOCALE}"
             elif not pairs:
-                read[text] = what
-            elif pair is _CPU_PAIR:
-                read[text] = [(f"cpu_{label}", float(value)) for value, label in pairs]
+                read[text] = "unreadable memory line"
             else:  # `MiB Swap: ... avail Mem`: the unit and table of its line; `12345678+total`: cut, unknown
                 to_mib, table = _TO_MIB[text[:3]], text[4:8].strip(" :")
                 found = [(_MEM_KEYS.get((table, label)), value, plus) for value, plus, label in pairs]
                 read[text] = [
                     (k, math.nan if plus else float(v) * to_mib) for k, v, plus in found if k is not None
                 ]
-        kept: dict[str, tuple[list[int], list[float]]] = {}
-        for line, line_no, text in zip(owner.tolist(), at.tolist(), texts, strict=False):
-            values = read[text]
-            if isinstance(values, str):
-                errors.append(self.table.error(line_no, text, values))
-                break
-            for key, value in values:
-                lines, numbers = kept.setdefault(key, ([], []))
-                lines.append(line)
-                numbers.append(value)
-        for key, (lines, numbers) in kept.items():
-            self._keep(np.array(lines, dtype=np.int64), key, numbers)
+        distinct = {text: k for k, text in enumerate(read)}
+        codes = np.array([distinct[text] for text in texts], dtype=np.int64)
+        wrong = np.flatnonzero([isinstance(values, str) for values in read.values()])
+        if len(wrong) and len(bad := np.flatnonzero(np.isin(codes, wrong))):
+            k = int(bad[0])
+            errors.append(self.table.error(int(at[k]), texts[k], read[texts[k]]))  # type: ignore[arg-type]
+            codes, owner = codes[:k], owner[:k]
+        # per key, its value in each distinct line (NaN: not there), then in each line
+        pairs = [values for values in read.values() if not isinstance(values, str)]
+        keys = dict.fromkeys(key for values in pairs for key, _ in values)
+        table = {key: np.full(len(read), np.nan) for key in keys}
+        has = {key: np.zeros(len(read), dtype=bool) for key in keys}
+        for k, values in enumerate(read.values()):
+            for key, value in values if not isinstance(values, str) else ():
+                table[key][k], has[key][k] = value, True
+        for key in keys:
+            mine = has[key][codes]
+            self._keep(owner[mine], key, table[key][codes[mine]].tolist())
 
     def _keep(self, lines: np.ndarray, key: str, values: list) -> None:
         self.kept.setdefault(key, []).append((lines, values))
@@ -420,16 +435,15 @@ class _Top:
         """One summary record per iteration (a headless table's first: clock and up None, the rest NaN)."""
         starts = np.array(self.iteration_lines, dtype=np.int64)
         n = len(starts)
-        columns: dict[str, list] = {key: [math.nan] * n for key in _SUMMARY_KEYS}
-        columns["iteration"] = list(range(n))
+        columns = {key: np.full(n, math.nan, dtype=object) for key in _SUMMARY_KEYS}
+        columns["iteration"] = np.arange(n, dtype=object)
         if self.headless:
             columns["clock"][0] = columns["up"][0] = None
         for key, parts in self.kept.items():
-            column = columns[key]
             for lines, values in parts:
-                for i, value in zip(np.searchsorted(starts, lines).tolist(), values, strict=True):
-                    column[i] = value
-        return [dict(zip(_SUMMARY_KEYS, row, strict=True)) for row in zip(*columns.values(), strict=True)]
+                columns[key][np.searchsorted(starts, lines)] = values
+        rows = zip(*(column.tolist() for column in columns.values()), strict=True)
+        return [dict(zip(_SUMMARY_KEYS, row, strict=True)) for row in rows]
 
     def layout(self, line_no: int, text: str) -> Layout:
         self._check(line_no)
@@ -595,15 +609,17 @@ class _Top:
 
 def _summary_kind(line: str) -> int:
     """Which of top's summary lines `line` is, by how it starts (`%Cpu0`, `%Node0`: not read); -1: none."""
-    if line.startswith("top - "):
-        return _TOP_LINE
-    if line.startswith(("Tasks:", "Threads:")):
-        return _TASKS_LINE
-    if line.startswith("%Cpu(s):"):
-        return _CPU_LINE
-    if line.startswith(("%Cpu", "%Node")):
-        return _OTHER_LINE
-    return _MEM_LINE if _MEM.match(line) else -1
+    kind = _STARTS.get(line[:4], -1)  # then the whole of what it starts with
+    if kind == _CPU_LINE:
+        return _CPU_LINE if line.startswith("%Cpu(s):") else _OTHER_LINE
+    if kind == _MEM_LINE:
+        return _MEM_LINE if _MEM.match(line) else -1
+    return kind if kind < 0 or line.startswith(_PREFIXES[kind]) else -1
+
+
+_PREFIXES = {_TOP_LINE: "top - ", _TASKS_LINE: ("Tasks:", "Threads:"), _OTHER_LINE: "%Node"}
+_STARTS = {"top ": _TOP_LINE, "Task": _TASKS_LINE, "Thre": _TASKS_LINE}
+_STARTS |= {"%Cpu": _CPU_LINE, "%Nod": _OTHER_LINE} | {f"{unit}iB ": _MEM_LINE for unit in "KMGTPE"}
 
 
 def _each(
