@@ -369,20 +369,45 @@ class Parts:
     """A frame's columns as numpy chunks, joined once at the end.
 
     Growing arrays in place looks cheaper but is not: once pandas has allocated and freed its chunk
-    buffers, glibc serves arrays of a few MB from the heap, where every growth copies them.
+    buffers, glibc serves arrays of a few MB from the heap, where every growth copies them. With a
+    `capacity` (rows at most: a bound from the capture's size, set before the first `add`) each column
+    is one array instead, written in place and trimmed at the end: the pages never written cost no
+    memory, and no second copy of the frame is made (a day of iostat: peak RSS 717 -> 480 MB, the
+    joined copy was 270 MB). Past the bound, or with another dtype, chunks again.
     """
 
-    def __init__(self, width: int):
+    def __init__(self, width: int, capacity: int = 0):
         self.chunks: list[list[np.ndarray]] = [[] for _ in range(width)]
         self.rows = 0
+        self.capacity = capacity
+        self._arrays: list[np.ndarray] = []
 
     def add(self, columns: list[np.ndarray]) -> None:
-        for chunks, col in zip(self.chunks, columns, strict=True):
-            chunks.append(col)
-        self.rows += len(columns[0])
+        n = len(columns[0])
+        if not self.rows and 0 < n <= self.capacity:
+            self._arrays = [np.empty(self.capacity, dtype=col.dtype) for col in columns]
+        arrays, at = self._arrays, self.rows
+        fits = bool(arrays) and at + n <= self.capacity
+        if fits and all(a.dtype == c.dtype for a, c in zip(arrays, columns, strict=True)):
+            for arr, col in zip(arrays, columns, strict=True):
+                arr[at : at + n] = col
+        else:
+            if arrays:  # past the bound, or another dtype: the rows written so far are the first chunk
+                for chunks, arr in zip(self.chunks, arrays, strict=True):
+                    chunks.append(arr[:at])
+                self._arrays = []
+            for chunks, col in zip(self.chunks, columns, strict=True):
+                chunks.append(col)
+        self.rows += n
 
     def columns(self) -> Iterator[np.ndarray]:
         """Each column joined, its chunks freed as it goes (at most one column held twice)."""
+        if self._arrays:
+            arrays, self._arrays = self._arrays, []
+            for arr in arrays:
+                arr.resize(self.rows, refcheck=False)  # trimmed in place: no view of it was handed out
+                yield arr
+            return
         for chunks in self.chunks:
             joined = np.concatenate(chunks) if len(chunks) != 1 else chunks[0]
             chunks.clear()
