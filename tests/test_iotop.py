@@ -192,41 +192,85 @@ def _long_capture(iterations: int) -> str:
     return "\n".join(out) + "\n"
 
 
-def test_bulk_path_reads_as_the_line_walk(monkeypatch: pytest.MonkeyPatch) -> None:
+def _row_by_row(source: object, **kwargs: object) -> pd.DataFrame:
+    """The table engine reading every task row one by one (`Table.read_lines`): the oracle of its bulk
+    reading."""
+    from perfkit.parsers import _table
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(_table.Table, "_bulk", lambda *args: None)
+        return iotop.parse(source, **kwargs)
+
+
+def _bulk_spy(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Small chunks, and each chunk's rows as read in bulk (a count) or not (0)."""
+    from perfkit.parsers import _chunks, _table
+
+    monkeypatch.setattr(_table, "CHUNK_ROWS", 600)
+    monkeypatch.setattr(_table, "CHUNK_BYTES", 30_000)
+    monkeypatch.setattr(_chunks, "_CHUNK_BYTES", 40_000)
+    bulk = _table.Table._bulk
+    batches: list[int] = []
+
+    def spy(self: _table.Table, data: bytes, line_nos: object, layout: _table.Layout) -> object:
+        block = bulk(self, data, line_nos, layout)
+        batches.append(0 if block is None else len(block))
+        return block
+
+    monkeypatch.setattr(_table.Table, "_bulk", spy)
+    return batches
+
+
+def test_bulk_reads_as_row_by_row(monkeypatch: pytest.MonkeyPatch) -> None:
     text = _long_capture(2000)
-    read_rows = iotop._State._read_rows
-    batches = []
-
-    def spy(self: iotop._State, data: bytes, rows: int, units: bool) -> dict | None:
-        chunk = read_rows(self, data, rows, units)
-        batches.append(0 if chunk is None else rows)
-        return chunk
-
-    monkeypatch.setattr(iotop._State, "_read_rows", spy)
-    monkeypatch.setattr(iotop, "FAST_ROWS", 600)  # batches of 600 rows: a refused one is a small part
+    expected = _row_by_row(text, date="2026-11-22", tz="Asia/Shanghai")
+    batches = _bulk_spy(monkeypatch)
     bulk = iotop.parse(text, date="2026-11-22", tz="Asia/Shanghai")
-    assert sum(batches) > 4000 and 0 in batches  # most rows read in batches, the odd ones by the line walk
-    walk = iotop.parse(io.StringIO(text), date="2026-11-22", tz="Asia/Shanghai")  # a stream: the line walk
+    assert sum(batches) == len(bulk) and 0 not in batches  # `%` in a COMMAND, uids, ?unavailable?: bulk
+    pd.testing.assert_frame_equal(bulk, expected)
+    assert bulk.attrs == expected.attrs
+    pd.testing.assert_frame_equal(iotop.parse(io.StringIO(text), date="2026-11-22", tz="Asia/Shanghai"), bulk)
     assert len(bulk) == 2000 * 2 + 667 + 400 + 1
-    pd.testing.assert_frame_equal(bulk, walk)
-    assert bulk.attrs == walk.attrs
     assert bulk.attrs["notes"][0].endswith("clock went back 5 s (clock step), kept as printed")
     assert bulk["write_kb_s"].max() == max(k * 3 % 997 + 0.5 for k in range(0, 2000, 97)) * 1024  # M/s
     threads = {"ib_io_wr-0", "ib_io_wr-1", "ib_io_wr-2", "ib_io_wr-3", "jbd2/sda2-8"}
     assert set(bulk["thread"].dropna()) == threads
     assert bulk["command"].str.contains("Total DISK READ").sum() == 400
+    assert (bulk["command"] == "printf 50%%").sum() == 1 and bulk["delayacct_unavailable"].sum() == 667
 
 
-def test_bulk_path_names_a_bad_line_as_the_line_walk() -> None:
+def test_without_t_and_with_a_command_over_lines_bulk_reads_as_row_by_row(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # no `-t`: rows start with the TID (no clock: NaN), Total lines with `Total`; a command line with
+    # newlines mid-capture: its lines (one starting with a blank, one with a digit) are its COMMAND's
+    lines = _long_capture(1500).replace("    TIME  ", "  ").split("\n")
+    lines = [line[9:] if line[:2].isdigit() and line[2] == ":" else line for line in lines]
+    at = next(k for k, line in enumerate(lines) if k > 2000 and "jbd2" in line)
+    lines[at + 1 : at + 1] = ["import os", "    os.sync()", "x = 3 + 4", "5 * 6"]
+    text = "\n".join(lines)
+    expected = _row_by_row(text)
+    batches = _bulk_spy(monkeypatch)
+    bulk = iotop.parse(text)
+    pd.testing.assert_frame_equal(bulk, expected)
+    assert bulk.attrs == expected.attrs and sum(batches) > 0.9 * len(bulk) and 0 in batches
+    assert bulk["clock_s"].isna().all() and bulk.attrs["totals"][0]["clock"] is None
+    assert (
+        bulk["command"].str.endswith("[jbd2/sda2-8]\nimport os\n    os.sync()\nx = 3 + 4\n5 * 6").sum() == 1
+    )
+    assert bulk.attrs["notes"][-1].startswith("4 line(s) joined to the COMMAND")
+
+
+def test_bulk_names_a_bad_line_as_row_by_row(monkeypatch: pytest.MonkeyPatch) -> None:
     lines = _long_capture(2000).split("\n")
     lines[5000] = lines[5000].replace(".", ",", 1)
     text = "\n".join(lines)
-    errors = []
-    for source in (text, io.StringIO(text)):
-        with pytest.raises(ParseError) as info:
-            iotop.parse(source)
-        errors.append((info.value.line_no, info.value.line))
-    assert errors[0] == errors[1] and errors[0][0] == 5001
+    with pytest.raises(ParseError) as want:
+        _row_by_row(text)
+    _bulk_spy(monkeypatch)
+    with pytest.raises(ParseError) as got:
+        iotop.parse(text)
+    assert str(got.value) == str(want.value) and got.value.line_no == 5001
 
 
 def test_users_printed_as_uids_are_read_in_bulk_as_text(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -236,15 +280,11 @@ def test_users_printed_as_uids_are_read_in_bulk_as_text(monkeypatch: pytest.Monk
     head = "07:20:10 Total DISK READ:  0.00 K/s | Total DISK WRITE:  1.00 K/s\n"
     head += "07:20:10 Current DISK READ:  0.00 K/s | Current DISK WRITE:  1.00 K/s\n"
     text = (head + "\n".join(rows) + "\n") * 400
-    read_rows = iotop._State._read_rows
-    batches = []
-    monkeypatch.setattr(
-        iotop._State, "_read_rows", lambda self, *a: batches.append(chunk := read_rows(self, *a)) or chunk
-    )
+    batches = _bulk_spy(monkeypatch)
     df = iotop.parse(text)
-    assert batches and all(chunk is not None for chunk in batches)
+    assert batches and 0 not in batches
     assert df["user"].tolist() == ["1001", "0007"] * 400 and df["user"].dtype == "string"
-    pd.testing.assert_frame_equal(df, iotop.parse(io.StringIO(text)))
+    pd.testing.assert_frame_equal(df, _row_by_row(text))
 
 
 def test_a_command_line_with_newlines_belongs_to_its_row() -> None:
