@@ -63,7 +63,9 @@ swap_total/free/used_mib, mem_avail_mib: memory converted to MiB; NaN when absen
 overflowed as `12345678+total`).
 
 The table engine (parsers/_table.py) reads the rows: in bulk where it can prove its reader agrees,
-else row by row, naming a bad row; the summary lines are its aside lines, handed over in bulk.
+else row by row, naming a bad row; the summary lines are its aside lines, handed over in bulk. Rows
+are read under the last task header above them (a screen whose header was lost: the one before) and
+belong to the iteration of the last `top - ` line above them.
 
 Other locales: top translates its labels and prints decimal commas (de_DE: `load average: 0,54`,
 `MiB Spch`, `ZEIT+ BEFEHL`): refused with "capture not taken under LC_ALL=C", never misread.
