@@ -261,7 +261,7 @@ class _Iostat:
         self.short: tuple[int, str, str] | None = None  # a row with too few values: fine if the last
         self.held: list[list[np.ndarray]] = []  # rows of this chunk: line numbers, devices, numbers
         self.parts = _common.Parts(4 + len(_NUMERIC))  # stamps, samples, since boot, devices, numbers
-        self.size = _common.source_size(source, self.table.lines)  # rows take 2 bytes a field at least
+        self.size = _common.source_size(source, self.table.lines)
         self.devices: dict[str, int] = {}
 
     def run(self) -> pd.DataFrame:
@@ -375,8 +375,9 @@ class _Iostat:
                     return
         n = len(block)
         plan: _Plan = block.layout.key  # type: ignore[assignment]
-        if not self.parts.rows and not self.held:
-            self.parts.capacity = self.size // (2 * len(block.layout.kinds))
+        if not self.parts.rows and not self.held:  # room for as many rows as these in the whole capture
+            width = len(block.data) / n if block.data else 2 * len(block.layout.kinds)  # more: chunks then
+            self.parts.capacity = int(self.size / width) + 1
         numbers: list[np.ndarray] = [np.empty(0)] * len(_NUMERIC)
         for i, j, factor in plan.fields:
             numbers[j] = block.fields[i] if factor == 1.0 else block.fields[i] * factor
