@@ -84,7 +84,17 @@ import pandas as pd
 
 from perfkit.errors import ParseError
 
-from ._common import Parts, Source, capture_day, clock_stamps, coerce, empty_frame, parse_clock, text_column
+from ._common import (
+    Parts,
+    Source,
+    capture_day,
+    clock_stamps,
+    coerce,
+    empty_frame,
+    parse_clock,
+    source_size,
+    text_column,
+)
 from ._table import ROW, Block, Layout, Numbers, Table
 
 KIND = "top"
@@ -283,7 +293,9 @@ class _Top:
         self._prev_sod = -1
         self.pending: ParseError | None = None  # the first bad summary line, raised in file order
         self.held: list[tuple[np.ndarray, dict[str, np.ndarray]]] = []  # this chunk's blocks
-        self.parts = Parts(2 + len(_VALUES))  # iteration, clock_s, the values (strings as codes)
+        # iteration, clock_s, the values (strings as codes); a task row takes 24 bytes at least (12 fields)
+        size = source_size(source, self.table.lines)
+        self.parts = Parts(2 + len(_VALUES), capacity=size // 24)
         self.texts: dict[str, dict[str, int]] = {col: {} for col in _STRINGS}
 
     def run(self, host: str | None, tz: str, started_at: pd.Timestamp | None) -> pd.DataFrame:
