@@ -258,18 +258,20 @@ class _Iotop:
             refuse(np.signbit(f[col]), lambda k, c=col: f"not a rate or share: {f[c][k]}")
         for pct in (_PCT1, _PCT2):  # `%`, or NA where `?unavailable?` stood for it
             cat = f[pct]
-            other = np.array([c != "%" for c in cat.categories] + [False], dtype=bool)
+            other = np.array([c != "%" for c in cat.categories.tolist()] + [False], dtype=bool)
             refuse(other[cat.codes], lambda k, c=cat: f"not `%`: {c[k]!r}")
         factors = []
         for unit in (_READ_UNIT, _WRITE_UNIT):
             cat = f[unit]
-            factor = np.array([_KIB.get(c, np.nan) for c in cat.categories], dtype=np.float64)[cat.codes]
+            factor = np.array([_KIB.get(c, np.nan) for c in cat.categories.tolist()], dtype=np.float64)[
+                cat.codes
+            ]
             refuse(np.isnan(factor), lambda k, c=cat: f"not a rate unit: {c[k]!r}")
             factors.append(factor)
         clocks = np.full(len(nos), np.nan)
         if block.label is not None:  # `-t`: the clock of each row ("" or none without)
             label = block.label
-            clocks = _sods(list(label.categories))[label.codes]
+            clocks = _sods(label.categories.tolist())[label.codes]
             refuse(clocks < 0, lambda k: f"not a time of day: {label[k]}")
         self._continued(nos)
         columns = [nos, clocks, f[_TID]]
@@ -280,7 +282,7 @@ class _Iotop:
 
     def _codes(self, name: str, cat: pd.Categorical) -> np.ndarray:
         interned = self.interned[name]
-        return np.array([interned.code(t) for t in cat.categories], dtype=np.int64)[cat.codes]
+        return np.array([interned.code(t) for t in cat.categories.tolist()], dtype=np.int64)[cat.codes]
 
     def _continued(self, nos: np.ndarray) -> None:
         """The lines among these rows (`_NONE`: before the line now read) taken for a command's next
