@@ -352,22 +352,35 @@ def _long_capture(intervals: int, threads: bool) -> str:
     return "\n".join(out) + "\n"
 
 
+def _line_by_line(text: str, tz: str) -> pd.DataFrame:
+    """The table engine reading every row one by one (`Table.read_lines`), the oracle of its bulk path."""
+    from perfkit.parsers import _table
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(_table.Table, "_bulk", lambda *args: None)
+        return pidstat.parse(text, tz=tz)
+
+
 @pytest.mark.parametrize("threads", [False, True])
 def test_bulk_path_reads_as_the_line_grammar(monkeypatch: pytest.MonkeyPatch, threads: bool) -> None:
-    monkeypatch.setattr(pidstat, "CHUNK_ROWS", 300)  # many chunks, each ending where an interval does
+    from perfkit.parsers import _chunks, _table
+
     text = _long_capture(900, threads)
-    fast = pidstat._Pidstat._fast
-    chunks: list[bool] = []
+    walk = _line_by_line(text, "Asia/Shanghai")  # the per-row grammar alone
+    # small chunks: intervals and tables cut anywhere, every layout's rows of a chunk read at once
+    monkeypatch.setattr(_table, "CHUNK_ROWS", 300)
+    monkeypatch.setattr(_chunks, "_CHUNK_BYTES", 4093)
+    bulk_read = _table.Table._bulk
+    reads: list[bool] = []
 
-    def spy(self: pidstat._Pidstat, buffers: list) -> bool:
-        chunks.append(fast(self, buffers))
-        return chunks[-1]
+    def spy(self: _table.Table, *args: object) -> _table.Block | None:
+        block = bulk_read(self, *args)
+        reads.append(block is not None)
+        return block
 
-    monkeypatch.setattr(pidstat._Pidstat, "_fast", spy)
+    monkeypatch.setattr(_table.Table, "_bulk", spy)
     bulk = pidstat.parse(text, tz="Asia/Shanghai")
-    assert len(chunks) > 10 and sum(chunks) >= len(chunks) - 3  # nearly all chunks read by pandas
-    monkeypatch.setattr(pidstat._Pidstat, "_fast", lambda self, buffers: False)
-    walk = pidstat.parse(text, tz="Asia/Shanghai")  # the per-line grammar alone
+    assert len(reads) > 30 and sum(reads) >= len(reads) - 3  # nearly all blocks read by pandas
     pd.testing.assert_frame_equal(bulk, walk)
     assert bulk.attrs == walk.attrs
     (note,) = bulk.attrs["notes"]
