@@ -372,7 +372,8 @@ class _Pidstat(Sysstat):
         threads = joined([np.full(len(part.rows), part.threads) for part in parts])
         texts = _Texts(parts, order)
         pid, key_tid = self._tasks(line_nos, headers, threads, values, texts)
-        self._check_tables(line_nos, headers, sods, pid, key_tid, texts)
+        tasks = _task_codes(pid, key_tid)
+        self._check_tables(line_nos, headers, sods, pid, key_tid, tasks, texts)
         if self.problems:
             line_no, text, reason = min(self.problems)
             raise self.error(line_no, text, reason)
@@ -384,7 +385,7 @@ class _Pidstat(Sysstat):
         sample = np.flatnonzero(~average)
         if len(sample):
             everywhere = {col for col in values if all(col in part.cols for part in parts)} | {"pid"}
-            self._samples(sample, line_nos, sods, pid, key_tid, values, cmd, everywhere)
+            self._samples(sample, line_nos, sods, pid, key_tid, tasks, values, cmd, everywhere)
         for line_no, text, note in sorted(self.events):
             self.skips.add(line_no, text, note)
             self.notes.append(f"line {line_no}: {note}")
@@ -435,6 +436,7 @@ class _Pidstat(Sysstat):
         sods: np.ndarray,
         pid: np.ndarray,
         key_tid: np.ndarray,
+        tasks: np.ndarray,
         texts: _Texts,
     ) -> None:
         """A table lists a task once at one time (rows of another time under one header are other
@@ -444,7 +446,6 @@ class _Pidstat(Sysstat):
             return
         change = np.concatenate(([True], (headers[1:] != headers[:-1]) | (sods[1:] != sods[:-1])))
         run = np.cumsum(change) - 1
-        tasks, _ = _task_codes(pid, key_tid)
         repeat = pd.Index(run * (int(tasks.max()) + 1) + tasks).duplicated()
         twice = int(repeat.argmax()) if repeat.any() else None
         continues = self.run_at == (int(headers[0]), int(sods[0]))
@@ -489,6 +490,7 @@ class _Pidstat(Sysstat):
         sods: np.ndarray,
         pid: np.ndarray,
         key_tid: np.ndarray,
+        tasks: np.ndarray,
         values: dict[str, np.ndarray],
         cmd: np.ndarray,
         everywhere: set[str],
@@ -496,8 +498,7 @@ class _Pidstat(Sysstat):
         """The rows of samples into frame rows: one per task and interval, in order of first appearance;
         an interval going on from the chunk before fills the rows it made."""
         stamps, interval = self.stamp_rows(line_nos[sample], sods[sample])
-        pid, key_tid = pid[sample], key_tid[sample]
-        tasks, _ = _task_codes(pid, key_tid)
+        pid, key_tid, tasks = pid[sample], key_tid[sample], tasks[sample]
         run = np.cumsum(np.concatenate(([0], interval[1:] != interval[:-1])))
         groups, _ = pd.factorize(run * (int(tasks.max()) + 1) + tasks)  # in order of first appearance
         first = np.flatnonzero(np.concatenate(([True], groups[1:] > np.maximum.accumulate(groups)[:-1])))
@@ -630,11 +631,11 @@ def _note_line(note: str) -> int:
     return int(head[1].rstrip(":")) if head[:1] == ["line"] and head[1].rstrip(":").isdigit() else 0
 
 
-def _task_codes(pid: np.ndarray, tid: np.ndarray) -> tuple[np.ndarray, int]:
-    """One code per distinct (pid, tid), and how many there are: no packing of ids into one int."""
-    pids, pid_names = pd.factorize(pid)
+def _task_codes(pid: np.ndarray, tid: np.ndarray) -> np.ndarray:
+    """One code per distinct (pid, tid), no packing of the ids into one int (any size)."""
+    pids, _ = pd.factorize(pid)
     tids, tid_names = pd.factorize(tid)
-    return pids.astype(np.int64) * len(tid_names) + tids, len(pid_names) * len(tid_names)
+    return pids.astype(np.int64) * len(tid_names) + tids
 
 
 def _fill_first(out: np.ndarray, rows: np.ndarray, values: np.ndarray) -> None:
