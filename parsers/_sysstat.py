@@ -1,18 +1,14 @@
-"""The line grammar that sysstat's time-only reports share (mpstat, pidstat; sar later): the `Linux`
-banner and its date, time labels (ISO, C, 12-hour, zh_CN `时分秒`), the `Average:` labels of each
-locale, decimal points or commas, the date rolling over at midnight, and the timestamp array.
+"""What sysstat's time-only reports share (mpstat, pidstat, sar): the `Linux` banner and its date,
+time labels (ISO, C, 12-hour, zh_CN `时分秒`, epoch seconds), the `Average:` labels of each locale,
+the decimal mark a slash date forbids, the date rolling over at midnight, and the timestamps.
 
-Large captures: mpstat and pidstat hand chunks of data rows to pandas' C reader (`read_chunk`) and
-use the per-line methods (`label`, `number`) only for headers, rare forms and to name a bad line.
-A chunk is read by pandas only when `plain_bytes` and `numbers_as_printed` prove the per-line
-grammar would read the same numbers; otherwise it goes line by line (same values, same errors).
+The rows themselves are read by the table engine (parsers/_table.py); `label_seconds` and
+`stamp_rows` turn a `Block`'s labels into times vectorised, one `label()` per distinct label.
 """
 
 from __future__ import annotations
 
-import io
 import re
-import warnings
 from array import array
 from datetime import date, datetime, timedelta
 from zoneinfo import ZoneInfo
@@ -33,12 +29,6 @@ _AVERAGE_LABELS = frozenset({"Average:", "Durchschn.:", "平均时间:"})
 _ROLLOVER_S = 3600  # a clock going back by more than this is the next day; less is a clock step
 _LOCALE_HINT = "capture not taken under LC_ALL=C"
 _COMMA_WITH_SLASH = f"decimal comma with a slash date (day/month order unknown): {_LOCALE_HINT}"
-
-CHUNK_ROWS = 65536  # data rows handed to pandas at once: bounds memory, amortises the call
-# Bytes of a chunk pandas may read: digits, blanks, signs, decimal marks, the `:` of clocks, AM/PM and
-# non-ASCII (zh_CN clocks). Any other byte could make a token pandas reads as a number and the
-# per-line grammar refuses (`1e5`, `inf`, `+5`), so such a chunk goes line by line.
-_PLAIN = b"0123456789 .,:-\nAMP" + bytes(range(0x80, 0x100))
 
 
 def banner_cpus(line: str) -> int | None:
@@ -168,25 +158,6 @@ class Sysstat:
             self._stamps[key] = ns
         return ns
 
-    def label_sods(self, tokens: list[tuple[str, ...]]) -> list[int] | None:
-        """Seconds since midnight of each distinct time label of a chunk; None if one is not a plain
-        time (an `Average:` label, a decimal mark in it, a bad clock): the chunk then goes line by line."""
-        self._iso_sods([t[0] for t in tokens if len(t) == 1 and t not in self._sods])
-        sods = []
-        for toks in tokens:
-            sod = self._sods.get(toks)
-            if sod is None:
-                if any("." in t or "," in t for t in toks):
-                    return None
-                try:
-                    sod, used = self.label(0, " ".join(toks), list(toks))
-                except ParseError:
-                    return None
-                if sod is None or used != len(toks):
-                    return None
-            sods.append(sod)
-        return sods
-
     def _iso_sods(self, clocks: list[str]) -> None:
         """Remember the seconds since midnight of the `HH:MM:SS` clocks among `clocks` (numpy, no
         regex: a day holds 86,400 of them); other forms are left to `label()`."""
@@ -197,14 +168,6 @@ class Sysstat:
         ok, sods = iso_clocks(chars)
         for clock, sod in zip(np.array(plain, dtype=object)[ok].tolist(), sods[ok].tolist(), strict=True):
             self._sods[(clock,)] = sod
-
-    def clock_state(self) -> tuple[int, int | None, int, bool]:
-        """What `stamp()` changes, to undo a chunk that turns out to need the per-line path."""
-        return self.day, self.prev_sod, len(self.notes), self._no_date_noted
-
-    def restore_clock(self, state: tuple[int, int | None, int, bool]) -> None:
-        self.day, self.prev_sod, n_notes, self._no_date_noted = state
-        del self.notes[n_notes:]
 
     def stamp_rows(self, line_nos: np.ndarray, sods: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(UTC ns, sod + 86400 × day) of each row, as `stamp()` row by row would give them.
@@ -252,25 +215,6 @@ class Sysstat:
             )
             ns[k] = _common.to_utc(wall, self.tz).value
         return ns
-
-    def chunk_mark(self, datas: list[bytes]) -> str | None:
-        """The decimal mark of a chunk if `number()` would accept it; None: go line by line."""
-        comma = any(b"," in d for d in datas)
-        point = any(b"." in d for d in datas)
-        if comma and point:
-            return None
-        if comma:
-            if self.decimal == "." or (self.decimal is None and self.slash_date):
-                return None
-            return ","
-        if point and self.decimal == ",":
-            return None
-        return "." if point or self.decimal is None else self.decimal
-
-    def commit_mark(self, datas: list[bytes], mark: str) -> None:
-        """The mark a chunk read by pandas used, as `number()` would have recorded it."""
-        if self.decimal is None and any(mark.encode() in d for d in datas):
-            self.decimal = mark
 
     def number(self, line_no: int, line: str, token: str) -> float:
         """A value as printed, with the file's decimal mark; ParseError on anything else."""
@@ -340,84 +284,6 @@ def label_width(line: str) -> int:
     """How many tokens the time label of a data row takes (2 for `08:09:59 AM`), as `label()` reads it."""
     tokens = line.split(None, 2)
     return 2 if len(tokens) > 1 and _AMPM.match(tokens[1]) else 1
-
-
-def plain_bytes(data: bytes, extra: bytes = b"", texts: list[tuple[bytes, int]] = ()) -> bool:
-    """True when `data` holds only the bytes of `_PLAIN` (and `extra`) outside its text columns.
-
-    `texts`: (a text column's value, how many rows hold it); their other bytes are allowed.
-    """
-    other = len(data.translate(None, _PLAIN + extra))
-    return other == sum(len(t.translate(None, _PLAIN + extra)) * n for t, n in texts)
-
-
-def read_chunk(data: bytes, ncols: int, text_cols: list[int], mark: str) -> pd.DataFrame | None:
-    """Rows separated by single-or-more spaces -> frame; `text_cols` as category; None if refused.
-
-    sysstat separates values by spaces only, which pandas' fast `sep=" "` tokenizer reads. A row with
-    too many fields makes it fail; a row with too few leaves `""` (a text column) in a numeric one,
-    which `numbers_as_printed` refuses.
-    """
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("error")  # e.g. a first row with a field too many would be cut silently
-            df = pd.read_csv(
-                io.BytesIO(data),
-                sep=" ",
-                skipinitialspace=True,
-                header=None,
-                names=range(ncols),
-                index_col=False,
-                dtype={i: "category" for i in text_cols},
-                na_filter=False,
-                decimal=mark,
-                engine="c",
-                low_memory=False,  # one pass over the chunk: a fifth faster; chunks are bounded anyway
-            )
-    except MemoryError:
-        raise
-    except Exception:  # noqa: BLE001 - any refusal goes line by line
-        return None
-    # categories of all-numeric text are converted to numbers (`007` -> 7): not the text as printed
-    if not all(pd.api.types.is_string_dtype(df[i].cat.categories) for i in text_cols):
-        return None
-    return df
-
-
-def numbers_as_printed(
-    data: bytes, mark: str, columns: list[np.ndarray | pd.Series], texts: list[tuple[bytes, int]] = ()
-) -> bool:
-    """True when pandas read every numeric column as the per-line grammar `[-+]?\\d+([.,]\\d+)?` would.
-
-    After `plain_bytes`, the forms pandas reads and the grammar refuses are a mark without a digit on
-    one side (`.5`, `5.`) and a `-0` read as an integer 0: every `-` must be the sign of a negative value.
-    `texts` as in `plain_bytes`, each with the blank before it and the line end after it (the last column).
-    """
-    if _bare_marks(data, mark) != sum(_bare_marks(t, mark) * n for t, n in texts):
-        return False
-    minus = sum(t.count(b"-") * n for t, n in texts)
-    for col in columns:
-        values = col.to_numpy() if isinstance(col, pd.Series) else col
-        if values.dtype.kind == "f":
-            if not np.isfinite(values).all():
-                return False
-            minus += int(np.signbit(values).sum())
-        elif values.dtype.kind == "i":
-            minus += int((values < 0).sum())
-        else:
-            return False
-    return data.count(b"-") == minus
-
-
-def _bare_marks(data: bytes, mark: str) -> int:
-    """How many decimal marks in `data` lack a digit on either side (`.5`, `5.`): numpy, no regex."""
-    buf = np.frombuffer(b" " + data + b" ", dtype=np.uint8)
-    at = np.flatnonzero(buf == ord(mark))
-    if not len(at):
-        return 0
-    digit_before = (buf[at - 1] - ord("0")) < 10  # uint8 wraps below "0"
-    digit_after = (buf[at + 1] - ord("0")) < 10
-    return int(len(at) - np.count_nonzero(digit_before & digit_after))
 
 
 def record_value(value: object) -> object:

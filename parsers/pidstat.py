@@ -70,7 +70,7 @@ import pandas as pd
 from perfkit.errors import ParseError
 
 from . import _common
-from ._sysstat import CHUNK_ROWS, Sysstat, label_width, record_value, utc
+from ._sysstat import Sysstat, label_width, record_value, utc
 from ._table import ROW, Block, Layout, Skip, Table
 
 KIND = "pidstat"
@@ -592,14 +592,17 @@ class _Pidstat(Sysstat):
         return frame
 
 
+_SLICE = 1 << 16  # values converted at once: a temporary of this size, not of the column's
+
+
 def _int_array(values: np.ndarray) -> pd.arrays.IntegerArray:
     """Whole numbers held as float64 (NaN: missing) as Int64, converted in place slice by slice: no
     second array of the column's size to allocate and touch."""
     missing = np.isnan(values)
     np.copyto(values, 0.0, where=missing)
     ints = values.view(np.int64)
-    for start in range(0, len(values), CHUNK_ROWS):
-        ints[start : start + CHUNK_ROWS] = values[start : start + CHUNK_ROWS].astype(np.int64)
+    for start in range(0, len(values), _SLICE):
+        ints[start : start + _SLICE] = values[start : start + _SLICE].astype(np.int64)
     return pd.arrays.IntegerArray(ints, missing)
 
 
