@@ -365,6 +365,25 @@ def coerce(df: pd.DataFrame, schema: dict[str, str]) -> pd.DataFrame:
     return frame
 
 
+def records_frame(rows: list[dict], schema: dict[str, str], **same: object) -> pd.DataFrame:
+    """A frame of exactly `schema` from one dict per row (a key missing or None: NA); each `same`
+    column (the host, a source) holds one value for every row."""
+    n = len(rows)
+    data: dict[str, object] = {}
+    for col, dtype in schema.items():
+        if col in same:
+            data[col] = pd.array([same[col]] * n, dtype=dtype)
+            continue
+        values = [r.get(col) for r in rows]
+        if dtype.startswith("datetime"):
+            data[col] = pd.to_datetime(pd.Series(values, dtype="object"), utc=True)
+        elif dtype == "float64":
+            data[col] = np.array([np.nan if v is None else v for v in values], dtype="float64")
+        else:
+            data[col] = pd.array(values, dtype=dtype)
+    return coerce(pd.DataFrame(data), schema)
+
+
 class Parts:
     """A frame's columns as numpy chunks, joined once at the end.
 

@@ -43,7 +43,7 @@ import numpy as np
 import pandas as pd
 
 from . import _snapshots
-from ._common import Source, coerce, empty_frame
+from ._common import Source, empty_frame, records_frame
 
 KIND = "mysql_lock_waits"
 _TEXT = (
@@ -136,19 +136,6 @@ def parse(source: Source, *, host: str | None = None, tz: str = "UTC") -> pd.Dat
             row["timestamp"] = snap.timestamp
             row["source"] = snap.obj.get("source") if isinstance(snap.obj.get("source"), str) else None
             rows.append(row)
-    df = _frame(rows, host) if rows else empty_frame(SCHEMA)
+    df = records_frame(rows, SCHEMA, host=host) if rows else empty_frame(SCHEMA)
     df.attrs["dropped_lines"] = dropped
     return df
-
-
-def _frame(rows: list[dict], host: str | None) -> pd.DataFrame:
-    data: dict[str, object] = {
-        "timestamp": pd.to_datetime(pd.Series([r["timestamp"] for r in rows], dtype="object"), utc=True),
-        "host": pd.array([host] * len(rows), dtype="string"),
-    }
-    for col, dtype in SCHEMA.items():
-        if col in data:
-            continue
-        values = [r.get(col) for r in rows]
-        data[col] = np.array(values, dtype="float64") if dtype == "float64" else pd.array(values, dtype=dtype)
-    return coerce(pd.DataFrame(data), SCHEMA)

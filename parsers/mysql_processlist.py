@@ -29,7 +29,7 @@ import numpy as np
 import pandas as pd
 
 from . import _vertical
-from ._common import PT_STALK_STAMP, Lines, Skips, Source, coerce, empty_frame
+from ._common import PT_STALK_STAMP, Lines, Skips, Source, empty_frame, records_frame
 from .mysql_status import LOCK_KINDS, SESSION_CLASSES, session_class
 
 KIND = "mysql_processlist"
@@ -95,23 +95,9 @@ def parse(source: Source, *, host: str | None = None, tz: str = "UTC") -> pd.Dat
             ) from None
         rows.append(row)
     skips.refuse_if_nothing_read(len(rows), lines)
-    df = _frame(rows, host) if rows else empty_frame(SCHEMA)
+    df = records_frame(rows, SCHEMA, host=host) if rows else empty_frame(SCHEMA)
     df.attrs["skipped"] = skips
     return df
-
-
-def _frame(rows: list[dict], host: str | None) -> pd.DataFrame:
-    data: dict[str, object] = {
-        "timestamp": pd.to_datetime(pd.Series([r["timestamp"] for r in rows], dtype="object"), utc=True),
-        "host": pd.array([host] * len(rows), dtype="string"),
-    }
-    for col, dtype in SCHEMA.items():
-        if col not in data:
-            values = [r[col] for r in rows]
-            data[col] = (
-                np.array(values, dtype="float64") if dtype == "float64" else pd.array(values, dtype=dtype)
-            )
-    return coerce(pd.DataFrame(data), SCHEMA)
 
 
 def by_class(frame: pd.DataFrame, lock_wait: dict[int, set[int]] | None = None) -> pd.DataFrame:

@@ -28,7 +28,7 @@ import numpy as np
 import pandas as pd
 
 from . import _vertical
-from ._common import PT_STALK_STAMP, Lines, Skips, Source, coerce, empty_frame, to_utc
+from ._common import PT_STALK_STAMP, Lines, Skips, Source, empty_frame, records_frame, to_utc
 
 KIND = "mysql_transactions"
 SCHEMA: dict[str, str] = {
@@ -103,7 +103,7 @@ def parse(source: Source, *, host: str | None = None, tz: str = "UTC") -> pd.Dat
             ) from None
         rows.append(row)
     skips.refuse_if_nothing_read(len(rows), lines)
-    df = _frame(rows, host) if rows else empty_frame(SCHEMA)
+    df = records_frame(rows, SCHEMA, host=host) if rows else empty_frame(SCHEMA)
     df.attrs["skipped"] = skips
     return df
 
@@ -112,22 +112,3 @@ def _time(text: str | None, tz: str) -> pd.Timestamp:
     if not text:
         return pd.NaT
     return to_utc(datetime.strptime(text.strip(), "%Y-%m-%d %H:%M:%S"), tz)
-
-
-def _frame(rows: list[dict], host: str | None) -> pd.DataFrame:
-    n = len(rows)
-    data: dict[str, object] = {
-        "timestamp": pd.Series(pd.NaT, index=range(n), dtype="datetime64[ns, UTC]"),
-        "host": pd.array([host] * n, dtype="string"),
-    }
-    for col, dtype in SCHEMA.items():
-        if col in data:
-            continue
-        values = [r[col] for r in rows]
-        if dtype.startswith("datetime"):
-            data[col] = pd.to_datetime(pd.Series(values, dtype="object"), utc=True)
-        elif dtype == "float64":
-            data[col] = np.array(values, dtype="float64")
-        else:
-            data[col] = pd.array(values, dtype=dtype)
-    return coerce(pd.DataFrame(data), SCHEMA)

@@ -25,11 +25,10 @@ Tested on: tests/fixtures/archives/ptstalk-mariadb/*-lock-waits (MariaDB 10.11, 
 
 from __future__ import annotations
 
-import numpy as np
 import pandas as pd
 
 from . import _vertical
-from ._common import PT_STALK_STAMP, Lines, Skips, Source, coerce, empty_frame
+from ._common import PT_STALK_STAMP, Lines, Skips, Source, empty_frame, records_frame
 from .mysql_lock_waits import SCHEMA as _WAITS
 
 KIND = "ptstalk_lock_waits"
@@ -96,24 +95,6 @@ def parse(source: Source, *, host: str | None = None, tz: str = "UTC") -> pd.Dat
         rows.append(row)
         read_rows += 1
     skips.refuse_if_nothing_read(read_rows, lines)
-    df = _frame(rows, host) if rows else empty_frame(SCHEMA)
+    df = records_frame(rows, SCHEMA, host=host, source=SOURCE) if rows else empty_frame(SCHEMA)
     df.attrs["skipped"] = skips
     return df
-
-
-def _frame(rows: list[dict], host: str | None) -> pd.DataFrame:
-    n = len(rows)
-    data: dict[str, object] = {
-        "timestamp": pd.Series(pd.NaT, index=range(n), dtype="datetime64[ns, UTC]"),
-        "host": pd.array([host] * n, dtype="string"),
-        "source": pd.array([SOURCE] * n, dtype="string"),
-    }
-    for col, dtype in SCHEMA.items():
-        if col not in data:
-            values = [r.get(col) for r in rows]
-            data[col] = (
-                np.array([np.nan if v is None else v for v in values], dtype="float64")
-                if dtype == "float64"
-                else pd.array(values, dtype=dtype)
-            )
-    return coerce(pd.DataFrame(data), SCHEMA)
