@@ -5,7 +5,9 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -42,3 +44,13 @@ def lab_password(cfg: Path) -> str:
         if line.startswith("mysql-password="):
             return line.split("=", 1)[1]
     pytest.fail(f"{cfg} has no mysql-password= line (re-run scripts/lab.sh)")
+
+
+def row_by_row(parse: Callable[..., Any], source: object, **kwargs: object) -> Any:
+    """`parse(source, **kwargs)` with the table engine (parsers/_table.py) reading every row one by
+    one (`Table.read_lines`): the oracle its bulk reading must agree with."""
+    from perfkit.parsers import _table
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(_table.Table, "_bulk", lambda *args: None)
+        return parse(source, **kwargs)

@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from perfkit.errors import ParseError
 from perfkit.parsers import iostat
 
-from .conftest import FIXTURES, need_tool
+from .conftest import FIXTURES, need_tool, row_by_row
 
 FIX = FIXTURES / "iostat"
 SEED = FIX / "seed000-sysstat-11.x-fragments.txt"
@@ -369,15 +369,6 @@ def test_chunks_give_the_same_frame_and_the_right_line_numbers(monkeypatch: pyte
     assert info.value.line_no == 34 and "'x.yz'" in info.value.reason
 
 
-def _row_by_row(text: str, tz: str = "UTC") -> pd.DataFrame:
-    """The table engine reading every row one by one (`Table.read_lines`), the oracle of its bulk path."""
-    from perfkit.parsers import _table
-
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(_table.Table, "_bulk", lambda *args: None)
-        return iostat.parse(text, tz=tz)
-
-
 LONG = [
     "sysstat-12.6-x-d-t-iso.txt",
     "sysstat-12.6-x-avg-cpu.txt",
@@ -404,7 +395,7 @@ def test_bulk_reads_as_row_by_row(monkeypatch: pytest.MonkeyPatch) -> None:
     from perfkit.parsers import _chunks, _table
 
     text = _long_capture()
-    expected = _row_by_row(text, "Asia/Shanghai")
+    expected = row_by_row(iostat.parse, text, tz="Asia/Shanghai")
     # small chunks: cuts inside reports, between a stamp and its rows, chunks holding several headers
     monkeypatch.setattr(_table, "CHUNK_ROWS", 7)
     monkeypatch.setattr(_chunks, "_CHUNK_BYTES", 1021)
@@ -429,7 +420,7 @@ def test_bulk_names_a_bad_row_as_row_by_row(monkeypatch: pytest.MonkeyPatch) -> 
     lines[bad] = lines[bad].replace("0.00", "0.0.0", 1)
     text = "\n".join(lines) + "\n"
     with pytest.raises(ParseError) as want:
-        _row_by_row(text)
+        row_by_row(iostat.parse, text)
     monkeypatch.setattr(_table, "CHUNK_ROWS", 7)
     with pytest.raises(ParseError) as got:
         iostat.parse(text)

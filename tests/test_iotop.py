@@ -11,7 +11,7 @@ import pytest
 from perfkit.errors import ParseError
 from perfkit.parsers import iotop
 
-from .conftest import FIXTURES, need_tool
+from .conftest import FIXTURES, need_tool, row_by_row
 
 D = FIXTURES / "iotop"
 
@@ -192,16 +192,6 @@ def _long_capture(iterations: int) -> str:
     return "\n".join(out) + "\n"
 
 
-def _row_by_row(source: object, **kwargs: object) -> pd.DataFrame:
-    """The table engine reading every task row one by one (`Table.read_lines`): the oracle of its bulk
-    reading."""
-    from perfkit.parsers import _table
-
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(_table.Table, "_bulk", lambda *args: None)
-        return iotop.parse(source, **kwargs)
-
-
 def _bulk_spy(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """Small chunks, and each chunk's rows as read in bulk (a count) or not (0)."""
     from perfkit.parsers import _chunks, _table
@@ -223,7 +213,7 @@ def _bulk_spy(monkeypatch: pytest.MonkeyPatch) -> list[int]:
 
 def test_bulk_reads_as_row_by_row(monkeypatch: pytest.MonkeyPatch) -> None:
     text = _long_capture(2000)
-    expected = _row_by_row(text, date="2026-11-22", tz="Asia/Shanghai")
+    expected = row_by_row(iotop.parse, text, date="2026-11-22", tz="Asia/Shanghai")
     batches = _bulk_spy(monkeypatch)
     bulk = iotop.parse(text, date="2026-11-22", tz="Asia/Shanghai")
     assert sum(batches) == len(bulk) and 0 not in batches  # `%` in a COMMAND, uids, ?unavailable?: bulk
@@ -249,7 +239,7 @@ def test_without_t_and_with_a_command_over_lines_bulk_reads_as_row_by_row(
     at = next(k for k, line in enumerate(lines) if k > 2000 and "jbd2" in line)
     lines[at + 1 : at + 1] = ["import os", "    os.sync()", "x = 3 + 4", "5 * 6"]
     text = "\n".join(lines)
-    expected = _row_by_row(text)
+    expected = row_by_row(iotop.parse, text)
     batches = _bulk_spy(monkeypatch)
     bulk = iotop.parse(text)
     pd.testing.assert_frame_equal(bulk, expected)
@@ -266,7 +256,7 @@ def test_bulk_names_a_bad_line_as_row_by_row(monkeypatch: pytest.MonkeyPatch) ->
     lines[5000] = lines[5000].replace(".", ",", 1)
     text = "\n".join(lines)
     with pytest.raises(ParseError) as want:
-        _row_by_row(text)
+        row_by_row(iotop.parse, text)
     _bulk_spy(monkeypatch)
     with pytest.raises(ParseError) as got:
         iotop.parse(text)
@@ -284,7 +274,7 @@ def test_users_printed_as_uids_are_read_in_bulk_as_text(monkeypatch: pytest.Monk
     df = iotop.parse(text)
     assert batches and 0 not in batches
     assert df["user"].tolist() == ["1001", "0007"] * 400 and df["user"].dtype == "string"
-    pd.testing.assert_frame_equal(df, _row_by_row(text))
+    pd.testing.assert_frame_equal(df, row_by_row(iotop.parse, text))
 
 
 def test_a_command_line_with_newlines_belongs_to_its_row() -> None:

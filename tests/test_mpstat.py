@@ -15,7 +15,7 @@ from perfkit.errors import ParseError
 from perfkit.parsers import mpstat
 from perfkit.parsers._common import skips_of
 
-from .conftest import FIXTURES, need_tool
+from .conftest import FIXTURES, need_tool, row_by_row
 
 M = FIXTURES / "mpstat"
 
@@ -188,15 +188,6 @@ def test_real_mpstat_here() -> None:
     assert total.sum(axis=1).between(99, 101).all()  # guest is inside usr; each share is rounded
 
 
-def _line_by_line(text: str, tz: str) -> pd.DataFrame:
-    """The table engine reading every row one by one (`Table.read_lines`), the oracle of its bulk path."""
-    from perfkit.parsers import _table
-
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(_table.Table, "_bulk", lambda *args: None)
-        return mpstat.parse(text, tz=tz)
-
-
 def _long_capture() -> str:
     """Intervals of the real ISO fixture repeated across midnight, with what sends chunks line by
     line: a clock step back, a header without %gnice (an older sysstat), a CPU listed twice."""
@@ -222,7 +213,7 @@ def test_bulk_path_reads_as_the_line_grammar(monkeypatch: pytest.MonkeyPatch) ->
     from perfkit.parsers import _chunks, _table
 
     text = _long_capture()
-    expected = _line_by_line(text, "Europe/Berlin")
+    expected = row_by_row(mpstat.parse, text, tz="Europe/Berlin")
     # small chunks: many cuts at headers, chunks of both plans, runs split across reads
     monkeypatch.setattr(_table, "CHUNK_ROWS", 97)
     monkeypatch.setattr(_chunks, "_CHUNK_BYTES", 4093)
@@ -239,7 +230,7 @@ def test_bulk_path_names_a_cpu_twice_as_the_line_grammar(monkeypatch: pytest.Mon
     from perfkit.parsers import _table
 
     with pytest.raises(ParseError) as want:
-        _line_by_line(text, "UTC")
+        row_by_row(mpstat.parse, text, tz="UTC")
     monkeypatch.setattr(_table, "CHUNK_ROWS", 97)
     with pytest.raises(ParseError) as got:
         mpstat.parse(text)

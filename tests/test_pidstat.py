@@ -15,7 +15,7 @@ from perfkit.errors import ParseError
 from perfkit.parsers import pidstat
 from perfkit.parsers._common import skips_of
 
-from .conftest import FIXTURES, need_tool
+from .conftest import FIXTURES, need_tool, row_by_row
 
 P = FIXTURES / "pidstat"
 OLTP = P / "sysstat-12.6-u-d-w-iso-oltp.txt"
@@ -352,21 +352,12 @@ def _long_capture(intervals: int, threads: bool) -> str:
     return "\n".join(out) + "\n"
 
 
-def _line_by_line(text: str, tz: str) -> pd.DataFrame:
-    """The table engine reading every row one by one (`Table.read_lines`), the oracle of its bulk path."""
-    from perfkit.parsers import _table
-
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(_table.Table, "_bulk", lambda *args: None)
-        return pidstat.parse(text, tz=tz)
-
-
 @pytest.mark.parametrize("threads", [False, True])
 def test_bulk_path_reads_as_the_line_grammar(monkeypatch: pytest.MonkeyPatch, threads: bool) -> None:
     from perfkit.parsers import _chunks, _table
 
     text = _long_capture(900, threads)
-    walk = _line_by_line(text, "Asia/Shanghai")  # the per-row grammar alone
+    walk = row_by_row(pidstat.parse, text, tz="Asia/Shanghai")  # the per-row grammar alone
     # small chunks: intervals and tables cut anywhere, every layout's rows of a chunk read at once
     monkeypatch.setattr(_table, "CHUNK_ROWS", 300)
     monkeypatch.setattr(_chunks, "_CHUNK_BYTES", 4093)

@@ -12,7 +12,7 @@ from perfkit import parsers
 from perfkit.errors import ParseError
 from perfkit.parsers import sar
 
-from .conftest import FIXTURES
+from .conftest import FIXTURES, row_by_row
 
 S = FIXTURES / "sar"
 
@@ -239,15 +239,6 @@ def test_sniff_own_fixtures_and_not_others() -> None:
     assert "sar" in parsers.registry()
 
 
-def _row_by_row(text: str, tz: str) -> pd.DataFrame:
-    """The table engine reading every row one by one (`Table.read_lines`), the oracle of its bulk path."""
-    from perfkit.parsers import _table
-
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(_table.Table, "_bulk", lambda *args: None)
-        return sar.parse(text, tz=tz)
-
-
 @pytest.mark.parametrize(
     "name",
     [
@@ -265,7 +256,7 @@ def test_engine_bulk_reads_as_row_by_row(name: str, monkeypatch: pytest.MonkeyPa
 
     text = (S / name).read_text()
     text += text  # a second capture joined on: a banner mid-file, every table again
-    expected = _row_by_row(text, "Europe/Berlin")
+    expected = row_by_row(sar.parse, text, tz="Europe/Berlin")
     monkeypatch.setattr(_table, "CHUNK_ROWS", 7)  # small chunks: runs and tables cut across reads
     monkeypatch.setattr(_chunks, "_CHUNK_BYTES", 997)
     got = sar.parse(text, tz="Europe/Berlin")

@@ -14,7 +14,7 @@ from perfkit.errors import ParseError
 from perfkit.parsers import _chunks, _table, sniff_kind, vmstat
 from perfkit.parsers._common import Source
 
-from .conftest import FIXTURES, need_tool
+from .conftest import FIXTURES, need_tool, row_by_row
 
 V = FIXTURES / "vmstat"
 
@@ -355,13 +355,6 @@ def _long_capture(rows: int, runs_at: dict[int, str]) -> str:
     return "".join(out)
 
 
-def _row_by_row(text: str) -> pd.DataFrame:
-    """The table engine reading every row one by one (`Table.read_lines`), the oracle of its bulk read."""
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(_table.Table, "_bulk", lambda *args: None)
-        return vmstat.parse(text)
-
-
 def _in_bulk(source: Source) -> pd.DataFrame:
     """The capture read with every run of rows in bulk (a row read one by one fails the test)."""
 
@@ -378,7 +371,7 @@ def test_long_capture_in_many_chunks_bulk_and_row_by_row_agree(
     runs_at: dict[int, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     text = _long_capture(6000, runs_at)
-    expected = _row_by_row(text)
+    expected = row_by_row(vmstat.parse, text)
     # small chunks: header pairs cut at every place, runs split across reads
     monkeypatch.setattr(_table, "CHUNK_ROWS", 97)
     monkeypatch.setattr(_chunks, "_CHUNK_BYTES", 5000)
@@ -430,7 +423,7 @@ def test_random_runs_bulk_and_row_by_row_agree_with_the_rule() -> None:
     rng = random.Random(14)
     for _ in range(150):
         text, starts = _random_runs(rng)
-        walked = _row_by_row(text)
+        walked = row_by_row(vmstat.parse, text)
         pd.testing.assert_frame_equal(_in_bulk(text), walked)
         pd.testing.assert_frame_equal(_in_bulk(io.StringIO(text)), walked)
         assert _boot_rows(walked) == starts
