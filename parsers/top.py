@@ -91,7 +91,6 @@ from ._common import (
     clock_stamps,
     coerce,
     empty_frame,
-    parse_clock,
     source_size,
     text_column,
 )
@@ -143,7 +142,7 @@ _LOCALE = "capture not taken under LC_ALL=C"
 _TOP_ONLY = frozenset({"PR", "VIRT", "RES", "SHR", "TIME+"})
 # Whole lines, read one at a time or all of a kind at once (joined by newlines: a blank is `[^\S\n]`)
 _TOP = re.compile(
-    r"^top - (\d{1,2}:\d{2}:\d{2}) up[^\S\n]+(.+?),[^\S\n]+(\d{1,9}) users?,[^\S\n]+"
+    r"^top - ((\d{1,2}):(\d{2}):(\d{2})) up[^\S\n]+(.+?),[^\S\n]+(\d{1,9}) users?,[^\S\n]+"
     r"load average: (\d+\.\d+), (\d+\.\d+), (\d+\.\d+)[^\S\n]*$",
     re.MULTILINE,
 )
@@ -153,8 +152,17 @@ _TASKS = re.compile(
     re.MULTILINE,
 )
 _TOP_LINE, _TASKS_LINE, _CPU_LINE, _OTHER_LINE, _MEM_LINE = range(5)  # summary lines by how they start
+# how each line starts (`%Cpu0`, `%Node0`: summary lines not read; "": none), one match a line
+_START = re.compile(
+    r"^(top - |Tasks:|Threads:|%Cpu\(s\):|%Cpu|%Node|[KMGTPE]iB (?:Mem|Swap)[^\S\n]*:|).*", re.MULTILINE
+)
+_KINDS = {"top - ": _TOP_LINE, "Tasks:": _TASKS_LINE, "Threads:": _TASKS_LINE, "%Cpu(s):": _CPU_LINE, "": -1}
+_KINDS |= {"%Cpu": _OTHER_LINE, "%Node": _OTHER_LINE}  # any other: `KiB Mem :` ...
 _CPU_PAIR = re.compile(r"(\d+\.\d+)[^\S\n]+(us|sy|ni|id|wa|hi|si|st)\b")  # in one line (or all, joined)
-_MEM = re.compile(r"^([KMGTPE]iB) (Mem|Swap)\s*:(.*)$")
+_CPU_LABELS = ("us", "sy", "ni", "id", "wa", "hi", "si", "st")
+_CPU_USUAL = r"%Cpu\(s\):" + ",".join(rf" *[0-9]+\.[0-9]+ {label}" for label in _CPU_LABELS) + " *"
+_CPU_ALL = re.compile(rf"{_CPU_USUAL}(?:\n{_CPU_USUAL})*+")  # %Cpu(s) lines of the usual form, joined
+_CPU_WORDS = str.maketrans("", "", "%Cpu(s):" + "".join(_CPU_LABELS) + ",")  # all but their numbers
 _MEM_PAIR = re.compile(r"(\d+(?:\.\d+)?)(\+?)\s*(total|free|used|buff/cache|avail Mem)")
 _TO_MIB = {"KiB": 1 / 1024, "MiB": 1.0, "GiB": 1024.0, "TiB": 1024.0**2, "PiB": 1024.0**3, "EiB": 1024.0**4}
 _COMMA_DECIMAL = re.compile(r"\d,\d")
@@ -328,7 +336,9 @@ class _Top:
         """The summary lines among those starting with a letter or `%` (any other is a task row), read
         into the iteration they follow. An unreadable one is held (`pending`) until the rows before it
         are read, so the first bad line of the file is the one named."""
-        kinds = np.array([_summary_kind(text) for text in texts], dtype=np.int8)
+        joined = "\n".join(texts)  # how each line starts: one regex over all (each match a whole line)
+        starts, uniq = pd.factorize(np.array(_START.findall(joined), dtype=object))
+        kinds = np.array([_KINDS.get(start, _MEM_LINE) for start in uniq], dtype=np.int8)[starts]
         if self.pending is None:
             try:
                 self._summaries(line_nos, texts, kinds)
@@ -340,28 +350,24 @@ class _Top:
         """Each kind of summary line of a stretch of the file read at once, its values kept by the line
         of the iteration's `top - ` line (`_records` makes the records)."""
         errors: list[ParseError] = []
-        lines = {kind: line_nos[kinds == kind] for kind in (_TOP_LINE, _TASKS_LINE, _CPU_LINE, _MEM_LINE)}
-        of = {kind: [texts[i] for i in np.flatnonzero(kinds == kind).tolist()] for kind in lines}
-        tops = lines[_TOP_LINE]
-        if len(tops):
-            found = _each(_TOP, tops, of[_TOP_LINE], errors, self._bad, "unreadable `top - ` line")
-            clocks = []
-            for line_no, text, m in zip(tops.tolist(), of[_TOP_LINE], found, strict=False):
-                hms = parse_clock(m[0])
-                if hms is None:
-                    errors.append(self.table.error(line_no, text, f"unreadable clock {m[0]!r}"))
-                    break
-                sod = hms[0] * 3600 + hms[1] * 60 + hms[2]
-                if sod < self._prev_sod:  # the clock went back: midnight passed
-                    self._day += 1
-                self._prev_sod = sod
-                clocks.append(float(sod + 86400 * self._day))
-            tops, found = tops[: len(clocks)], found[: len(clocks)]
-            self._keep(tops, "clock", [m[0] for m in found])
-            self._keep(tops, "up", [m[1] for m in found])
-            self._keep(tops, "users", [int(m[2]) for m in found])
-            for k, key in enumerate(("load_1", "load_5", "load_15"), 3):
-                self._keep(tops, key, [float(m[k]) for m in found])
+        index = {
+            kind: np.flatnonzero(kinds == kind) for kind in (_TOP_LINE, _TASKS_LINE, _CPU_LINE, _MEM_LINE)
+        }
+        of = {kind: [texts[i] for i in at.tolist()] for kind, at in index.items()}  # each kind's lines
+
+        def each(kind: int, rx: re.Pattern[str], what: str) -> list[tuple[str, ...]]:
+            return _each(rx, line_nos[index[kind]], of[kind], errors, self._bad, what)
+
+        if len(index[_TOP_LINE]):
+            found = each(_TOP_LINE, _TOP, "unreadable `top - ` line")
+            values = np.array(found, dtype=object).reshape(-1, 9)
+            clocks = self._clocks(line_nos[index[_TOP_LINE]], of[_TOP_LINE], values, errors)
+            tops, values = line_nos[index[_TOP_LINE]][: len(clocks)], values[: len(clocks)]
+            self._keep(tops, "clock", values[:, 0].tolist())
+            self._keep(tops, "up", values[:, 4].tolist())
+            self._keep(tops, "users", values[:, 5].astype(np.int64).tolist())
+            for k, key in enumerate(("load_1", "load_5", "load_15"), 6):
+                self._keep(tops, key, values[:, k].astype(np.float64).tolist())
             self._keep(tops, "threads_mode", [False] * len(tops))
             self.start_iteration += max(len(self.starts) - 1, 0)
             self.starts = np.concatenate((self.starts[-1:], tops))
@@ -369,29 +375,53 @@ class _Top:
             self.iteration_lines += tops.tolist()
         # the other lines: each in the iteration of the last `top - ` line above it
         for kind in (_TASKS_LINE, _CPU_LINE, _MEM_LINE):
-            at, texts = lines[kind], of[kind]
+            at = line_nos[index[kind]]
             above = np.searchsorted(self.starts, at, side="right") - 1
             if len(at) and above[0] < 0:
                 no_top = "not a top capture (no `top - HH:MM:SS up ...` line first)"
-                errors.append(self.table.error(int(at[0]), texts[0], no_top))
+                errors.append(self.table.error(int(at[0]), of[kind][0], no_top))
                 continue
             owner = self.starts[above]
             if kind == _TASKS_LINE:
-                found = _each(_TASKS, at, texts, errors, self._bad, "unreadable Tasks:/Threads: line")
+                found = each(kind, _TASKS, "unreadable Tasks:/Threads: line")
+                values = np.array(found, dtype=object).reshape(-1, 6)
                 owner = owner[: len(found)]
-                self._keep(owner, "threads_mode", [m[0] == "Threads" for m in found])
+                self._keep(owner, "threads_mode", (values[:, 0] == "Threads").tolist())
                 for k, key in enumerate(_TASK_KEYS, 1):
-                    self._keep(owner, key, [int(m[k]) for m in found])
-            elif kind == _CPU_LINE:
-                self._cpu(owner, at, texts, errors)
+                    self._keep(owner, key, values[:, k].astype(np.int64).tolist())
+                continue
+            if kind == _CPU_LINE:
+                self._cpu(owner, at, of[kind], errors)
             else:
-                self._memory(owner, at, texts, errors)
+                self._memory(owner, at, of[kind], errors)
         if errors:
             raise min(errors, key=lambda exc: exc.line_no)
+
+    def _clocks(
+        self, at: np.ndarray, texts: list[str], found: np.ndarray, errors: list[ParseError]
+    ) -> np.ndarray:
+        """The `top - ` lines' clocks in seconds since the first one's midnight (+86400 each time the
+        clock goes back), up to the first unreadable one (added to `errors`). `found`: `_TOP`'s groups."""
+        hms = found[:, 1:4].astype(np.int64)
+        wrong = (hms[:, 0] > 23) | (hms[:, 1] > 59) | (hms[:, 2] > 60)  # as `parse_clock` reads them
+        if wrong.any():
+            k = int(np.argmax(wrong))
+            errors.append(self.table.error(int(at[k]), texts[k], f"unreadable clock {found[k, 0]!r}"))
+            hms = hms[:k]
+        sod = hms[:, 0] * 3600 + hms[:, 1] * 60 + np.minimum(hms[:, 2], 59)
+        day = self._day + np.cumsum(sod < np.concatenate(([self._prev_sod], sod[:-1])))
+        if len(sod):
+            self._day, self._prev_sod = int(day[-1]), int(sod[-1])
+        return (sod + 86400 * day).astype(np.float64)
 
     def _cpu(self, owner: np.ndarray, at: np.ndarray, texts: list[str], errors: list[ParseError]) -> None:
         """`%Cpu(s):` lines (each second's differs): their `value label` pairs, found in all at once."""
         joined = "\n".join(texts)
+        if _CPU_ALL.fullmatch(joined):  # the usual: all values at once
+            values = np.fromstring(joined.translate(_CPU_WORDS), sep=" ").reshape(-1, len(_CPU_LABELS))
+            for k, label in enumerate(_CPU_LABELS):
+                self._keep(owner, f"cpu_{label}", values[:, k].tolist())
+            return
         if comma := _COMMA_DECIMAL.search(joined):
             k = joined.count("\n", 0, comma.start())
             errors.append(self.table.error(int(at[k]), texts[k], f"decimal comma: {_LOCALE}"))
@@ -600,7 +630,7 @@ class _Top:
         data: dict[str, object] = {
             "timestamp": pd.Series(pd.NaT, index=range(n), dtype="datetime64[ns, UTC]"),
             "host": text_column([host], np.zeros(n, dtype=np.intp)),
-            "iteration": pd.array(iteration, dtype="Int64"),
+            "iteration": _integers(iteration),
             "clock_s": clocks,
         }
         for col, column in zip(_VALUES, values, strict=True):
@@ -609,7 +639,7 @@ class _Top:
             if col in _STRINGS:
                 data[col] = text_column(list(self.texts[col]), column)
             elif col in _INTEGERS:
-                data[col] = pd.array(column, dtype="Int64")  # NaN (a header without it): NA
+                data[col] = _integers(column)  # NaN (a header without it): NA
             else:
                 data[col] = column
         if started_at is not None and not np.isnan(clocks).all():
@@ -619,21 +649,6 @@ class _Top:
         df = coerce(pd.DataFrame(data, copy=False), SCHEMA)
         df.attrs.update(attrs)
         return df
-
-
-def _summary_kind(line: str) -> int:
-    """Which of top's summary lines `line` is, by how it starts (`%Cpu0`, `%Node0`: not read); -1: none."""
-    kind = _STARTS.get(line[:4], -1)  # then the whole of what it starts with
-    if kind == _CPU_LINE:
-        return _CPU_LINE if line.startswith("%Cpu(s):") else _OTHER_LINE
-    if kind == _MEM_LINE:
-        return _MEM_LINE if _MEM.match(line) else -1
-    return kind if kind < 0 or line.startswith(_PREFIXES[kind]) else -1
-
-
-_PREFIXES = {_TOP_LINE: "top - ", _TASKS_LINE: ("Tasks:", "Threads:"), _OTHER_LINE: "%Node"}
-_STARTS = {"top ": _TOP_LINE, "Task": _TASKS_LINE, "Thre": _TASKS_LINE}
-_STARTS |= {"%Cpu": _CPU_LINE, "%Nod": _OTHER_LINE} | {f"{unit}iB ": _MEM_LINE for unit in "KMGTPE"}
 
 
 def _each(
@@ -652,6 +667,13 @@ def _each(
     k = next(k for k, text in enumerate(texts) if not rx.match(text))
     errors.append(bad(int(at[k]), texts[k], what))
     return found[:k]
+
+
+def _integers(values: np.ndarray) -> pd.arrays.IntegerArray:
+    """Integers held as float64 (exact: below 1e10) as Int64, NaN as NA: the masked array built at once
+    (`pd.array` checks each value is whole, a tenth of the frame's time)."""
+    missing = np.isnan(values)
+    return pd.arrays.IntegerArray(np.where(missing, 0, values).astype(np.int64), missing)
 
 
 def _shown(value: float) -> str:

@@ -65,6 +65,21 @@ def test_threads_summary() -> None:
     assert first["swap_total_mib"] == 0.0 and first["mem_avail_mib"] == 23592.1
 
 
+def test_summary_lines_of_another_form_read_among_the_usual() -> None:
+    # each kind of summary line is read for all of a stretch at once: one %Cpu(s) line of another form
+    # (fewer pairs, another order) is read by its pairs, the others as usual; a bad clock names its line
+    lines = THREADS.read_text().splitlines(keepends=True)
+    lines[16] = "%Cpu(s):  1.3 sy, 98.7 us,  0.0 id\n"  # line 17, iteration 1
+    s = top.parse("".join(lines)).attrs["summaries"]
+    assert (s[1]["cpu_us"], s[1]["cpu_sy"], s[1]["cpu_id"]) == (98.7, 1.3, 0.0)
+    assert math.isnan(s[1]["cpu_st"]) and math.isnan(s[1]["cpu_wa"])
+    assert (s[0]["cpu_id"], s[2]["cpu_us"], s[2]["cpu_st"]) == (100.0, 98.0, 0.0)
+    lines[28] = lines[28].replace("07:20:03", "24:00:03")  # line 29
+    with pytest.raises(ParseError, match="unreadable clock '24:00:03'") as info:
+        top.parse("".join(lines))
+    assert info.value.line_no == 29
+
+
 def test_processes_capture_is_tasks_mode() -> None:
     df = top.parse(P / "procps-4.0.2-w512.txt")
     assert df.attrs["summaries"][0]["threads_mode"] is False
