@@ -162,7 +162,7 @@ _CPU_PAIR = re.compile(r"(\d+\.\d+)[^\S\n]+(us|sy|ni|id|wa|hi|si|st)\b")  # in o
 _CPU_LABELS = ("us", "sy", "ni", "id", "wa", "hi", "si", "st")
 _CPU_USUAL = r"%Cpu\(s\):" + ",".join(rf" *[0-9]+\.[0-9]+ {label}" for label in _CPU_LABELS) + " *"
 _CPU_ALL = re.compile(rf"{_CPU_USUAL}(?:\n{_CPU_USUAL})*+")  # %Cpu(s) lines of the usual form, joined
-_CPU_WORDS = str.maketrans("", "", "%Cpu(s):" + "".join(_CPU_LABELS) + ",")  # all but their numbers
+_CPU_WORDS = ("%Cpu(s):" + "".join(_CPU_LABELS) + ",").encode()  # all but their numbers
 _MEM_PAIR = re.compile(r"(\d+(?:\.\d+)?)(\+?)\s*(total|free|used|buff/cache|avail Mem)")
 _TO_MIB = {"KiB": 1 / 1024, "MiB": 1.0, "GiB": 1024.0, "TiB": 1024.0**2, "PiB": 1024.0**3, "EiB": 1024.0**4}
 _COMMA_DECIMAL = re.compile(r"\d,\d")
@@ -418,7 +418,8 @@ class _Top:
         """`%Cpu(s):` lines (each second's differs): their `value label` pairs, found in all at once."""
         joined = "\n".join(texts)
         if _CPU_ALL.fullmatch(joined):  # the usual: all values at once
-            values = np.fromstring(joined.translate(_CPU_WORDS), sep=" ").reshape(-1, len(_CPU_LABELS))
+            numbers = np.fromstring(joined.encode().translate(None, _CPU_WORDS), sep=" ")
+            values = numbers.reshape(-1, len(_CPU_LABELS))
             for k, label in enumerate(_CPU_LABELS):
                 self._keep(owner, f"cpu_{label}", values[:, k].tolist())
             return
