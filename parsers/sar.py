@@ -83,8 +83,8 @@ from __future__ import annotations
 
 import re
 from array import array
+from collections.abc import Callable
 from dataclasses import dataclass, replace
-from datetime import datetime, timedelta
 
 import numpy as np
 import pandas as pd
@@ -93,10 +93,9 @@ import pyarrow as pa
 from perfkit.errors import ParseError
 
 from . import _common
-from ._chunks import ByteScan, Interned, Rows
+from ._chunks import Interned
 from ._sysstat import Sysstat, record_value, utc
 from ._table import ROW, STRUCTURE, Block, Layout, Skip, Table
-from ._table import _read_fields as _read_fields  # parsers/sadf.py imports it from here
 
 KIND = "sar"
 
@@ -422,38 +421,11 @@ class _Sar(Sysstat):
         host = self.host_name()
         hosts = np.full(len(block), -1 if host is None else self.store.hosts.code(host), dtype=np.int64)
         for plan in block.layout.key:
-            names, codes = self.instances(block, plan)
+            names, codes = _instances(block, plan, self.error)
             self.day, self.prev_sod = self.tracks.get(plan.table, (0, None))
             stamps, keys = self.stamp_rows(block.line_nos, sods)
             self.tracks[plan.table] = (self.day, self.prev_sod)
-            twice, state = self.store.repeats(plan.table, keys, codes, names)
-            if twice is not None:
-                raise self.error(
-                    int(block.line_nos[twice]),
-                    block.text(twice),
-                    f"{_TABLES[plan.table].name} {names[codes[twice]]!r} listed twice in one interval",
-                )
-            self.store.interval[plan.table] = state
-            cols: list[np.ndarray | None] = [None] * len(_table_columns(_TABLES[plan.table]))
-            for i, j, factor in plan.fields:
-                cols[j] = block.fields[i] * factor if factor != 1.0 else block.fields[i]
-            instances = self.store.codes(self.store.instances, names.tolist(), codes)
-            self.store.extend(plan.table, stamps, hosts, instances, cols)
-
-    def instances(self, block: Block, plan: _Plan) -> tuple[np.ndarray, np.ndarray]:
-        """(the distinct instances of the rows, each row's index into them); one its table cannot
-        have (a CPU neither `all` nor a number) is a ParseError at its first row."""
-        if plan.instance is None:
-            return np.array([""], dtype=object), np.zeros(len(block), dtype=np.int64)
-        column = block.fields[plan.instance]
-        names = np.array(column.categories.tolist(), dtype=object)
-        codes = np.asarray(column.codes, dtype=np.int64)
-        bad = [k for k, name in enumerate(names.tolist()) if _check_instance(plan.table, name)]
-        if bad:
-            row = int(np.flatnonzero(np.isin(codes, bad))[0])
-            why = _check_instance(plan.table, names[codes[row]])
-            raise self.error(int(block.line_nos[row]), block.text(row), str(why))
-        return names, codes
+            self.store.take(block, plan, keys, (stamps, hosts, names, codes), self.error, "in one interval")
 
     def read_averages(self) -> None:
         """The `Average:` rows held, read under their table's layout, kept as records."""
@@ -463,7 +435,7 @@ class _Sar(Sysstat):
         assert layout is not None
         block = self.table.read_lines(held, replace(layout, labels=(1,)))
         block.data = "\n".join(text for _, text in held).encode()
-        tables = [(plan, *self.instances(block, plan)) for plan in layout.key]
+        tables = [(plan, *_instances(block, plan, self.error)) for plan in layout.key]
         for k in range(len(block)):
             for plan, names, codes in tables:
                 row = [float("nan")] * len(_table_columns(_TABLES[plan.table]))
@@ -531,16 +503,6 @@ def _classify(names: list[str]) -> tuple[list[_Plan], list[str], str | None]:
     return plans, unknown, None
 
 
-class _Pending:
-    """Rows of one table added one at a time by `feed`, not yet part of a segment."""
-
-    def __init__(self, width: int) -> None:
-        self.stamps = array("q")
-        self.hosts = array("q")
-        self.instances = array("q")
-        self.values = [array("d") for _ in range(width)]
-
-
 @dataclass(frozen=True)
 class _Segment:
     """Consecutive rows of one table: UTC ns, codes into `_Store.hosts` / `_Store.instances`, values."""
@@ -548,7 +510,7 @@ class _Segment:
     stamps: np.ndarray
     hosts: np.ndarray
     instances: np.ndarray
-    values: list[pa.ChunkedArray | np.ndarray | None]  # per table column; None: the header lacks it
+    values: list[np.ndarray | None]  # per table column; None: the header lacks it
 
 
 class _Store:
@@ -562,35 +524,30 @@ class _Store:
         self.hosts = Interned()
         self.instances = Interned()
         self.segments: list[list[_Segment]] = [[] for _ in _TABLES]
-        self.pending = [_Pending(len(_table_columns(t))) for t in _TABLES]
         self.interval: list[tuple[object, set[str]]] = [(None, set()) for _ in _TABLES]
 
-    def row_values(self, plan: _Plan, read: object) -> list[float]:
-        """The table's values in column order; `read(field_index)` gives one value."""
-        row = [float("nan")] * len(_table_columns(_TABLES[plan.table]))
+    def take(
+        self,
+        block: Block,
+        plan: _Plan,
+        keys: np.ndarray,
+        rows: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray],
+        error: Callable[[int, str, str], ParseError],
+        when: str,
+    ) -> None:
+        """Store one table's rows of a block (`plan`): `rows` are their UTC ns, host codes, distinct
+        instances and each row's index into them; `keys` their intervals. An instance listed twice in
+        one interval is a ParseError (`error`) at its row: "listed twice `when`"."""
+        stamps, hosts, names, codes = rows
+        twice, state = self.repeats(plan.table, keys, codes, names)
+        if twice is not None:
+            why = f"{_TABLES[plan.table].name} {names[codes[twice]]!r} listed twice {when}"
+            raise error(int(block.line_nos[twice]), block.text(twice), why)
+        self.interval[plan.table] = state
+        cols: list[np.ndarray | None] = [None] * len(_table_columns(_TABLES[plan.table]))
         for i, j, factor in plan.fields:
-            v = read(i)  # type: ignore[operator]
-            row[j] = v * factor if factor != 1.0 else v
-        return row
-
-    def is_new(self, t_no: int, key: object, instance: str) -> bool:
-        """False if `instance` was already listed in this table for the interval `key`."""
-        at, seen = self.interval[t_no]
-        if key != at:
-            seen = set()
-            self.interval[t_no] = (key, seen)
-        if instance in seen:
-            return False
-        seen.add(instance)
-        return True
-
-    def add(self, t_no: int, ns: int, host: str | None, instance: str, row: list[float]) -> None:
-        rows = self.pending[t_no]
-        rows.stamps.append(ns)
-        rows.hosts.append(-1 if host is None else self.hosts.code(host))
-        rows.instances.append(self.instances.code(instance))
-        for col, v in zip(rows.values, row, strict=True):
-            col.append(v)
+            cols[j] = block.fields[i] * factor if factor != 1.0 else block.fields[i]
+        self.extend(plan.table, stamps, hosts, self.codes(self.instances, names.tolist(), codes), cols)
 
     def extend(
         self,
@@ -600,8 +557,7 @@ class _Store:
         instances: np.ndarray,
         cols: list[np.ndarray | None],
     ) -> None:
-        """Append a chunk of rows of one table at once (the chunked path's `add`); codes from `codes()`."""
-        self._seal(t_no)
+        """Append rows of one table; codes from `codes()`."""
         self.segments[t_no].append(_Segment(stamps, hosts, instances, cols))
 
     @staticmethod
@@ -610,32 +566,11 @@ class _Store:
         known = np.array([-1 if name is None else table.code(name) for name in names], dtype=np.int64)
         return known[index]
 
-    def _seal(self, t_no: int) -> None:
-        rows = self.pending[t_no]
-        if not rows.stamps:
-            return
-        self.segments[t_no].append(
-            _Segment(
-                np.frombuffer(rows.stamps, dtype=np.int64),
-                np.frombuffer(rows.hosts, dtype=np.int64),
-                np.frombuffer(rows.instances, dtype=np.int64),
-                [np.frombuffer(col, dtype=np.float64) for col in rows.values],
-            )
-        )
-        self.pending[t_no] = _Pending(len(rows.values))
-
-    def new_rows(
-        self, t_no: int, keys: np.ndarray, codes: np.ndarray, names: np.ndarray
-    ) -> tuple[object, set[str]] | None:
-        """`repeats` for a chunk that is read whole or not at all: None if an instance repeats."""
-        twice, state = self.repeats(t_no, keys, codes, names)
-        return None if twice is not None else state
-
     def repeats(
         self, t_no: int, keys: np.ndarray, codes: np.ndarray, names: np.ndarray
     ) -> tuple[int | None, tuple[object, set[str]]]:
-        """`is_new` over rows: (the first row whose instance its interval listed before, or None; the
-        table's interval state after the rows).
+        """(the first row whose instance its interval listed before, or None; the table's interval state
+        after the rows): `interval` holds each table's (last interval key, instances listed in it).
 
         `keys` are the rows' interval keys, `codes` index `names` (the instances). Nothing changes here:
         the caller commits the returned state once the rows are known to be good.
@@ -657,8 +592,6 @@ class _Store:
 
     def frame(self) -> pd.DataFrame:
         """One frame, tables in _TABLES order; each column built once (no per-table frames to concat)."""
-        for t_no in range(len(_TABLES)):
-            self._seal(t_no)
         counts = [sum(len(s.stamps) for s in segments) for segments in self.segments]
         n = sum(counts)
         if n == 0:
@@ -683,9 +616,8 @@ class _Store:
                         values[at : at + len(s.stamps)] = np.nan
                         at += len(s.stamps)
                         continue
-                    for piece in _arrays(s.values[j]):
-                        values[at : at + len(piece)] = piece
-                        at += len(piece)
+                    values[at : at + len(s.stamps)] = s.values[j]
+                    at += len(s.stamps)
                 metrics[col] = values
             start = end
         data: dict[str, object] = {
@@ -701,11 +633,6 @@ class _Store:
         if {c: str(t) for c, t in frame.dtypes.items()} != SCHEMA:  # safety net; copies the frame
             frame = _common.coerce(frame, SCHEMA)
         return frame
-
-
-def _arrays(column: pa.ChunkedArray | np.ndarray) -> list[np.ndarray]:
-    """A stored column as numpy arrays, without copying: Arrow's chunks, or the array itself."""
-    return [chunk.to_numpy() for chunk in column.chunks] if isinstance(column, pa.ChunkedArray) else [column]
 
 
 def _text_runs(texts: list[str], codes: np.ndarray) -> pd.api.extensions.ExtensionArray:
@@ -736,21 +663,31 @@ def _record(host: str | None, t_no: int, instance: str, row: list[float]) -> dic
 
 
 _FEW_RUNS = 64  # a string column with more runs of one text than this is built row by row
-_SMALL_RUN = 48  # fewer rows than this go through the per-line code: a chunk costs more than it saves
 
 
-def _wall_utc(midnight: datetime, seconds: np.ndarray, tz: str) -> np.ndarray:
-    """UTC ns of wall-clock times `seconds` after `midnight` in `tz`, as `_common.to_utc` gives them.
-
-    pandas localises every time the zone maps to one instant; a time skipped or repeated at a DST
-    change goes through `to_utc` (whose fold rule pandas does not have).
-    """
-    naive = np.datetime64(midnight, "ns").astype(np.int64) + seconds * 1_000_000_000
-    local = pd.DatetimeIndex(naive.view("M8[ns]")).tz_localize(tz, ambiguous="NaT", nonexistent="NaT")
-    ns = local.asi8.copy()
-    for k in np.flatnonzero(local.isna()).tolist():
-        ns[k] = _common.to_utc(midnight + timedelta(seconds=int(seconds[k])), tz).value
-    return ns
+def _instances(
+    block: Block,
+    plan: _Plan,
+    error: Callable[[int, str, str], ParseError],
+    alias: dict[str, str] | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """(the distinct instances of a block's rows of one table, each row's index into them), `alias`
+    renaming some (sadf's CPU `-1` is `all`); one its table cannot have (a CPU neither `all` nor a
+    number) is a ParseError (`error`) at its first row."""
+    if plan.instance is None:
+        return np.array([""], dtype=object), np.zeros(len(block), dtype=np.int64)
+    column = block.fields[plan.instance]
+    names = np.array(column.categories.tolist(), dtype=object)
+    codes = np.asarray(column.codes, dtype=np.int64)
+    if alias and any(name in alias for name in names.tolist()):
+        merged, uniq = pd.factorize(np.array([alias.get(n, n) for n in names.tolist()], dtype=object))
+        names, codes = np.asarray(uniq, dtype=object), merged[codes]  # one instance however printed
+    bad = [k for k, name in enumerate(names.tolist()) if _check_instance(plan.table, name)]
+    if bad:
+        row = int(np.flatnonzero(np.isin(codes, bad))[0])
+        why = _check_instance(plan.table, names[codes[row]])
+        raise error(int(block.line_nos[row]), block.text(row), str(why))
+    return names, codes
 
 
 def _check_instance(t_no: int, instance: str) -> str | None:
@@ -758,61 +695,3 @@ def _check_instance(t_no: int, instance: str) -> str | None:
     if _TABLES[t_no].name == "cpu" and not _CPU_ID.match(instance):
         return f"CPU {instance!r} is neither `all` nor a number"
     return None
-
-
-# ---------------------------------------------------------------- sar text
-
-
-class _Chunked(Sysstat):
-    """parsers/sadf.py's line walk (sar reads on the engine): `feed` for structure, chunks of plain rows.
-
-    `MARKS` find the structure lines (`_chunks.ByteScan`); the runs of lines between them are rows.
-    Subclasses say when a table is open for the chunked lane and read a run in `chunk` (False:
-    nothing changed, the rows go through `feed` one by one).
-    """
-
-    MARKS: tuple[re.Pattern[bytes], ...] = ()
-
-    def table_open(self) -> bool:
-        raise NotImplementedError
-
-    def chunk(self, data: bytes, first: int, count: int) -> bool:
-        raise NotImplementedError
-
-    def walk(self) -> None:
-        """`_common.feed_lines`, but runs of rows go to `chunk` as bytes (the last line, cut, is dropped)."""
-        scan = ByteScan(self.source, self.kind, self.MARKS)  # a read that fails is its ParseError
-        self.lines = scan.lines
-        for item in scan:
-            if isinstance(item, Rows):
-                self.rows(item.data, item.first_no, item.count)
-            else:
-                self.feed(*item, scan.lines)
-        if scan.cut is not None:
-            self.cut_last(*scan.cut, scan.lines)
-
-    def rows(self, data: bytes, first: int, count: int) -> None:
-        """A run of rows: as one chunk if plain, else halved until the irregular ones go through `feed`.
-
-        Rows before a table is open (a header at the run's start) go through `feed` first. A header,
-        restart or comment among the rows costs a few halvings, not the whole run line by line.
-        Halves go in file order, so state, notes and the first error stay the per-line ones.
-        """
-        pos = 0
-        while count and not self.table_open():
-            end = data.index(b"\n", pos)
-            self.feed(first, data[pos:end].decode("utf-8", "replace"), self.lines)
-            pos, first, count = end + 1, first + 1, count - 1
-        if pos:
-            data = data[pos:]
-        if count >= _SMALL_RUN and self.chunk(data, first, count):
-            return
-        if count >= 2 * _SMALL_RUN:
-            cut = data.index(b"\n", len(data) // 2) + 1
-            head = data.count(b"\n", 0, cut)
-            if head < count:
-                self.rows(data[:cut], first, head)
-                self.rows(data[cut:], first + head, count - head)
-                return
-        for k, line in enumerate(data.decode("utf-8", "replace").split("\n")[:-1]):
-            self.feed(first + k, line, self.lines)

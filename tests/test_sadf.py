@@ -15,7 +15,7 @@ import pytest
 from perfkit.errors import ParseError
 from perfkit.parsers import sadf, sar
 
-from .conftest import FIXTURES, need_tool
+from .conftest import FIXTURES, need_tool, row_by_row
 
 D = FIXTURES / "sadf"
 
@@ -195,3 +195,40 @@ def test_sniff_own_fixtures_and_not_others() -> None:
     for path in sorted(FIXTURES.glob("*/*.txt")):
         text = path.read_text(encoding="utf-8", errors="replace")
         assert sadf.sniff(text) == (path.parent.name == "sadf"), path
+
+
+_ZONES = {"Europe_Berlin": "Europe/Berlin", "New_York": "America/New_York", "-T-tz": "America/New_York"}
+
+
+@pytest.mark.parametrize("path", sorted(D.glob("*.txt")), ids=lambda p: p.name)
+def test_engine_bulk_reads_as_row_by_row(path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from perfkit.parsers import _chunks, _table
+
+    tz = next((zone for key, zone in _ZONES.items() if key in path.name), "UTC")
+    tz = "Europe/Berlin" if "-t-tz" in path.name else tz
+    text = path.read_text()
+    expected = row_by_row(sadf.parse, text, tz=tz)
+    read = []
+    bulk = _table.Table._bulk
+    monkeypatch.setattr(_table.Table, "_bulk", lambda *a: read.append(bulk(*a)) or read[-1])
+    monkeypatch.setattr(_table, "CHUNK_ROWS", 7)  # small chunks: runs and tables cut across reads
+    monkeypatch.setattr(_chunks, "_CHUNK_BYTES", 997)
+    got = sadf.parse(text, tz=tz)
+    pd.testing.assert_frame_equal(got, expected)
+    for key in ("intervals_s", "restarts", "comments", "notes", "skipped_tables", "unknown_columns"):
+        assert got.attrs[key] == expected.attrs[key], key
+    assert got.attrs["skipped"].count == expected.attrs["skipped"].count
+    assert any(block is not None for block in read)  # the `;` rows were read in bulk, not one by one
+
+
+@pytest.mark.parametrize("value", ["1e5", " 5.00", "5.00 ", ".5", "5.", "inf", "", '"5"'])
+def test_number_outside_the_grammar_names_its_line(value: str) -> None:
+    # forms Arrow's reader takes (or trims) and the grammar `[-+]?\d+([.,]\d+)?` refuses: the bulk
+    # read must fall back to the rows, which name the line
+    rows = [
+        f"vm;1;2026-11-23 07:{47 + s // 60}:{s % 60:02d} UTC;5;114;0.50;0.94;1.48;1\n" for s in range(100)
+    ]
+    rows[60] = rows[60].replace(";0.94;", f";{value};")
+    with pytest.raises(ParseError) as info:
+        sadf.parse(QUEUE_HEAD + "".join(rows))
+    assert info.value.line_no == 62 and "not a number" in str(info.value)
