@@ -179,20 +179,17 @@ class HostConnections:
 def load_runs(ds: Dataset) -> list[LoadRun]:
     """Every load run the manifest records with its start and end, in time order."""
     runs = []
-    for rec in (ds.manifest or {}).get("captures", []):
+    for path, rec in ds.records.items():
         span = load_span(rec)
-        if rec.get("kind") not in LOAD_KINDS or span is None:
+        if rec.kind not in LOAD_KINDS or span is None:
             continue
-        threads = rec.get("threads")
-        if isinstance(threads, bool) or not isinstance(threads, int | float):
-            threads = None
         runs.append(
             LoadRun(
-                name=str(rec.get("step") or rec.get("path")),
-                threads=None if threads is None else int(threads),
-                source=str(rec.get("path")),
-                status=str(rec.get("status") or "ok"),
-                reason=str(rec.get("reason") or ""),
+                name=rec.step or path,
+                threads=rec.threads,
+                source=path,
+                status=rec.status,
+                reason=rec.reason,
                 start=span[0],
                 end=span[1],
             )

@@ -48,10 +48,10 @@ def steps_by_name(ds: Dataset, sweep: Any) -> dict[str, Any]:
     `step`), else the `load/<step>/` directory of the step's source file."""
     if sweep is None:
         return {}
-    records = {r.get("path"): r for r in (ds.manifest or {}).get("captures", [])}
     out: dict[str, Any] = {}
     for step in sweep.steps:
-        name = (records.get(step.source) or {}).get("step")
+        rec = ds.records.get(step.source)
+        name = rec.step if rec else None
         if not name:
             m = re.search(r"(?:^|/)load/([^/]+)/", step.source or "")
             name = m.group(1) if m else None

@@ -255,8 +255,7 @@ def status_windows(ds: Dataset, sweep: Any, rule: str) -> dict[str, HostStatus] 
         return Skipped(rule, NO_SAMPLER)
     if sweep is None:
         return _capture_windows(series) or Skipped(rule, NO_LOAD)
-    records = {r.get("path"): r for r in (ds.manifest or {}).get("captures", [])}
-    windows = [(s, load_window(records.get(s.source))) for s in sweep.steps]
+    windows = [(s, load_window(ds.records.get(s.source))) for s in sweep.steps]
     windows = [(s, w) for s, w in windows if w is not None]
     if not windows:
         return Skipped(rule, "no step has its load run's start and end in a perfkit run manifest")
@@ -492,7 +491,7 @@ def lock_contention(ds: Dataset, sweep: Any | None, th: dict[str, dict[str, Any]
     if isinstance(found, Skipped) and not sessions:
         return found
     knee = getattr(sweep, "knee_threads", None)
-    records = {r.get("path"): r for r in (ds.manifest or {}).get("captures", [])}
+    records = ds.records
     out = []
     for host, steps in ({} if isinstance(found, Skipped) else found).items():
         hits = [

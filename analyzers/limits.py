@@ -155,10 +155,6 @@ def _per_step(
     return [{k: s.get(k) for k in keys} | {"threads": threads.get(s["step"] or "")} for s in steps]
 
 
-def _records(ds: Dataset) -> dict[str, dict]:
-    return {r.get("path"): r for r in (ds.manifest or {}).get("captures", []) if isinstance(r, dict)}
-
-
 def _stamp(value: Any) -> pd.Timestamp | None:
     try:
         ts = pd.Timestamp(value)
@@ -169,15 +165,13 @@ def _stamp(value: Any) -> pd.Timestamp | None:
     return ts.tz_localize("UTC") if ts.tzinfo is None else ts
 
 
-def _load_windows(
-    ds: Dataset, records: dict[str, dict]
-) -> dict[str | None, tuple[pd.Timestamp, pd.Timestamp]]:
+def _load_windows(ds: Dataset) -> dict[str | None, tuple[pd.Timestamp, pd.Timestamp]]:
     """step -> its load run's (started_at, ended_at), from the load output's manifest record."""
     out = {}
     for kind in LOAD_KINDS:
         for cap in ds.of(kind):
-            rec = records.get(cap.path) or {}
-            a, b = _stamp(rec.get("started_at")), _stamp(rec.get("ended_at"))
+            rec = ds.records.get(cap.path)
+            a, b = (_stamp(rec.started_at), _stamp(rec.ended_at)) if rec else (None, None)
             if cap.step is not None and a is not None and b is not None and b > a:
                 out.setdefault(cap.step, (a, b))
     return out
@@ -190,8 +184,7 @@ def snapshots(ds: Dataset) -> list[_Snap]:
     the later snapshot. Times: the manifest's millisecond `started_at` of both, else the snapshots'
     own epoch seconds.
     """
-    records = _records(ds)
-    loads = _load_windows(ds, records)
+    loads = _load_windows(ds)
     groups: dict[tuple[str | None, str | None], list[Capture]] = {}
     for cap in ds.of("cgroup"):
         if len(cap.frame):
@@ -200,10 +193,10 @@ def snapshots(ds: Dataset) -> list[_Snap]:
     for (host, step), caps in groups.items():
         timed = []
         for cap in caps:
-            rec = records.get(cap.path) or {}
+            rec = ds.records.get(cap.path)
             own = cap.frame["timestamp"].dropna()
-            at = _stamp(rec.get("started_at")) or (own.iloc[0] if len(own) else None)
-            phase = {"start": 0, "end": 2}.get(str(rec.get("phase")), 1)
+            at = (_stamp(rec.started_at) if rec else None) or (own.iloc[0] if len(own) else None)
+            phase = {"start": 0, "end": 2}.get(rec.phase if rec else "", 1)
             timed.append((phase, at if at is not None else pd.Timestamp.min.tz_localize("UTC"), cap, at))
         timed.sort(key=lambda t: (t[0], t[1]))
         (_, _, first, t0), (_, _, last, t1) = timed[0], timed[-1]

@@ -297,7 +297,7 @@ def tcp_windows(ds: Dataset, sweep: Any) -> list[TcpWindow]:
     """Every host's TCP counter windows, in host, threads and time order: per capture, its step's load
     window when the sweep has that step, else the capture's whole span. A host and step with an nstat
     or netstat -s capture does not read sar's beside it (the same kernel counters)."""
-    records = {r.get("path"): r for r in (ds.manifest or {}).get("captures", []) if isinstance(r, dict)}
+    records = ds.records
     steps = {}
     for s in getattr(sweep, "steps", None) or []:
         parts = str(s.source).split("/")

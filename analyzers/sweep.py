@@ -20,6 +20,7 @@ import pandas as pd
 from perfkit.config import Thresholds
 from perfkit.dataset import Dataset
 from perfkit.findings import Finding, Skipped, count
+from perfkit.manifest import Record
 
 from . import usl as usl_model
 
@@ -148,7 +149,7 @@ def model(ds: Dataset, th: Thresholds) -> tuple[Sweep | None, list[Excluded]]:
     excluded: list[Excluded] = []
     tool = ""
     manifest = ds.manifest or {}
-    records = {r.get("path"): r for r in manifest.get("captures", [])}
+    records = ds.records
     swept = isinstance(manifest.get("sweep"), dict)  # made by `perfkit run`: every step is recorded
     for kind, name in (("sysbench", "sysbench"), ("goycsb", "go-ycsb"), ("gotpc", "go-tpc")):
         for cap in ds.of(kind):
@@ -157,9 +158,9 @@ def model(ds: Dataset, th: Thresholds) -> tuple[Sweep | None, list[Excluded]]:
             if swept and rec is None:
                 excluded.append(Excluded(cap.path, None, "unlisted", UNLISTED))
                 continue
-            for frame, run in _LOAD_ADAPTERS[kind](cap.frame, rec or {}, cap.path):
-                threads = _threads_of(run, rec or {}, cap.path)
-                why = _unusable(run, rec or {}, threads)
+            for frame, run in _LOAD_ADAPTERS[kind](cap.frame, rec, cap.path):
+                threads = _threads_of(run, rec, cap.path)
+                why = _unusable(run, rec, threads)
                 step = None if why else _load_step(cap.path, frame, {**run, "threads": threads}, th)
                 if step is None:
                     status, reason = why or ("failed", _no_figures(run))
@@ -205,12 +206,11 @@ def model(ds: Dataset, th: Thresholds) -> tuple[Sweep | None, list[Excluded]]:
     return sweep, excluded
 
 
-def _unusable(run: dict, record: dict, threads: int | None) -> tuple[str, str] | None:
+def _unusable(run: dict, record: Record | None, threads: int | None) -> tuple[str, str] | None:
     """(status, reason) when a run must stay out of the model, from perfkit's record or the output."""
-    status = record.get("status")
-    if status not in (None, "ok"):
-        return str(status), str(record.get("reason") or "recorded as such by perfkit run")
-    if record.get("timed_out"):
+    if record is not None and record.status != "ok":
+        return record.status, record.reason or "recorded as such by perfkit run"
+    if record is not None and record.timed_out:
         return "failed", "the load generator did not exit in time"
     if run.get("fatal") and not run.get("summary"):
         return "failed", str(run["fatal"])
@@ -223,15 +223,15 @@ def _no_figures(run: dict) -> str:
     return "no throughput reported" + (f" ({run['fatal']})" if run.get("fatal") else "")
 
 
-def load_span(rec: dict | None) -> tuple[pd.Timestamp, pd.Timestamp] | None:
+def load_span(rec: Record | None) -> tuple[pd.Timestamp, pd.Timestamp] | None:
     """A load run's whole span, connecting and leaving included: its manifest record's `started_at` to
     `ended_at`, or None without those times (a foreign archive)."""
-    if not rec or not rec.get("started_at") or not rec.get("ended_at"):
+    if rec is None or not rec.started_at or not rec.ended_at:
         return None
-    return pd.Timestamp(rec["started_at"]), pd.Timestamp(rec["ended_at"])
+    return pd.Timestamp(rec.started_at), pd.Timestamp(rec.ended_at)
 
 
-def load_window(rec: dict | None) -> tuple[pd.Timestamp, pd.Timestamp] | None:
+def load_window(rec: Record | None) -> tuple[pd.Timestamp, pd.Timestamp] | None:
     """The part of a step's load run the DB sampler's series is read over: `load_span` less its first
     second and last half second (threads connecting and leaving), or None without the times."""
     span = load_span(rec)
@@ -240,7 +240,7 @@ def load_window(rec: dict | None) -> tuple[pd.Timestamp, pd.Timestamp] | None:
     return span[0] + pd.Timedelta(seconds=1), span[1] - pd.Timedelta(seconds=0.5)
 
 
-def _server_side(ds: Dataset, steps: list[Step], records: dict[str, dict]) -> None:
+def _server_side(ds: Dataset, steps: list[Step], records: dict[str, Record]) -> None:
     """Each step's server QPS and server RT from the DB sampler, over the step's load window (its
     first second and last half second left out: threads connecting and leaving)."""
     status = [c.frame for c in ds.of("mysql_status") if len(c.frame)]
@@ -270,23 +270,27 @@ def _server_side(ds: Dataset, steps: list[Step], records: dict[str, dict]) -> No
 _INTERVAL_COLUMNS = ["run", "time_s", "threads", "tps", "qps", "lat_ms", "lat_pct", "errors_s"]
 
 
-def _sysbench_runs(frame: pd.DataFrame, record: dict, path: str) -> Iterator[tuple[pd.DataFrame, dict]]:
+def _sysbench_runs(
+    frame: pd.DataFrame, record: Record | None, path: str
+) -> Iterator[tuple[pd.DataFrame, dict]]:
     # sysbench's rows are its intervals already; _load_step picks each run's own
     for run in frame.attrs.get("runs", []):
         yield frame, run
 
 
-def _threads_of(run: dict, record: dict, path: str) -> int | None:
+def _threads_of(run: dict, record: Record | None, path: str) -> int | None:
     """The run's thread count: printed by the tool, else from perfkit's manifest, else the step dir."""
     if run.get("threads"):
         return int(run["threads"])
-    if record.get("threads"):
-        return int(record["threads"])
+    if record is not None and record.threads:
+        return record.threads
     m = re.search(r"(?:^|/)t(\d{2,})(?:/|$)", path)
     return int(m.group(1)) if m else None
 
 
-def _goycsb_runs(frame: pd.DataFrame, record: dict, path: str) -> Iterator[tuple[pd.DataFrame, dict]]:
+def _goycsb_runs(
+    frame: pd.DataFrame, record: Record | None, path: str
+) -> Iterator[tuple[pd.DataFrame, dict]]:
     """go-ycsb's periodic lines are cumulative: per-interval OPS come from the count deltas (the
     parser's interval_ops_s); its percentiles are cumulative too, so intervals carry no latency."""
     for run in frame.attrs.get("runs", []):
@@ -312,7 +316,7 @@ def _goycsb_runs(frame: pd.DataFrame, record: dict, path: str) -> Iterator[tuple
         )
 
 
-def _gotpc_runs(frame: pd.DataFrame, record: dict, path: str) -> Iterator[tuple[pd.DataFrame, dict]]:
+def _gotpc_runs(frame: pd.DataFrame, record: Record | None, path: str) -> Iterator[tuple[pd.DataFrame, dict]]:
     """go-tpc's `[Current]` lines are per interval (Takes(s) is the interval's length); the old layout's
     periodic lines are cumulative (interval_count holds the deltas). Latency per interval: NEW_ORDER's
     p95, the transaction tpmC counts."""
@@ -796,7 +800,7 @@ def underdriven(ds: Dataset, sweep: Sweep | None, th: Thresholds) -> list[Findin
                 ],
             )
         )
-    records = {r.get("path"): r for r in (ds.manifest or {}).get("captures", [])}
+    records = ds.records
     status = [c.frame for c in ds.of("mysql_status") if len(c.frame)]
     server = pd.concat(status, ignore_index=True) if status else None
     for s in sweep.steps:
@@ -813,7 +817,7 @@ def _thirds_change(x: pd.Series) -> tuple[float, float, float]:
     return first, last, (1 - last / first) * 100 if first else float("nan")
 
 
-def _server_rt_in_step(server: pd.DataFrame | None, rec: dict | None, th: Thresholds) -> pd.Series | None:
+def _server_rt_in_step(server: pd.DataFrame | None, rec: Record | None, th: Thresholds) -> pd.Series | None:
     """The DB sampler's per-second server RT over the step's load window (connect and exit seconds
     and the same warm-up share as the client's intervals left out), or None without enough samples."""
     window = load_window(rec)
@@ -827,7 +831,9 @@ def _server_rt_in_step(server: pd.DataFrame | None, rec: dict | None, th: Thresh
     return rt if len(rt) >= th["load.underdriven"]["min_intervals"] else None
 
 
-def _fall_together(s: Step, server: pd.DataFrame | None, rec: dict | None, th: Thresholds) -> Finding | None:
+def _fall_together(
+    s: Step, server: pd.DataFrame | None, rec: Record | None, th: Thresholds
+) -> Finding | None:
     """Inside one step, TPS falling with the RT of the system falling too: the load stopped arriving.
 
     The system's RT is the database's own (DB sampler) when there is one, else the client's. The

@@ -15,62 +15,20 @@ import copy
 import dataclasses
 import resource
 import threading
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from perfkit import __version__
 from perfkit.archive import MANIFEST_VERSION
+from perfkit.manifest import HostOutcome, Record
 
 if TYPE_CHECKING:
     from perfkit.transport import HostSpec
 
     from .session import Options
 
-# The environment every capture runs in (`_shell.wrap` exports it), as its record says.
-ENV = {"LC_ALL": "C", "S_TIME_FORMAT": "ISO"}
 SAMPLER_ID = "psutil"
-
-
-@dataclass
-class Record:
-    """One capture's manifest record (design.md's fields, plus status and reason)."""
-
-    id: str
-    host: str
-    kind: str
-    command: str
-    path: str
-    phase: str
-    step: str | None = None
-    started_at: str | None = None
-    ended_at: str | None = None
-    exit_code: int | None = None
-    timed_out: bool = False
-    truncated: bool = False
-    bytes: int = 0
-    sha256: str | None = None
-    stderr_path: str | None = None
-    clock_offset_s: float | None = None
-    tool_version: str | None = None
-    env: dict[str, str] = field(default_factory=lambda: dict(ENV))
-    status: str = "pending"  # ok | unavailable | failed | lost | timed_out | skipped
-    reason: str = ""
-    redacted: bool = False  # a secret's exact value was masked in the output (design.md)
-
-
-@dataclass
-class HostOutcome:
-    host: str
-    status: str = "ok"  # ok | partial | failed | interrupted
-    reason: str = ""
-    captures: int = 0
-    bytes: int = 0
-    # capture process groups killed by the sweeps: an earlier run's orphans at the start, this run's
-    # stragglers (a capture whose channel timed out) at the end
-    leftovers_killed: dict[str, int] = field(default_factory=lambda: {"start": 0, "end": 0})
-    perfkit_cpu_pct: float | None = None  # perfkit's own CPU share during the window (local host only)
-    perfkit_rss_kb: int | None = None
 
 
 class Stop(threading.Event):
@@ -220,7 +178,7 @@ def manifest(
     stop: Stop,
     aborted: bool = False,
     roles: dict[str, tuple[str, ...]] | None = None,
-    extra_records: list[dict] | None = None,
+    extra_records: list[dict] | None = None,  # written elsewhere (the sweep's, the profiles'): as Records
 ) -> dict[str, Any]:
     """The archive's manifest (format v1, design.md) from the records and outcomes of a run."""
     states = [o.status for o in outcomes.values()]
@@ -269,5 +227,15 @@ def manifest(
                 (o.perfkit_cpu_pct for o in outcomes.values() if o.perfkit_cpu_pct is not None), None
             ),
         },
-        "captures": [asdict(r) for rs in records.values() for r in rs] + list(extra_records or []),
+        "captures": [r.to_dict() for rs in records.values() for r in rs]
+        + [_as_record(r).to_dict() for r in extra_records or []],
     }
+
+
+def _as_record(fields: dict[str, Any]) -> Record:
+    """A record another writer built as fields, through the one type (a field it does not know is a
+    bug here, never dropped from the manifest)."""
+    unknown = set(fields) - _RECORD_FIELDS
+    if unknown:
+        raise TypeError(f"not a record field: {', '.join(sorted(unknown))}")
+    return Record.from_dict(fields)

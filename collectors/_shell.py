@@ -17,9 +17,10 @@ import time
 import uuid
 
 from perfkit.errors import CommandTimeout
+from perfkit.manifest import ENV
 from perfkit.transport import LOST, Job, Transport
 
-from ._records import ENV, now
+from ._records import now
 
 SNAPSHOT_TIMEOUT_S = 30
 KILL_AFTER_S = 5

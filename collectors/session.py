@@ -32,12 +32,13 @@ from typing import Any
 
 from perfkit.archive import MANIFEST, PACKED_SUFFIXES, check_new_output, pack
 from perfkit.errors import ConfigError, PerfkitError
+from perfkit.manifest import ENV, HostOutcome, Record
 from perfkit.transport import HostSpec, Transport, connect
 
 from . import captures, pprof
 from ._host import MAX_CHANNELS, Gate, host_main
 from ._preflight import FREE_FLOOR_BYTES, FREE_FLOOR_PCT
-from ._records import ENV, SAMPLER_ID, HostOutcome, Ledger, Record, Stop, host_dir
+from ._records import SAMPLER_ID, Ledger, Stop, host_dir
 from ._records import manifest as _manifest
 from ._records import now as _now
 from ._shell import (

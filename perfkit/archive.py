@@ -43,6 +43,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from perfkit.errors import ArchiveError, PerfkitError, UnsafeArchive
+from perfkit.manifest import Record
 
 MANIFEST_VERSION = 1
 MANIFEST = "manifest.json"
@@ -111,14 +112,20 @@ class Archive:
     problems: list[dict[str, str]]
 
     @property
-    def records(self) -> dict[str, dict[str, Any]]:
+    def records(self) -> dict[str, Record]:
         """The manifest's capture records, keyed by the relative path of the file each describes."""
-        out: dict[str, dict[str, Any]] = {}
-        for i, rec in enumerate((self.manifest or {}).get("captures", [])):
-            rel = _record_path(rec, i, self.name)
-            if rel is not None:
-                out[rel] = rec
-        return out
+        return records_by_path(self.manifest, self.name)
+
+
+def records_by_path(manifest: dict[str, Any] | None, name: str) -> dict[str, Record]:
+    """A manifest's capture records, typed, keyed by the relative path of the file each describes
+    (its `path`, else `hosts/<host>/<id>.out`); `name` is the archive's, for an error."""
+    out: dict[str, Record] = {}
+    for i, rec in enumerate((manifest or {}).get("captures", [])):
+        rel = _record_path(rec, i, name) if isinstance(rec, dict) else None
+        if rel is not None:
+            out[rel] = Record.from_dict(rec)
+    return out
 
 
 @contextmanager

@@ -14,8 +14,9 @@ from pathlib import Path
 import pandas as pd
 
 from perfkit import parsers, ptstalk
-from perfkit.archive import Archive
+from perfkit.archive import Archive, records_by_path
 from perfkit.errors import ParseError
+from perfkit.manifest import Record
 from perfkit.parsers._common import ParseContext, Skips, head, skips_of
 
 # Kinds perfkit records on purpose without parsing them, and why.
@@ -54,6 +55,15 @@ class Dataset:
     captures: list[Capture] = field(default_factory=list)
     unparsed: list[dict[str, str]] = field(default_factory=list)
     problems: list[dict[str, str]] = field(default_factory=list)
+    _records: tuple[dict | None, dict[str, Record]] | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def records(self) -> dict[str, Record]:
+        """The manifest's capture records by the path of the file each describes (empty for a foreign
+        archive): the one place rules read a capture's record from. Made once per manifest."""
+        if self._records is None or self._records[0] is not self.manifest:
+            self._records = (self.manifest, records_by_path(self.manifest, self.source))
+        return self._records[1]
 
     def of(self, kind: str) -> list[Capture]:
         """Every capture of one kind, in archive order."""
@@ -104,11 +114,10 @@ class Dataset:
         model left out, failed or interrupted, keeps its thread count). Empty for a foreign archive,
         whose captures have no step."""
         out: dict[str, int] = {}
-        manifest = self.manifest or {}
-        for rec in manifest.get("captures") or []:
-            if isinstance(rec, dict) and rec.get("step") and rec.get("threads"):
-                out.setdefault(str(rec["step"]), int(rec["threads"]))
-        sweep = manifest.get("sweep")
+        for rec in self.records.values():
+            if rec.step and rec.threads:
+                out.setdefault(rec.step, rec.threads)
+        sweep = (self.manifest or {}).get("sweep")
         for st in (sweep.get("steps") or []) if isinstance(sweep, dict) else []:
             if isinstance(st, dict) and st.get("name") and st.get("threads"):
                 out[str(st["name"])] = int(st["threads"])
@@ -144,25 +153,23 @@ def load_dataset(archive: Archive, *, tz: str = "UTC") -> Dataset:
     """
     ds = Dataset(source=archive.name, manifest=archive.manifest, problems=list(archive.problems))
     records = archive.records
-    stderr_of = {r["stderr_path"]: p for p, r in records.items() if r.get("stderr_path")}
+    stderr_of = {r.stderr_path: p for p, r in records.items() if r.stderr_path}
     stalk = ptstalk.collection([f for f in archive.files if f not in records], archive.root, tz)
     for rel in archive.files:
         rec = records.get(rel)
         path = archive.root / rel
         if rel in stderr_of:
             continue  # a capture's stderr: described by that capture's record
-        if rec is not None and rec.get("status") not in (None, "ok") and not rec.get("bytes"):
-            ds.unparsed.append(
-                {"path": rel, "reason": f"not collected: {rec.get('reason') or rec.get('status')}"}
-            )
+        if rec is not None and rec.status != "ok" and not rec.bytes:
+            ds.unparsed.append({"path": rel, "reason": f"not collected: {rec.reason or rec.status}"})
             continue
         if rec is not None:
-            kind = rec.get("kind")
+            kind = rec.kind
             if kind not in parsers.registry():
                 reason = KEPT_UNPARSED.get(kind, f"no parser for kind {kind!r}")
                 ds.unparsed.append({"path": rel, "reason": reason})
                 continue
-            host, step, file_tz = rec.get("host"), rec.get("step"), rec.get("tz", tz)
+            host, step, file_tz = rec.host or None, rec.step, rec.tz or tz
         elif rel in stalk and (stalk[rel].kind or stalk[rel].reason):
             kind, host, step, file_tz = stalk[rel].kind, stalk[rel].host, stalk[rel].prefix, tz
             if kind is None:
@@ -177,9 +184,7 @@ def load_dataset(archive: Archive, *, tz: str = "UTC") -> Dataset:
             if rel in stalk:  # a pt-stalk file of a kind it does not name: sniffed, kept in its window
                 host, step = stalk[rel].host, stalk[rel].prefix
         # when the capture started (its record's, its pt-stalk sample's): dates a time-of-day capture
-        started = (
-            rec.get("started_at") if rec is not None else stalk[rel].started_at if rel in stalk else None
-        )
+        started = rec.started_at if rec is not None else stalk[rel].started_at if rel in stalk else None
         context = ParseContext(host, file_tz, pd.Timestamp(started) if started else None)
         try:
             frame = parsers.parse(kind, path, context)

@@ -36,6 +36,7 @@ import pandas as pd
 
 from perfkit.dataset import Capture, Dataset
 from perfkit.findings import count
+from perfkit.manifest import Record
 
 IDLE_IOPS = 1.0  # mean r/s + w/s below this: the device did no work worth a row
 IDLE_KB_S = 1.0  # mean rx + tx kB/s below this: an unused interface
@@ -477,15 +478,15 @@ def timeline(ds: Dataset, sweep: Any | None) -> Timeline:
     A load interval's time is its record's `started_at` plus the tool's elapsed `time_s`. Captures
     without timestamps (a foreign archive's sysbench logs, top without a date) are left out.
     """
-    records = {r.get("path"): r for r in (ds.manifest or {}).get("captures") or []}
+    records = ds.records
     load_parts, spans = [], []
     for s in getattr(sweep, "steps", None) or []:
-        rec = records.get(s.source) or {}
+        rec = records.get(s.source)
         iv = s.all_intervals
-        if not rec.get("started_at"):
+        if rec is None or not rec.started_at:
             continue
-        start = pd.Timestamp(rec["started_at"]) - pd.Timedelta(seconds=float(rec.get("clock_offset_s") or 0))
-        end = pd.Timestamp(rec["ended_at"]) if rec.get("ended_at") else None
+        start = pd.Timestamp(rec.started_at) - pd.Timedelta(seconds=rec.clock_offset_s or 0)
+        end = pd.Timestamp(rec.ended_at) if rec.ended_at else None
         if iv is not None and not iv.empty:
             t = start + pd.to_timedelta(iv["time_s"].astype(float).to_numpy(), unit="s")
             load_parts.append(
@@ -501,7 +502,7 @@ def timeline(ds: Dataset, sweep: Any | None) -> Timeline:
             )
             end = end or t.max()
         if end is not None:
-            spans.append(StepSpan(name=rec.get("step") or s.source, threads=s.threads, start=start, end=end))
+            spans.append(StepSpan(name=rec.step or s.source, threads=s.threads, start=start, end=end))
     if not spans:
         spans = _manifest_spans(ds)
     load = pd.concat(load_parts, ignore_index=True) if load_parts else pd.DataFrame(columns=_LOAD_COLUMNS)
@@ -525,7 +526,7 @@ def _manifest_spans(ds: Dataset) -> list[StepSpan]:
     return out
 
 
-def _host_series(ds: Dataset, records: dict[str, dict]) -> pd.DataFrame:
+def _host_series(ds: Dataset, records: dict[str, Record]) -> pd.DataFrame:
     """CPU busy % per host (one source per host, the best the host has) and %util per busy disk."""
     cpu_rank = {"mpstat": 0, "vmstat": 1, "sadf": 2, "sar": 3, "psutil": 4}
     best_cpu: dict[str | None, int] = {}
@@ -542,7 +543,8 @@ def _host_series(ds: Dataset, records: dict[str, dict]) -> pd.DataFrame:
     for cap in ds.captures:
         if not _has_times(cap):
             continue
-        offset = pd.Timedelta(seconds=float((records.get(cap.path) or {}).get("clock_offset_s") or 0))
+        rec = records.get(cap.path)
+        offset = pd.Timedelta(seconds=(rec.clock_offset_s if rec else None) or 0)
         host = cap.host or "?"
         f = cap.frame
         if cap.kind in cpu_rank and cpu_rank[cap.kind] == best_cpu.get(cap.host):

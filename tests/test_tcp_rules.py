@@ -41,8 +41,11 @@ def nstat(path, host: str = "db1", step: str | None = None) -> Capture:
 
 
 def dataset(*caps: Capture, steps: dict[str, int] | None = None) -> Dataset:
-    manifest = {"captures": [{"step": s, "threads": n} for s, n in (steps or {}).items()]} if steps else None
-    return Dataset("test", manifest, list(caps))
+    """The captures, and for `steps` each step's record as `perfkit run` writes it (its threads)."""
+    records = [
+        {"path": c.path, "step": c.step, "threads": steps[c.step]} for c in caps if c.step in (steps or {})
+    ]
+    return Dataset("test", {"captures": records} if steps else None, list(caps))
 
 
 def with_sysctl(ds: Dataset, host: str = "db1") -> Dataset:
