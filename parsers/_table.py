@@ -2,25 +2,46 @@
 
 A format states what is its own and nothing else:
 
-- which lines are data rows (`row_bytes`: the bytes a row starts with) and which words mark a header
-  line (`header_words`: `CPU` for mpstat);
+- which lines are data rows (`row_bytes`: the bytes a row starts with; or `structure_bytes`: the bytes
+  the other lines start with, when rows start with almost anything, as iostat's device names do) and
+  which words mark a header line (`header_words`: `CPU` for mpstat);
+- optionally aside lines (`aside_bytes`: the bytes they start with, among a row's): lines among the
+  rows that are none, too many to cut the runs of rows at (iostat's `-t` stamp and `avg-cpu:` block
+  each report). They are taken out of the runs in bulk and handed to `aside(line_nos, texts)`, which
+  returns which of them are indeed no rows, before the rows of the same stretch of the file: a
+  format ties rows to them by line number. `aside_words` (bytes) find more of them by their text
+  instead: the lines holding one (iotop's `-t` Total lines, which start like its rows);
+- optionally `header_marks` instead of `header_words`: byte regexes marking header lines, the header's
+  text taken from the match's group 1 (else its start) on. They are searched with what precedes the
+  run: a line end, and a blank line when the line before the run was blank (a file starts as after
+  one), so `rb"\\n\\n\\S+ +(\\S)"` marks every line after a blank line (sar's headers);
 - `layout(line_no, text)`: how the rows under a header read (a `Layout`: how many label tokens lead
   a row, then each field's kind), or `Skip(reason)` for a table it does not read, or `ROW` when the
-  line only looks like a header;
+  line only looks like a header, or `STRUCTURE` when it is a structure line that starts like a row
+  (sar's `LINUX RESTART`): it goes to `structure()`, the rows around it go on under their layout;
+- a line that only leads the header below it (vmstat's `procs ---` above its column names): `layout()`
+  answers `LEAD`, and it is taken out of the rows like a repeated header;
 - `structure(line_no, text)`: any other line (a banner, an `Average:` row, a foreign line);
 - `rows(block)`: a run of rows under one layout, as typed columns (`Block`);
 - optionally `Table.odd_row`: the tokens of a row whose field count is not the layout's, when the
-  format knows that form (mpstat -T's `all` row without its topology fields).
+  format knows that form (mpstat -T's `all` row without its topology fields); `Table.foreign`: a
+  line among the rows that does not read, taken by the format as none (iotop's command lines with
+  newlines); `first_layout`: the layout of rows before any header (iotop prints its header once).
 
 The engine does the rest, once for every format: it cuts a capture into runs of rows and structure
 lines (`_chunks.ByteScan`, numpy over multi-MB blocks), takes blank lines and repeated headers out of
 the runs in bulk (a header whose text from its first marker word on was seen before keeps its layout
 without a call to the format: sysstat repeats it each interval), and reads each run of rows by the
-layout. That reading is the one grammar of a row: tokens split at blanks, label tokens kept as text,
-`t` fields as text, `f` fields as numbers `[-+]?\\d+([.,]\\d+)?` in the file's decimal mark, `i` fields as
-integers. It is carried out in bulk by pandas' C reader when the bytes of the run prove the reader
-would give exactly that (`_bulk`), else row by row (`_walk`), which also names a bad line; both are
-this module's, so no format holds its grammar twice.
+layout (the rows of one layout together, even where tables of several layouts alternate: one Block
+per layout per chunk, `Block.headers` telling each row's table). That reading is the one grammar of a
+row: tokens split at blanks, label tokens kept as text, `t` fields as text, `f` fields as numbers
+`[-+]?\\d+([.,]\\d+)?` in the file's decimal mark, `i` fields as integers, `I` integers or `-` (NaN),
+`d` fields of a fixed shape (`Layout.shapes`: a stamp's `####-##-##`) as the integers of their digits,
+with `Layout.rest` the last field the rest of the line verbatim and with `Layout.gap` one token standing
+for missing fields. It is carried out in bulk by pandas' C reader when the bytes of the run prove the
+reader would give exactly that (`_bulk`), else row by row (`read_lines`), which also names a bad line;
+both are this module's, so no format holds its grammar twice.
+`Layout.sep` splits rows at another character instead of blanks (sadf -d's `;`).
 """
 
 from __future__ import annotations
@@ -28,12 +49,14 @@ from __future__ import annotations
 import io
 import re
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.csv as pa_csv
 
 from perfkit.errors import ParseError
 
@@ -41,29 +64,67 @@ from ._chunks import ByteScan, Rows
 from ._common import Lines, Skips, Source
 
 CHUNK_ROWS = 65536  # rows read at once: bounds memory, amortises each pandas call
+# and bytes, unless a format bounds them lower (`Format.chunk_bytes`: vmstat's few wide rows per header
+# read as fast in 1 MB, in a third of the memory; mpstat's headers every few rows cost a call per chunk)
+CHUNK_BYTES = 1 << 23
 _LOCALE_HINT = "capture not taken under LC_ALL=C"
-_POINT = re.compile(r"^[-+]?\d+(?:\.\d+)?$")
-_COMMA = re.compile(r"^[-+]?\d+(?:,\d+)?$")
-_INT = re.compile(r"^[-+]?\d+$")
+_POINT = re.compile(r"^[-+]?\d+(?:\.\d+)?$", re.ASCII)  # ASCII: `\d` alone takes `٣`, which int() reads as 3
+_COMMA = re.compile(r"^[-+]?\d+(?:,\d+)?$", re.ASCII)
+_INT = re.compile(r"^[-+]?\d+$", re.ASCII)
 _INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
+# `integer()` and `Numbers.number()` in either decimal mark, for bytes (`_few_numbers`)
+_NUMBER_FORMS = {
+    "i": re.compile(rb"[-+]?[0-9]+"),
+    ".": re.compile(rb"[-+]?[0-9]+(?:\.[0-9]+)?"),
+    ",": re.compile(rb"[-+]?[0-9]+(?:,[0-9]+)?"),
+}
+_NAN = float("nan")
+_SLICE = 1 << 18  # bytes per numpy pass in `_bare_marks`
+_STAND_IN = b"\x01"  # `Layout.gap`'s text fields in bulk: a byte no capture prints
+_REST_MARK = b"\x02"  # where a row's tokens before its `Layout.rest` field end, in bulk: likewise
+# the blanks `str.split` splits at besides the space (and the line end): pandas keeps them in a value
+_BLANK = re.compile(
+    rb"[\t\x0b\x0c\r\x1c-\x1f]|\xc2[\x85\xa0]|\xe1\x9a\x80|\xe2\x80[\x80-\x8a\xa8\xa9\xaf]|\xe2\x81\x9f|\xe3\x80\x80"
+)
 # The bytes a run may hold outside its text fields for pandas to read it: digits, blanks, signs,
 # decimal marks, the `:` of clocks, AM/PM and non-ASCII (zh_CN clocks). Any other byte could make a
 # token pandas reads as a number and the grammar refuses (`1e5`, `inf`, `+5`).
 _PLAIN = b"0123456789 .,:-\nAMP" + bytes(range(0x80, 0x100))
+_NOT_NUMERAL = np.ones(256, dtype=bool)  # `_fixed`: the bytes of its number fields but decimal marks
+_NOT_NUMERAL[list(b"0123456789-; \n")] = False
 
 
 @dataclass(frozen=True)
 class Layout:
     """How the rows under one header read: `labels` tokens lead each row (the time: 1, or 2 with
-    AM/PM; 0 for none), then one token per field of `kinds` — `t` text, `f` number, `i` integer.
+    AM/PM; 0 for none), then one token per field of `kinds` — `t` text, `f` number, `i` integer,
+    `I` integer or `-` (sysstat's placeholder, e.g. pidstat's TID of a process row), as float64: NaN
+    for `-`, exact below 2**53, any size (the format judges it).
 
     `labels` may allow several counts: a row's count is its tokens minus `len(kinds)`. `key` is the
-    format's own (which table, which columns), handed back with each block.
+    format's own (which table, which columns), handed back with each block. `rest`: the last field
+    (text) takes the rest of the row verbatim, blanks inside and after it kept (pidstat's command
+    line); a row's label count is then the first of `labels` under which its fields read.
+
+    `gap`: `(token, field, count)`: a row may print `token` in place of the `count` fields from
+    `field` on (iotop's `?unavailable?` for `SWAPIN % IO %`); they read as missing (NaN, text NA),
+    so no `i` field among them, and at least one `t` field for the bulk reader to tell them by.
+
+    `shapes`: one per `d` field, in order: a token of that shape (`####-##-##`: `#` an ASCII digit, any
+    other character as printed), read as the integer of its digits (vmstat's stamp: 20261122 and
+    134700); the format takes them apart. Read in bulk when they end every row, one blank apart.
+
+    `sep`: the fields are split at this character instead of blanks (`str.split(sep)`: blanks kept
+    inside a field, an empty field is one; sadf -d's `;`); with it no `rest`, `gap` or `shapes`.
     """
 
     kinds: str
     labels: tuple[int, ...] = (1,)
     key: object = None
+    rest: bool = False
+    gap: tuple[str, int, int] | None = None
+    shapes: tuple[str, ...] = ()
+    sep: str | None = None
 
     @property
     def text_fields(self) -> list[int]:
@@ -78,25 +139,38 @@ class Skip:
 
 
 ROW = Skip("")  # `layout()`'s answer for a line that holds a header word but is a data row
+STRUCTURE = Skip("\n")  # `layout()`'s answer for a line among the rows that is none: to `structure()`
+# `layout()`'s answer for a line above a header that only leads it (vmstat's `procs ---` group line):
+# taken out of the rows like a repeated header, nothing else (no segment cut, no `structure()` call)
+LEAD = Skip("\n\n")
 
 
 @dataclass
 class Block:
     """Rows under one layout: `label` (the label tokens joined by a blank) and text fields as
-    Categoricals, numbers as float64, integers as int64; `line_nos` each row's line number."""
+    Categoricals, numbers as float64, integers as int64; `line_nos` each row's line number, `headers`
+    the line number of the header each row is under (a block may hold the rows of several tables of
+    one layout: `Table._deliver`)."""
 
     layout: Layout
     header_line_no: int
     line_nos: np.ndarray
     label: pd.Categorical | None
     fields: list[pd.Categorical | np.ndarray]
+    data: bytes = b""  # the rows as read, for `text()`
+    headers: np.ndarray | None = None
 
     def __len__(self) -> int:
         return len(self.line_nos)
 
+    def text(self, row: int) -> str:
+        """The line of row `row` as printed (for an error naming it); "" when the block has no bytes."""
+        lines = self.data.split(b"\n")
+        return lines[row].decode("utf-8", "replace") if row < len(lines) else ""
+
 
 class Format(Protocol):
-    row_bytes: bytes
+    row_bytes: bytes  # or `structure_bytes`; and `aside_bytes` with `aside()` (module docstring)
     header_words: Sequence[bytes]
 
     def layout(self, line_no: int, text: str) -> Layout | Skip: ...
@@ -104,6 +178,9 @@ class Format(Protocol):
     def structure(self, line_no: int, text: str) -> None: ...
 
     def rows(self, block: Block) -> None: ...
+
+    # optional: `chunk_end()`, called once the blocks of one stretch of rows are handed over (one per
+    # layout, in order of their first rows): a format that merges its tables (pidstat) does it there
 
 
 class Numbers:
@@ -151,6 +228,46 @@ class Numbers:
         return "." if point or self.decimal is None else self.decimal
 
 
+def _whole(token: str) -> float:
+    """An `I` field's integer as float64, whatever its size (exact below 2**53)."""
+    if not _INT.match(token):
+        raise ValueError(f"not an integer: {token!r}")
+    return float(int(token))
+
+
+def _shaped(token: str, shape: str) -> int:
+    """A `d` field (`Layout.shapes`) as the integer of its digits; ValueError (its reason) otherwise."""
+    if len(token) != len(shape) or not all(
+        ("0" <= c <= "9") if s == "#" else c == s for c, s in zip(token, shape, strict=True)
+    ):
+        raise ValueError(f"{token!r} is no {shape} (# a digit)")
+    return int("".join(c for c, s in zip(token, shape, strict=True) if s == "#"))
+
+
+def _shaped_tail(data: bytes, layout: Layout) -> bytes | None:
+    """`data` without the non-digits of its `d` fields, when those fields end every row in their shapes,
+    one blank apart and after one (` 2026-11-22 13:47:00`): numpy on the rows' last bytes, and no such
+    byte elsewhere; pandas then reads them as integers. None otherwise (the rows go one by one)."""
+    width = len(layout.kinds) - layout.kinds.find("d")
+    if "d" * width != layout.kinds[-width:] or len(layout.shapes) != width:
+        return None
+    tail = (" " + " ".join(layout.shapes) + "\n").encode()
+    buf = np.frombuffer(data, dtype=np.uint8)
+    ends = np.flatnonzero(buf == 10)
+    if not len(ends) or (np.diff(ends, prepend=-1) <= len(tail)).any():  # a token before the tail too
+        return None
+    rows = buf[ends[:, None] + np.arange(1 - len(tail), 1)]
+    shape = np.frombuffer(tail, dtype=np.uint8)
+    digit = shape == ord("#")
+    if not ((rows[:, ~digit] == shape[~digit]).all() and ((rows[:, digit] - ord("0")) <= 9).all()):
+        return None
+    marks = bytes(sorted(set(tail) - set(b"# \n")))
+    digits = data.translate(None, marks)
+    if len(data) - len(digits) != len(ends) * len(tail.translate(None, b"# \n")):  # one elsewhere: `-5`
+        return None
+    return digits
+
+
 def integer(token: str) -> int:
     """An integer as printed; ValueError (its reason) on anything else or past int64."""
     if not _INT.match(token):
@@ -174,25 +291,54 @@ class Table:
         self.lines = Lines(source, kind)
         self.cut: tuple[int, str] | None = None
         self._layouts: dict[bytes, Layout | Skip] = {}
-        self._current: Layout | Skip | None = None
+        # rows before any header: the format's `first_layout` if it has one (iotop -q prints its header
+        # once, seed 000's excerpt none), else each goes to `structure()`
+        self._current: Layout | Skip | None = getattr(fmt, "first_layout", None)
         self._header_line_no = 0
         self._pending: list[Rows] = []
-        self._pending_rows = 0
-        self._marks = [re.compile(re.escape(w)) for w in fmt.header_words]
+        self._pending_rows = self._pending_bytes = 0
+        self._chunk_bytes = min(CHUNK_BYTES, getattr(fmt, "chunk_bytes", CHUNK_BYTES))
+        words = [re.compile(re.escape(w)) for w in fmt.header_words]
+        self._marks = list(getattr(fmt, "header_marks", ())) or words
+        self._after_blank = True  # whether the line before the next run or structure line is blank
+        self._aside_first = np.zeros(256, dtype=bool)
+        self._aside_first[np.frombuffer(getattr(fmt, "aside_bytes", b""), dtype=np.uint8)] = True
+        self._aside_words: Sequence[bytes] = getattr(fmt, "aside_words", ())
         self.odd_row: Callable[[int, str, list[str], Layout], list[str] | None] | None = None
+        # a line among the rows that reads under no label count: True when the format takes it as none
+        # of its rows (iotop: the next line of a command line with newlines), else it is a bad row
+        self.foreign: Callable[[int, str], bool] | None = None
+        # the chunk `_flush` reads: its bytes and lines, the rows' segments (lines, layout) not read yet,
+        # its header lines and the header line in force before it (`_deliver`)
+        self._chunk: tuple[bytes, np.ndarray, np.ndarray, np.ndarray, int] = (b"", *[np.empty(0)] * 3, 0)
+        self._segments: list[tuple[int, int, Layout | Skip | None]] = []
+        self._interned: dict[Layout | Skip, Layout | Skip] = {}
+        self._taken: list[int] = []
+        self._head0 = 0
+        self._run_ends: tuple[bytes, np.ndarray] = (b"", np.empty(0))  # `_deliver`'s run, its line ends
 
     def error(self, line_no: int, line: str, reason: str) -> ParseError:
         return self.lines.error(line_no, line, reason)
 
+    @property
+    def current(self) -> Layout | Skip | None:
+        """The layout rows are read by at this point of the file (None before any header)."""
+        return self._current
+
     def run(self) -> None:
-        scan = ByteScan(self.source, self.kind, row_bytes=self.fmt.row_bytes)
+        row_bytes = getattr(self.fmt, "row_bytes", None)
+        if row_bytes is None:  # every byte but the structure lines' first bytes
+            row_bytes = bytes(sorted(set(range(256)) - set(self.fmt.structure_bytes)))
+        scan = ByteScan(self.source, self.kind, row_bytes=row_bytes)
         self.lines = scan.lines
         for item in scan:
             if isinstance(item, Rows):
-                self._pending.append(item)
-                self._pending_rows += item.count
-                if self._pending_rows >= CHUNK_ROWS:
-                    self._flush()
+                for part in _parts(item, self._chunk_bytes):
+                    self._pending.append(part)
+                    self._pending_rows += part.count
+                    self._pending_bytes += len(part.data)
+                    if self._pending_rows >= CHUNK_ROWS or self._pending_bytes >= self._chunk_bytes:
+                        self._flush()
             else:
                 self._flush()
                 self._line(*item)
@@ -200,18 +346,30 @@ class Table:
         self.cut = scan.cut
 
     def _line(self, line_no: int, text: str) -> None:
-        """A structure line: a header if it holds a header word and the format says so."""
-        if any(w.decode() in text for w in self.fmt.header_words):
+        """A structure line: a header if a header mark finds it and the format says so."""
+        line = (b"\n\n" if self._after_blank else b"\n") + text.encode() + b"\n"
+        self._after_blank = not text.strip()
+        if any(rx.search(line) for rx in self._marks):
             found = self.fmt.layout(line_no, text)
-            if found is not ROW:
+            if found is LEAD:
+                return
+            if found is not ROW and found is not STRUCTURE:
                 self._switch(found, line_no, text)
                 return
         self.fmt.structure(line_no, text)
 
     def _switch(self, layout: Layout | Skip, line_no: int, text: str) -> None:
-        self._current, self._header_line_no = layout, line_no
+        self._current, self._header_line_no = self._intern(layout), line_no
         if isinstance(layout, Skip):
             self.skips.add(line_no, text, layout.reason)
+
+    def _intern(self, layout: Layout | Skip) -> Layout | Skip:
+        """One object per distinct layout, so that `_flush` tells a repeated header by identity (an
+        equality test per header was a tenth of a pidstat run); a key that cannot be hashed is kept."""
+        try:
+            return self._interned.setdefault(layout, layout)
+        except TypeError:
+            return layout
 
     # ------------------------------------------------------------ runs of rows
 
@@ -220,35 +378,73 @@ class Table:
             return
         raw = b"".join(r.data for r in self._pending)
         first_no = self._pending[0].first_no
+        ends = None
+        if all(r.ends is not None for r in self._pending):  # the line ends ByteScan found
+            at = np.cumsum([0, *(len(r.data) for r in self._pending[:-1])])
+            ends = np.concatenate([r.ends + a for r, a in zip(self._pending, at.tolist(), strict=True)])
         self._pending.clear()
-        self._pending_rows = 0
+        self._pending_rows = self._pending_bytes = 0
         buf = np.frombuffer(raw, dtype=np.uint8)
-        ends = np.flatnonzero(buf == 10)  # runs hold whole lines
+        if ends is None:
+            ends = np.flatnonzero(buf == 10)  # runs hold whole lines
         starts = np.concatenate(([0], ends[:-1] + 1))
-        at = np.sort(np.concatenate([[m.start() for m in rx.finditer(raw)] for rx in self._marks] or [[]]))
-        at = at.astype(np.int64)
+        at = _mark_starts(b"\n\n" if self._after_blank else b"\n", raw, self._marks)
+        self._after_blank = raw == b"\n" or raw.endswith(b"\n\n")
         heads, first = np.unique(np.searchsorted(ends, at), return_index=True)  # header lines, first word
         is_row = starts != ends  # blank lines are no rows
+        for k in np.flatnonzero(is_row & (buf[starts] == 32) & (buf[ends - 1] == 32)).tolist():
+            is_row[k] = bool(raw[starts[k] : ends[k]].strip())  # nor lines of blanks (vmstat's rows)
+        aside = self._aside_first[buf[starts]] & is_row
+        for word in self._aside_words:
+            aside[np.searchsorted(ends, _word_starts(buf, word))] = True
+        aside &= is_row
+        if aside.any():
+            at_aside = np.flatnonzero(aside)
+            bounds = zip(starts[at_aside].tolist(), ends[at_aside].tolist(), strict=True)
+            texts = [raw[a:b].decode("utf-8", "replace") for a, b in bounds]
+            aside[at_aside] = self.fmt.aside(first_no + at_aside, texts)  # type: ignore[attr-defined]
+            is_row &= ~aside
+        self._chunk, self._taken = (raw, starts, ends, is_row, first_no), []
+        self._head0 = self._header_line_no
         lo = 0  # the first line of the current segment
         for k, word_at in zip(heads.tolist(), at[first].tolist(), strict=True):
+            if aside[k]:
+                continue
             ident = raw[word_at : ends[k]]
             found = self._layouts.get(ident)
             text = None
-            if found is None:
+            if found is None:  # the format sees it after the rows before it: notes, errors in file order
+                self._segment(raw, starts, ends, is_row, lo, k, first_no)
+                self._deliver()
+                lo = k
                 text = raw[starts[k] : ends[k]].decode("utf-8", "replace")
                 found = self.fmt.layout(first_no + k, text)
-                self._layouts[ident] = found
+                if found is not ROW and found is not STRUCTURE:  # those may hang on text before the mark
+                    self._layouts[ident] = found = self._intern(found)
             if found is ROW:
                 continue
             is_row[k] = False
-            if found == self._current and not isinstance(found, Skip):
+            if found is LEAD:
+                continue
+            if found is not STRUCTURE:
+                self._taken.append(k)
+            if found is self._current and not isinstance(found, Skip):
+                self._header_line_no = first_no + k
                 continue  # a repeat: the rows go on under the same layout
             self._segment(raw, starts, ends, is_row, lo, k, first_no)
             lo = k + 1
+            if type(found) is Layout:  # no text needed: no decoding per header
+                self._current, self._header_line_no = found, first_no + k
+                continue
             if text is None:
                 text = raw[starts[k] : ends[k]].decode("utf-8", "replace")
-            self._switch(found, first_no + k, text)
+            if found is STRUCTURE:
+                self._deliver()
+                self.fmt.structure(first_no + k, text)
+            else:
+                self._switch(found, first_no + k, text)
         self._segment(raw, starts, ends, is_row, lo, len(ends), first_no)
+        self._deliver()
 
     def _segment(
         self,
@@ -260,110 +456,678 @@ class Table:
         hi: int,
         first_no: int,
     ) -> None:
-        """Read the rows among lines lo..hi-1 under the current layout."""
-        rows = np.flatnonzero(is_row[lo:hi]) + lo
-        if not len(rows):
+        """The rows among lines lo..hi-1 are under the current layout: noted, read by `_deliver`."""
+        if hi > lo:
+            self._segments.append((lo, hi, self._current))
+
+    def _deliver(self) -> None:
+        """Read the rows of the segments noted so far in this chunk and hand them to the format.
+
+        Rows of one layout are read together even where the file interleaves tables (pidstat's -u, -d
+        and -w tables each interval, sar's activities): one Block per layout, in order of their first
+        rows, each row's header in `Block.headers`; then `chunk_end()`. Called before the format sees
+        any other line (a new header, a structure line), so it sees the file in order; a bad row is
+        the first of the chunk's (a ParseError in one layout's rows lets the others be read first)."""
+        segments, self._segments = self._segments, []
+        if not segments:
             return
-        layout = self._current
-        if isinstance(layout, Skip):
-            self.skips.count += len(rows)
-            return
-        if layout is None:  # rows before any header: the format says what they are
-            for k in rows.tolist():
-                self.fmt.structure(first_no + k, raw[starts[k] : ends[k]].decode("utf-8", "replace"))
-            return
-        gaps = np.flatnonzero(np.diff(rows) != 1)
-        run_first = rows[np.concatenate(([0], gaps + 1))]
-        run_last = rows[np.concatenate((gaps, [len(rows) - 1]))]
-        data = b"".join(
-            raw[a : b + 1] for a, b in zip(starts[run_first].tolist(), ends[run_last].tolist(), strict=True)
-        )
-        line_nos = first_no + rows
-        block = self._bulk(data, line_nos, layout)
-        if block is None:
-            texts = data.decode("utf-8", "replace").split("\n")[:-1]
-            block = self.read_lines(list(zip(line_nos.tolist(), texts, strict=True)), layout)
-        self.fmt.rows(block)
+        raw, starts, ends, is_row, first_no = self._chunk
+        los = np.array([s[0] for s in segments], dtype=np.int64)
+        rows = np.flatnonzero(is_row[los[0] : segments[-1][1]]) + los[0]
+        seg = np.searchsorted(los, rows, side="right") - 1
+        groups: dict[int, int] = {}  # id(layout) -> group, in order of first segment
+        layouts = [s[2] for s in segments]
+        seg_group = np.array([groups.setdefault(id(x), len(groups)) for x in layouts], dtype=np.int64)
+        row_group = seg_group[seg]
+        taken = np.array([*self._taken, -1], dtype=np.int64)  # -1: no header in this chunk yet
+        above = np.searchsorted(taken[:-1], rows) - 1  # the last header above each row in this chunk
+        headers = np.where(above >= 0, first_no + taken[above], self._head0)
+        blocks: list[Block] = []
+        errors: list[ParseError] = []
+        for g, layout in enumerate({id(x): x for x in layouts}.values()):
+            mine = row_group == g
+            lines = rows[mine]
+            if not len(lines):
+                continue
+            if isinstance(layout, Skip):
+                self.skips.count += len(lines)
+                continue
+            if layout is None:  # rows before any header: the format says what they are
+                for k in lines.tolist():
+                    self.fmt.structure(first_no + k, raw[starts[k] : ends[k]].decode("utf-8", "replace"))
+                continue
+            gaps = np.flatnonzero(np.diff(lines) != 1)
+            run_first = lines[np.concatenate(([0], gaps + 1))]
+            run_last = lines[np.concatenate((gaps, [len(lines) - 1]))]
+            data = b"".join(
+                raw[a : b + 1]
+                for a, b in zip(starts[run_first].tolist(), ends[run_last].tolist(), strict=True)
+            )
+            self._run_ends = (data, np.cumsum(ends[lines] - starts[lines] + 1) - 1)  # no search for them
+            line_nos = first_no + lines
+            try:
+                block = self._bulk(data, line_nos, layout)
+                if block is None:
+                    texts = data.decode("utf-8", "replace").split("\n")[:-1]
+                    items = list(zip(line_nos.tolist(), texts, strict=True))
+                    block = self.read_lines(items, layout, headers[mine])
+                else:
+                    block.data, block.headers = data, headers[mine]
+            except ParseError as exc:
+                errors.append(exc)
+                continue
+            if len(block):  # none when `foreign` claimed every row
+                block.header_line_no = int(block.headers[0])
+                blocks.append(block)
+        if errors:
+            raise min(errors, key=lambda exc: exc.line_no)
+        for block in blocks:
+            self.fmt.rows(block)
+        chunk_end = getattr(self.fmt, "chunk_end", None)
+        if blocks and chunk_end is not None:
+            chunk_end()
 
     def _bulk(self, data: bytes, line_nos: np.ndarray, layout: Layout) -> Block | None:
         """The run read by pandas, or None when it cannot be proven to read as `read_lines` would."""
-        nlab = len(data[: data.find(b"\n")].split()) - len(layout.kinds)
-        mark = self.numbers.chunk_mark(data)
+        kinds, rest, gaps = layout.kinds, None, 0
+        if layout.gap is not None and layout.gap[0].encode() in data:
+            if (stood := _stand_in(data, layout)) is None:
+                return None
+            data, gaps = stood
+        if layout.rest:  # the rest fields read apart, the tokens before them as any run's
+            if (cut := self._cut_rest(data, layout)) is None:
+                return None
+            nlab, data, rest, marked = cut
+            kinds = kinds[:-1]
+        else:
+            sep = layout.sep.encode() if layout.sep else None
+            nlab, marked = len(data[: data.find(b"\n")].split(sep)) - len(kinds), None
+        if layout.shapes and (data := _shaped_tail(data, layout)) is None:
+            return None
+        scope = data if marked is None else marked.scope  # the bytes that hold the numbers' marks
+        mark = self.numbers.chunk_mark(scope)
         if nlab not in layout.labels or mark is None:
             return None
-        text_cols = list(range(nlab)) + [nlab + i for i in layout.text_fields]
-        df = _read_csv(data, nlab + len(layout.kinds), text_cols, mark)
+        # with `rest`, the tokens before it (`_cut_rest`), when each row reads under the first label count
+        first = rest is None or nlab == layout.labels[0]
+        grid = first and marked is None and layout.sep is None  # `_fixed` reads blank-separated grids
+        fixed = _fixed(data, len(line_nos), layout, nlab, mark) if grid else None
+        if fixed is not None:
+            label, fields, marked = fixed
+            if rest is not None:
+                if len(rest) != len(line_nos):
+                    return None
+                fields.append(rest)
+            if self.numbers.decimal is None and marked:
+                self.numbers.decimal = mark
+            return Block(layout, self._header_line_no, line_nos, label, fields)
+        text_cols = list(range(nlab)) + [nlab + i for i, kind in enumerate(kinds) if kind == "t"]
+        placeholders = "I" in kinds and layout.sep is None and b" -" in data  # `-` read as -1, made NaN below
+        if placeholders:  # so no -1 may be printed
+            if b" -1 " in data or b" -1\n" in data:
+                return None
+            data = data.replace(b" - ", b" -1 ").replace(b" - ", b" -1 ").replace(b" -\n", b" -1\n")
+        comment = None if marked is None else _REST_MARK.decode()
+        if layout.sep is None:
+            df = _read_csv(data, nlab + len(kinds), text_cols, mark, comment)
+        else:
+            df = _read_sep(data, nlab, kinds, layout.sep, mark)
         if df is None or len(df) != len(line_nos):
             return None
-        texts = [(str(c).encode(), int(n)) for i in text_cols for c, n in _counts(df[i])]
-        if not _plain(data, texts):
+        texts = _counts(df, text_cols, layout.sep)
+        blank = layout.sep is None and any(_BLANK.search(t) for t, _ in texts or ())  # `split()` splits there
+        if texts is None or blank:
+            return None
+        texts += [] if marked is None else marked.texts
+        if not _plain(data, texts, layout.sep):  # None: a "" value, a row cut short
             return None
         fields: list[pd.Categorical | np.ndarray] = []
         numbers = []
-        for i, kind in enumerate(layout.kinds):
+        dashes = 0  # `-` placeholders read as -1
+        for i, kind in enumerate(kinds):
             col = df[nlab + i]
             if kind == "t":
                 fields.append(col.array)
                 continue
             values = col.to_numpy()
-            if values.dtype.kind not in "if" or (kind == "i" and values.dtype.kind != "i"):
+            if values.dtype.kind not in "if" or (kind in "iId" and values.dtype.kind != "i"):
                 return None
             numbers.append(values)
-            fields.append(np.asarray(values, dtype=np.float64) if kind == "f" else values)
+            if kind == "I":
+                holes = values == -1
+                dashes += int(holes.sum())
+                values = np.where(holes, np.nan, values)
+            fields.append(values if kind in "id" else np.asarray(values, dtype=np.float64))
         if not _as_printed(data, mark, numbers, texts):
             return None
-        if self.numbers.decimal is None and mark.encode() in data:
+        # a `-` read as -1 elsewhere (text); counted only where `-` was replaced (a fifth of a run's time)
+        if placeholders and dashes != data.count(b" -1 ") + data.count(b" -1\n"):
+            return None
+        if rest is not None:
+            if len(rest) != len(df) or (nlab != layout.labels[0] and not self._others_fail(df, nlab, layout)):
+                return None
+            fields.append(rest)
+        if gaps and not _fill_gaps(fields, layout, gaps):
+            return None
+        if self.numbers.decimal is None and mark.encode() in scope:
             self.numbers.decimal = mark
         return Block(layout, self._header_line_no, line_nos, _joined_label(df, nlab), fields)
 
-    def read_lines(self, items: Sequence[tuple[int, str]], layout: Layout) -> Block:
+    def _cut_rest(
+        self, data: bytes, layout: Layout
+    ) -> tuple[int, bytes, pd.Categorical, _Marked | None] | None:
+        """A run of `rest` rows as (their label count, the tokens before the rest fields, the rest fields,
+        None) when the rest fields start in one column (`_aligned_rest`), else (the label count, `data`
+        marked where pandas is to stop reading each row, the rest fields, `_Marked`: `_marked_rest`). The
+        label count is the first of `labels` whose first field the first row's token reads as
+        (`_others_fail` proves the counts before it read no row)."""
+        width = len(layout.kinds)
+        tokens = data[: data.find(b"\n")].split()
+        first = (n for n in layout.labels if len(tokens) >= n + width and _reads(tokens[n], layout.kinds[0]))
+        nlab = next(first, None)
+        line_ends = self._run_ends[1] if self._run_ends[0] is data else None
+        if nlab is not None and (aligned := _aligned_rest(data, nlab + width - 1, line_ends)) is not None:
+            return nlab, *aligned, None
+        if nlab is None or (cut := _marked_rest(data, nlab + width - 1)) is None:
+            return None
+        return nlab, *cut
+
+    def _others_fail(self, df: pd.DataFrame, nlab: int, layout: Layout) -> bool:
+        """Whether `_row` reads no row of `df` (a run read with `nlab` labels) under the label counts it
+        tries before `nlab`, so that each row reads as the bulk read it: so when there are two counts,
+        the first field is a number, and the token it would take is text that no row prints as one."""
+        if len(layout.labels) != 2 or layout.kinds[0] == "t" or self.odd_row is not None:
+            return False
+        if layout.gap is not None and layout.gap[1] == 0:
+            return False
+        other = layout.labels[0]  # token `other` of each row is column `other` of `df`, as text or not
+        if other >= len(df.columns) or not isinstance(df[other].dtype, pd.CategoricalDtype):
+            return False
+        return not any(_reads(str(v).encode(), layout.kinds[0]) for v in df[other].cat.categories)
+
+    def read_lines(
+        self, items: Sequence[tuple[int, str]], layout: Layout, headers: np.ndarray | None = None
+    ) -> Block:
         """Rows read one by one by the layout (the grammar `_bulk` proves it agrees with); the first
-        bad row is a ParseError naming its line. Formats call it for rows they hold apart (`Average:`)."""
+        bad row is a ParseError naming its line. Formats call it for rows they hold apart (`Average:`).
+        `headers`: each row's header line (default: the current header's); a row `foreign` claims is
+        left out (the format counted it)."""
         labels: list[str] = []
         columns: list[list] = [[] for _ in layout.kinds]
         nos: list[int] = []
+        kept: list[int] = []
+        for k, (line_no, text) in enumerate(items):
+            header = self._header_line_no if headers is None else int(headers[k])
+            row = self._row(line_no, text, layout, header)
+            if row is None:
+                continue
+            labels.append(row[0])
+            for col, value in zip(columns, row[1], strict=True):
+                col.append(value)
+            nos.append(line_no)
+            kept.append(k)
+        fields: list[pd.Categorical | np.ndarray] = [
+            pd.Categorical(col)
+            if kind == "t"
+            else np.array(col, dtype=np.int64 if kind in "id" else np.float64)
+            for col, kind in zip(columns, layout.kinds, strict=True)
+        ]
+        label = pd.Categorical(labels) if any(layout.labels) else None
+        at = np.array(kept, dtype=np.int64)
+        head = np.full(len(at), self._header_line_no, dtype=np.int64) if headers is None else headers[at]
+        data = "".join(items[k][1] + "\n" for k in kept).encode("utf-8", "replace")
+        first = int(head[0]) if len(head) else self._header_line_no
+        return Block(layout, first, np.array(nos, dtype=np.int64), label, fields, data, head)
+
+    def _row(self, line_no: int, text: str, layout: Layout, header: int) -> tuple[str, list] | None:
+        """One row's label and values by the layout (None: `foreign` claimed it); a ParseError
+        naming the line when it does not read. With `rest` each label count is tried in turn."""
         width = len(layout.kinds)
-        for line_no, text in items:
-            tokens = text.split()
+        reason = ""
+        for tokens in _tries(text, layout):
             nlab = len(tokens) - width
             if nlab not in layout.labels and self.odd_row is not None:
                 fixed = self.odd_row(line_no, text, tokens, layout)
                 if fixed is not None:
                     tokens, nlab = fixed, len(fixed) - width
             if nlab not in layout.labels:
-                raise self.error(
-                    line_no,
-                    text,
-                    f"{len(tokens)} fields, the header at line {self._header_line_no} has "
-                    f"{width + layout.labels[0]}",
-                )
-            labels.append(" ".join(tokens[:nlab]))
-            for col, kind, token in zip(columns, layout.kinds, tokens[nlab:], strict=True):
-                try:
-                    col.append(
-                        token
-                        if kind == "t"
-                        else integer(token)
-                        if kind == "i"
-                        else self.numbers.number(token)
-                    )
-                except ValueError as exc:
-                    raise self.error(line_no, text, str(exc)) from None
-            nos.append(line_no)
-        fields: list[pd.Categorical | np.ndarray] = [
-            pd.Categorical(col)
-            if kind == "t"
-            else np.array(col, dtype=np.int64 if kind == "i" else np.float64)
-            for col, kind in zip(columns, layout.kinds, strict=True)
-        ]
-        label = pd.Categorical(labels) if any(layout.labels) else None
-        return Block(layout, self._header_line_no, np.array(nos, dtype=np.int64), label, fields)
+                count = f"{len(tokens)} fields, the header at line {header} has {width + layout.labels[0]}"
+                reason = reason or count
+                continue
+            try:
+                shapes = iter(layout.shapes)
+                values = [
+                    token
+                    if kind == "t"
+                    else _NAN
+                    if token is None  # a field `Layout.gap` stands for
+                    else integer(token)
+                    if kind == "i"
+                    else _shaped(token, next(shapes))
+                    if kind == "d"
+                    else (_NAN if token == "-" else _whole(token))
+                    if kind == "I"
+                    else self.numbers.number(token)
+                    for kind, token in zip(layout.kinds, tokens[nlab:], strict=True)
+                ]
+            except ValueError as exc:
+                reason = reason or str(exc)
+                continue
+            return " ".join(tokens[:nlab]), values
+        if self.foreign is not None and self.foreign(line_no, text):
+            return None
+        raise self.error(line_no, text, reason)
 
 
-def _counts(col: pd.Series) -> list[tuple[object, int]]:
-    cat = col.array
-    counts = np.bincount(cat.codes[cat.codes >= 0], minlength=len(cat.categories))
-    return [(c, n) for c, n in zip(cat.categories.tolist(), counts.tolist(), strict=True) if n]
+def _tries(text: str, layout: Layout) -> Iterator[list]:
+    """A row's tokens as `_row` tries them: split at blanks; with `rest` once per label count, the last
+    field keeping its blanks; a `gap` token in place of its fields becomes a None for each."""
+    width = len(layout.kinds)
+    token, at, count = layout.gap or ("", 0, 1)
+    if layout.sep is not None:
+        yield text.split(layout.sep)
+        return
+    if not layout.rest:
+        tokens = text.split()
+        n = len(tokens) - (width - count + 1)  # the label count if the row prints the gap
+        if layout.gap is not None and n in layout.labels and tokens[n + at] == token:
+            tokens[n + at : n + at + 1] = [None] * count
+        yield tokens
+        return
+    for n in layout.labels:
+        tokens = text.split(None, n + width - 1)
+        if layout.gap is not None and len(tokens) > n + at and tokens[n + at] == token:
+            tokens = text.split(None, n + width - count)
+            tokens[n + at : n + at + 1] = [None] * count
+        yield tokens
+
+
+def _reads(token: bytes, kind: str) -> bool:
+    """Whether `token` reads as a field of `kind` (a number in either decimal mark)."""
+    text = token.decode("utf-8", "replace")
+    if kind == "t":
+        return True
+    if kind == "f":
+        return bool(_POINT.match(text) or _COMMA.match(text))
+    return bool(_INT.match(text)) or (kind == "I" and text == "-")
+
+
+def _stand_in(data: bytes, layout: Layout) -> tuple[bytes, int] | None:
+    """`data` with each `Layout.gap` token (between blanks) replaced by a token per field it stands for,
+    `0` for a number and `\\x01` for text (a byte no capture holds: `_fill_gaps` finds the rows by it),
+    and how many were replaced; None when the gap cannot be read so (no text field among its fields,
+    the rest field among them, a `\\x01` printed)."""
+    token, at, count = layout.gap or ("", 0, 0)
+    kinds = layout.kinds[at : at + count]
+    if "t" not in kinds or _STAND_IN in data or (layout.rest and at + count >= len(layout.kinds)):
+        return None
+    fill = b" " + b" ".join(_STAND_IN if kind == "t" else b"0" for kind in kinds)
+    gap = b" " + token.encode()
+    found = data.count(gap + b" ") + data.count(gap + b"\n")
+    return data.replace(gap + b" ", fill + b" ").replace(gap + b"\n", fill + b"\n"), found
+
+
+def _fill_gaps(fields: list[pd.Categorical | np.ndarray], layout: Layout, gaps: int) -> bool:
+    """The fields of the rows `_stand_in` filled made missing (NaN, text NA); False unless each of
+    the `gaps` stand-ins is in one row's gap fields (as `_row` reads them), one to a row."""
+    _, at, count = layout.gap or ("", 0, 0)
+    span = range(at, at + count)
+    texts = [np.asarray(fields[i] == _STAND_IN.decode()) for i in span if layout.kinds[i] == "t"]
+    rows = texts[0]
+    if int(rows.sum()) != gaps or any(not np.array_equal(rows, other) for other in texts[1:]):
+        return False
+    for i in span:
+        if layout.kinds[i] == "t":
+            fields[i] = fields[i].remove_categories([_STAND_IN.decode()])
+        else:
+            fields[i] = np.where(rows, np.nan, fields[i])
+    return True
+
+
+@dataclass(frozen=True)
+class _Marked:
+    """What `_bulk` checks a run marked by `_marked_rest` by: `scope`, the decimal marks printed before
+    the rest fields (`,` and `.` as found), and `texts`, the rest fields and marks as `_counts` gives."""
+
+    scope: bytes
+    texts: list[tuple[bytes, int]]
+
+
+def _marked_rest(data: bytes, before: int) -> tuple[bytes, pd.Categorical, _Marked] | None:
+    """`data` with `_REST_MARK` put after each row's token number `before - 1` (0-based, tokens between
+    spaces: pandas' `comment` there stops the row), and each row's rest from its token `before` on, read
+    by Arrow from the same bytes; None when a row has no such token or the rest would start elsewhere
+    for `str.split` (a blank other than a space first: left in the rest field, refused here)."""
+    if before < 1 or _REST_MARK in data:
+        return None
+    buf = np.frombuffer(data, dtype=np.uint8)
+    sep = buf == 10
+    line_ends = np.flatnonzero(sep)
+    sep |= buf == 32
+    starts = np.flatnonzero(sep[:-1] > sep[1:]) + 1  # where tokens start, but at 0
+    if not sep[0]:
+        starts = np.concatenate(([0], starts))
+    at = np.searchsorted(starts, np.concatenate(([0], line_ends[:-1] + 1))) + before
+    if at[-1] >= len(starts) or (starts[at] > line_ends).any():
+        return None
+    end = starts[at] - 1  # a blank: back to the one after the last token before the rest
+    while (blank := buf[end - 1] == 32).any():
+        end -= blank
+    marked = bytearray(data)
+    np.frombuffer(marked, dtype=np.uint8)[end] = _REST_MARK[0]
+    try:
+        table = pa_csv.read_csv(
+            pa.BufferReader(pa.py_buffer(marked)),
+            read_options=pa_csv.ReadOptions(column_names=["head", "rest"]),
+            parse_options=pa_csv.ParseOptions(delimiter=_REST_MARK.decode(), quote_char=False),
+            convert_options=pa_csv.ConvertOptions(
+                column_types={"rest": pa.dictionary(pa.int32(), pa.string())}, include_columns=["rest"]
+            ),
+        )
+    except (pa.ArrowInvalid, UnicodeDecodeError):
+        return None
+    column = table.column("rest").unify_dictionaries().combine_chunks()
+    values = [v.lstrip(" ") for v in column.dictionary.to_pylist()]  # the blanks before the rest
+    if len(column) != len(line_ends) or any(not v or v[0].isspace() for v in values):
+        return None
+    distinct, where = np.unique(np.array(values, dtype=object), return_inverse=True)
+    codes = where.ravel()[column.indices.to_numpy(zero_copy_only=False)]
+    counts = np.bincount(codes, minlength=len(distinct)).tolist()
+    texts = [(v.encode(), n) for v, n in zip(distinct.tolist(), counts, strict=True) if n]
+    texts.append((_REST_MARK, len(line_ends)))
+    # the decimal marks before the rest fields: those of `data` but the rest fields'
+    scope = b"".join(m for m in (b",", b".") if data.count(m) > sum(t.count(m) * n for t, n in texts))
+    rest = pd.Categorical.from_codes(codes, categories=distinct.tolist())
+    return bytes(marked), rest, _Marked(scope, texts)
+
+
+def _aligned_rest(
+    data: bytes, before: int, ends: np.ndarray | None = None
+) -> tuple[bytes, pd.Categorical] | None:
+    """`_marked_rest`'s cut where every row's rest field starts in the column where the
+    first row's does (top pads the fields before COMMAND): the tokens before it as rows of one length
+    (for `_fixed`: up to that column, the blank before it made the line end), the rest fields told
+    apart as byte rows and each distinct one decoded once; None otherwise. `ends`: the rows' line ends
+    when the caller knows them."""
+    spans = [m.start() for m in re.finditer(rb"[^ ]+", data[: data.find(b"\n")])]
+    if before < 1 or len(spans) <= before or b"\0" in data:  # NUL: the byte that pads the rest fields
+        return None
+    col = spans[before]
+    buf = np.frombuffer(data, dtype=np.uint8)
+    ends = np.flatnonzero(buf == 10) if ends is None else ends  # `ends`: where the caller knows them
+    starts = np.concatenate(([0], ends[:-1] + 1))
+    at = starts + col
+    # each row longer than that, a blank before it and a printable ASCII byte at it (none `split` skips)
+    if (at >= ends).any() or (buf[at - 1] != 32).any() or ((buf[at] - 0x21) > 0x5D).any():
+        return None
+    size = ends - at
+    longest = int(size.max())
+    if longest > 4096:
+        return None
+    heads = np.lib.stride_tricks.sliding_window_view(buf, col)[starts]
+    heads[:, -1] = 10  # over the blank before the rest field
+    # the rest fields NUL-padded to one length: the rows reaching the end of `data` from a padded copy
+    # of their bytes alone (a copy of the whole run cost a tenth of a top run)
+    tail = int(np.searchsorted(at, len(buf) - longest, side="right"))
+    rests = np.empty((len(at), longest), dtype=np.uint8)
+    rests[:tail] = np.lib.stride_tricks.sliding_window_view(buf, longest)[at[:tail]]
+    if tail < len(at):
+        last = np.frombuffer(data[at[tail] :] + bytes(longest), dtype=np.uint8)
+        rests[tail:] = np.lib.stride_tricks.sliding_window_view(last, longest)[at[tail:] - at[tail]]
+    rests[np.arange(longest) >= size[:, None]] = 0
+    codes, firsts = _factor_rows(rests)
+    bounds = zip(at[firsts].tolist(), ends[firsts].tolist(), strict=True)
+    texts = np.array([data[a:b].decode("utf-8", "replace") for a, b in bounds], dtype=object)
+    distinct, uniq = pd.factorize(texts)  # undecodable bytes may read alike
+    return heads.tobytes(), pd.Categorical.from_codes(distinct[codes], categories=uniq)
+
+
+def _parts(rows: Rows, size: int) -> Iterator[Rows]:
+    """A run of rows in pieces of about `size` bytes (whole lines: `ByteScan` reads 4 MB at once)."""
+    if len(rows.data) <= size or rows.ends is None:
+        yield rows
+        return
+    ends = rows.ends
+    cuts = np.searchsorted(ends, np.arange(size, len(rows.data), size))  # a line end past each
+    lo = at = 0  # the piece's first line, its first byte
+    for k in [*np.unique(np.minimum(cuts, len(ends) - 1)).tolist(), len(ends) - 1]:
+        if k >= lo:
+            end = int(ends[k]) + 1
+            yield Rows(rows.data[at:end], rows.first_no + lo, k + 1 - lo, ends[lo : k + 1] - at)
+            lo, at = k + 1, end
+
+
+def _word_starts(buf: np.ndarray, word: bytes) -> np.ndarray:
+    """Where `word` is in `buf`, with numpy: the places of its first byte, kept while the next match."""
+    at = np.flatnonzero(buf[: len(buf) - len(word) + 1] == word[0])
+    for k in range(1, len(word)):
+        at = at[buf[at + k] == word[k]]
+    return at
+
+
+def _mark_starts(before: bytes, raw: bytes, marks: Sequence[re.Pattern[bytes]]) -> np.ndarray:
+    """Where the header marks find text in `raw` (each match's group 1, else its start), sorted;
+    searched as in `before + raw`, so that a mark may look at the line end or blank line before the
+    run (the first two lines are searched again after `before`: no copy of the run)."""
+    head = before + raw[: raw.find(b"\n", raw.find(b"\n") + 1) + 1 or len(raw)]
+    found = {m.start(1 if rx.groups else 0) for rx in marks for m in rx.finditer(raw)}
+    found.update(m.start(1 if rx.groups else 0) - len(before) for rx in marks for m in rx.finditer(head))
+    return np.sort(np.array([f for f in found if f >= 0], dtype=np.int64))
+
+
+def _fixed(
+    data: bytes, count: int, layout: Layout, nlab: int, mark: str
+) -> tuple[pd.Categorical | None, list[pd.Categorical | np.ndarray], bool] | None:
+    """The run read as a grid of bytes, or None: (label, fields, whether a value has a decimal mark)
+    as `read_lines` would read them, when the rows are laid out alike (sysstat pads its fields).
+
+    Every row as long as the first, its fields the runs of columns not blank in every row (numbers
+    right-aligned, text left- or right-aligned), as many as the first row's tokens: the rows split into
+    them as `str.split()` splits them, unless a field holds a blank or none. With `rest`, `data` holds
+    each row's tokens before the rest field (`_cut_rest`). Text (labels, `t`) is checked once per
+    distinct field: one token each. The number fields, their columns alone with `;` put between them,
+    go to Arrow's CSV reader (correctly rounded, as `float()`), which refuses a field that is no number
+    (a blank inside one); that they hold nothing but digits, `-` and the decimal mark where the first
+    row has it, between digits, rules out the forms Arrow reads and the grammar refuses (`1e5`, `inf`,
+    `+5`, `.5`, `5.`).
+    Other kinds and layouts are left to pandas.
+    """
+    size = data.find(b"\n") + 1
+    kinds = layout.kinds[:-1] if layout.rest else layout.kinds  # `rest`: `data` holds the tokens before it
+    if size == 0 or len(data) != size * count or layout.gap or set(kinds) - set("tfiI"):
+        return None
+    row = data[: size - 1]
+    grid = np.frombuffer(data, dtype=np.uint8).reshape(count, size)
+    # the fields: runs of columns not blank in every row (text may be left-aligned: top's USER)
+    used = (grid[:, :-1] != 32).any(axis=0).view(np.int8)
+    edges = np.flatnonzero(np.diff(used, prepend=np.int8(0), append=np.int8(0))).tolist()
+    if len(edges) != 2 * (nlab + len(kinds)) or not (grid[:, -1] == 10).all():
+        return None
+    seps = edges[1:-1:2]  # the blank column after each field but the last
+    bounds = [0, *seps, size - 1]  # field c: from bounds[c] (its blank) up to bounds[c + 1]
+    cells = grid  # a copy once an `I` field's `-` is written over
+    texts = [(None, 0, nlab)] if nlab else []  # (field, columns): the label's tokens, each `t` field
+    texts += [(i, nlab + i, nlab + i + 1) for i, kind in enumerate(kinds) if kind == "t"]
+    label, fields = None, {}
+    for i, lo, hi in texts:  # the columns some row prints in (the blank ones before: no hashing)
+        words = _words(grid[:, edges[2 * lo] : edges[2 * hi - 1]], hi - lo)
+        if words is None:
+            return None
+        if i is None:
+            label = words
+        else:
+            fields[i] = words
+    numbers, marked = [], False  # the number fields left to Arrow; whether a value read apart has a mark
+    holes = {}  # `I` fields: the rows printing `-` alone, read as 0 and made NaN
+    for i, kind in enumerate(kinds):
+        c = nlab + i
+        if kind == "t":
+            continue
+        field = grid[:, edges[2 * c] : edges[2 * c + 1]]
+        if kind == "I":
+            dash = field == ord("-")
+            holes[i] = dash.any(axis=1) & ((field != 32).sum(axis=1) == 1)
+            if holes[i].any():
+                cells = grid.copy() if cells is grid else cells
+                cells[:, edges[2 * c] : edges[2 * c + 1]][dash & holes[i][:, None]] = ord("0")
+                field = cells[:, edges[2 * c] : edges[2 * c + 1]]
+        few = _few_numbers(field, "i" if kind == "I" else kind, mark)
+        if few is None:
+            numbers.append(c)
+            continue
+        fields[i], point = few
+        marked |= point
+    points = [at for c in numbers if (at := row.find(mark.encode(), bounds[c], bounds[c + 1])) >= 0]
+    if points:
+        at = np.array(points)
+        digit = 9  # uint8 arithmetic: anything but 0-9 minus "0" wraps above 9
+        if not (
+            (grid[:, at] == ord(mark)).all()
+            and ((grid[:, at - 1] - ord("0")) <= digit).all()
+            and ((grid[:, at + 1] - ord("0")) <= digit).all()
+        ):
+            return None
+    if numbers:  # those fields alone, each from the blank before it (a `;` but the first's) to Arrow
+        columns = [*(k for c in numbers for k in range(bounds[c], bounds[c + 1])), size - 1]
+        packed = cells.take(columns, axis=1)  # C order (`cells[:, columns]` may not be)
+        packed[:, np.cumsum([bounds[c + 1] - bounds[c] for c in numbers[:-1]], dtype=np.int64)] = ord(";")
+        if np.count_nonzero(_NOT_NUMERAL[packed]) != count * len(points):
+            return None
+        types = {k: pa.int64() if kinds[c - nlab] in "iI" else pa.float64() for k, c in enumerate(numbers)}
+        table = _read_fields(pa.py_buffer(packed), len(numbers), types, mark)
+        if table is None or table.num_rows != count:
+            return None
+        for k, c in enumerate(numbers):
+            fields[c - nlab] = table.column(str(k)).to_numpy()
+    for i, hole in holes.items():
+        fields[i] = np.where(hole, np.nan, fields[i].astype(np.float64))
+    return label, [fields[i] for i in range(len(kinds))], bool(points) or marked
+
+
+def _few_numbers(block: np.ndarray, kind: str, mark: str) -> tuple[np.ndarray, bool] | None:
+    """A number field of few distinct values (top's PID, NI, %CPU) as `read_lines` reads it, each distinct
+    value read once: (the values, whether one has the decimal mark); None when they are many (Arrow reads
+    those faster) or one does not read (a blank inside, another form: Arrow or the rows say)."""
+    if len(block) > 8192 and len(_factor_rows(block[:1024])[1]) > 128:  # many already: Arrow's
+        return None
+    codes, firsts = _factor_rows(block)
+    if len(firsts) * 8 > len(block):
+        return None
+    tokens = [block[i].tobytes().strip(b" ") for i in firsts.tolist()]
+    form = _NUMBER_FORMS["i" if kind == "i" else mark]
+    if not all(form.fullmatch(token) for token in tokens):
+        return None
+    if kind == "i":
+        ints = [int(token) for token in tokens]
+        if not all(_INT64_MIN <= value <= _INT64_MAX for value in ints):
+            return None
+        return np.array(ints, dtype=np.int64)[codes], False
+    values = np.array([float(token.replace(b",", b".")) for token in tokens])
+    return values[codes], any(mark.encode() in token for token in tokens)
+
+
+def _words(block: np.ndarray, tokens: int) -> pd.Categorical | None:
+    """The fields of a uint8 matrix (one a row) as text, their `tokens` tokens joined by a blank; None
+    when one splits otherwise. Checked once per distinct field; one printable ASCII word after blanks
+    (times, names: the usual) with numpy alone."""
+    codes, firsts = _factor_rows(block)
+    uniq = np.ascontiguousarray(block[firsts])
+    word = uniq != 32
+    if tokens == 1 and ((uniq < 127) & (uniq >= 32)).all() and (word[:, :-1] <= word[:, 1:]).all():
+        spaced = np.full((len(uniq), uniq.shape[1] + 1), 32, dtype=np.uint8)  # a blank after each
+        spaced[:, :-1] = uniq
+        texts = spaced.tobytes().decode("ascii").split()  # a quarter of numpy's strings' time
+        if len(texts) == len(uniq):  # none blank
+            return pd.Categorical.from_codes(codes, categories=texts)
+    words = [field.tobytes().decode("utf-8", "replace").split() for field in uniq]
+    if any(len(w) != tokens for w in words):
+        return None
+    texts, found = pd.factorize(np.array([" ".join(w) for w in words], dtype=object))  # a tab for a blank
+    return pd.Categorical.from_codes(texts[codes], categories=found)
+
+
+def _factor_rows(block: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(code per row, the first row of each code) of a uint8 matrix: pandas' hash table over 8-byte words."""
+    n, width = block.shape
+    words = np.zeros((n, -(-width // 8) * 8), dtype=np.uint8)
+    words[:, :width] = block
+    columns = words.view(np.uint64).T
+    codes = pd.factorize(columns[0])[0]  # then each further word told apart within each code so far
+    for word in columns[1:]:
+        part, uniques = pd.factorize(word)
+        codes = pd.factorize(codes * len(uniques) + part)[0]
+    firsts = np.empty(int(codes.max()) + 1, dtype=np.int64)
+    firsts[codes[::-1]] = np.arange(n - 1, -1, -1)
+    return codes, firsts
+
+
+def _read_fields(
+    data: bytes | bytearray | pa.Buffer, ncols: int, types: dict[int, pa.DataType], mark: str, sep: str = ";"
+) -> pa.Table | None:
+    """`sep`-separated rows -> Arrow table of the columns in `types` (named "0", "1" ...); None if refused.
+
+    Arrow's reader converts numbers with correct rounding (as `float()`), trims blanks around them,
+    and refuses a row with another field count or a field that is not of its type. Quotes are plain
+    characters and no text is read as missing.
+    """
+    try:
+        return pa_csv.read_csv(
+            pa.BufferReader(data),
+            read_options=pa_csv.ReadOptions(column_names=[str(i) for i in range(ncols)]),
+            parse_options=pa_csv.ParseOptions(delimiter=sep, quote_char=False, ignore_empty_lines=False),
+            convert_options=pa_csv.ConvertOptions(
+                column_types={str(i): t for i, t in types.items()},
+                include_columns=[str(i) for i in sorted(types)],
+                null_values=[],
+                strings_can_be_null=False,
+                decimal_point=mark,
+            ),
+        )
+    except MemoryError:
+        raise
+    except Exception:  # noqa: BLE001 - any refusal means: read another way
+        return None
+
+
+def _read_sep(data: bytes, nlab: int, kinds: str, sep: str, mark: str) -> pd.DataFrame | None:
+    """`Layout.sep` rows -> frame as `_read_csv` gives it (labels and `t` fields as category, `i` int64,
+    the rest float64) by Arrow's CSV reader, fields verbatim (no quoting, text never missing); None
+    if refused (a row with another field count, a field that is no number: `_plain` and `_as_printed`
+    prove the rest)."""
+    text, number = pa.dictionary(pa.int32(), pa.string()), {"i": pa.int64(), "d": pa.int64()}
+    types = {c: text for c in range(nlab)}
+    types |= {nlab + i: text if k == "t" else number.get(k, pa.float64()) for i, k in enumerate(kinds)}
+    table = _read_fields(data, nlab + len(kinds), types, mark, sep)
+    if table is None:
+        return None
+    columns: dict[int, object] = {}
+    for c, kind in types.items():
+        column = table.column(str(c))
+        if kind != text:
+            columns[c] = column.to_numpy()
+            continue
+        column = column.unify_dictionaries()  # as a Categorical by hand: twice as fast as `to_pandas`
+        codes = np.concatenate([chunk.indices.to_numpy(zero_copy_only=False) for chunk in column.chunks])
+        names = pd.Index(column.chunk(0).dictionary.to_pylist(), dtype=object)
+        columns[c] = pd.Categorical.from_codes(codes, categories=names)
+    return pd.DataFrame(columns, copy=False)
+
+
+def _counts(df: pd.DataFrame, cols: list[int], sep: str | None = None) -> list[tuple[bytes, int]] | None:
+    """The text columns' values with how many rows hold them, the values held by as many rows joined
+    by a blank (by `sep`, `Layout.sep`: there a blank is no plain byte): what `_plain` and `_as_printed`
+    count adds up over such a join, so a column of distinct values (vmstat's clocks) costs a step per
+    count, not per value. None when a value is ""."""
+    out = []
+    for i in cols:
+        cat = df[i].array
+        counts = np.bincount(cat.codes[cat.codes >= 0], minlength=len(cat.categories))
+        values = np.asarray(cat.categories, dtype=object)
+        if (values[counts > 0] == "").any():
+            return None
+        join = sep or " "
+        out += [(join.join(values[counts == n]).encode(), n) for n in np.unique(counts[counts > 0]).tolist()]
+    return out
 
 
 def _joined_label(df: pd.DataFrame, nlab: int) -> pd.Categorical | None:
@@ -380,42 +1144,89 @@ def _joined_label(df: pd.DataFrame, nlab: int) -> pd.Categorical | None:
     return pd.Categorical.from_codes(codes.astype(np.int32), names)
 
 
-def _read_csv(data: bytes, ncols: int, text_cols: list[int], mark: str) -> pd.DataFrame | None:
+def _read_csv(
+    data: bytes,
+    ncols: int,
+    text_cols: list[int],
+    mark: str,
+    comment: str | None = None,
+) -> pd.DataFrame | None:
     """Rows separated by one or more spaces -> frame, `text_cols` as category; None if refused.
 
     Values are separated by spaces only, which pandas' fast `sep=" "` tokenizer reads. A row with too
     many fields makes it fail; a row with too few leaves `""` in a column, which `_as_printed` refuses.
+    A text column whose first rows repeat their values is read as "category" (pandas builds it in C,
+    twice as fast), unless pandas then takes its values for numbers or bools (`007` -> 7: not the text
+    as printed), when it is read again as text; one of distinct values (vmstat's clocks) is read as
+    text at once and made categorical here: as "category" pandas tries each value as a bool in Python.
     """
+    kinds = _text_kinds(data, text_cols, comment)
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("error")  # e.g. a first row with a field too many would be cut silently
-            df = pd.read_csv(
-                io.BytesIO(data),
-                sep=" ",
-                skipinitialspace=True,
-                header=None,
-                names=range(ncols),
-                index_col=False,
-                dtype={i: "category" for i in text_cols},
-                na_filter=False,
-                decimal=mark,
-                engine="c",
-                low_memory=False,  # one pass over the chunk: a fifth faster; chunks are bounded anyway
-            )
+        df = _read_columns(data, ncols, kinds, mark, comment)
+        read = [i for i in text_cols if kinds[i] == "category"]
+        again = [i for i in read if not pd.api.types.is_string_dtype(df[i].cat.categories)]
+        if again:
+            text = _read_columns(data, ncols, dict.fromkeys(again, str), mark, comment, again)
+            for i in again:
+                df[i] = text[i]
     except MemoryError:
         raise
     except Exception:  # noqa: BLE001 - any refusal goes row by row
         return None
-    # categories of all-numeric text are converted to numbers (`007` -> 7): not the text as printed
-    if not all(pd.api.types.is_string_dtype(df[i].cat.categories) for i in text_cols):
-        return None
+    for i in text_cols:
+        if not isinstance(df[i].dtype, pd.CategoricalDtype):
+            df[i] = df[i].astype("category")
     return df
 
 
-def _plain(data: bytes, texts: list[tuple[bytes, int]]) -> bool:
-    """True when `data` holds only `_PLAIN` bytes outside its text values (`(value, rows holding it)`)."""
-    other = len(data.translate(None, _PLAIN))
-    return other == sum(len(t.translate(None, _PLAIN)) * n for t, n in texts)
+def _text_kinds(data: bytes, text_cols: list[int], comment: str | None) -> dict[int, object]:
+    """How `_read_csv` has pandas read each text column: "category" where the first rows repeat its
+    values (a quarter as many distinct), else str."""
+    rows = data[:16384].split(b"\n")[:-1][:128]
+    if comment:
+        rows = [row.split(comment.encode())[0] for row in rows]
+    tokens = [row.split() for row in rows]
+    kinds: dict[int, object] = {}
+    for i in text_cols:
+        distinct = {t[i] for t in tokens if len(t) > i}
+        kinds[i] = "category" if len(distinct) * 4 <= len(tokens) else str
+    return kinds
+
+
+def _read_columns(
+    data: bytes,
+    ncols: int,
+    dtypes: dict[int, object],
+    mark: str,
+    comment: str | None,
+    usecols: list[int] | None = None,
+) -> pd.DataFrame:
+    """pandas' C reader over the rows: `_read_csv`'s one call (a warning is an error)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # e.g. a first row with a field too many would be cut silently
+        return pd.read_csv(
+            io.BytesIO(data),
+            sep=" ",
+            skipinitialspace=True,
+            header=None,
+            names=range(ncols),
+            index_col=False,
+            usecols=usecols,
+            dtype=dtypes,
+            na_filter=False,
+            decimal=mark,
+            comment=comment,  # `_marked_rest`: where the tokens before a rest field end
+            engine="c",
+            low_memory=False,  # one pass over the chunk: a fifth faster; chunks are bounded anyway
+        )
+
+
+def _plain(data: bytes, texts: list[tuple[bytes, int]], sep: str | None = None) -> bool:
+    """True when `data` holds only `_PLAIN` bytes outside its text values (`(value, rows holding it)`);
+    with `sep` (`Layout.sep`), its character in place of the blank, which a reader may trim off a number."""
+    plain = _PLAIN if sep is None else _PLAIN.replace(b" ", sep.encode())
+    other = len(data.translate(None, plain))
+    return other == sum(len(t.translate(None, plain)) * n for t, n in texts)
 
 
 def _as_printed(data: bytes, mark: str, numbers: list[np.ndarray], texts: list[tuple[bytes, int]]) -> bool:
@@ -439,11 +1250,16 @@ def _as_printed(data: bytes, mark: str, numbers: list[np.ndarray], texts: list[t
 
 
 def _bare_marks(data: bytes, mark: str) -> int:
-    """How many decimal marks in `data` lack a digit on either side (`.5`, `5.`): numpy, no regex."""
-    buf = np.frombuffer(b" " + data + b" ", dtype=np.uint8)
-    at = np.flatnonzero(buf == ord(mark))
-    if not len(at):
+    """How many decimal marks in `data` lack a digit on either side (`.5`, `5.`): numpy, no regex, a
+    slice at a time (no copy of `data`; small temporaries stay in the cache: twice as fast on a run)."""
+    code = ord(mark)
+    if code not in data:
         return 0
-    digit_before = (buf[at - 1] - ord("0")) < 10  # uint8 wraps below "0"
-    digit_after = (buf[at + 1] - ord("0")) < 10
-    return int(len(at) - np.count_nonzero(digit_before & digit_after))
+    buf = np.frombuffer(data, dtype=np.uint8)
+    bare = int(buf[0] == code) + int(len(buf) > 1 and buf[-1] == code)  # nothing on one side
+    for lo in range(1, len(buf) - 1, _SLICE):
+        hi = min(lo + _SLICE, len(buf) - 1)
+        zero = ord("0")  # uint8 arithmetic: anything but 0-9 minus "0" wraps above 9
+        lone = ((buf[lo - 1 : hi - 1] - zero) > 9) | ((buf[lo + 1 : hi + 1] - zero) > 9)
+        bare += int(np.count_nonzero((buf[lo:hi] == code) & lone))
+    return bare
