@@ -36,7 +36,7 @@ from typing import Any, Protocol
 
 from perfkit.archive import MANIFEST, PACKED_SUFFIXES, check_new_output, pack
 from perfkit.errors import ConfigError
-from perfkit.transport import HostSpec
+from perfkit.transport import HostSpec, end_local_jobs
 
 from . import db_snapshot, session
 from ._load import ERROR_SHARE, LoadHost
@@ -301,6 +301,7 @@ def run_sweep(
         except KeyboardInterrupt:  # the second Ctrl-C
             stop.trigger("interrupted")
             aborted = True
+            end_local_jobs()  # the step's threads are left behind: their processes here are not
         finally:
             if sampler is not None:
                 sampler.stop()

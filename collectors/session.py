@@ -33,7 +33,7 @@ from typing import Any
 from perfkit.archive import MANIFEST, PACKED_SUFFIXES, check_new_output, pack
 from perfkit.errors import ConfigError, PerfkitError
 from perfkit.manifest import ENV, HostOutcome, Record
-from perfkit.transport import HostSpec, Transport, connect
+from perfkit.transport import HostSpec, Transport, connect, end_local_jobs
 
 from . import captures, pprof
 from ._host import MAX_CHANNELS, Gate, host_main
@@ -375,6 +375,7 @@ def capture(
     except KeyboardInterrupt:  # the second Ctrl-C: stop waiting, keep what is on disk
         stop.trigger("interrupted")
         aborted = True
+        end_local_jobs()  # the host threads are left behind: their captures here are not
     return Captured(ledger.records(), ledger.outcomes(), ledger.profiles(), aborted)
 
 

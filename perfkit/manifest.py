@@ -48,6 +48,7 @@ class Record:
     samples: int | None = None  # a sampler's samples taken
     failed_samples: int | None = None
     tz: str | None = None  # the host's time zone, where a record says it
+    members: list[str] | None = None  # TiDB's debug zip: the files inside it
 
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self)
@@ -75,7 +76,7 @@ class Record:
         return cls(**values)
 
 
-_OPTIONAL = ("threads", "samples", "failed_samples", "tz")
+_OPTIONAL = ("threads", "samples", "failed_samples", "tz", "members")
 _REQUIRED = tuple(f.name for f in dataclasses.fields(Record) if f.default is dataclasses.MISSING and
                   f.default_factory is dataclasses.MISSING)  # fmt: skip
 

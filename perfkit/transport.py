@@ -322,6 +322,30 @@ def _short(command: str, limit: int = 80) -> str:
 
 # --------------------------------------------------------------------------- local
 
+# Process groups of local jobs not yet closed: a second Ctrl-C leaves host threads behind, so
+# `end_local_jobs` ends these from the main thread before perfkit exits (nothing it started on this
+# machine outlives it), and any job a straggling thread starts after that is ended at once.
+_LIVE: set[int] = set()
+_LIVE_LOCK = threading.Lock()
+_ENDING = False
+
+
+def end_local_jobs() -> None:
+    """SIGTERM every local job's process group still running, SIGKILL what is left after the grace;
+    jobs started from now on are ended as they start."""
+    global _ENDING
+    with _LIVE_LOCK:
+        _ENDING = True
+        groups = list(_LIVE)
+    for pgid in groups:
+        _killpg(pgid, signal.SIGTERM)
+    deadline = time.monotonic() + KILL_GRACE_S
+    while any(_group_exists(g) for g in groups) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    for pgid in groups:
+        if _group_exists(pgid):
+            _killpg(pgid, signal.SIGKILL)
+
 
 class LocalJob(Job):
     """A ``sh -c`` child in its own session/process group (so Ctrl-C reaches perfkit first).
@@ -340,6 +364,11 @@ class LocalJob(Job):
             start_new_session=True,
         )
         self._pgid = self._proc.pid
+        with _LIVE_LOCK:
+            _LIVE.add(self._pgid)
+            ending = _ENDING
+        if ending:
+            _killpg(self._pgid, signal.SIGKILL)
         self._rc: int | None = None
         self._pipes = [self._proc.stdout, self._proc.stderr]
         for pipe in self._pipes:
@@ -396,6 +425,8 @@ class LocalJob(Job):
             with contextlib.suppress(OSError):
                 pipe.close()
         self.poll()
+        with _LIVE_LOCK:
+            _LIVE.discard(self._pgid)
 
 
 def _drain(pipe) -> bytes:
