@@ -220,14 +220,14 @@ def test_what_changed_underneath_sets_both_runs_side_by_side() -> None:
 def test_a_cpu_quota_on_the_database_is_a_fall_beyond_noise(tmp_path: Path) -> None:
     """Issue 18's acceptance: two real sweeps on a throwaway MariaDB (scripts/scenarios), one with its
     threads under a 0.4-core CPU quota and one without; `perfkit compare` calls the fall significant,
-    its interval clear of zero, and names the finding that appeared. 20 s steps: 18 one-second
-    intervals a run, enough to judge (docs/benchmarks.md, compare)."""
+    its interval clear of zero, and names the finding that appeared. 12 s steps: about 10 steady
+    one-second intervals a run, twice what a step needs to be judged (MIN_INTERVALS)."""
     from scripts.scenarios.lab import run_scenario
 
     from .test_scenarios import _need_lab
 
     _need_lab("cpu")
-    kw = {"threads": "8", "time_s": 20, "workload": "oltp_read_write", "log": lambda m: None}
+    kw = {"threads": "8", "time_s": 12, "workload": "oltp_read_write", "log": lambda m: None}
     limited = run_scenario("db-cpu-quota", tmp_path / "quota", quota=0.4, **kw)
     free = run_scenario("control", tmp_path / "control", **kw)
     assert limited["restore"] == [] and free["restore"] == []
