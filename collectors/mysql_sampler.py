@@ -30,6 +30,8 @@ left out. Server RT by Little's law rests on that mean.
 
 A sample that fails (the server died, a query timed out) is a line with `"error"` instead, and the
 sampler reconnects on the next tick, so a DB that restarts mid-step shows as a gap with its reason.
+When stopped it writes one closing line, so the counters at the run's end are read: a last step that
+fails between two ticks (refused connects end a sysbench run in milliseconds) is counted.
 The password reaches pymysql as an argument in this process, never argv; errors are redacted.
 """
 
@@ -202,33 +204,43 @@ class StatusSampler(threading.Thread):
         self.out.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         with open(self.out, "a", encoding="utf-8") as fh:
             while not self._stop_event.is_set():
-                now = time.time()
-                stamp = datetime.fromtimestamp(now, UTC).isoformat(timespec="milliseconds")
-                line: dict[str, Any] = {"ts": stamp.replace("+00:00", "Z"), "t": round(now, 3)}
-                try:
-                    if conn is None:
-                        conn = self.target.connect(database=False)
-                        own_id = _connection_id(conn)
-                    line.update(sample(conn, own_id))
-                    if running:
-                        line["threads_running_avg"] = round(sum(running) / len(running), 3)
-                        line["threads_running_n"] = len(running)
-                    self.samples += 1
-                except (pymysql.MySQLError, OSError) as exc:
-                    self.errors += 1
-                    self.last_error = self.target.redact(f"{type(exc).__name__}: {exc}")
-                    line["error"] = self.last_error
-                    if conn is not None:
-                        with contextlib.suppress(Exception):  # a dead connection may fail to close
-                            conn.close()
-                    conn = None
-                fh.write(json.dumps(line, separators=(",", ":")) + "\n")
-                fh.flush()
+                conn, own_id = self._line(fh, conn, own_id, running)
                 next_at += self.interval
                 running = self._read_running(conn, next_at)
                 self._stop_event.wait(max(0.0, next_at - time.monotonic()))
+            # One closing line as the run ends: a step that fails between two ticks (a refused
+            # connect ends a sysbench run within milliseconds) still has its counters read.
+            conn, own_id = self._line(fh, conn, own_id, running)
         if conn is not None:
             conn.close()
+
+    def _line(
+        self, fh: Any, conn: pymysql.connections.Connection | None, own_id: int | None, running: list[int]
+    ) -> tuple[pymysql.connections.Connection | None, int | None]:
+        """Write one sample line (or its error); the connection to keep, None after a failure."""
+        now = time.time()
+        stamp = datetime.fromtimestamp(now, UTC).isoformat(timespec="milliseconds")
+        line: dict[str, Any] = {"ts": stamp.replace("+00:00", "Z"), "t": round(now, 3)}
+        try:
+            if conn is None:
+                conn = self.target.connect(database=False)
+                own_id = _connection_id(conn)
+            line.update(sample(conn, own_id))
+            if running:
+                line["threads_running_avg"] = round(sum(running) / len(running), 3)
+                line["threads_running_n"] = len(running)
+            self.samples += 1
+        except (pymysql.MySQLError, OSError) as exc:
+            self.errors += 1
+            self.last_error = self.target.redact(f"{type(exc).__name__}: {exc}")
+            line["error"] = self.last_error
+            if conn is not None:
+                with contextlib.suppress(Exception):  # a dead connection may fail to close
+                    conn.close()
+            conn = None
+        fh.write(json.dumps(line, separators=(",", ":")) + "\n")
+        fh.flush()
+        return conn, own_id
 
     def _read_running(self, conn: pymysql.connections.Connection | None, until: float) -> list[int]:
         """Threads_running read `running_hz` times a second until `until` (monotonic), minus this

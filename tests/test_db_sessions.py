@@ -24,7 +24,7 @@ import pytest
 
 from analyzers import analyze, db
 from analyzers.sweep import model
-from collectors.mysql_sampler import DbTarget, _connection_id, sample
+from collectors.mysql_sampler import DbTarget, StatusSampler, _connection_id, sample
 from perfkit.archive import open_archive
 from perfkit.config import load_thresholds
 from perfkit.dataset import Dataset, load_dataset
@@ -400,3 +400,29 @@ def test_lab_control_is_not_lock_contention(tmp_path_factory: pytest.TempPathFac
     assert [s["threads"] for s in rows] == [1, 8]
     assert all(s["classes"]["lock"] < 0.5 for s in rows) and rows[1]["active"] > 2
     assert not math.isnan(rows[1]["classes"]["cpu"])
+
+
+@pytest.mark.lab
+def test_lab_sampler_reads_the_counters_once_more_when_stopped(lab_mariadb: Path, tmp_path: Path) -> None:
+    """A step that fails between two ticks (refused connects end sysbench in milliseconds) must still
+    be counted: stopped, the sampler writes one closing line with the counters as the run ends."""
+    out = tmp_path / "global_status.jsonl"
+    sampler = StatusSampler(DbTarget(user="root", socket=LAB_SOCKET), out, interval=60, running_hz=0)
+    sampler.start()
+    for _ in range(100):  # until the first line is written
+        if out.exists() and out.read_text().endswith("\n"):
+            break
+        time.sleep(0.05)
+    conn = DbTarget(user="root", socket=LAB_SOCKET).connect()
+    try:
+        with conn.cursor() as cur:
+            for _ in range(25):
+                cur.execute("SELECT 1")
+    finally:
+        conn.close()
+    sampler.stop()
+    lines = [json.loads(x) for x in out.read_text().splitlines()]
+    assert len(lines) == 2 and sampler.samples == 2 and "error" not in lines[-1]
+    # 25 queries and a connect since the first line: the tick 60 s later would have been too late
+    assert lines[1]["status"]["Questions"] - lines[0]["status"]["Questions"] >= 25
+    assert lines[1]["status"]["Connections"] - lines[0]["status"]["Connections"] >= 1
