@@ -781,8 +781,9 @@ def compare(
         for k in fb.keys() & fn.keys()
         if fb[k].severity != fn[k].severity
     ]
-    # judged between runs: every common step had several runs of the load tool a side (sweeps, repeats)
-    grouped = bool(steps) and all(s.throughput.spread == BETWEEN_RUNS for s in steps)
+    # judged between runs: the peak and every common step had several runs of the load tool a side
+    # (sweeps, repeats); with no thread count in common the peaks alone say how it was judged
+    grouped = all(x.spread == BETWEEN_RUNS for x in (peak, *(s.throughput for s in steps)))
     warnings = _workload_warnings(gb.runs[0], gn.runs[0], swb[0], swn[0])
     warnings += _group_warnings("BASE", gb) + _group_warnings("NEW", gn)
     if not grouped:

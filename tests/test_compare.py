@@ -492,3 +492,19 @@ def test_one_sweep_a_side_with_repeats_is_judged_between_its_runs() -> None:
         (np.mean(one.throughput.runs[1]) / np.mean(one.throughput.runs[0]) - 1) * 100
     )
     assert "(2 BASE runs, 2 NEW runs of the load tool, repeats included; 1 and 1 sweeps)" in c.spread_note()
+
+
+def test_sweeps_without_a_common_thread_count_are_judged_by_their_peaks_between_runs() -> None:
+    # repeat-a kept at 1 thread, repeat-b at 2: no step in common, yet each side's peak has 2 runs
+    from dataclasses import replace
+
+    def only(path: Path, threads: int):
+        a = analyze_path(path)
+        steps = [s for s in a.sweep.steps if s.threads == threads]
+        return replace(a, sweep=replace(a.sweep, steps=steps, peak=steps[0], knee_threads=None))
+
+    c = compare(only(FIXTURES / "archives" / "repeat-a", 1), only(FIXTURES / "archives" / "repeat-b", 2))
+    assert c.steps == [] and c.only_base == [1] and c.only_new == [2]
+    assert c.peak.spread == "between-runs" and c.peak.runs is not None
+    assert [len(r) for r in c.peak.runs] == [2, 2]
+    assert c.spread == "between-runs" and not any(w.startswith("one run a side") for w in c.warnings)
