@@ -1,15 +1,14 @@
 """cpu.throttled and io.throttled (analyzers/limits.py) on real scenario archives.
 
 Unit tests read tests/fixtures/limits/ (README there: the exact runs); every figure asserted is
-worked out by hand from the files, the arithmetic in the comment beside it. Lab tests run the
-scenarios through the harness (scripts/scenarios) and assert the rule ids and key evidence.
+worked out by hand from the files, the arithmetic in the comment beside it. Lab tests analyze the
+scenario runs (scripts/scenarios) that tests/test_scenarios.py makes, one per scenario and settings
+in a test session, and assert the rule ids and key evidence.
 """
 
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -20,6 +19,8 @@ from perfkit.archive import open_archive
 from perfkit.config import load_thresholds
 from perfkit.dataset import Dataset, load_dataset
 from perfkit.findings import Finding, Skipped
+
+from .test_scenarios import DB_CPU_WORKLOAD, DB_QUOTA, IOPS, _need_lab, _scenario
 
 ROOT = Path(__file__).resolve().parent.parent
 FIX = ROOT / "tests" / "fixtures" / "limits"
@@ -201,15 +202,13 @@ def test_evidence_is_json() -> None:
 # ---------------------------------------------------------------- lab: the real scenarios
 
 
-def scenario(name: str, out: Path) -> tuple[dict, list[Finding]]:
-    """Run one scenario through the harness (1 and 8 threads x 5 s) and analyze its archive."""
-    cmd = [sys.executable, "-m", "scripts.scenarios", "run", name, "--threads", "1,8", "--time", "5"]
-    proc = subprocess.run([*cmd, "-o", str(out)], cwd=ROOT, capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    info = json.loads((out / "scenario.json").read_text())
-    result = analyze(dataset(out / "archive"), TH)
+def scenario(name: str, tmp_factory: pytest.TempPathFactory, **kw: object) -> tuple[dict, list[Finding]]:
+    """The scenario's run (1 and 8 threads x 4 s), shared with tests/test_scenarios.py (one run per
+    scenario and settings in a test session), and its archive analyzed here."""
+    rec = _scenario(name, tmp_factory, **kw)
+    result = analyze(dataset(rec["out"] / "archive"), TH)
     assert not result.failed, result.failed
-    return info, result.findings
+    return rec, result.findings
 
 
 def ours(findings: list[Finding], rule: str, group: str | None) -> list[Finding]:
@@ -240,44 +239,45 @@ def idle_somewhere(out: Path) -> float:
 
 
 @pytest.mark.lab
-def test_lab_db_cpu_quota_is_cpu_throttled(tmp_path: Path) -> None:
-    # cpu.throttled asks for idle CPU on the host; other helpers' lab tests can take both vCPUs
-    # for a while (then mariadbd cannot even reach its quota): one more try, then skip saying so
-    for attempt in range(2):
-        info, findings = scenario("db-cpu-quota", tmp_path / f"run{attempt}")
-        idle = idle_somewhere(tmp_path / f"run{attempt}")
-        if idle >= TH["cpu.throttled"]["min_host_idle_pct"]:
-            break
-    else:
-        pytest.skip(f"the lab host had no idle CPU in either run (best step {idle:.0f} % idle): other load")
+def test_lab_db_cpu_quota_is_cpu_throttled(tmp_path_factory: pytest.TempPathFactory) -> None:
+    # cpu.throttled asks for idle CPU on the host; other lab tests run at the same time on a
+    # developer's machine can take both vCPUs (then mariadbd cannot even reach its quota): skip saying so
+    _need_lab("cpu")
+    info, findings = scenario("db-cpu-quota", tmp_path_factory, quota=DB_QUOTA, workload=DB_CPU_WORKLOAD)
+    idle = idle_somewhere(info["out"])
+    if idle < TH["cpu.throttled"]["min_host_idle_pct"]:
+        pytest.skip(f"the lab host had no idle CPU (best step {idle:.0f} % idle): other load")
     group = info["limit"]["cgroup"]["name"]
     (f,) = ours(findings, "cpu.throttled", group)
-    assert f.evidence["quota_cores"] == pytest.approx(0.5, abs=0.01)
+    assert f.evidence["quota_cores"] == pytest.approx(DB_QUOTA, abs=0.01)
     assert f.evidence["steps_held"]  # at least one step; both when the host had idle CPU
     held = [s for s in f.evidence["per_step"] if s["held"]]
-    assert max(s["throttled_share"] for s in held) >= 0.5  # 0.87-0.89 on an otherwise idle lab host
+    assert max(s["throttled_share"] for s in held) >= 0.5  # 0.87-0.89 at 0.5 cores on an idle lab host
     for s in held:
-        assert s["used_cores"] == pytest.approx(0.5, abs=0.08)
+        assert s["used_cores"] == pytest.approx(DB_QUOTA, abs=0.08)
     pid = info["instance"]["pid"]
     assert not [g for g in findings if g.rule == "io.throttled" and g.evidence["pid"] == pid]
 
 
 @pytest.mark.lab
-def test_lab_db_write_iops_is_io_throttled_at_its_limit(tmp_path: Path) -> None:
-    info, findings = scenario("db-write-iops", tmp_path / "run")
+def test_lab_db_write_iops_is_io_throttled_at_its_limit(tmp_path_factory: pytest.TempPathFactory) -> None:
+    _need_lab("io")
+    info, findings = scenario("db-write-iops", tmp_path_factory, iops=IOPS)
     group = info["limit"]["cgroup"]["name"]
     found = ours(findings, "io.throttled", group)
-    assert len(found) == 1, io_diagnosis(tmp_path / "run")
+    assert len(found) == 1, io_diagnosis(info["out"])
     (f,) = found
     assert f.evidence["pid"] == info["instance"]["pid"]
-    assert f.evidence["limit_key"] == "write_max_iops" and f.evidence["limit"] == 40.0
-    assert 30 <= f.evidence["done_per_s_min"] <= f.evidence["done_per_s_max"] <= 44
+    assert f.evidence["limit_key"] == "write_max_iops" and f.evidence["limit"] == IOPS
+    # every step it held at ran at the limit (30-44 of 40 before the runs were shared, at 5 s steps)
+    assert 0.7 * IOPS <= f.evidence["done_per_s_min"] <= f.evidence["done_per_s_max"] <= 1.1 * IOPS
     assert not ours(findings, "cpu.throttled", group)
 
 
 @pytest.mark.lab
-def test_lab_control_is_neither(tmp_path: Path) -> None:
-    info, findings = scenario("control", tmp_path / "run")
+def test_lab_control_is_neither(tmp_path_factory: pytest.TempPathFactory) -> None:
+    _need_lab()
+    info, findings = scenario("control", tmp_path_factory, workload="oltp_write_only")
     pid = info["instance"]["pid"]
     assert not [f for f in findings if f.rule == "cpu.throttled" and pid in f.evidence["pids"]]
     assert not [f for f in findings if f.rule == "io.throttled" and f.evidence["pid"] == pid]
