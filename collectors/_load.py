@@ -12,7 +12,12 @@ all of them and a local run is the same code path with the local transport:
   it `timeout` signals the tool twice (directly and through the process group), and go-ycsb takes a
   second SIGTERM as "exit now", without its final totals;
 - output is streamed into `load/<step>/<tool>.out` as it arrives, with the known secrets' exact
-  values masked (go-ycsb echoes its password property; go-tpc's is in its argv).
+  values masked (go-ycsb echoes its password property; go-tpc's is in its argv);
+- several load hosts start one step together through a `StartGate`: each host's shell is started
+  first and waits for a line on its stdin, and once every one waits they are all sent it at once (so
+  the SSH round trips of starting a command fall before the start, not between the hosts). A run's
+  `started_at` is when its shell's pid line came back, the moment it went on to exec the tool, on
+  this machine's clock: the spread of those over the hosts is the step's start skew.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ import re
 import select
 import shlex
 import tempfile
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -33,9 +39,33 @@ from perfkit.redact import Redactor, redact
 from perfkit.transport import LOCAL, Job, Transport, connect
 
 _PID = re.compile(rb"perfkit-load-pid (\d+)")
+_READY = b"perfkit-load-ready"  # a gated start's shell is up and waits for the go line
 KILL_AFTER_S = 10  # `timeout -k`: how long a signalled tool has to exit before SIGKILL
 # failed operations above this share make a step degraded; a run ended by a signal cuts a few in flight
 ERROR_SHARE = 0.01
+GATE_TIMEOUT_S = 120  # how long the load hosts wait for each other's commands to be started
+
+
+class NotStarted(PerfkitError):
+    """The step's other load hosts did not all get ready: this one's tool was not started."""
+
+
+class StartGate:
+    """The start line of one step's load hosts: `wait` returns True once all `parties` wait, False when
+    one gave up (`abort`: its command could not be started) or `timeout` passed."""
+
+    def __init__(self, parties: int, *, timeout: float = GATE_TIMEOUT_S):
+        self._barrier = threading.Barrier(parties, timeout=timeout)
+
+    def wait(self) -> bool:
+        try:
+            self._barrier.wait()
+        except threading.BrokenBarrierError:
+            return False
+        return True
+
+    def abort(self) -> None:
+        self._barrier.abort()
 
 
 @dataclass
@@ -141,6 +171,7 @@ class LoadHost:
         stop: object | None = None,
         shown: str,
         secret_arg: tuple[str, str] | None = None,
+        gate: StartGate | None = None,
     ) -> LoadResult:
         """Run `argv` on the host under `timeout -s end_signal limit_s`, its output streamed into `out`.
 
@@ -152,6 +183,9 @@ class LoadHost:
         `secret_arg` (flag, value) is for a tool that takes the password only in argv (go-tpc's `-p`):
         the value travels on stdin into a shell variable, so it is in no command line perfkit builds,
         logs or records, only in the tool's own argv on the load host (which captures mask).
+
+        `gate`: the tool starts when every load host of the step is ready (see the module's doc);
+        PerfkitError, nothing run, when another gave up.
         """
         prefix, tail, stdin = "", "", None
         if secret_arg is not None:
@@ -160,6 +194,8 @@ class LoadHost:
                 raise PerfkitError(f"{argv[0]} {flag}: a newline is not allowed")
             prefix, tail = "IFS= read -r PERFKIT_SECRET; ", f' {flag} "$PERFKIT_SECRET"'
             stdin = value.encode() + b"\n"
+        if gate is not None:  # the shell says it is up, then waits for the go line (EOF: nothing runs)
+            prefix += f"echo {_READY.decode()} >&2; IFS= read -r PERFKIT_GO || exit 125; "
         command = (
             f"{prefix}echo perfkit-load-pid $$ >&2; exec timeout --foreground "
             f"-s {end_signal} -k {KILL_AFTER_S} {limit_s:g} {shlex.join(argv)}{tail} 2>&1"
@@ -167,13 +203,29 @@ class LoadHost:
         out.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         started = time.time()
         try:
-            job = self.transport.start(command, stdin=stdin)
+            job = self.transport.start(command, stdin=stdin, keep_stdin=gate is not None)
         except CollectError as exc:
             raise PerfkitError(f"{self.name}: cannot start {argv[0]}: {exc}") from None
+        errbuf = b""
+        if gate is not None:
+            # a login's shell can take a few hundred ms to come up: the go line is sent only once
+            # every host's shell waits for it, so that their starts are apart by a round trip at most
+            errbuf, up = _read_until(job, _READY, GATE_TIMEOUT_S)
+            if not up:
+                gate.abort()
+            if not (up and gate.wait()):
+                job.end_input()  # EOF for the waiting `read`: the shell exits without running the tool
+                job.kill()
+                job.close()
+                if not up:
+                    raise PerfkitError(f"{self.name}: cannot start {argv[0]}: its shell did not come up")
+                raise NotStarted(f"{argv[0]} not started: another load host could not start")
+            job.send(b"go\n")
+            job.end_input()
+            started = time.time()
         deadline = time.monotonic() + limit_s + KILL_AFTER_S + 20
         redactor = Redactor(self.secrets)
         size, pid, timed_out, interrupted, code = 0, None, False, False, None
-        errbuf = b""
         with open(out, "wb") as fh:
 
             def write(data: bytes) -> None:
@@ -190,7 +242,8 @@ class LoadHost:
                     if pid is None and e:
                         errbuf += e
                         m = _PID.search(errbuf)
-                        pid = int(m.group(1)) if m else None
+                        if m:  # the shell goes on to exec the tool now: the run's start
+                            pid, started = int(m.group(1)), time.time()
                     code = job.poll()
                     if code is not None:
                         o, _e = job.read()
@@ -207,7 +260,9 @@ class LoadHost:
                         write(redactor.feed(o))
                         code = job.poll()
                         break
-                    select.select([job], [], [], 0.1)
+                    # the pid line comes on stderr, which a local job's select does not watch:
+                    # look often until it is there, so that the start is timed to a few ms
+                    select.select([job], [], [], 0.1 if pid is not None else 0.005)
             except (KeyboardInterrupt, SystemExit) as exc:
                 # Ctrl-C or SIGTERM in perfkit itself: the tool must not outlive it (a remote one,
                 # or a local one in its own session, would go on loading the tables for hours)
@@ -269,6 +324,19 @@ class LoadHost:
         # gone already, or the link is: `timeout` ends the tool on the host
         with contextlib.suppress(PerfkitError):
             self.transport.run(f"kill -{sig} {pid}", timeout=10)
+
+
+def _read_until(job: Job, marker: bytes, limit_s: float) -> tuple[bytes, bool]:
+    """A starting job's stderr until `marker` (True), its exit or `limit_s` (False). Its stdout is
+    empty until then: the tool has not run."""
+    errbuf = b""
+    deadline = time.monotonic() + limit_s
+    while marker not in errbuf:
+        if job.poll() is not None or time.monotonic() > deadline:
+            return errbuf, False
+        errbuf += job.read()[1]
+        select.select([job], [], [], 0.005)  # a local job's select does not watch stderr
+    return errbuf, True
 
 
 class HostedRunner:

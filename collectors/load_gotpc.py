@@ -19,7 +19,7 @@ from typing import Any
 
 from perfkit.errors import PerfkitError
 
-from ._load import HostedRunner, LoadHost, LoadResult, judge_go_tool
+from ._load import HostedRunner, LoadHost, LoadResult, StartGate, judge_go_tool
 from .load_sysbench import check_database, count_rows
 from .mysql_sampler import DbTarget
 
@@ -97,8 +97,17 @@ class GoTpcRunner(HostedRunner):
             )
         return {"method": "SELECT COUNT(*)", "rows": rows}
 
-    def run(self, threads: int, time_s: int, out: Path, *, stop: object | None = None) -> LoadResult:
-        """One measured run of `time_s` seconds (go-tpc's own `--time`), streamed into `out`."""
+    def run(
+        self,
+        threads: int,
+        time_s: int,
+        out: Path,
+        *,
+        stop: object | None = None,
+        gate: StartGate | None = None,
+    ) -> LoadResult:
+        """One measured run of `time_s` seconds (go-tpc's own `--time`), streamed into `out` (`gate`: as
+        sysbench's)."""
         assert self.host is not None
         argv = self.argv("run", threads=threads, time_s=time_s)
         res = self.host.stream(
@@ -108,6 +117,7 @@ class GoTpcRunner(HostedRunner):
             stop=stop,
             shown=self.shown(argv),
             secret_arg=("-p", self.target.password),
+            gate=gate,
         )
         judge_go_tool(res, out, time_s, tool=self.tool, kind=self.kind, ended_by_perfkit=False)
         return res

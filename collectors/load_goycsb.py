@@ -24,7 +24,7 @@ import pymysql
 
 from perfkit.errors import PerfkitError
 
-from ._load import HostedRunner, LoadHost, LoadResult, judge_go_tool
+from ._load import HostedRunner, LoadHost, LoadResult, StartGate, judge_go_tool
 from .load_sysbench import check_database, count_rows, db_error
 from .mysql_sampler import DbTarget
 
@@ -239,12 +239,23 @@ class GoYcsbRunner(HostedRunner):
             )
         return {"method": "SELECT COUNT(*)", "rows": rows}
 
-    def run(self, threads: int, time_s: int, out: Path, *, stop: object | None = None) -> LoadResult:
-        """One measured run of `time_s` seconds, ended by SIGTERM, streamed into `out`."""
+    def run(
+        self,
+        threads: int,
+        time_s: int,
+        out: Path,
+        *,
+        stop: object | None = None,
+        gate: StartGate | None = None,
+    ) -> LoadResult:
+        """One measured run of `time_s` seconds, ended by SIGTERM, streamed into `out` (`gate`: as
+        sysbench's)."""
         assert self.host is not None
         argv = self.argv("run", threads=threads)
         shown = self.shown(argv)
-        res = self.host.stream(argv, out, limit_s=time_s, end_signal="TERM", stop=stop, shown=shown)
+        res = self.host.stream(
+            argv, out, limit_s=time_s, end_signal="TERM", stop=stop, shown=shown, gate=gate
+        )
         judge_go_tool(res, out, time_s, tool=self.tool, kind=self.kind, ended_by_perfkit=True)
         return res
 

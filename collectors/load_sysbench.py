@@ -20,7 +20,7 @@ import pymysql
 
 from perfkit.errors import PerfkitError
 
-from ._load import ERROR_SHARE, HostedRunner, LoadHost, LoadResult
+from ._load import ERROR_SHARE, HostedRunner, LoadHost, LoadResult, StartGate
 from .mysql_sampler import DbTarget
 
 BUILTIN = (
@@ -190,11 +190,20 @@ class SysbenchRunner(HostedRunner):
             )
         return {"method": "SELECT COUNT(*)", "rows": rows}
 
-    def run(self, threads: int, time_s: int, out: Path, *, stop: object | None = None) -> LoadResult:
-        """One measured run, its output streamed into `out`. `stop` (an Event) ends it early."""
+    def run(
+        self,
+        threads: int,
+        time_s: int,
+        out: Path,
+        *,
+        stop: object | None = None,
+        gate: StartGate | None = None,
+    ) -> LoadResult:
+        """One measured run, its output streamed into `out`. `stop` (an Event) ends it early; `gate`
+        starts it with the step's other load hosts."""
         argv = self.argv("run", threads=threads, time_s=time_s)
         # sysbench ends itself at --time; the limit (its shutdown included) only guards a hang
-        res = self.host.stream(argv, out, limit_s=time_s + 30, stop=stop, shown=self.shown(argv))
+        res = self.host.stream(argv, out, limit_s=time_s + 30, stop=stop, shown=self.shown(argv), gate=gate)
         judge(res, out, time_s)
         return res
 
@@ -216,7 +225,10 @@ def judge(res: LoadResult, out: Path, time_s: int) -> None:
         res.status, res.reason = "failed", f"output not readable: {exc}"
         return
     runs = frame.attrs.get("runs") or []
+    # the histogram (--histogram) goes with the totals: several load hosts' are merged for the step
     summary = runs[-1]["summary"] if runs else {}
+    if summary:
+        summary = {**summary, "histogram": runs[-1].get("histogram")}
     res.summary, res.failed = summary, _failed_operations(res, summary)
     if res.timed_out or res.exit_code == 124:
         res.status, res.reason = "failed", f"sysbench did not exit within {time_s + 30}s"
