@@ -13,10 +13,16 @@ and the OS captures alike):
 
 Judged per sweep step (captures of the same `step` as the load output); the since-boot first vmstat
 line and top's first screen (CPU since the task started) are left out.
+
+With several load hosts (`perfkit run --client-host a,b`) each is judged on its own run of each step,
+at its own share of the step's threads, and a finding per saturated host says which one limits the
+sweep: the first to saturate (the step with the fewest threads; ties: the busiest). The others keep
+their findings, each naming that one.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -61,6 +67,7 @@ class _Step:
     quota_cores: float | None = None  # the load process's cgroup CPU quota, where it has one
     waits_on_server: float | None = None  # its active threads' share waiting on the network (sampler)
     active_threads: float | None = None
+    step_threads: int | None = None  # the step's, of which `threads` is this host's share
 
 
 def saturated(ds: Dataset, sweep: Any, th: Thresholds) -> list[Finding] | Skipped:
@@ -77,7 +84,7 @@ def saturated(ds: Dataset, sweep: Any, th: Thresholds) -> list[Finding] | Skippe
             RULE, f"no vmstat, mpstat or top capture of the load-generator host ({', '.join(hosts)})"
         )
     lim = th[RULE]
-    threads_of = _threads_by_source(sweep)
+    threads_of, step_threads = _threads_by_source(sweep)
     profiles = [p for p in waits.profiles(ds, sweep) if category(p.process) == "load generator"]
     out: list[Finding] = []
     for host in hosts:
@@ -88,6 +95,7 @@ def saturated(ds: Dataset, sweep: Any, th: Thresholds) -> list[Finding] | Skippe
             if sweep is not None and cap.path not in threads_of:
                 continue  # a load run the sweep left out (failed, interrupted): no measure of the client
             st = _Step(host, cap.step, kind, threads_of.get(cap.path), sources=[cap.path])
+            st.step_threads = step_threads.get(cap.path)
             known = ds.cpu_count(host, cap.step)
             st.cpus = known[0] if known else None
             same = [c for k in os_kinds for c in ds.of(k) if c.host == host and c.step == cap.step]
@@ -103,11 +111,39 @@ def saturated(ds: Dataset, sweep: Any, th: Thresholds) -> list[Finding] | Skippe
         ]
         if hot:
             out.append(_finding(hot, judged, lim))
+    return _name_the_limit(out, hosts) if len(hosts) > 1 and out else out
+
+
+def _threads_by_source(sweep: Any) -> tuple[dict[str, int], dict[str, int]]:
+    """Each load run's threads, and its step's (several load hosts: a host runs its share of the step's)."""
+    own: dict[str, int] = {}
+    step: dict[str, int] = {}
+    for s in sweep.steps if sweep is not None else []:
+        for c in s.clients or [{"source": s.source, "threads": s.threads}]:
+            own[c["source"]], step[c["source"]] = c["threads"], s.threads
+    return own, step
+
+
+def _name_the_limit(found: list[Finding], hosts: list[str]) -> list[Finding]:
+    """Several load hosts: the one that saturates first limits the sweep; every finding says which."""
+    first = min(
+        (f.evidence for f in found),
+        key=lambda e: (e["step_threads"] or 0, -(e["load_process_cpu_pct_median"] or 0)),
+    )
+    calm = [h for h in hosts if h not in {f.evidence["host"] for f in found}]
+    rest = f" Not saturated: {', '.join(calm)}." if calm else ""
+    out = []
+    for f in found:
+        mine = f.evidence is first
+        limit = (
+            f" Of the {len(hosts)} load hosts it saturates first: it limits the sweep."
+            if mine
+            else f" {first['host']} saturated first, at {count(first['step_threads'], 'thread')}: "
+            "it limits the sweep."
+        )
+        evidence = {**f.evidence, "load_hosts": hosts, "limits_the_sweep": mine}
+        out.append(dataclasses.replace(f, summary=f.summary + limit + rest, evidence=evidence))
     return out
-
-
-def _threads_by_source(sweep: Any) -> dict[str, int]:
-    return {s.source: s.threads for s in (sweep.steps if sweep is not None else [])}
 
 
 def _measure(st: _Step, caps: list[Capture], lim: dict[str, Any]) -> None:
@@ -217,6 +253,8 @@ def _finding(hot: list[_Step], judged: list[_Step], lim: dict[str, Any]) -> Find
         if first.threads
         else (f"in step {first.step}" if first.step else "")
     )
+    if first.threads and first.step_threads and first.step_threads != first.threads:
+        at = f"at {first.threads} of the step's {count(first.step_threads, 'thread')}"
     parts = []
     if first.idle_pct is not None:
         parts.append(f"CPU idle {first.idle_pct:.0f}%")
@@ -239,6 +277,7 @@ def _finding(hot: list[_Step], judged: list[_Step], lim: dict[str, Any]) -> Find
         "tool": tool,
         "step": first.step,
         "threads": first.threads,
+        "step_threads": first.step_threads or first.threads,
         "cpus": first.cpus,
         "idle_pct_median": first.idle_pct,
         "idle_from": first.idle_from or None,

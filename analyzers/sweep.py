@@ -4,6 +4,11 @@ A step's figures are its steady state: the warm-up intervals and the shutdown ta
 `thds` drops below the configured threads as workers exit) are left out. Across steps: the peak,
 the knee (where the scaling elasticity d ln X / d ln N falls below a threshold — scale-free, so it
 works for 8, 24, 72… as well as 1, 2, 4…), and a USL fit whose σ and κ say *why* the curve bends.
+
+A step of `perfkit run` with several load hosts is one level made of each host's run: their
+intervals are put on this machine's clock (each run's recorded start, the tool's seconds after it),
+summed per second where every host reported one, and the step judged on the sums; its latency as
+`combine_clients` says, each host's own figures kept in `Step.clients`.
 """
 
 from __future__ import annotations
@@ -47,6 +52,10 @@ class Step:
     # time a transaction spent inside the database: its running threads / TPS (Little's law), so the
     # client's average RT minus this is what the path to the server added (network, client, proxy)
     server_lat_ms: float | None = None
+    # several load hosts: each one's own figures (host, threads, tps, lat_avg_ms, lat_pct_ms, source),
+    # and where the step's percentile comes from (`combine_clients`)
+    clients: list[dict[str, Any]] = field(default_factory=list)
+    lat_pct_from: str | None = None
 
     @property
     def little_concurrency(self) -> float | None:
@@ -77,6 +86,8 @@ class Step:
         if self.lat_pct is not None and self.lat_pct != 95:
             d[f"lat_p{self.lat_pct:g}_ms"] = self.lat_pct_ms
         d.update(drift_pct=self.drift_pct, cv_pct=self.cv_pct, source=self.source)
+        if self.clients:
+            d.update(clients=self.clients, lat_pct_from=self.lat_pct_from)
         return d
 
 
@@ -104,6 +115,17 @@ class Sweep:
             "usl": self.usl.to_dict() if self.usl else None,
             "run": self.run,
         }
+
+    def clients_note(self) -> str:
+        """Several load hosts: how each step was made of them, as the reports say it ("" with one)."""
+        if not self.run or not self.run.get("threads_split"):
+            return ""
+        froms = sorted({s.lat_pct_from for s in self.steps if s.lat_pct_from})
+        pct = f"; its percentile {' or '.join(froms)}" if froms else ""
+        return (
+            f"Load from {self.run['load_hosts']}: each step's threads {self.run['threads_split']}, its "
+            f"{self.metric.upper()} their sum per second{pct} (each host's figures in findings.json)."
+        )
 
 
 @dataclass(frozen=True)
@@ -151,6 +173,7 @@ def model(ds: Dataset, th: Thresholds) -> tuple[Sweep | None, list[Excluded]]:
     manifest = ds.manifest or {}
     records = ds.records
     swept = isinstance(manifest.get("sweep"), dict)  # made by `perfkit run`: every step is recorded
+    levels: dict[tuple[Any, ...], list[_HostRun]] = {}
     for kind, name in (("sysbench", "sysbench"), ("goycsb", "go-ycsb"), ("gotpc", "go-tpc")):
         for cap in ds.of(kind):
             tool = tool or name
@@ -160,13 +183,19 @@ def model(ds: Dataset, th: Thresholds) -> tuple[Sweep | None, list[Excluded]]:
                 continue
             for frame, run in _LOAD_ADAPTERS[kind](cap.frame, rec, cap.path):
                 threads = _threads_of(run, rec, cap.path)
-                why = _unusable(run, rec, threads)
-                step = None if why else _load_step(cap.path, frame, {**run, "threads": threads}, th)
-                if step is None:
-                    status, reason = why or ("failed", _no_figures(run))
-                    excluded.append(Excluded(cap.path, threads, status, reason))
-                else:
-                    steps.append(step)
+                hr = _HostRun(cap.path, cap.host, frame, run, threads, rec, _unusable(run, rec, threads))
+                # a perfkit run's step is every load host's run of it; elsewhere each run is a level
+                key = (
+                    (kind, rec.step, run["run"])
+                    if swept and rec is not None and rec.step
+                    else (cap.path, run["run"])
+                )
+                levels.setdefault(key, []).append(hr)
+    for runs in levels.values():
+        step, out = _level(runs, th)
+        excluded += out
+        if step is not None:
+            steps.append(step)
     if not steps:
         for cap in ds.of("sweep"):
             tool = "table"
@@ -196,6 +225,9 @@ def model(ds: Dataset, th: Thresholds) -> tuple[Sweep | None, list[Excluded]]:
                 if st.get("status") not in ("ok",)
             ],
         }
+        plan = driven.get("plan") if isinstance(driven.get("plan"), dict) else {}
+        if plan.get("threads_split"):  # several load hosts (perfkit run --client-host a,b)
+            sweep.run.update(load_hosts=plan.get("load_host"), threads_split=plan["threads_split"])
     # A level where nothing completed is a measurement (a stall) but no point the USL can take:
     # it models throughput as positive at every concurrency.
     fitted = [s for s in steps if s.tps > 0]
@@ -204,6 +236,147 @@ def model(ds: Dataset, th: Thresholds) -> tuple[Sweep | None, list[Excluded]]:
     except ValueError as exc:
         sweep.usl_error = str(exc)
     return sweep, excluded
+
+
+@dataclass
+class _HostRun:
+    """One load host's run of a level: its output's intervals and run, and why it cannot count."""
+
+    path: str
+    host: str | None
+    frame: pd.DataFrame
+    run: dict
+    threads: int | None
+    record: Record | None
+    why: tuple[str, str] | None
+
+    def step(self, th: Thresholds) -> Step | None:
+        return (
+            None if self.why else _load_step(self.path, self.frame, {**self.run, "threads": self.threads}, th)
+        )
+
+    def failure(self) -> tuple[str, str]:
+        return self.why or ("failed", _no_figures(self.run))
+
+
+def _level(runs: list[_HostRun], th: Thresholds) -> tuple[Step | None, list[Excluded]]:
+    """One level from its load hosts' runs, or the runs left out: all of them when one failed (the
+    others' output is kept in the archive, but a level without one host's load is no level)."""
+    own = [r.step(th) for r in runs]
+    bad = [r for r, st in zip(runs, own, strict=True) if st is None]
+    if bad:
+        with_it = f"its step failed on the load host {bad[0].host}: {bad[0].failure()[1]}"
+        return None, [
+            Excluded(r.path, r.threads, *(r.failure() if st is None else ("failed", with_it)))
+            for r, st in zip(runs, own, strict=True)
+        ]
+    if len(runs) == 1:
+        return own[0], []
+    step = _summed(runs, [st for st in own if st is not None], th)
+    if step is None:
+        why = "no throughput where every load host reported"
+        return None, [Excluded(r.path, r.threads, "failed", why) for r in runs]
+    return step, []
+
+
+def _summed(runs: list[_HostRun], own: list[Step], th: Thresholds) -> Step | None:
+    """The level several load hosts made together: their intervals summed on one clock (each run's
+    recorded start plus the tool's seconds, to the nearest second, halves up, so a host's seconds stay
+    one apart; only seconds every host reported), their summaries combined (`combine_clients`)."""
+    starts = [load_span(r.record) for r in runs]
+    t0 = min((sp[0] for sp in starts if sp is not None), default=None)
+    parts = []
+    for i, (r, sp) in enumerate(zip(runs, starts, strict=True)):
+        rows = r.frame[r.frame["run"] == r.run["run"]] if len(r.frame) else r.frame
+        offset = (sp[0] - t0).total_seconds() if sp is not None and t0 is not None else 0.0
+        rows = rows[_INTERVAL_COLUMNS].assign(
+            host=i,
+            second=np.floor(rows["time_s"].astype(float) + offset + 0.5),
+            threads=rows["threads"].fillna(r.threads),
+        )
+        parts.append(rows)
+    cat = pd.concat(parts, ignore_index=True)
+    by = cat.groupby("second")
+    n = len(runs)
+    every = by["host"].nunique() == n
+    merged = (
+        pd.DataFrame(
+            {
+                "time_s": by["second"].first(),
+                "threads": by["threads"].sum(),
+                "tps": by["tps"].sum(min_count=n),
+                "qps": by["qps"].sum(min_count=n),
+                "lat_ms": by["lat_ms"].max(),  # the worst host's: an interval's percentiles do not add
+                "lat_pct": by["lat_pct"].first(),
+                "errors_s": by["errors_s"].sum(min_count=n),
+            }
+        )[every]
+        .reset_index(drop=True)
+        .assign(run=0)[_INTERVAL_COLUMNS]
+    )
+    pct = next((r.run.get("percentile") for r in runs if r.run.get("percentile") is not None), None)
+    summaries = [{**(r.run.get("summary") or {}), "histogram": r.run.get("histogram")} for r in runs]
+    summary = combine_clients(summaries, pct)
+    total = sum(int(r.threads or 0) for r in runs)
+    step = _load_step(
+        runs[0].path, merged, {"run": 0, "threads": total, "percentile": pct, "summary": summary}, th
+    )
+    if step is None:
+        return None
+    step.lat_pct_from = summary.get("lat_pct_from")
+    step.clients = [
+        {
+            "host": r.host,
+            "threads": st.threads,
+            "tps": st.tps,
+            "lat_avg_ms": st.lat_avg_ms,
+            "lat_pct_ms": st.lat_pct_ms,
+            "source": r.path,
+        }
+        for r, st in zip(runs, own, strict=True)
+    ]
+    return step
+
+
+def combine_clients(summaries: list[dict[str, Any]], percentile: float | None) -> dict[str, Any]:
+    """One step's totals from its load hosts' own summaries (as the parsers give them: tps, qps,
+    transactions, lat_avg_ms, lat_pNN_ms, and `histogram` [[ms, count], ...] where the tool printed one).
+
+    Throughputs and counts add; the average latency is the transaction-weighted mean of the hosts'
+    (exact). A percentile does not add. With every host's histogram (sysbench --histogram) it is read
+    off their sum the way the tool reads its own; else it is the worst host's, which bounds the
+    combined one from above (a mixture's p-quantile lies between its parts' smallest and largest) and
+    is close to it when the hosts are alike (`lat_pct_from` says which). Keys not known for every host
+    are left out: a partial sum would pass for the step's.
+    """
+    out: dict[str, Any] = {}
+    for key in ("tps", "qps", "eps", "transactions", "ignored_errors", "reconnects", "count", "errors"):
+        values = [s.get(key) for s in summaries]
+        if values and all(isinstance(v, int | float) for v in values):
+            out[key] = sum(values)
+    weights = [s.get("transactions", s.get("tps")) for s in summaries]
+    avgs = [s.get("lat_avg_ms") for s in summaries]
+    if all(isinstance(v, int | float) for v in (*weights, *avgs)) and sum(weights) > 0:
+        out["lat_avg_ms"] = sum(w * a for w, a in zip(weights, avgs, strict=True)) / sum(weights)
+    if percentile is None:
+        return out
+    key = f"lat_p{percentile:g}_ms"
+    hists = [s.get("histogram") for s in summaries]
+    if all(hists):
+        counts: dict[float, int] = {}
+        for hist in hists:
+            for ms, n in hist:
+                counts[float(ms)] = counts.get(float(ms), 0) + int(n)
+        total, seen = sum(counts.values()), 0
+        for ms in sorted(counts):
+            seen += counts[ms]
+            if seen >= total * percentile / 100:
+                out[key], out["lat_pct_from"] = ms, "the load hosts' histograms, merged"
+                break
+    elif all(isinstance(s.get(key), int | float) for s in summaries):
+        out[key] = max(s[key] for s in summaries)
+        out["lat_pct_from"] = "the worst load host's (an upper bound of the step's)"
+    return out
 
 
 def _unusable(run: dict, record: Record | None, threads: int | None) -> tuple[str, str] | None:

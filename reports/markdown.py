@@ -200,7 +200,8 @@ def render(
                 f"stopped because {esc(sweep.run['stopped_because'])}."
                 if sweep.run and sweep.run["stopped_because"]
                 else ""
-            ),
+            )
+            + (f" {esc(sweep.clients_note())}" if sweep.clients_note() else ""),
             "",
         ]
         if sweep.usl is not None:
