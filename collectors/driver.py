@@ -14,6 +14,14 @@ ends the sweep (`on_failure="stop"`, the default: a dead database fails every la
 or is skipped over (`"continue"`); a degraded step (errors, reconnects, zero-TPS seconds) is kept
 and the sweep goes on.
 
+With several load hosts (`run_sweep` given a runner per host) a step's threads are split across
+them (`split_threads`: even, the remainder to the first ones) and their tools started at one moment
+(`_load.StartGate`), each writing `load/<step>/<tool>@<host>.out`; the step ends when every one has.
+The spread of their starts is the step's `start_skew_s`; each host's threads, figures and status are
+in its `clients`, its TPS is their sum (latency: `analyzers.sweep.combine_clients`). A host whose
+run fails fails the step, named in its reason, and ends the others' runs at once (what they wrote is
+kept); the cool-down waits for every host's TIME_WAIT sockets.
+
 `collectors/plan.py` (`run_plan`) calls `run_sweep` with a checked `SweepPlan`; `Plan` and
 `Adaptive` refuse a bad value with a `PlanError` naming the `perfkit run` option it came from.
 """
@@ -24,11 +32,12 @@ import dataclasses
 import hashlib
 import json
 import os
+import re
 import shutil
 import tempfile
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -36,10 +45,11 @@ from typing import Any, Protocol
 
 from perfkit.archive import MANIFEST, PACKED_SUFFIXES, check_new_output, pack
 from perfkit.errors import ConfigError
+from perfkit.findings import count
 from perfkit.transport import HostSpec, end_local_jobs
 
 from . import db_snapshot, session
-from ._load import ERROR_SHARE, LoadHost
+from ._load import ERROR_SHARE, LoadHost, LoadResult, NotStarted, StartGate
 from .mysql_sampler import DbTarget, StatusSampler
 
 TIME_WAIT_SHARE = 0.1  # cool down while TIME_WAIT holds more than this share of the ephemeral ports
@@ -52,6 +62,7 @@ class LoadRunner(Protocol):
     version: str | None
     host: LoadHost  # where it runs
 
+    # with several load hosts it is also given `gate=` (a `_load.StartGate`: start with the others)
     def run(self, threads: int, time_s: int, out: Path, *, stop: object | None = None) -> Any: ...
 
 
@@ -113,6 +124,33 @@ class Plan:
         if self.repeats < 1 or (self.repeats > 1 and self.adaptive is not None):
             raise PlanError("--repeat", "at least 1, and repeats need a --threads list (not --adaptive)")
 
+    def check_split(self, hosts: int) -> None:
+        """PlanError unless every step can give each of `hosts` load hosts a thread (`split_threads`)."""
+        if self.adaptive is not None and self.adaptive.start < hosts:
+            raise PlanError("--start-threads", _too_few(self.adaptive.start, hosts))
+        low = min(self.threads, default=hosts)
+        if self.adaptive is None and low < hosts:
+            raise PlanError("--threads", _too_few(low, hosts))
+
+
+SPLIT_RULE = "split evenly across the load hosts, the remainder to the first ones"
+
+
+def split_threads(threads: int, hosts: int) -> tuple[int, ...]:
+    """A step's threads per load host: an even split, the remainder to the first ones (10 over 3:
+    4, 3, 3). PlanError when some host would get none."""
+    if threads < hosts:
+        raise PlanError("--threads", _too_few(threads, hosts))
+    q, r = divmod(threads, hosts)
+    return tuple(q + (i < r) for i in range(hosts))
+
+
+def _too_few(threads: int, hosts: int) -> str:
+    return (
+        f"a step of {count(threads, 'thread')} cannot be split across {hosts} load hosts "
+        "(each runs at least one): give every step at least as many threads as --client-host names hosts"
+    )
+
 
 @dataclass
 class StepOutcome:
@@ -130,7 +168,13 @@ class StepOutcome:
     load_s: float = 0.0
     warmup_s: float = 0.0
     cooldown_s: float = 0.0
-    time_wait_after: int | None = None  # TIME_WAIT sockets to the database when the step ended
+    time_wait_after: int | None = (
+        None  # TIME_WAIT sockets to the database when the step ended (all load hosts)
+    )
+    # several load hosts: the spread of their tools' starts, and each one's run (host, threads, status,
+    # reason, tps, started_at)
+    start_skew_s: float | None = None
+    clients: list[dict[str, Any]] = field(default_factory=list)
 
 
 @dataclass
@@ -240,7 +284,7 @@ def step_name(threads: int) -> str:
 
 
 def run_sweep(
-    runner: LoadRunner,
+    runner: LoadRunner | Sequence[LoadRunner],
     plan: Plan,
     out: Path,
     *,
@@ -252,8 +296,12 @@ def run_sweep(
     stop: session.Stop | None = None,
     connector: Callable[[HostSpec], session.Transport] = session.connect,
 ) -> SweepResult:
-    """Run the sweep into `out` (a new directory, or a .tar.gz). `opts` gives the capture set, the
-    interval and the run id; its window is set per step. Raises PerfkitError for the output location."""
+    """Run the sweep into `out` (a new directory, or a .tar.gz) with `runner`, or a runner per load
+    host. `opts` gives the capture set, the interval and the run id; its window is set per step.
+    Raises PerfkitError for the output location, PlanError for steps the load hosts cannot split."""
+    clients = list(runner) if isinstance(runner, Sequence) else [runner]
+    plan.check_split(len(clients))
+    lead = clients[0]
     stop = stop or session.Stop()
     t_start = time.monotonic()
     packed = out.name.endswith(PACKED_SUFFIXES)
@@ -281,18 +329,18 @@ def run_sweep(
             sampler = StatusSampler(db, root / rel)
             sampler.start()
         port = db.port if db is not None else 3306
-        baseline = runner.host.time_wait_to(port)
+        baselines = [c.host.time_wait_to(port) for c in clients]
         aborted = False
         try:
             while not stop.is_set() and (step := planner.next(steps)) is not None:
                 if steps:
-                    _cool_down(steps[-1], runner.host, port, plan.cooldown_max_s, stop, baseline)
+                    _cool_down(steps[-1], clients, port, plan.cooldown_max_s, stop, baselines)
                     if stop.is_set():
                         break
                 steps.append(step)
                 say(f"step {len(steps)}: {step.threads} threads for {step.time_s}s ({step.role})")
                 extra += _run_step(
-                    runner, plan, step, root, hosts, opts, stop, connector, records, outcomes, db=db
+                    clients, plan, step, root, hosts, opts, stop, connector, records, outcomes, db=db
                 )
                 say(f"step {step.name}: {step.status}{' — ' + step.reason if step.reason else ''}")
                 if step.status == "failed" and plan.on_failure == "stop" and not plan.adaptive:
@@ -326,8 +374,8 @@ def run_sweep(
         )
         manifest["window_s"] = None  # one window per step: see sweep.steps
         manifest["sweep"] = {
-            "tool": runner.tool,
-            "tool_version": runner.version,
+            "tool": lead.tool,
+            "tool_version": lead.version,
             "plan": {**asdict(plan), "threads": list(plan.threads), **(plan_record or {})},
             "adaptive": plan.adaptive is not None,
             "steps": [asdict(s) for s in steps],
@@ -358,7 +406,7 @@ def run_sweep(
 
 
 def _run_step(
-    runner: LoadRunner,
+    clients: list[LoadRunner],
     plan: Plan,
     step: StepOutcome,
     root: Path,
@@ -372,15 +420,17 @@ def _run_step(
     db: DbTarget | None = None,
 ) -> list[dict]:
     step.started_at = session._now()
-    warmup: dict | None = None
+    split = split_threads(step.threads, len(clients))
+    warmups: list[dict] = []
     if plan.warmup_s:
         t0 = time.monotonic()
-        warm_rel = f"load/{step.name}/{runner.tool}-warmup.out"
-        warm = runner.run(step.threads, plan.warmup_s, root / warm_rel, stop=stop)
+        warm = _load(clients, split, plan.warmup_s, root, step.name, stop, suffix="-warmup")
         step.warmup_s = round(time.monotonic() - t0, 3)
-        # kept and listed, under its own kind so the sweep model does not count it as a step
-        warmup = _file_record(root, warm_rel, runner.host.name, f"{runner.kind}_warmup", warm.command)
-        warmup.update(step=step.name, started_at=_iso(warm.started_at), ended_at=_iso(warm.ended_at))
+        for runner, (rel, res) in zip(clients, warm, strict=True):
+            # kept and listed, under its own kind so the sweep model does not count it as a step
+            rec = _file_record(root, rel, runner.host.name, f"{runner.kind}_warmup", res.command)
+            rec.update(step=step.name, started_at=_iso(res.started_at), ended_at=_iso(res.ended_at))
+            warmups.append(rec)
     # the captures' last reports land at the window's end (captures.py `{reports}`): the window is the load's
     step_opts = _with(opts, window=step.time_s, step=step.name)
     opened = threading.Event()
@@ -393,15 +443,15 @@ def _run_step(
         daemon=True,
     )
     capture.start()
+    late = ""
     if hosts and not opened.wait(OPEN_TIMEOUT_S):
-        step.reason = f"captures' windows did not open within {OPEN_TIMEOUT_S}s; load ran anyway"
-    rel = f"load/{step.name}/{runner.tool}.out"
+        late = f"captures' windows did not open within {OPEN_TIMEOUT_S}s; load ran anyway"
     # the database's own view (lock waits, InnoDB, wait summaries, variables) near the load's start and end
     snaps = db_snapshot.StepSnapshots([db], root, step.name, step.time_s) if db is not None else None
     if snaps is not None:
         snaps.start()
     t0 = time.monotonic()
-    load = runner.run(step.threads, step.time_s, root / rel, stop=stop)
+    loads = _load(clients, split, step.time_s, root, step.name, stop)
     step.load_s = round(time.monotonic() - t0, 3)
     snapshots = [_snapshot_record(root, t, step.name) for t in snaps.finish()] if snaps is not None else []
     capture.join()
@@ -410,31 +460,148 @@ def _run_step(
             records.setdefault(host, []).extend(recs)
         for host, o in cap.outcomes.items():
             _merge_outcome(outcomes.setdefault(host, session.HostOutcome(host)), o, step.name)
-    if load.status == "interrupted":  # the runner cannot tell Ctrl-C from SIGTERM: the stop can
-        load.reason = stop.said()
-    step.status = load.status
-    step.reason = "; ".join(x for x in (load.reason, step.reason) if x)
-    summary = load.summary or {}
-    step.tps = summary.get("tps") or summary.get("eps")
-    pct = [v for k, v in summary.items() if k.startswith("lat_p") and k.endswith("_ms")]
-    step.lat_pct_ms = pct[0] if pct else None
-    if summary.get("transactions"):
-        step.errors = load.failed / summary["transactions"]
+    _judge_step(step, clients, split, [res for _rel, res in loads], stop)
+    if late:
+        step.reason = "; ".join(x for x in (step.reason, late) if x)
     step.ended_at = session._now()
-    rec = _file_record(root, rel, runner.host.name, runner.kind, load.command)
-    rec.update(
-        redacted=load.redacted,
-        step=step.name,
-        started_at=_iso(load.started_at),
-        ended_at=_iso(load.ended_at),
-        exit_code=load.exit_code,
-        timed_out=load.timed_out,
-        tool_version=runner.version,
-        status="ok" if load.status in ("ok", "degraded") else load.status,
-        reason=load.reason,
-        threads=step.threads,
+    out = []
+    for runner, threads, (rel, load) in zip(clients, split, loads, strict=True):
+        rec = _file_record(root, rel, runner.host.name, runner.kind, load.command)
+        rec.update(
+            redacted=load.redacted,
+            step=step.name,
+            started_at=_iso(load.started_at),
+            ended_at=_iso(load.ended_at),
+            exit_code=load.exit_code,
+            timed_out=load.timed_out,
+            tool_version=runner.version,
+            status="ok" if load.status in ("ok", "degraded") else load.status,
+            reason=load.reason,
+            threads=threads,
+        )
+        out.append(rec)
+    return warmups + out + snapshots
+
+
+class _StepEnd:
+    """The stop a multi-host step's runs watch: the run's own, or a load host's run failing, which
+    ends the others' with it (a step without one host's load measures nothing)."""
+
+    def __init__(self, stop: session.Stop):
+        self.stop = stop
+        self.failed: list[str] = []
+
+    def is_set(self) -> bool:
+        return self.stop.is_set() or bool(self.failed)
+
+
+def _load(
+    clients: list[LoadRunner],
+    split: tuple[int, ...],
+    time_s: int,
+    root: Path,
+    step: str,
+    stop: session.Stop,
+    *,
+    suffix: str = "",
+) -> list[tuple[str, LoadResult]]:
+    """Each load host's run of the step, (its output's path in the archive, its result), in order."""
+    if len(clients) == 1:
+        rel = f"load/{step}/{clients[0].tool}{suffix}.out"
+        return [(rel, clients[0].run(split[0], time_s, root / rel, stop=stop))]
+    rels = [f"load/{step}/{c.tool}{suffix}@{c.host.name}.out" for c in clients]
+    gate, ended = StartGate(len(clients)), _StepEnd(stop)
+    results: list[LoadResult | None] = [None] * len(clients)
+
+    def one(i: int) -> None:
+        runner = clients[i]
+        now = time.time()
+        try:
+            res = runner.run(split[i], time_s, root / rels[i], stop=ended, gate=gate)
+        except NotStarted as exc:  # another host's fault: that one fails the step
+            res = LoadResult(
+                f"{runner.tool} (not run)", None, now, now, 0, status="interrupted", reason=str(exc)
+            )
+        except Exception as exc:  # noqa: BLE001 - cannot start, a lost link: this host fails the step
+            gate.abort()
+            why = str(exc).removeprefix(f"{runner.host.name}: ") or type(exc).__name__
+            res = LoadResult(f"{runner.tool} (not run)", None, now, now, 0, status="failed", reason=why)
+        if res.status == "failed":
+            ended.failed.append(runner.host.name)
+        results[i] = res
+
+    threads = [
+        threading.Thread(target=one, args=(i,), name=f"load-{step}-{i}", daemon=True)
+        for i in range(len(clients))
+    ]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    out = []
+    for rel, res in zip(rels, results, strict=True):
+        if res is None:  # its thread died of something no runner raises
+            res = LoadResult(
+                "", None, time.time(), time.time(), 0, status="failed", reason="its load thread died"
+            )
+        elif res.status == "interrupted" and res.exit_code is not None and ended.failed and not stop.is_set():
+            res.reason = f"ended with the step: the load host {ended.failed[0]} failed"  # not by the user
+        out.append((rel, res))
+    return out
+
+
+def _judge_step(
+    step: StepOutcome,
+    clients: list[LoadRunner],
+    split: tuple[int, ...],
+    loads: list[LoadResult],
+    stop: session.Stop,
+) -> None:
+    """The step's status, reason and figures from its load hosts' runs (several: the host named)."""
+    for load in loads:
+        if load.status == "interrupted" and stop.is_set():  # the runner cannot tell Ctrl-C from SIGTERM
+            load.reason = stop.said()
+    names = [c.host.name for c in clients]
+    several = len(clients) > 1
+    rank = ("failed", "interrupted", "degraded", "ok")
+    step.status = min((x.status for x in loads), key=lambda st: rank.index(st) if st in rank else 0)
+    # a failed step names the hosts that failed, not the ones it ended
+    why: dict[str, list[str]] = {}
+    for n, x in zip(names, loads, strict=True):
+        if x.status == step.status and x.reason:
+            why.setdefault(x.reason, []).append(n)
+    step.reason = "; ".join(
+        f"load host{'s' if len(ns) > 1 else ''} {', '.join(ns)}: {r}" if several else r
+        for r, ns in why.items()
     )
-    return ([rec] if warmup is None else [warmup, rec]) + snapshots
+    if several:
+        from perfkit.analyzers.sweep import combine_clients  # one rule for the step's figures
+
+        pct = next((float(m[1]) for k in loads[0].summary if (m := _PCT_KEY.fullmatch(k))), None)
+        summary = combine_clients([x.summary for x in loads], pct)
+        starts = [x.started_at for x in loads]
+        step.start_skew_s = round(max(starts) - min(starts), 3)
+        step.clients = [
+            {
+                "host": n,
+                "threads": t,
+                "status": x.status,
+                "reason": x.reason,
+                "tps": x.summary.get("tps") or x.summary.get("eps"),
+                "started_at": _iso(x.started_at),
+            }
+            for n, t, x in zip(names, split, loads, strict=True)
+        ]
+    else:
+        summary = loads[0].summary or {}
+    step.tps = summary.get("tps") or summary.get("eps")
+    pct_ms = [v for k, v in summary.items() if _PCT_KEY.fullmatch(k)]
+    step.lat_pct_ms = pct_ms[0] if pct_ms else None
+    if summary.get("transactions"):
+        step.errors = sum(x.failed for x in loads) / summary["transactions"]
+
+
+_PCT_KEY = re.compile(r"lat_p([\d.]+)_ms")
 
 
 def _snapshot_record(root: Path, taken: db_snapshot.Taken, step: str) -> dict:
@@ -454,17 +621,31 @@ def _snapshot_record(root: Path, taken: db_snapshot.Taken, step: str) -> dict:
 
 
 def _cool_down(
-    step: StepOutcome, host: LoadHost, port: int, limit: float, stop: session.Stop, baseline: int
+    step: StepOutcome,
+    clients: list[LoadRunner],
+    port: int,
+    limit: float,
+    stop: session.Stop,
+    baselines: list[int],
 ) -> None:
-    """Wait, at most `limit`, while the load host's TIME_WAIT sockets to the database hold more than a
+    """Wait, at most `limit`, while a load host's TIME_WAIT sockets to the database hold more than a
     tenth of its ephemeral ports (they last 60 s on Linux): the next step must not start short of
     ports. A sweep with persistent connections leaves one per thread and does not wait; a
     short-connection one does."""
     t0 = time.monotonic()
-    ceiling = max(baseline, int(TIME_WAIT_SHARE * host.ephemeral_ports()))
-    step.time_wait_after = host.time_wait_to(port)
-    while time.monotonic() - t0 < limit and not stop.is_set() and host.time_wait_to(port) > ceiling:
+    hosts: list[LoadHost] = [c.host for c in clients]
+    ceilings = [
+        max(b, int(TIME_WAIT_SHARE * h.ephemeral_ports())) for h, b in zip(hosts, baselines, strict=True)
+    ]
+    counts = [h.time_wait_to(port) for h in hosts]
+    step.time_wait_after = sum(counts)
+    while (
+        time.monotonic() - t0 < limit
+        and not stop.is_set()
+        and any(n > c for n, c in zip(counts, ceilings, strict=True))
+    ):
         stop.wait(0.5)
+        counts = [h.time_wait_to(port) for h in hosts]
     step.cooldown_s = round(time.monotonic() - t0, 3)
 
 

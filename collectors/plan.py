@@ -3,15 +3,16 @@ it everything `perfkit run sysbench|ycsb|tpcc` does.
 
 `SweepPlan` holds what a run needs: the load (`Sysbench`, `Ycsb` or `Tpcc`: the tool, its workload
 and binary), the steps (`driver.Plan`: threads or the adaptive search, step time, warm-up,
-cool-down), the database, the load hosts (a tuple: one today, several once the multi-client driver
-lands), the hosts to capture and the capture options, the output and what to do around the sweep
-(prepare, cleanup, the report). Building one checks it whole: a bad value is a `driver.PlanError`
-naming the `perfkit run` option at fault, before any host is connected or any table touched.
+cool-down), the database, the load hosts (a tuple: each step's threads are split across them,
+`driver.split_threads`), the hosts to capture and the capture options, the output and what to do
+around the sweep (prepare, cleanup, the report). Building one checks it whole: a bad value is a
+`driver.PlanError` naming the `perfkit run` option at fault, before any host is connected or any
+table touched.
 
-`run_plan` then connects the load host, runs the tool's preflight, prepares the tables if asked,
-counts them, runs the sweep (`driver.run_sweep`), drops the tables if asked and writes the report
-beside the archive. The CLI builds the plan from its options and prints what comes back; the tests
-and the multi-client driver call the same function.
+`run_plan` then connects every load host, runs the tool's preflight on each, prepares the tables
+if asked and counts them (once, from the first), runs the sweep (`driver.run_sweep`, every load
+host stepping together), drops the tables if asked and writes the report beside the archive. The
+CLI builds the plan from its options and prints what comes back; the tests call the same function.
 """
 
 from __future__ import annotations
@@ -189,7 +190,7 @@ class SweepPlan:
     steps: driver.Plan
     output: Path  # a new directory, or a .tar.gz
     db: DbTarget | None  # None: go-ycsb on TiKV (`Ycsb.pd`)
-    # where the load generator runs; every step will split its threads across them (issue 19)
+    # where the load generator runs; every step splits its threads across them (driver.split_threads)
     load_hosts: tuple[HostSpec, ...] = (LOCAL,)
     capture_hosts: tuple[HostSpec, ...] = (LOCAL,)  # the load hosts among them: the CLI adds them
     capture: session.Options = field(default_factory=capture_options)
@@ -203,6 +204,10 @@ class SweepPlan:
     def __post_init__(self) -> None:
         if not self.load_hosts:
             raise PlanError("--client-host", "at least one load host")
+        loads = [h.name for h in self.load_hosts]
+        if len(set(loads)) < len(loads):
+            raise PlanError("--client-host", f"a load host is named twice: {', '.join(loads)}")
+        self.steps.check_split(len(self.load_hosts))
         names = [h.name for h in self.capture_hosts]
         twice = sorted({n for n in names if names.count(n) > 1})
         if twice:
@@ -228,14 +233,16 @@ class SweepPlan:
         """What every capture and load output masks: the database password."""
         return (self.db.password,) if self.db is not None and self.db.password else ()
 
-    def record(self, load_host: str) -> dict[str, Any]:
+    def record(self, load_hosts: list[str]) -> dict[str, Any]:
         """The plan as the manifest keeps it (beside `driver.Plan`'s fields): no secret."""
         db = self.db
+        split = {"threads_split": driver.SPLIT_RULE} if len(load_hosts) > 1 else {}
         return {
             "plan_file": str(self.plan_file) if self.plan_file else None,
             "options": {k: (str(v) if isinstance(v, Path) else v) for k, v in self.options.items()},
             **self.load.record(),
-            "load_host": load_host,
+            "load_host": ", ".join(load_hosts),
+            **split,
             "database": None
             if db is None
             else {"host": db.host, "port": db.port, "socket": db.socket, "user": db.user, "db": db.db},
@@ -292,37 +299,41 @@ def run_plan(
             before the report is analyzed (the CLI prints the step table there).
 
     Raises:
-        PlanError: more than one load host (the multi-client driver is not there yet).
         PerfkitError: the output is in use, the load host or the database refused (nothing written).
         InterruptedBeforeSweep: stopped before the first step (nothing written).
     """
     say = progress or (lambda _msg: None)
-    if len(plan.load_hosts) > 1:
-        raise PlanError("--client-host", "one load host for now: several come with the multi-client driver")
     check_new_output(plan.output)  # before prepare drops any table
-    # connected now: a bad host fails before anything starts
-    host = LoadHost(connect(plan.load_hosts[0]), secrets=plan.secrets)
-    with plan.load.runner(plan.db, host) as runner:
-        record = plan.record(runner.host.name)
+    with contextlib.ExitStack() as stack:
+        runners = []
+        for spec in plan.load_hosts:  # connected now: a bad host fails before anything starts
+            host = LoadHost(connect(spec), secrets=plan.secrets)
+            runners.append(stack.enter_context(plan.load.runner(plan.db, host)))
+        lead = runners[0]  # prepares, counts and drops the tables: they are shared
+        names = [r.host.name for r in runners]
+        record = plan.record(names)
         with _interrupts_raise():
             try:
-                runner.preflight()
+                for runner in runners:
+                    runner.preflight()
                 if plan.prepare:
                     say(f"preparing the {plan.load.what} tables")
-                    runner.prepare()
-                record["table_rows"] = runner.check_tables()
+                    lead.prepare()
+                record["table_rows"] = lead.check_tables()
             except KeyboardInterrupt:
-                runner.close()  # its private dir with the secrets goes; a prepare was stopped by pid
+                for runner in runners:
+                    runner.close()  # its private dir with the secrets goes; a prepare was stopped by pid
                 raise InterruptedBeforeSweep(
                     f"interrupted before the sweep: nothing written to {plan.output}"
                 ) from None
         steps = "an adaptive search" if plan.steps.adaptive else f"{len(plan.steps.threads)} steps"
+        split = f" ({driver.SPLIT_RULE})" if len(runners) > 1 else ""
         say(
-            f"sweeping {runner.version} {plan.load.what} over {steps} of {plan.steps.time_s}s from "
-            f"{runner.host.name}, capturing {len(plan.capture_hosts)} host(s) -> {plan.output}"
+            f"sweeping {lead.version} {plan.load.what} over {steps} of {plan.steps.time_s}s from "
+            f"{', '.join(names)}{split}, capturing {len(plan.capture_hosts)} host(s) -> {plan.output}"
         )
         result = driver.run_sweep(
-            runner,
+            runners,
             plan.steps,
             plan.output,
             hosts=list(plan.capture_hosts),
@@ -331,9 +342,7 @@ def run_plan(
             plan_record=record,
             progress=say,
         )
-        cleanup_error = (
-            _cleanup(runner) if plan.cleanup and result.manifest["status"] != "interrupted" else ""
-        )
+        cleanup_error = _cleanup(lead) if plan.cleanup and result.manifest["status"] != "interrupted" else ""
     if swept is not None:
         swept(result)
     report = None
@@ -370,7 +379,18 @@ def step_lines(result: driver.SweepResult) -> list[str]:
     lines = [f"{'step':8s} {'threads':>7s} {'time':>5s} {'TPS':>10s} {'status':12s} reason"]
     for st in result.steps:
         tps = f"{st.tps:,.1f}" if st.tps is not None else "-"
-        lines.append(f"{st.name:8s} {st.threads:7d} {st.time_s:4d}s {tps:>10s} {st.status:12s} {st.reason}")
+        # several load hosts: each one's share, in --client-host's order (8 (3+3+2))
+        threads = (
+            f"{st.threads} ({'+'.join(str(c['threads']) for c in st.clients)})" if st.clients else st.threads
+        )
+        lines.append(f"{st.name:8s} {threads:>7} {st.time_s:4d}s {tps:>10s} {st.status:12s} {st.reason}")
+    skews = [st.start_skew_s for st in result.steps if st.start_skew_s is not None]
+    if skews:
+        plan = result.manifest["sweep"]["plan"]
+        lines.append(
+            f"load hosts {plan['load_host']}: threads {plan['threads_split']}; "
+            f"their starts within {max(skews):.3f}s of each other"
+        )
     lines.append(
         f"{count(len(result.steps), 'step')}; stopped: {result.manifest['sweep']['stopped_because']}"
     )

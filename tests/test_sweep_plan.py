@@ -147,18 +147,17 @@ def test_a_plan_is_checked_when_built_not_when_run(tmp_path: Path) -> None:
     assert plan.SweepPlan(load=tikv, steps=steps, output=tmp_path, db=None).secrets == ()
 
 
-def test_several_load_hosts_are_refused_by_run_plan_before_anything_connects(tmp_path: Path) -> None:
+def test_a_step_smaller_than_its_load_hosts_is_refused_before_anything_connects(tmp_path: Path) -> None:
     clients = (parse_host("client1.invalid"), parse_host("client2.invalid"))
-    p = plan.SweepPlan(
-        load=plan.Sysbench(),
-        steps=driver.Plan(threads=(2,)),
-        output=tmp_path / "x",
-        db=DbTarget(),
-        load_hosts=clients,
-    )
-    with pytest.raises(plan.PlanError, match="one load host") as err:
-        plan.run_plan(p)
-    assert err.value.option == "--client-host" and not (tmp_path / "x").exists()
+    with pytest.raises(plan.PlanError, match="1 thread cannot be split across 2 load hosts") as err:
+        plan.SweepPlan(
+            load=plan.Sysbench(),
+            steps=driver.Plan(threads=(1, 4)),
+            output=tmp_path / "x",
+            db=DbTarget(),
+            load_hosts=clients,
+        )
+    assert err.value.option == "--threads" and not (tmp_path / "x").exists()
 
 
 # ---------------------------------------------------------------- run_plan with a fake load generator
