@@ -22,11 +22,19 @@ its output, so there is no locale variant. The forms, each told apart by its own
 Wide tables fold: numastat prints as many columns as fit the terminal (`NUMASTAT_WIDTH`, the tty
 width; unlimited when stdout is not a tty), then a blank line and the next columns under the same
 row labels, `Total` in the last part (seed 003: 16 nodes as `Node 0..8` then `Node 9..15 Total`).
-The parts are joined back into one table by row position and label, never shifted. Titled tables
-are sliced on their dashed ruler (numastat right-justifies every data column behind exactly one
-space of gutter, and a label may fill its column or hold spaces: `20469 (Web Content)`); a cell
-whose gutter is not blank overflowed and is a ParseError. Compatibility-mode tables have no ruler
-and single-word labels: split on whitespace, one value per `nodeN` header.
+Each header starts a part; the parts of one table (up to the next title; compatibility parts while
+their node numbers go on) are joined back by row position and label, never shifted: a part of
+another row count or other labels is a ParseError, but for the last part of a table (cut off).
+
+Reading: the table engine (parsers/_table.py) reads the rows under each header, in bulk or row by row
+naming a bad one: a one-word label, then one number per header column (titled tables `[-+]?\\d+(.\\d+)?`,
+a decimal comma refused; compatibility rows integers). numastat right-justifies each data column
+behind one space of gutter under its dashed ruler, so a row that does not split into the header's
+columns is sliced on the ruler (`_odd_row`): a label that holds spaces (`20469 (Web Content)`), a
+blank cell (no data for that node: NaN); a cell whose gutter is not blank overflowed and is a
+ParseError. Titles, rulers and numastat's notes are taken out of the rows (`aside`). What is
+numastat's own is done here, vectorised: rows tied to their title and part, labels checked and
+named once per distinct label, the parts joined.
 
 Schema (long form: one row per table cell, tables and rows in file order, columns left to right):
 
@@ -67,17 +75,14 @@ Tested on: tests/fixtures/numastat/ (README.md there).
 
 from __future__ import annotations
 
-import itertools
 import re
-from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
 
-from perfkit.errors import ParseError
-
-from ._chunks import Interned, block_pieces, byte_windows, has_cr, text_chunks, walk_text
-from ._common import Lines, Skips, Source, coerce, empty_frame, feed_lines
+from ._common import Source, coerce, empty_frame, text_column
+from ._table import ROW, Block, Layout, Table
 
 KIND = "numastat"
 
@@ -95,76 +100,56 @@ SCHEMA: dict[str, str] = {
 }
 
 _MAX_NODE = 1 << 20  # libnuma's masks are far smaller: bigger is garbage
-_TITLE_NUMA = "Per-node numastat info (in MBs):"
-_TITLE_MEMINFO = "Per-node system memory usage (in MBs):"
-_TITLE_PROCESSES = "Per-node process memory usage (in MBs)"
+_TITLES = {
+    "Per-node numastat info (in MBs):": ("numa", None, None, "single"),
+    "Per-node system memory usage (in MBs):": ("meminfo", None, None, "single"),
+    "Per-node process memory usage (in MBs)": ("process", None, None, "list"),
+}
 _TITLE_PROCESS = re.compile(r"^Per-node process memory usage \(in MBs\) for PID (\d{1,10}) \((.*)\)$")
 _TOKEN_NOTE = re.compile(r"^Token (\S+) not in hash table\.$")
 _NO_MATCH = re.compile(r'^Found no processes containing pattern: ".*"$')
 _NO_DATA = ("Table has no data.", "Table has no non-zero data.")
 _COMPAT_HEADER = re.compile(r"^\s+node\d{1,7}(?:\s+node\d{1,7})*$")
-_COMPAT_ROW = re.compile(r"^([a-z_]+)((?:\s+\d{1,20})+)$")
-_COMPAT_LABEL = re.compile(r"^[a-z_]+\s")  # what a compatibility row starts with, well-formed or not
+_HEADER = re.compile(r"^(PID)?((?: +(?:Node \d{1,7}|Total))+) *$")
+_COLUMN = re.compile(r"Node \d+|\S+")
 _RULER = re.compile(r"^[ -]*-[ -]*$")
 _RUN = re.compile(r"-+")
-_NODE_HEAD = re.compile(r"^Node (\d{1,7})$")
-_VALUE = re.compile(r"^-?\d{1,20}(?:\.\d{1,6})?$")
+_COMPAT_LABEL = re.compile(r"^[a-z_]+$")
+_COMPAT_START = re.compile(r"^[a-z_]+\s")  # what a compatibility row starts with, well-formed or not
 _PID_LABEL = re.compile(r"^(\d{1,10}) \((.*?)\)?$")
 _LABEL = re.compile(r"^[A-Za-z][A-Za-z0-9_()]*$")
-
-# The fast paths read whole numa or meminfo tables (not folded): their title, header and ruler by
-# `_FAST_TITLE`, the header and ruler parsed once per distinct layout by the line walk itself
-# (`_layout`). A run of tables that repeat one layout and one set of row labels (a capture of
-# `numastat -c` every second) is read as bytes by numpy (`_fast_run`): each row exactly as wide as the
-# ruler, each cell sliced as `_row` slices it and converted from its digits (`_numbers`). Any other such
-# table is read by a regex made for its layout (`_Layout.rows`), its cells checked all at once
-# (`_FAST_CELL`: one number per cell) and converted by numpy (`_fast_table`).
-_FAST_TITLE = re.compile(
-    r"(Per-node numastat info \(in MBs\):|Per-node system memory usage \(in MBs\):) *\n([^\n]*)\n([^\n]*)\n"
-)
-_FAST_CELL = re.compile(r"^ *(-?[0-9]{1,20}(?:\.[0-9]{1,6})?)$", re.MULTILINE)  # `_VALUE`, ASCII, not blank
-_STRINGS = ("section", "process", "metric")
-_MIN_RUN = 16  # fewer tables than this in a run (layouts alternating): `_fast_table` reads them faster
-_TITLE_START = np.frombuffer(b"Per-node ", dtype=np.uint8)
-_FAST_LABEL = re.compile(r"[A-Za-z][A-Za-z0-9_()]* *")  # `_LABEL` padded to its column
+_NOT_NUMASTAT = "not a numastat line (no title or `node0` header before it)"
 
 
-class _Fallback(Exception):
-    """A cell the fast path cannot read as the line walk would: the line walk reads the whole capture."""
+class _Head(NamedTuple):
+    """A header line's columns (`Layout.key`): names as printed, node numbers (-1: `Total`), whether
+    it is a compatibility header (`node0`, pages) and whether it is labelled `PID`."""
 
-
-@dataclass
-class _Layout:
-    section: str
-    columns: list[str]
-    nodes: list[int | None]
-    totals: list[bool]
-    rows: re.Pattern[str]
-    label_end: int
-    spans: list[tuple[int, int]]
+    names: tuple[str, ...]
+    nodes: tuple[int, ...]
+    compat: bool
+    pid: bool
 
 
 def sniff(text: str) -> bool:
     """A numastat title, or the compatibility header `node0 ...` followed by a `numa_hit` row."""
     lines = [ln.rstrip() for ln in text[:4096].splitlines()[:40]]
     for i, line in enumerate(lines):
-        if _is_title(line):
+        if _title(line) is not None:
             return True
         if _COMPAT_HEADER.match(line) and i + 1 < len(lines) and lines[i + 1].startswith("numa_hit "):
             return True
     return False
 
 
-def _is_title(line: str) -> bool:
-    """A line the line walk reads as a title (a line that only starts with `Per-node ` may be a row)."""
+def _title(line: str) -> tuple[str, int | None, str | None, str] | None:
+    """(section, pid, process, mode) of a title line; None for any other line. Mode: `single` (one
+    system or process table), `list` (one `PID (name)` row per process)."""
     text = line.rstrip()
-    return text in (_TITLE_NUMA, _TITLE_MEMINFO, _TITLE_PROCESSES) or _TITLE_PROCESS.match(text) is not None
-
-
-def _title_at(text: str, pos: int) -> bool:
-    """The line at `pos` is a title (not if it has no newline: it may be cut)."""
-    end = text.find("\n", pos)
-    return end >= 0 and _is_title(text[pos:end])
+    if text in _TITLES:
+        return _TITLES[text]
+    m = _TITLE_PROCESS.match(text)
+    return ("process", int(m[1]), m[2], "single") if m else None
 
 
 def parse(source: Source, *, host: str | None = None, tz: str = "UTC") -> pd.DataFrame:
@@ -176,7 +161,7 @@ def parse(source: Source, *, host: str | None = None, tz: str = "UTC") -> pd.Dat
         tz: unused (numastat prints no time); accepted for the common parser signature.
 
     Returns:
-        A frame with exactly the `SCHEMA` columns; attrs `nodes`, `dropped_lines`,
+        A frame with exactly the `SCHEMA` columns; attrs `skipped`, `nodes`, `dropped_lines`,
         `unknown_columns`, `notes`.
 
     Raises:
@@ -184,629 +169,450 @@ def parse(source: Source, *, host: str | None = None, tz: str = "UTC") -> pd.Dat
             `Node N`/`Total`, a value that is not a number or overflows its column, a folded part
             whose row labels differ; no cell read while other lines were skipped.
     """
-    st = _State()
-    try:
-        try:
-            fast = _fast(source, st)
-        except _Fallback:
-            fast = False
-        if not fast:  # a stream, CR line ends, or a blank cell: the line walk over the whole capture
-            st = _State()
-            feed_lines(source, KIND, st.feed, st.cut_last)
-    except ParseError:
-        raise
-    except (ValueError, OverflowError, IndexError) as exc:  # a safety net: nothing else escapes
-        path = st.lines.path if st.lines is not None else None
-        raise ParseError(KIND, path, st.line_no, "", f"cannot parse ({type(exc).__name__}: {exc})") from exc
-    st.close_table()
-    st.flush()
-    c = {k: np.concatenate(v) if v else np.empty(0) for k, v in st.parts.items()}
-    if st.lines is not None:
-        st.skips.refuse_if_nothing_read(len(c["metric"]), st.lines)
-    attrs = {
-        "skipped": st.skips,
-        "nodes": sorted(int(n) for n in pd.unique(c["node"][~np.isnan(c["node"])])),
-        "dropped_lines": st.dropped,
-        "unknown_columns": [],
-        "notes": st.notes,
-    }
-    n = len(c["metric"])
-    if not n:
-        df = empty_frame(SCHEMA)
-        df.attrs.update(attrs)
-        return df
-    data: dict[str, object] = {"host": pd.array([host], dtype="string").take(np.zeros(n, dtype=np.intp))}
-    for k in SCHEMA:
-        if k in _STRINGS:
-            data[k] = st.strings[k].array(c[k])
-        elif k in ("table", "pid", "node"):
-            na = np.isnan(c[k])
-            c[k][na] = 0  # the others are whole numbers: tables counted, numbers read as int
-            data[k] = pd.arrays.IntegerArray(c[k].astype(np.int64), na)
-        elif k == "is_total":
-            data[k] = pd.array(c[k], dtype="boolean")
-        elif k != "host":
-            data[k] = c[k]
-    df = coerce(pd.DataFrame(data, copy=False), SCHEMA)
-    df.attrs.update(attrs)
-    return df
+    return _Numastat(source, host).run()
 
 
-def _fast(source: Source, st: _State) -> bool:
-    """Read a path or string piece by piece (pieces end where a title starts): a piece of repeated
-    numa/meminfo tables at once (`_fast_run`), else whole tables by regex and any other line by the
-    line walk (`_fast_piece`), in file order. False for a stream or CR."""
-    chunks = text_chunks(source)
-    if chunks is None:
-        return False
-    lines = Lines(source, KIND)
-    st.lines = lines
-    layouts: dict[tuple[str, str, str], _Layout | None] = {}
-    try:
-        pieces = block_pieces(chunks, lambda text: text.rfind("\nPer-node ") + 1)
-        ahead = next(pieces, None)
-        while ahead is not None:
-            piece, first_no = ahead
-            ahead = next(pieces, None)
-            if has_cr(piece):
-                return False
-            # a piece grown past four chunks without a title ends mid-table: its last table goes on
-            closed = ahead is None or _title_at(ahead[0], 0)
-            while closed and piece:
-                if piece.startswith("Per-node "):
-                    read = _fast_run(st, piece, layouts)
-                elif read := piece.find("\nPer-node ") + 1:  # the lines before the first title
-                    _fast_piece(st, piece[:read], first_no, layouts, lines, closed=_title_at(piece, read))
-                if not read:
-                    break
-                piece, first_no = piece[read:], first_no + piece.count("\n", 0, read)
-            if piece:
-                _fast_piece(st, piece, first_no, layouts, lines, closed=closed)
-    except OSError:
-        return False  # the line walk raises it as a ParseError
-    return True
+class _Numastat:
+    """The format for the table engine: every line goes in the runs of rows (a capture of `numastat -c`
+    every second is read in bulk), headers found by their marks; titles, dashed lines (rulers, the
+    rule above `Total`) and numastat's notes taken aside by their words."""
 
-
-def _fast_piece(st: _State, piece: str, first_no: int, layouts: dict, lines: Lines, *, closed: bool) -> None:
-    """Whole numa/meminfo tables by regex (`_fast_table`), any other line by the line walk."""
-    body = piece[: piece.rfind("\n") + 1]  # a cut last line goes to the line walk
-    line_no = first_no
-    pos = 0
-    while pos < len(body):
-        if body.startswith("Per-node ", pos) and (title := _FAST_TITLE.match(body, pos)):
-            end = _fast_table(st, body, title, layouts, complete=closed and len(body) == len(piece))
-            if end:
-                line_no += body.count("\n", pos, end)
-                pos = end
-                continue
-        end = body.index("\n", pos) + 1
-        st.flush_fast()
-        st.feed(line_no, body[pos : end - 1], lines)
-        line_no += 1
-        pos = end
-    st.flush_fast()
-    walk_text(piece[len(body) :], line_no, lines, st.feed, st.cut_last)
-
-
-def _fast_run(st: _State, piece: str, layouts: dict) -> int:
-    """Read the numa or meminfo tables at the start of a piece (which ends where a table ends) that
-    repeat its first title, header, ruler and row labels (numastat run every second prints the same
-    table each time, until a number outgrows a `-c` column): all their cells at once.
-
-    It takes only what the line walk reads the same way: each line that starts with `Per-node ` starts
-    the same title, header and ruler (a layout `_layout` accepts) up to the first that does not; each
-    table has the same number of rows right after its ruler, each exactly as wide as the ruler, with
-    the first table's labels (checked once) and cells `_numbers` reads; every other line is empty.
-
-    Returns:
-        The offset after the tables read (where the next title starts); 0 if none, and for a run of
-        fewer than `_MIN_RUN` tables that does not end the piece.
-    """
-    if not (piece.startswith("Per-node ") and piece.endswith("\n") and piece.isascii()):
-        return 0
-    title = _FAST_TITLE.match(piece)
-    if title is None:
-        return 0
-    key = title.groups()
-    layout = layouts[key] if key in layouts else layouts.setdefault(key, _layout(*key))
-    if layout is None:
-        return 0
-    buf = np.frombuffer(piece.encode("ascii"), dtype=np.uint8)
-    ends = np.flatnonzero(buf == 10)
-    starts = np.concatenate(([0], ends[:-1] + 1))
-    maybe = np.flatnonzero((buf[starts] == _TITLE_START[0]) & (ends - starts >= len(_TITLE_START)))
-    heads = maybe[(byte_windows(buf, starts[maybe], len(_TITLE_START)) == _TITLE_START).all(axis=1)]
-    if (np.diff(heads) < 3).any():
-        return 0  # a header or ruler that starts like a title
-    block = np.frombuffer(piece[: title.end()].encode("ascii"), dtype=np.uint8)
-    same = np.zeros(len(heads), dtype=bool)
-    fits = heads[starts[heads] + len(block) <= len(buf)]
-    same[: len(fits)] = (byte_windows(buf, starts[fits], len(block)) == block).all(axis=1)
-    n_tables = len(heads) if same.all() else int(same.argmin())
-    if n_tables < len(heads):
-        if n_tables < _MIN_RUN or not _title_at(piece, int(starts[heads[n_tables]])):
-            return 0  # a few tables, or a line like a title that the line walk reads in the last one
-        heads, ends, starts = heads[:n_tables], ends[: heads[n_tables]], starts[: heads[n_tables] + 1]
-    length = ends - starts[: len(ends)]
-    width = layout.spans[-1][1]
-    kind = np.zeros(len(ends), dtype=np.int8)  # 0 other, 1 row, 2 empty, 3 title/header/ruler
-    kind[length == width] = 1
-    kind[length == 0] = 2
-    kind[np.concatenate((heads, heads + 1, heads + 2))] = 3
-    rows = np.flatnonzero(kind == 1)
-    n_rows, rest = divmod(len(rows), len(heads))
-    if (kind == 0).any() or rest or not n_rows:
-        return 0
-    # equal counts are not enough: row i of table k must be line heads[k] + 3 + i
-    if (rows.reshape(len(heads), n_rows) != heads[:, None] + 3 + np.arange(n_rows)).any():
-        return 0
-    text = byte_windows(buf, starts[heads + 3], n_rows * (width + 1)).reshape(len(rows), width + 1)
-    labels = text[:n_rows, : layout.label_end]
-    if not (text[:, : layout.label_end].reshape(len(heads), -1) == labels.reshape(1, -1)).all():
-        return 0
-    names = [label.tobytes().decode("ascii") for label in labels]
-    if not all(_FAST_LABEL.fullmatch(name) for name in names) or len({*names}) != n_rows:
-        return 0  # the line walk reports the label or the duplicate
-    if len(widths := {end - start for start, end in layout.spans}) == 1:  # all cells at once
-        values = _numbers(text[:, layout.label_end : width].reshape(-1, widths.pop()))
-    else:
-        columns = [_numbers(np.ascontiguousarray(text[:, start:end])) for start, end in layout.spans]
-        values = None if any(c is None for c in columns) else np.column_stack(columns).ravel()
-    if values is None:
-        return 0
-    metric = [name.rstrip().lower() if layout.section == "numa" else name.rstrip() for name in names]
-    st.close_table()
-    st.flush_fast()
-    k = len(layout.columns)
-    st.add(
-        table=np.repeat(np.arange(st.tables, st.tables + len(heads)), n_rows * k),
-        section=np.broadcast_to(st.strings["section"].code(layout.section), values.shape),
-        metric=np.tile(np.repeat([st.strings["metric"].code(m) for m in metric], k), len(heads)),
-        node=np.tile(np.array(layout.nodes, dtype=np.float64), len(rows)),
-        is_total=np.tile(layout.totals, len(rows)),
-        mb=values,
+    structure_bytes = b""
+    header_words = ()
+    # headers by their columns' words, one match a line (a `PID` header from its label on: a header of
+    # its own), and a folded part's header of `Total` alone
+    header_marks = tuple(
+        re.compile(w)
+        for w in (rb"PID +Node \d", rb"Node \d[^\n]*", rb"\n( +Total) *(?=\n)", rb"node\d[^\n]*")
     )
-    st.open_fast = st.tables + len(heads) - 1
-    st.tables += len(heads)
-    return len(piece) if len(ends) == len(starts) else int(starts[-1])
+    # titles (`Per-node`), notes (`Token`, `Found no processes`, `Table has no data`), dashed lines
+    aside_bytes = b"PTF"
+    aside_words = (b"--",)
 
-
-def _numbers(cells: np.ndarray) -> np.ndarray | None:
-    """`float(cell)` of each cell (one row of ASCII codes per cell: the gutter space, then a
-    right-justified `_VALUE`), from its digits; None unless every cell is one with at most 15 digits
-    (then the digits as an integer, divided by a power of ten, round as `float` rounds the text)."""
-    space = cells == 32
-    digit = cells - 48 < 10  # unsigned: wraps below `0`
-    if not space[:, 0].all() or not digit[:, -1].all():
-        return None  # no gutter, or not right-justified
-    # spaces, then no space up to the end: the only space after a non-space is the next gutter
-    flat = space.ravel()
-    if np.count_nonzero(flat[1:] > flat[:-1]) != len(cells) - 1:
-        return None
-    if cells.shape[1] > 16 and (digit.sum(axis=1) > 15).any():
-        return None
-    powers = 10.0 ** np.arange(cells.shape[1] - 1, -1, -1)
-    if (digit | space).all():  # whole numbers, as `numastat -c` prints them
-        return (cells & 15) @ powers  # the digit's value; 0 for a space
-    minus = cells == 45
-    dot = cells == 46
-    if not (digit | space | minus | dot).all():
-        return None
-    # a sign right after the spaces and before a digit; a dot after a digit (and so before one)
-    signs, dots, digits, flat = minus.ravel(), dot.ravel(), digit.ravel(), space.ravel()
-    if (signs[1:] & ~flat[:-1]).any() or (signs[:-1] & ~digits[1:]).any() or (dots[1:] & ~digits[:-1]).any():
-        return None
-    fraction = np.where(dot.any(axis=1), cells.shape[1] - 1 - dot.argmax(axis=1), 0)
-    if (dot.sum(axis=1) > 1).any() or (fraction > 6).any():
-        return None
-    mantissa = np.zeros(len(cells), dtype=np.int64)
-    for j in range(1, cells.shape[1]):
-        mantissa = np.where(digit[:, j], mantissa * 10 + (cells[:, j] & 15), mantissa)
-    value = mantissa / 10.0**fraction
-    return np.where(minus.any(axis=1), -value, value)
-
-
-def _layout(title: str, header: str, ruler: str) -> _Layout | None:
-    """The columns and the row regex of a table with this title, header and ruler, read by the line
-    walk itself (its checks included); None when the walk refuses them or the spans are not contiguous."""
-    probe = _State()
-    dummy = Lines("", KIND)
-    try:
-        for no, line in enumerate((title, header, ruler), 1):
-            probe.feed(no, line, dummy)
-    except ParseError:
-        return None
-    t = probe.table
-    if t is None or probe.expect != "rows" or t.part != 0:
-        return None
-    spans = t.spans
-    if spans[0][0] != t.label_end or any(a[1] != b[0] for a, b in zip(spans, spans[1:], strict=False)):
-        return None  # text between spans is ignored by `_row`: not read by a fixed-width regex
-    cells = "".join(f"( [ 0-9.\\-]{{{end - start - 1}}})" for start, end in spans)
-    rows = re.compile(f"^([A-Za-z][A-Za-z0-9_() ]{{{t.label_end - 1}}}){cells}\n", re.MULTILINE)
-    nodes = [None if col == "Total" else int(col.split()[-1].removeprefix("node")) for col in t.part_cols]
-    totals = [col == "Total" for col in t.part_cols]
-    return _Layout(t.section, list(t.part_cols), nodes, totals, rows, t.label_end, spans)
-
-
-def _fast_table(st: _State, body: str, title: re.Match[str], layouts: dict, *, complete: bool) -> int:
-    """Queue the table whose title `title` matched and return the offset after it (and the blank lines
-    after it), or 0 when it is not read whole here (the line walk reads it)."""
-    key = title.groups()
-    layout = layouts[key] if key in layouts else layouts.setdefault(key, _layout(*key))
-    if layout is None:
-        return 0
-    start = title.end()
-    # the table ends at the next title: a blank line then a header there would be a folded part
-    end = body.find("\nPer-node ", start - 1) + 1 or len(body)
-    if end == len(body) and not complete:
-        return 0  # the capture's cut last table: the line walk notes it
-    if end < len(body) and not _title_at(body, end):
-        return 0  # not a title: the line walk reads it in this table
-    # only empty lines after the rows: a line of spaces or a row with trailing ones is the line walk's
-    rows_end = start + len(body[start:end].rstrip("\n")) + 1
-    rows = layout.rows.findall(body, start, rows_end)
-    # matches start at a line start and end at a newline: equal counts mean no line was skipped
-    if not rows or len(rows) != body.count("\n", start, rows_end) or rows_end > end:
-        return 0
-    labels = [row[0].rstrip() for row in rows]
-    if len(set(labels)) != len(labels) or any(" " in label for label in labels):
-        return 0  # the line walk reports the duplicate or the label
-    st.close_table()
-    st.fast.append((st.tables, layout, labels, rows))
-    st.open_fast = st.tables
-    st.tables += 1
-    return end
-
-
-class _Table:
-    """One titled (or compatibility-mode) table, its folded parts joined."""
-
-    def __init__(self, index: int, section: str, unit: str, pid: int | None, process: str | None, mode: str):
-        self.index, self.section, self.unit = index, section, unit
-        self.pid, self.process = pid, process
-        self.mode = mode  # "single" (one process / system table), "list" (PID rows), "compat"
-        self.labels: list[str] = []  # row labels in the order of the first part
-        self.columns: list[str] = []  # `Node 3`/`node3`/`Total`, in print order over all parts
-        self.cells: dict[tuple[int, str], float] = {}
-        self.part = 0  # folded part being read (0 = first)
-        self.part_rows = 0  # rows read in the current part
-        self.part_cols: list[str] = []
-        self.spans: list[tuple[int, int]] = []  # data column slices from the ruler
-        self.label_end = 0
-
-
-class _State:
-    """The line walk: titles, headers, rulers and rows; folded parts joined per table."""
-
-    def __init__(self) -> None:
-        self.lines: Lines | None = None
-        self.line_no = 0
-        self.tables = 0
-        self.table: _Table | None = None
-        self.expect = "any"  # "header" (after a title or blank line in a table), "ruler", "rows"
-        self.header: tuple[int, str] | None = None
-        self.dropped = 0
+    def __init__(self, source: Source, host: str | None):
+        self.host = host
+        self.table = Table(source, KIND, self)
+        self.table.odd_row = self._odd_row
+        self.table.foreign = self._foreign
+        self.table.numbers.comma_refusal = "not a number: numastat prints a decimal point, never a comma"
         self.notes: list[str] = []
-        self.skips = Skips()
-        self.cols: dict[str, list] = {k: [] for k in SCHEMA if k != "host"}
-        self.fast: list[tuple[int, _Layout, list[str], list[tuple[str, ...]]]] = []  # queued fast tables
-        self.open_fast: int | None = None  # a fast table the line walk would still hold open (until a title)
-        # cells converted so far, in file order: arrays per column (string columns as `Interned` codes)
-        self.strings = {k: Interned() for k in _STRINGS}
-        self.parts: dict[str, list[np.ndarray]] = {k: [] for k in SCHEMA if k != "host"}
+        self.heads: dict[_Head, tuple[int, str]] = {}  # each header: its code, its text as printed
+        # titles (section, pid, process, mode) and dashed lines (their spans; None: not a ruler) by text
+        self.infos: list[tuple[str, int | None, str | None, str]] = []
+        self.spans: list[tuple[tuple[int, int], ...] | None] = []
+        self.dash_texts: list[str] = []
+        self._aside: dict[str, tuple[str, int]] = {}
+        # where titles and dashed lines are: line numbers and codes, found aside chunk by chunk
+        self.found: dict[str, list[np.ndarray]] = {"title": [], "title#": [], "dash": [], "dash#": []}
+        self._joined: dict[str, np.ndarray] = {}
+        self._checked: set[tuple[_Head, int, int]] = set()
+        self.ended: list[int] = []  # lines that ended a compatibility table (`_foreign`)
+        self.labels: dict[str, int] = {}
+        self.texts: dict[str | None, int] = {}  # metric, process and section names
+        self._meta: dict[tuple[int, int, bool], tuple[int, float, int, int]] = {}
+        # per row: line, header line, title (its index in the file; -1: none), header code, label,
+        # metric, pid, process, section; per cell: node (-1: Total), value
+        self.rows_: list[list[np.ndarray]] = []
+        self.cells: list[list[np.ndarray]] = []
 
-    def flush(self) -> None:
-        """Move the line walk's cells so far into `parts`."""
-        c = self.cols
-        if not c["metric"]:
-            return
-        for k, v in c.items():
-            if k in _STRINGS:
-                self.parts[k].append(self.strings[k].codes(v))
-            elif k == "is_total":
-                self.parts[k].append(np.array(v, dtype=bool))
+    def run(self) -> pd.DataFrame:
+        self.table.run()
+        return self._frame()
+
+    # ------------------------------------------------------------ the format
+
+    def layout(self, line_no: int, text: str) -> Layout:
+        stripped = text.rstrip()
+        if _COMPAT_HEADER.match(stripped):
+            names = tuple(stripped.split())
+            head = _Head(names, tuple(int(n[4:]) for n in names), compat=True, pid=False)
+        elif m := _HEADER.match(stripped):
+            names = tuple(_COLUMN.findall(m[2]))
+            head = _Head(
+                names, tuple(-1 if n == "Total" else int(n[5:]) for n in names), compat=False, pid=bool(m[1])
+            )
+        elif text[:1] == " " or text.startswith("PID "):
+            words = _COLUMN.findall(stripped.removeprefix("PID"))
+            bad = next((w for w in words if not re.fullmatch(r"Node \d{1,7}|Total", w)), stripped)
+            raise self.table.error(line_no, text, f"column header {bad!r} is not `Node N` or `Total`")
+        else:
+            return ROW  # a row holding a header's word
+        if max(head.nodes) >= _MAX_NODE:
+            raise self.table.error(line_no, text, f"implausible node number {max(head.nodes)}")
+        if len(set(names)) < len(names):
+            raise self.table.error(line_no, text, "a column appears twice in one table")
+        self.heads.setdefault(head, (len(self.heads), text))
+        return Layout(("i" if head.compat else "f") * len(names), key=head)
+
+    def aside(self, line_nos: np.ndarray, texts: list[str]) -> np.ndarray:
+        """Which of the lines holding an aside word are titles, dashed lines or numastat's notes (each
+        distinct text judged once); the others are rows."""
+        codes, uniq = pd.factorize(np.array(texts, dtype=object))
+        found = [self._judge(t) for t in uniq.tolist()]
+        what = np.array([f[0] for f in found], dtype=object)[codes]
+        code = np.array([f[1] for f in found], dtype=np.int64)[codes]
+        for kind in ("title", "dash"):
+            if (at := what == kind).any():
+                self.found[kind].append(line_nos[at])
+                self.found[kind + "#"].append(code[at])
+                self._joined.clear()
+        for k in np.flatnonzero(what == "note").tolist():
+            if m := _TOKEN_NOTE.match(texts[k].rstrip()):
+                note = f"numastat skipped kernel field {m[1]} (not in its table)"
+                if note in self.notes:
+                    continue
             else:
-                self.parts[k].append(np.array(v, dtype=np.float64))
-            v.clear()
+                note = f"numastat: {texts[k].rstrip()}"
+            self.notes.append(note)
+        return what != ""
 
-    def add(
-        self,
-        *,
-        table: np.ndarray,
-        section: np.ndarray,
-        metric: np.ndarray,
-        node: np.ndarray,
-        is_total: np.ndarray,
-        mb: np.ndarray,
-    ) -> None:
-        """Append cells of numa/meminfo tables read whole (after the line walk's cells before them);
-        `section` and `metric` as `Interned` codes."""
-        self.flush()
-        n = len(mb)
-        p = self.parts
-        p["table"].append(table)
-        p["section"].append(section)
-        # constant columns as read-only views of one value: only their concatenation takes memory
-        p["pid"].append(np.broadcast_to(np.nan, n))
-        p["process"].append(np.broadcast_to(-1, n))
-        p["metric"].append(metric)
-        p["node"].append(node)
-        p["is_total"].append(is_total)
-        p["pages"].append(np.broadcast_to(np.nan, n))
-        p["mb"].append(mb)
+    def _judge(self, text: str) -> tuple[str, int]:
+        """What an aside line is: ("title", info), ("dash", spans), ("note", 0) or ("", 0) for a row."""
+        if text not in self._aside:
+            stripped = text.rstrip()
+            found = ("", 0)
+            if (info := _title(stripped)) is not None:
+                found = ("title", len(self.infos))
+                self.infos.append(info)
+            elif _RULER.match(stripped):
+                runs = [(m.start(), m.end()) for m in _RUN.finditer(stripped)]
+                if runs[0][0] == 0:
+                    runs = runs[1:]  # the label column's own dashes (`PID` tables, the rule above `Total`)
+                # numastat right-justifies data columns: `width - 1` dashes behind one space of gutter
+                spans = tuple((start - 1, end) for start, end in runs)
+                ok = (
+                    spans
+                    and spans[0][0] >= 1
+                    and all(a[1] <= b[0] for a, b in zip(spans, spans[1:], strict=False))
+                )
+                found = ("dash", len(self.spans))
+                self.spans.append(spans if ok else None)
+                self.dash_texts.append(text)
+            elif _TOKEN_NOTE.match(stripped) or _NO_MATCH.match(stripped) or stripped in _NO_DATA:
+                found = ("note", 0)
+            self._aside[text] = found
+        return self._aside[text]
 
-    def flush_fast(self) -> None:
-        """Convert the queued fast tables into `parts` (after the line walk's cells before them).
+    def _where(self, kind: str) -> tuple[np.ndarray, np.ndarray]:
+        """(line numbers, codes) of the titles or dashed lines found so far."""
+        if kind not in self._joined:
+            for key in (kind, kind + "#"):
+                parts = self.found[key]
+                self._joined[key] = np.concatenate(parts) if parts else np.empty(0, dtype=np.int64)
+        return self._joined[kind], self._joined[kind + "#"]
 
-        Raises:
-            _Fallback: a blank or unreadable cell (the line walk reads it as NaN or reports it).
-        """
-        if not self.fast:
-            return
-        cells = list(itertools.chain.from_iterable(row[1:] for *_, rows in self.fast for row in rows))
-        found = _FAST_CELL.findall("\n".join(cells))
-        if len(found) != len(cells):  # one match a line at most: a cell was blank or not a number
-            raise _Fallback()
-        values = np.fromstring(" ".join(found), dtype=np.float64, sep=" ")
-        table: list[int] = []
-        metric: list[str] = []
-        node: list[int | None] = []
-        is_total: list[bool] = []
-        section: list[str] = []
-        for index, layout, labels, _ in self.fast:
-            k = len(layout.columns)
-            n = len(labels) * k
-            table += [index] * n
-            section += [layout.section] * n
-            for label in labels:
-                metric += [label.lower() if layout.section == "numa" else label] * k
-            node += layout.nodes * len(labels)
-            is_total += layout.totals * len(labels)
-        self.add(
-            table=np.array(table),
-            section=self.strings["section"].codes(section),
-            metric=self.strings["metric"].codes(metric),
-            node=np.array(node, dtype=np.float64),
-            is_total=np.array(is_total, dtype=bool),
-            mb=values,
-        )
-        self.fast.clear()
+    def structure(self, line_no: int, text: str) -> None:
+        """A line before any header: another program's (skipped), or after a title a row without header."""
+        titles, _ = self._where("title")
+        if len(titles) and titles[0] < line_no:
+            raise self.table.error(line_no, text, "expected the `Node N` header under the title")
+        self.table.skips.add(line_no, text, _NOT_NUMASTAT)
 
-    # ------------------------------------------------------------ walk
+    def _odd_row(self, line_no: int, text: str, tokens: list[str], layout: Layout) -> list | None:
+        """A titled row that does not split into its header's columns, sliced on the dashed line above
+        it: its label (which may hold spaces), then each cell (None where blank)."""
+        head: _Head = layout.key
+        lines, codes = self._where("dash")
+        at = int(np.searchsorted(lines, line_no)) - 1
+        spans = self.spans[int(codes[at])] if at >= 0 and not head.compat else None
+        if spans is None or len(spans) != len(head.names):
+            return None
+        stripped = text.rstrip()
+        if len(stripped) > spans[-1][1]:
+            raise self.table.error(line_no, text, "text beyond the last column")
+        label = stripped[: spans[0][0]].rstrip()
+        if not label:
+            raise self.table.error(line_no, text, "row without a label")
+        cells: list[str | None] = [label]
+        for (start, end), name in zip(spans, head.names, strict=True):
+            cell = stripped[start:end]
+            if cell[:1] not in ("", " "):
+                raise self.table.error(line_no, text, f"value overflows its column under {name!r}")
+            cells.append(cell.strip() or None)  # numastat leaves a cell blank when a node had no data
+        return cells
 
-    def feed(self, line_no: int, line: str, lines: Lines) -> None:
-        self.lines, self.line_no = lines, line_no
-        text = line.rstrip()
-        if not text:
-            if self.table is not None and self.expect in ("rows", "ruler"):
-                self.expect = "header"  # a blank line ends a folded part: the next part's header follows
-            return
-        if self._title(text):
-            return
-        if m := _TOKEN_NOTE.match(text):
-            note = f"numastat skipped kernel field {m[1]} (not in its table)"
-            if note not in self.notes:
-                self.notes.append(note)
-            return
-        if _NO_MATCH.match(text) or text in _NO_DATA:
-            self.notes.append(f"numastat: {text}")
-            return
-        if _COMPAT_HEADER.match(text):
-            self._compat_header(line_no, line, text, lines)
-            return
-        t = self.table
-        if t is not None and t.mode == "compat" and not _COMPAT_LABEL.match(text):
-            self.close_table()  # no row of the table: the compatibility table has ended
-            t = None
-        if t is None:
-            self.skips.add(line_no, line, "not a numastat line (no title or `node0` header before it)")
-            return
-        if t.mode == "compat":
-            self._compat_row(line_no, line, text, lines)
-        elif self.expect == "header":
-            self.header = (line_no, line)
-            self.expect = "ruler"
-        elif self.expect == "ruler":
-            self._ruler(line_no, line, text, lines)
-        else:
-            self._row(line_no, line, text, lines)
-
-    def cut_last(self, line_no: int, line: str, lines: Lines) -> None:
-        """A last line without newline was cut mid-write (`298650` may be `2986503`): dropped."""
-        self.lines, self.line_no = lines, line_no
-        self.dropped += 1
-        index = self.table.index if self.table is not None else self.open_fast
-        if index is not None:
-            self.notes.append(f"table {index} cut off: its last line was dropped")
-
-    # ------------------------------------------------------------ titles and headers
-
-    def _title(self, text: str) -> bool:
-        if text == _TITLE_NUMA:
-            self._open("numa", "mb", None, None, "single")
-        elif text == _TITLE_MEMINFO:
-            self._open("meminfo", "mb", None, None, "single")
-        elif text == _TITLE_PROCESSES:
-            self._open("process", "mb", None, None, "list")
-        elif m := _TITLE_PROCESS.match(text):
-            self._open("process", "mb", int(m[1]), m[2], "single")
-        else:
+    def _foreign(self, line_no: int, text: str) -> bool:
+        """A line under a compatibility table that does not start like its rows: another program's, the
+        table ended there (skipped, counted); any other line that does not read is an error."""
+        layout = self.table.current
+        if not isinstance(layout, Layout) or not layout.key.compat or _COMPAT_START.match(text):
             return False
+        self.ended.append(line_no)
+        self.table.skips.add(line_no, text, _NOT_NUMASTAT)
         return True
 
-    def _open(self, section: str, unit: str, pid: int | None, process: str | None, mode: str) -> None:
-        self.close_table()
-        self.open_fast = None
-        self.table = _Table(self.tables, section, unit, pid, process, mode)
-        self.tables += 1
-        self.expect = "header"
-
-    def close_table(self) -> None:
-        """Emit the finished table's cells: rows in first-part order, columns in print order."""
-        t = self.table
-        if t is None:
-            return
-        self.table = None
-        if self.expect == "ruler" and self.header is not None:
-            self.notes.append(f"table {t.index}: a header without its dashed ruler was ignored")
-        self.header = None
-        c = self.cols
-        for r, label in enumerate(t.labels):
-            pid, process, metric = self._row_key(t, label)
-            for col in t.columns:
-                if (r, col) not in t.cells:
-                    continue  # a folded part cut off at the end of the file
-                value = t.cells[(r, col)]
-                node = None if col == "Total" else int(col.split()[-1].removeprefix("node"))
-                c["table"].append(t.index)
-                c["section"].append(t.section)
-                c["pid"].append(pid)
-                c["process"].append(process)
-                c["metric"].append(metric)
-                c["node"].append(node)
-                c["is_total"].append(col == "Total")
-                c["pages"].append(value if t.unit == "pages" else np.nan)
-                c["mb"].append(value if t.unit == "mb" else np.nan)
-
-    @staticmethod
-    def _row_key(t: _Table, label: str) -> tuple[int | None, str | None, str]:
-        if t.section == "meminfo":
-            return None, None, label
-        if t.section == "numa":
-            return None, None, label.lower()
-        if label == "Total":
-            return t.pid, t.process, "total"
-        if t.mode == "list":
-            m = _PID_LABEL.match(label)  # checked when the row was read
-            return (int(m[1]), m[2], "total") if m else (None, None, "total")
-        return t.pid, t.process, label.lower()
-
-    def _compat_header(self, line_no: int, line: str, text: str, lines: Lines) -> None:
-        names = text.split()
-        t = self.table
-        if t is None or t.mode != "compat" or self.expect != "header":
-            self._open("numa", "pages", None, None, "compat")
-            t = self.table
+    def rows(self, block: Block) -> None:
+        """A block's rows tied to their title (titled tables: their ruler checked), each distinct label
+        checked once; rows with no table (no title, or after a compatibility table ended) skipped."""
+        head: _Head = block.layout.key
+        lines, headers = block.line_nos, block.headers
+        firsts, counts = _runs(headers)  # the rows of each header (in file order: one run each)
+        parts = headers[firsts]
+        if head.compat:
+            title = np.full(len(lines), -1, dtype=np.int64)
+            ended = np.array([*self.ended, np.iinfo(np.int64).max], dtype=np.int64)
+            keep = lines < np.repeat(
+                ended[np.searchsorted(ended, parts)], counts
+            )  # not after the table's end
         else:
-            self._next_part(t, line_no, line, lines)
-        if t is None:
+            titles, _ = self._where("title")
+            part_title = np.searchsorted(titles, parts) - 1
+            self._check_rulers(block, head, parts, part_title, firsts)
+            title = np.repeat(part_title, counts)
+            keep = title >= 0
+        for k in np.flatnonzero(~keep).tolist():
+            self.table.skips.add(int(lines[k]), block.text(k), _NOT_NUMASTAT)
+        if not keep.any():
             return
-        for name in names:
-            self._add_column(t, name, int(name[4:]), line_no, line, lines)
-        t.part_cols, t.part_rows = names, 0
-        self.expect = "rows"
+        ids = np.array(
+            [self.labels.setdefault(c, len(self.labels)) for c in block.label.categories], dtype=np.int64
+        )
+        labels = ids[block.label.codes]
+        info = _at(self._where("title")[1], title)
+        pairs, first, back = np.unique(
+            labels * (len(self.infos) + 1) + info + 1, return_index=True, return_inverse=True
+        )
+        meta = np.array(
+            [self._row_meta(block, i, int(labels[i]), int(info[i]), head.compat) for i in first.tolist()]
+        )
+        meta = meta[back.ravel()][keep]
+        n, k = int(keep.sum()), len(head.names)
+        code = np.full(n, self.heads[head][0], dtype=np.int64)
+        metric, pid, process, section = meta.T
+        codes = [c.astype(np.int64) for c in (metric, process, section)]
+        self.rows_.append([lines[keep], headers[keep], title[keep], code, labels[keep], pid, *codes])
+        values = np.column_stack([np.asarray(f, dtype=np.float64) for f in block.fields])[keep]
+        self.cells.append([np.tile(np.array(head.nodes, dtype=np.int64), n), values.ravel()])
 
-    def _compat_row(self, line_no: int, line: str, text: str, lines: Lines) -> None:
-        t = self.table
-        m = _COMPAT_ROW.match(text)
-        if t is None or m is None or self.expect != "rows":
-            raise lines.error(line_no, line, "not a `numastat` row (`numa_hit   123   456`)")
-        values = m[2].split()
-        if len(values) != len(t.part_cols):
-            raise lines.error(line_no, line, f"{len(values)} values under {len(t.part_cols)} node columns")
-        row = self._row_index(t, m[1], line_no, line, lines)
-        for name, value in zip(t.part_cols, values, strict=True):
-            t.cells[(row, name)] = float(value)
-
-    def _ruler(self, line_no: int, line: str, text: str, lines: Lines) -> None:
-        t = self.table
-        if t is None or self.header is None:
-            return
-        if not _RULER.match(text):
-            raise lines.error(line_no, line, "expected the dashed ruler under the `Node N` header")
-        runs = [(m.start(), m.end()) for m in _RUN.finditer(text)]
-        if runs[0][0] == 0:
-            runs = runs[1:]  # the label column's own dashes (`PID` tables)
-        if not runs:
-            raise lines.error(line_no, line, "ruler without a data column")
-        # numastat right-justifies data columns: `width - 1` dashes behind one space of gutter
-        spans = [(start - 1, end) for start, end in runs]
-        if spans[0][0] < 1 or any(a[1] > b[0] for a, b in zip(spans, spans[1:], strict=False)):
-            raise lines.error(line_no, line, "ruler columns overlap")
-        h_no, h_line = self.header
-        head = h_line.rstrip()
-        if len(head) > spans[-1][1]:
-            raise lines.error(h_no, h_line, "header text beyond the ruler")
-        label_head = head[: spans[0][0]].strip()
-        if label_head not in ("", "PID") or (label_head == "PID") != (t.mode == "list"):
-            raise lines.error(h_no, h_line, f"unexpected label header {label_head!r}")
-        self._next_part(t, h_no, h_line, lines)
-        names = []
-        for start, end in spans:
-            name = head[start:end].strip()
-            if name == "Total":
-                self._add_column(t, name, None, h_no, h_line, lines)
-            elif m := _NODE_HEAD.match(name):
-                self._add_column(t, name, int(m[1]), h_no, h_line, lines)
-            else:
-                raise lines.error(h_no, h_line, f"column header {name!r} is not `Node N` or `Total`")
-            names.append(name)
-        t.spans, t.label_end, t.part_cols, t.part_rows = spans, spans[0][0], names, 0
-        self.header = None
-        self.expect = "rows"
-
-    def _add_column(
-        self, t: _Table, name: str, node: int | None, line_no: int, line: str, lines: Lines
+    def _check_rulers(
+        self, block: Block, head: _Head, parts: np.ndarray, title: np.ndarray, firsts: np.ndarray
     ) -> None:
-        if node is not None and node >= _MAX_NODE:
-            raise lines.error(line_no, line, f"implausible node number {node}")
-        if name in t.columns:
-            raise lines.error(line_no, line, f"column {name!r} appears twice in one table")
-        t.columns.append(name)
-
-    def _next_part(self, t: _Table, line_no: int, line: str, lines: Lines) -> None:
-        """A header after the first part starts a folded part: the previous part must have had every row."""
-        if not t.columns:
-            return
-        if t.part_rows != len(t.labels):
-            raise lines.error(
-                line_no, line, f"folded part after a part of {t.part_rows} rows, not {len(t.labels)}"
+        """Each titled header's dashed ruler on the next line, its columns the header's, the `PID` label
+        header where the title lists processes (once per header, ruler and title kind)."""
+        lines, codes = self._where("dash")
+        at = np.minimum(np.searchsorted(lines, parts + 1), max(len(lines) - 1, 0))
+        missing = ~(lines[at] == parts + 1) if len(lines) else np.ones(len(parts), dtype=bool)
+        if missing.any():
+            k = int(np.argmax(missing))
+            row = int(firsts[k])
+            text = block.text(row) if block.line_nos[row] == parts[k] + 1 else ""
+            raise self.table.error(
+                int(parts[k]) + 1, text, "expected the dashed ruler under the `Node N` header"
             )
-        t.part += 1
+        ruler = codes[at]
+        mode = _at(self._where("title")[1], title)
+        for k in np.unique(ruler * (len(self.infos) + 1) + mode + 1, return_index=True)[1].tolist():
+            key = (head, int(ruler[k]), int(mode[k]))
+            if key in self._checked:
+                continue
+            spans, line_no = self.spans[key[1]], int(parts[k]) + 1
+            if spans is None:
+                raise self.table.error(
+                    line_no, self.dash_texts[key[1]], "ruler columns overlap or none is a data column"
+                )
+            text = self.heads[head][1]
+            if len(spans) != len(head.names) or len(text.rstrip()) > spans[-1][1]:
+                raise self.table.error(
+                    line_no - 1,
+                    text,
+                    f"{len(head.names)} column headers over a ruler of {len(spans)} columns",
+                )
+            listing = key[2] >= 0 and self.infos[key[2]][3] == "list"
+            if key[2] >= 0 and head.pid != listing:
+                label = "PID" if head.pid else ""
+                raise self.table.error(line_no - 1, text, f"unexpected label header {label!r}")
+            self._checked.add(key)
 
-    # ------------------------------------------------------------ rows
+    def _row_meta(
+        self, block: Block, row: int, label_id: int, info: int, compat: bool
+    ) -> tuple[int, float, int, int]:
+        """(metric, pid, process, section) codes of a row label under a title (info -1: compatibility);
+        a label that is no row name of its table is a ParseError naming the first row holding it."""
+        key = (label_id, info, compat)
+        if key in self._meta:
+            return self._meta[key]
+        label = block.label.categories[block.label.codes[row]]
+        section, pid, process, mode = self.infos[info] if info >= 0 else ("numa", None, None, "compat")
+        metric = label
+        if mode == "compat":
+            if not _COMPAT_LABEL.match(label):
+                reason = "not a `numastat` row (`numa_hit   123   456`)"
+                raise self.table.error(int(block.line_nos[row]), block.text(row), reason)
+        elif label == "Total":
+            metric = "total"
+        elif mode == "list":
+            m = _PID_LABEL.match(label)
+            if m is None:
+                raise self.table.error(
+                    int(block.line_nos[row]), block.text(row), f"row label {label!r} is not `PID (name)`"
+                )
+            pid, process, metric = int(m[1]), m[2], "total"
+        elif not _LABEL.match(label):
+            reason = f"row label {label!r} is not a numastat row name"
+            raise self.table.error(int(block.line_nos[row]), block.text(row), reason)
+        elif section != "meminfo":
+            metric = label.lower()
+        t = self.texts
+        found = (
+            t.setdefault(metric, len(t)),
+            np.nan if pid is None else pid,
+            t.setdefault(process, len(t)),
+            t.setdefault(section, len(t)),
+        )
+        self._meta[key] = found
+        return found
 
-    def _row(self, line_no: int, line: str, text: str, lines: Lines) -> None:
-        t = self.table
-        if t is None:
-            return
-        if _RULER.match(text):
-            return  # the rule numastat draws above a `Total` row
-        if len(text) > t.spans[-1][1]:
-            raise lines.error(line_no, line, "text beyond the last column")
-        label = text[: t.label_end].rstrip()
-        if not label:
-            raise lines.error(line_no, line, "row without a label")
-        if label != "Total":
-            if t.mode == "list":
-                if not _PID_LABEL.match(label):
-                    raise lines.error(line_no, line, f"row label {label!r} is not `PID (name)`")
-            elif not _LABEL.match(label):
-                raise lines.error(line_no, line, f"row label {label!r} is not a numastat row name")
-        row = self._row_index(t, label, line_no, line, lines)
-        for (start, end), name in zip(t.spans, t.part_cols, strict=True):
-            cell = text[start:end]
-            if cell[:1] not in ("", " "):
-                raise lines.error(line_no, line, f"value overflows its column under {name!r}")
-            cell = cell.strip()
-            if not cell:
-                t.cells[(row, name)] = np.nan  # numastat leaves a cell blank when a node had no data
-            elif _VALUE.match(cell):
-                t.cells[(row, name)] = float(cell)
-            else:
-                raise lines.error(line_no, line, f"{cell!r} under {name!r} is not a number")
+    # ------------------------------------------------------------ the frame
 
-    def _row_index(self, t: _Table, label: str, line_no: int, line: str, lines: Lines) -> int:
-        """Rows of a later folded part must repeat the first part's labels in the same order."""
-        row = t.part_rows
-        t.part_rows += 1
-        if t.part == 0:
-            if label in t.labels:
-                raise lines.error(line_no, line, f"row {label!r} appears twice in one table")
-            t.labels.append(label)
-            return row
-        if row >= len(t.labels) or t.labels[row] != label:
-            want = t.labels[row] if row < len(t.labels) else "no more rows"
-            raise lines.error(line_no, line, f"folded part: row {label!r} where the first part has {want!r}")
-        return row
+    def _frame(self) -> pd.DataFrame:
+        dropped = int(self.table.cut is not None)
+        attrs = {
+            "skipped": self.table.skips,
+            "nodes": [],
+            "dropped_lines": dropped,
+            "unknown_columns": [],
+            "notes": self.notes,
+        }
+        titles, _ = self._where("title")
+        if not self.rows_:
+            self.table.skips.refuse_if_nothing_read(0, self.table.lines)
+            if dropped and len(titles):
+                self.notes.append(f"table {len(titles) - 1} cut off: its last line was dropped")
+            df = empty_frame(SCHEMA)
+            df.attrs.update(attrs)
+            return df
+        line, header, title, code, label, pid, metric, process, section = (
+            np.concatenate(c) for c in zip(*self.rows_, strict=True)
+        )
+        node, value = (np.concatenate(c) for c in zip(*self.cells, strict=True))
+        width = np.array([len(h.names) for h in self.heads])[code]
+        cell_row = None  # each cell's row, where the rows or cells move
+        moved = bool((np.diff(line) < 0).any())  # the engine hands a chunk's rows over layout by layout
+        if moved:
+            order = np.argsort(line, kind="stable")
+            rank = np.empty_like(order)
+            rank[order] = np.arange(len(order))
+            line, header, title, code, label = (
+                line[order],
+                header[order],
+                title[order],
+                code[order],
+                label[order],
+            )
+            metric, pid, process, section = metric[order], pid[order], process[order], section[order]
+            cell_row = rank[np.repeat(np.arange(len(line)), width)]
+        # parts: one per header line; each titled part in its title's table, compatibility parts joined
+        # while their node numbers go on (no title or end between them)
+        part_first, part_rows = _runs(header)
+        part_at = header[part_first]
+        start = np.where(title[part_first] >= 0, _at(titles, title[part_first]), part_at)
+        heads = list(self.heads)
+        compat = np.flatnonzero(title[part_first] < 0).tolist()
+        ends = np.array(self.ended, dtype=np.int64)
+        for a, b in zip(compat, compat[1:], strict=False):
+            ha, hb = part_at[a], part_at[b]
+            between = (np.searchsorted(titles, hb) != np.searchsorted(titles, ha)) or (
+                np.searchsorted(ends, hb) != np.searchsorted(ends, ha)
+            )
+            nodes_a, nodes_b = heads[code[part_first[a]]].nodes, heads[code[part_first[b]]].nodes
+            if b == a + 1 and not between and min(nodes_b) > max(nodes_a):
+                start[b] = start[a]
+        starts = np.union1d(titles, start[title[part_first] < 0])  # titles, compatibility tables
+        part_table = np.searchsorted(starts, start)
+        part_no = np.arange(len(part_at)) - np.searchsorted(part_table, part_table)  # rank within its table
+        row_part = np.repeat(np.arange(len(part_at)), part_rows)
+        row_pos = np.arange(len(line)) - part_first[row_part]
+        self._check_parts(part_at, part_first, part_table, part_no, row_part, row_pos, line, code, label)
+        if dropped and len(starts):
+            last = len(starts) - 1
+            if not (len(ends) and ends[-1] > starts[-1]):
+                self.notes.append(f"table {last} cut off: its last line was dropped")
+        folded = bool((part_no > 0).any())
+        same = bool((width == width[0]).all())
+        if folded:  # a folded table: each row's cells of every part together
+            if cell_row is None:
+                cell_row = np.repeat(np.arange(len(line)), width)
+            col = np.arange(len(node)) - np.repeat(np.cumsum(width) - width, width)
+            r = row_part[cell_row]
+            at = np.lexsort((col, part_no[r], row_pos[cell_row], part_table[r]))
+            cell_row, node, value = cell_row[at], node[at], value[at]
+        elif moved:
+            at = np.argsort(cell_row, kind="stable")
+            cell_row, node, value = cell_row[at], node[at], value[at]
+
+        def cells(rows: np.ndarray) -> np.ndarray:
+            """A value per row as one per cell."""
+            if cell_row is not None:
+                return rows[cell_row]
+            return np.repeat(rows, width[0] if same else width)  # a count for all: 3 times as fast
+
+        table = cells(part_table[row_part])
+        pages = cells(title < 0)
+        pid = cells(pid)
+        names = list(self.texts)
+        n = len(node)
+        data = {
+            "host": text_column([self.host], np.zeros(n, dtype=np.intp)),
+            "table": pd.arrays.IntegerArray(table, np.zeros(n, dtype=bool)),
+            "section": text_column(names, cells(section)),
+            "pid": pd.arrays.IntegerArray(np.where(np.isnan(pid), 0, pid).astype(np.int64), np.isnan(pid)),
+            "process": text_column(names, cells(process)),
+            "metric": text_column(names, cells(metric)),
+            "node": pd.arrays.IntegerArray(np.maximum(node, 0), node < 0),
+            "is_total": pd.arrays.BooleanArray(node < 0, np.zeros(n, dtype=bool)),
+            "pages": np.where(pages, value, np.nan),
+            "mb": np.where(pages, np.nan, value),
+        }
+        heads = list(self.heads)
+        attrs["nodes"] = sorted({n for c in np.unique(code).tolist() for n in heads[c].nodes if n >= 0})
+        df = coerce(pd.DataFrame(data, copy=False), SCHEMA)
+        df.attrs.update(attrs)
+        return df
+
+    def _check_parts(
+        self, part_at, part_first, part_table, part_no, row_part, row_pos, line, code, label
+    ) -> None:
+        """Within a table no row label twice in a part, no column twice; a later part repeats the
+        first part's labels in order (the last part may stop short: cut off)."""
+        labels = list(self.labels)
+        twice = pd.Series(row_part * (len(labels) + 1) + label).duplicated().to_numpy()
+        if twice.any():
+            k = int(np.argmax(twice))
+            raise self.table.error(
+                int(line[k]), labels[label[k]], f"row {labels[label[k]]!r} appears twice in one table"
+            )
+        heads = list(self.heads.items())
+        for table in np.unique(part_table[part_no > 0]).tolist():
+            parts = np.flatnonzero(part_table == table).tolist()
+            first = label[row_part == parts[0]]
+            columns: set[str] = set()
+            for p in parts:
+                head, (_, text) = heads[code[part_first[p]]]
+                if columns & set(head.names):
+                    raise self.table.error(int(part_at[p]), text, "a column appears twice in one table")
+                columns |= set(head.names)
+                mine = np.flatnonzero(row_part == p)
+                n = min(len(mine), len(first))
+                differ = np.flatnonzero(label[mine[:n]] != first[:n])
+                if len(differ) or len(mine) > len(first):
+                    k = int(mine[differ[0] if len(differ) else n])
+                    want = repr(labels[first[differ[0]]]) if len(differ) else "no more rows"
+                    reason = f"folded part: row {labels[label[k]]!r} where the first part has {want}"
+                    raise self.table.error(int(line[k]), labels[label[k]], reason)
+                if len(mine) < len(first) and p != parts[-1]:  # the last part of a table may be cut off
+                    _, (_, after) = heads[code[part_first[p + 1]]]
+                    reason = f"folded part after a part of {len(mine)} rows, not {len(first)}"
+                    raise self.table.error(int(part_at[p + 1]), after, reason)
+
+
+def _runs(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Where each run of equal values starts in a sorted array, and its length."""
+    firsts = np.flatnonzero(np.concatenate(([True], values[1:] != values[:-1])))
+    return firsts, np.diff(np.append(firsts, len(values)))
+
+
+def _at(values: np.ndarray, index: np.ndarray) -> np.ndarray:
+    """`values[index]`, -1 where `index` is -1 (no title)."""
+    if not len(values):
+        return np.full(len(index), -1, dtype=np.int64)
+    return np.where(index >= 0, values[np.maximum(index, 0)], -1)

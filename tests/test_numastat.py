@@ -8,9 +8,9 @@ import pytest
 
 from perfkit import parsers
 from perfkit.errors import ParseError
-from perfkit.parsers import numastat
+from perfkit.parsers import _chunks, _table, numastat
 
-from .conftest import FIXTURES
+from .conftest import FIXTURES, row_by_row
 
 N = FIXTURES / "numastat"
 
@@ -177,3 +177,45 @@ def test_other_output_around_a_table_is_skipped() -> None:
     assert info.value.line_no == 4
     with pytest.raises(ParseError, match=r"nothing readable \(1 lines skipped\)"):
         numastat.parse("numastat version: 20130723: Dec 26 2022\n")
+
+
+def _same(a: pd.DataFrame, b: pd.DataFrame) -> None:
+    pd.testing.assert_frame_equal(a, b)
+    for key in ("nodes", "dropped_lines", "notes"):
+        assert a.attrs[key] == b.attrs[key], key
+    assert a.attrs["skipped"].count == b.attrs["skipped"].count
+
+
+@pytest.mark.parametrize("path", sorted(N.glob("*.txt")), ids=lambda p: p.name)
+def test_engine_bulk_reads_as_row_by_row(path, monkeypatch: pytest.MonkeyPatch) -> None:
+    whole = numastat.parse(path)
+    _same(whole, row_by_row(numastat.parse, path))
+    monkeypatch.setattr(_table, "CHUNK_ROWS", 3)  # tables and folded parts cut across chunks
+    monkeypatch.setattr(_chunks, "_CHUNK_BYTES", 97)
+    _same(whole, numastat.parse(path))
+    _same(whole, row_by_row(numastat.parse, path))
+
+
+def test_repeated_tables_in_chunks_as_one_by_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    # `numastat -c` then `numastat -m`, 40 times (the bench's loop, two layouts alternating)
+    one = (N / "fake-sysfs-4node-c.synthetic.txt").read_text() + (
+        N / "fake-sysfs-4node-m.synthetic.txt"
+    ).read_text()
+    df = numastat.parse(one * 40)
+    single = numastat.parse(one)
+    assert df["table"].max() == 79 and len(df) == 40 * len(single)
+    again = df[df["table"].isin([78, 79])].reset_index(drop=True).assign(table=lambda d: d["table"] - 78)
+    pd.testing.assert_frame_equal(again, single)
+    monkeypatch.setattr(_table, "CHUNK_ROWS", 7)
+    monkeypatch.setattr(_chunks, "_CHUNK_BYTES", 301)
+    _same(df, numastat.parse(one * 40))
+    _same(df, row_by_row(numastat.parse, one * 40))
+
+
+def test_blank_cell_is_nan_and_a_label_with_spaces_is_sliced() -> None:
+    lines = (N / "fake-sysfs-4node-n-width80.synthetic.txt").read_text().splitlines()
+    # line 6 `Numa_Miss                   4.82          221.83 ...`: Node 1's cell left blank
+    lines[5] = lines[5][:32] + " " * 16 + lines[5][48:]
+    df = numastat.parse("\n".join(lines) + "\n")
+    assert np.isnan(_cell(df, "numa_miss", 1)["mb"]) and _cell(df, "numa_miss", 2)["mb"] == 9162.80
+    _same(df, row_by_row(numastat.parse, "\n".join(lines) + "\n"))
