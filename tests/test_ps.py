@@ -5,12 +5,13 @@ from __future__ import annotations
 import io
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from perfkit.errors import ParseError
 from perfkit.parsers import ps
 
-from .conftest import FIXTURES
+from .conftest import FIXTURES, row_by_row
 
 P = FIXTURES / "ps"
 AUXWW = P / "procps-4.0.2-auxww.txt"
@@ -106,7 +107,7 @@ def test_integer_past_int64_names_the_line(column: int, number: str, tmp_path: P
     lines[2] = " ".join(fields)  # line 3: `root 2 ... sleep 60`
     path = tmp_path / "ps.txt"
     path.write_text("".join(lines))
-    for source in ("".join(lines), path, io.StringIO("".join(lines))):  # chunks, file blocks, line walk
+    for source in ("".join(lines), path, io.StringIO("".join(lines))):
         with pytest.raises(ParseError) as info:
             ps.parse(source)
         assert info.value.line_no == 3 and number in info.value.line
@@ -137,3 +138,95 @@ def test_sniff() -> None:
         assert ps.sniff(f.read_text()), f.name
     others = [f for f in FIXTURES.glob("*/*.txt") if f.parent.name != "ps"]
     assert others and not [f for f in others if ps.sniff(f.read_text(errors="replace"))]
+
+
+def _bulk_spy(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Small chunks, and each chunk's rows as read in bulk (a count) or not (0)."""
+    from perfkit.parsers import _chunks, _table
+
+    monkeypatch.setattr(_table, "CHUNK_ROWS", 700)
+    monkeypatch.setattr(_table, "CHUNK_BYTES", 40_000)
+    monkeypatch.setattr(_chunks, "_CHUNK_BYTES", 50_000)
+    bulk = _table.Table._bulk
+    batches: list[int] = []
+
+    def spy(self: _table.Table, data: bytes, line_nos: object, layout: _table.Layout) -> object:
+        block = bulk(self, data, line_nos, layout)
+        batches.append(0 if block is None else len(block))
+        return block
+
+    monkeypatch.setattr(_table.Table, "_bulk", spy)
+    return batches
+
+
+def _long_capture(n: int) -> str:
+    """`ps auxww` of n processes: VSZ wider than its column (the rest of the row pushed right), commands
+    with inner and trailing blanks, a tab, non-ASCII, `-` and numbers; the header again halfway."""
+    head = "USER         PID %CPU %MEM    VSZ   RSS TTY      STAT START   TIME COMMAND"
+    cmds = ["sleep 60", "/usr/sbin/mariadbd --user=mysql  -x ", "sh -c a\tb", "数据库 -5 1e5"]
+    cmds.append("[kworker/1:1H]")
+    rows = [head]
+    for k in range(n):
+        vsz = 8591349976 if k % 7 == 0 else 2592 + k % 977
+        user = "systemd+" if k % 5 == 0 else "root"
+        mins = k % 700
+        rows.append(
+            f"{user:<8} {k + 1:7d} {k % 13 / 10:4.1f}  0.{k % 10} {vsz:6d} {1724 + k % 311:5d} "
+            f"{'?' if k % 3 else 'pts/0':<8} {'Ssl' if k % 2 else 'R+':<4} {'07:02':>5} "
+            f"{f'{mins // 60}:{mins % 60:02d}':>6} "
+            f"{cmds[k % len(cmds)]}"
+        )
+        if k == n // 2:
+            rows.append(head)
+    return "\n".join(rows) + "\n"
+
+
+@pytest.mark.parametrize("fixture", sorted(P.glob("*.txt")), ids=lambda p: p.name)
+def test_fixture_bulk_reads_as_row_by_row(fixture: Path) -> None:
+    bulk = ps.parse(fixture)
+    pd.testing.assert_frame_equal(bulk, row_by_row(ps.parse, fixture))
+
+
+def test_long_capture_bulk_reads_as_row_by_row(monkeypatch: pytest.MonkeyPatch) -> None:
+    text = _long_capture(5000)
+    expected = row_by_row(ps.parse, text)
+    batches = _bulk_spy(monkeypatch)
+    bulk = ps.parse(text)
+    assert len(batches) > 5 and 0 not in batches and sum(batches) == len(bulk) == 5000
+    pd.testing.assert_frame_equal(bulk, expected)
+    assert bulk.attrs == expected.attrs
+    assert bulk.loc[2, "command"] == "sh -c a\tb" and bulk.loc[1, "command"].endswith("-x ")
+    assert bulk.loc[0, "vsz_kb"] == 8591349976 and bulk.loc[0, "user"] == "systemd+"
+    assert bulk.loc[3, "command"] == "数据库 -5 1e5" and bulk.loc[700, "cpu_time_s"] == 0.0
+
+
+def test_bad_line_named_alike_in_bulk_and_row_by_row(monkeypatch: pytest.MonkeyPatch) -> None:
+    for bad in ("0.5", "1:5", "-3", "0,5"):
+        lines = _long_capture(3000).split("\n")
+        fields = lines[2001].split(None, 10)
+        fields[2 if bad in ("0,5", "-3") else 9] = bad  # %CPU, or TIME
+        lines[2001] = " ".join(fields)
+        text = "\n".join(lines)
+        with pytest.raises(ParseError) as want:
+            row_by_row(ps.parse, text)
+        _bulk_spy(monkeypatch)
+        with pytest.raises(ParseError) as got:
+            ps.parse(text)
+        assert str(got.value) == str(want.value) and got.value.line_no == 2002, bad
+
+
+def test_a_blank_other_than_the_space_before_the_command_is_read_row_by_row(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # `str.split` splits at a tab or U+00A0 too: the stretch holding one before a command is read row
+    # by row, as the split reads it (a blank like any other between two fields)
+    lines = _long_capture(3000).split("\n")
+    lines[10] = lines[10].replace(" 07:02", "\t07:02", 1)
+    lines[2020] = lines[2020].replace(" 07:02", "\u00a007:02", 1)
+    text = "\n".join(lines)
+    expected = row_by_row(ps.parse, text)
+    batches = _bulk_spy(monkeypatch)
+    bulk = ps.parse(text)
+    pd.testing.assert_frame_equal(bulk, expected)
+    assert batches.count(0) == 2 and sum(batches) > 1500
+    assert bulk.loc[8, "start"] == bulk.loc[2017, "start"] == "07:02"
