@@ -7,7 +7,8 @@ Reads the stdout of
     mysqladmin [-uUSER] extended-status -r -i INTERVAL -c N   first block absolute, later blocks the
                                                               difference to the previous block
 
-(MariaDB 10.11 `mysqladmin Ver 10.0` tested; MySQL's layout is the same). Each block is a box:
+(MariaDB 10.11 `mysqladmin Ver 10.0` tested; MySQL's layout is the same; pt-stalk's `<stamp>-mysqladmin`
+files are `mysqladmin ext -i1 -c N`, absolute blocks). Each block is a box:
 `+---+---+`, `| Variable_name | Value |`, `+---+---+`, one `| name | value |` row per variable,
 `+---+---+`, then a blank line before the next block. The output carries no time of day and no flag
 saying whether `-r` was given, so:
@@ -43,6 +44,13 @@ Schema (long form: one row per block and variable):
 | counter | bool | whether the variable is a cumulative counter (has a rate) |
 | per_s | float64 | counters: change since the previous sample / interval_s; NaN on sample 0, gauges, text |
 
+Reading: the table engine (parsers/_table.py) reads the rows in bulk or row by row naming a bad one:
+each `| name | value |` split at its `|` (`_table.Layout.sep`; a value holding a `|` keeps it),
+the name one word after one blank, the value after one blank (or none), blanks after it dropped;
+borders and the `Variable_name` header are taken aside and checked in order (border, header, border,
+rows, border), each distinct name and value judged once. A line of another program is an error but
+before a box: mysqladmin's own messages (`mysqladmin: ...`) are kept in `notes`.
+
 `df.attrs`: `runs` (number of blocks), `relative` (bool, as detected or given), `interval_s`,
 `dropped_lines` (a last line cut off mid-write), `notes`.
 Tested on: tests/fixtures/mysqladmin/ (see README.md there).
@@ -50,18 +58,15 @@ Tested on: tests/fixtures/mysqladmin/ (see README.md there).
 
 from __future__ import annotations
 
-import io
 import re
 
 import numpy as np
 import pandas as pd
 import pyarrow as pa
-import pyarrow.csv as pa_csv
+import pyarrow.compute as pc
 
-from perfkit.errors import ParseError
-
-from ._chunks import ByteScan, Rows
-from ._common import Lines, Source, coerce, empty_frame, text_column
+from ._common import Source, coerce, empty_frame, text_column
+from ._table import Block, Layout, Table
 from .mysql_status import COUNTERS as _SAMPLER_COUNTERS
 from .mysql_status import GAUGES as _SAMPLER_GAUGES
 
@@ -158,17 +163,15 @@ _NOT_INTEGER = frozenset(
 )
 _BORDER = re.compile(r"^\+-+\+-+\+$")
 _HEADER = re.compile(r"^\|\s*Variable_name\s*\|\s*Value\s*\|$")
-# `| Innodb_buffer_pool_load_status | Buffer pool(s) load completed at 261123  7:49:50 |`:
-# names have no blanks; a value may, and may be empty.
-_ROW = re.compile(r"^\| (\S+) +\|(?: (.*?))? *\|$")
-# The name field of a row split on `|`, as `_ROW` reads it.
+# A row split at `|`: `'' | ' NAME   ' | ' VALUE   ' | tail`: names have no blanks; a value may hold
+# blanks (`Buffer pool(s) load completed at 261123  7:49:50`), a `|`, or be empty.
 _NAME_FIELD = re.compile(r"^ (\S+) +$")
 _NUMBER = re.compile(r"^-?\d+(?:\.\d+)?$")
 _MESSAGE = re.compile(r"^(?:mysqladmin|mariadb-admin): ")
-_DICT = pa.dictionary(pa.int32(), pa.string())
-# `ByteScan`'s structure lines: those not starting with `| ` (borders, blanks, messages) and the header
-_MARKS = (re.compile(rb"\n(?!\| )"), re.compile(rb"\n\| Variable_name"))
-CHUNK_ROWS = 131072  # rows split at once: bounds the raw text held, amortises the reader call
+_MALFORMED = "malformed mysqladmin row"
+_FOREIGN = "not mysqladmin extended-status output"
+_NOT_HEADER = "not the `| Variable_name | Value |` header"
+_BLANK_IN_HEADER = "blank line inside a mysqladmin box header"
 
 
 def sniff(text: str) -> bool:
@@ -177,224 +180,169 @@ def sniff(text: str) -> bool:
     return len(lines) == 2 and bool(_BORDER.match(lines[0])) and bool(_HEADER.match(lines[1]))
 
 
-class _Reader:
-    """Box walker: border -> header -> border -> rows -> border, then the next block.
+class _Mysqladmin:
+    """The format for the table engine: every `|`, `+` and blank line goes in the runs of rows (no cut
+    per box), rows read by one layout from the start (`first_layout`); borders (`+`) and the header
+    (`Variable_name`) taken aside, where the boxes' order is checked (`_structure`). A problem found
+    there is raised once the rows before it are read (the first error of the file is the one named)."""
 
-    `ByteScan` hands over the runs of rows inside a box as bytes (no Python step per line) and every
-    other line one at a time, for the state machine. Rows are buffered and split in chunks
-    (`_flush`) by Arrow's CSV reader, a chunk never cutting a block in two; names and values are then
-    checked once per distinct text, not once per line (a capture repeats both).
-    """
+    row_bytes = b"|+\n"
+    header_words = ()
+    aside_bytes = b"+"
+    aside_words = (b"Variable_name",)
+    first_layout = Layout("tttt", labels=(0,), sep="|")
 
-    def __init__(self, lines: Lines) -> None:
-        self.lines = lines
+    def __init__(self, source: Source):
+        self.table = Table(source, KIND, self)
+        self.table.odd_row = self._odd_row
         self.state = "none"  # "head": border seen; "sep": header seen; "rows": inside a block
-        self.sample = -1
-        self.seen_rows = False
-        self.first_line: dict[int, int] = {}
+        # per block (sample): its first border, header, the border under the header, the closing one
+        self.opened: list[int] = []
+        self.heads: list[int] = []
+        self.tops: list[int] = []
+        self.closes: list[int] = []
+        self.problem: tuple[int, str, str] | None = None  # the first one the boxes' order shows
         self.messages: list[str] = []
-        self.dropped = 0
-        # rows of the current chunk (LF-terminated lines), how many, and (row index, line number,
-        # sample) where each run of rows starts
-        self.rows: list[bytes] = []
-        self.n_rows = 0
-        self.segs: list[tuple[int, int, int]] = []
-        # parsed chunks, column by column
         self.names: dict[str, int] = {}  # variable -> code, in order of first appearance
         self.texts: dict[str, int] = {}  # non-numeric value -> code
-        self.samples: list[np.ndarray] = []
-        self.codes: list[np.ndarray] = []
-        self.values: list[np.ndarray] = []
-        self.text_codes: list[np.ndarray] = []
+        self.parts: list[list[np.ndarray]] = []  # per chunk: sample, code, value, text code
         self.integers = True  # every value printed as an integer (`^-?\d+$`): what -r prints
+        self.carry = (-1, np.empty(0, dtype=np.int64))  # the last block's codes so far (duplicates)
 
-    def run(self, scan: ByteScan) -> None:
-        """Runs of rows inside a block are buffered whole; any other line goes through the state
-        machine (a last line cut off mid-write is left out by `ByteScan`: dropped and counted)."""
-        for item in scan:
-            if not isinstance(item, Rows):
-                self._line(*item)
-            elif self.state == "rows":
-                self._add(item.data, item.first_no, item.count)
-            else:  # `| ` lines outside a block: line by line, as any other line (the first one raises)
-                text = item.data.decode("utf-8", "replace").split("\n")[:-1]
-                for k, line in enumerate(text):
-                    self._line(item.first_no + k, line)
-        if scan.cut is not None:
-            self.dropped += 1
-        self._flush()
+    def run(self) -> None:
+        self.table.run()
+        self._raise_before(None)
 
-    def _line(self, line_no: int, line: str) -> None:
-        """A line the scan did not take for a row: one inside a block that starts with `| ` is one
-        all the same (a variable named `Variable_name`), the rest go through the state machine."""
-        if self.state == "rows" and line[:2] == "| ":
-            self._add(line.encode("utf-8", "surrogatepass") + b"\n", line_no, 1)
+    # ------------------------------------------------------------ the boxes
+
+    def aside(self, line_nos: np.ndarray, texts: list[str]) -> np.ndarray:
+        """Borders and the header where a box expects it, in order; a `Variable_name` line elsewhere is a
+        row (a variable of that name)."""
+        out = np.zeros(len(texts), dtype=bool)
+        for k, (line_no, text) in enumerate(zip(line_nos.tolist(), texts, strict=True)):
+            if text[:1] == "+":
+                out[k] = True
+                self._border(line_no, text)
+            elif self.state == "head" and _HEADER.match(text.rstrip()):
+                out[k] = True
+                if line_no != self.opened[-1] + 1:  # the line between is blank (a row there: its error)
+                    self._problem(self.opened[-1] + 1, "", _BLANK_IN_HEADER)
+                self.heads.append(line_no)
+                self.state = "sep"
+        return out
+
+    def _border(self, line_no: int, text: str) -> None:
+        if not _BORDER.match(text.rstrip()):
+            self._problem(line_no, text, _MALFORMED if self.state == "rows" else _FOREIGN)
+        elif self.state == "none":
+            self.opened.append(line_no)
+            self.state = "head"
+        elif self.state == "head":
+            self._problem(line_no, text, "border where the `Variable_name | Value` header belongs")
+        elif self.state == "sep":
+            if line_no != self.heads[-1] + 1:
+                self._problem(self.heads[-1] + 1, "", _BLANK_IN_HEADER)
+            self.tops.append(line_no)
+            self.state = "rows"
         else:
-            self._feed(line_no, line)
+            self.closes.append(line_no)
+            self.state = "none"
 
-    def _add(self, rows: bytes, line_no: int, count: int) -> None:
-        self.segs.append((self.n_rows, line_no, self.sample))
-        self.rows.append(rows)
-        self.n_rows += count
+    def _problem(self, line_no: int, text: str, reason: str) -> None:
+        if self.problem is None or line_no < self.problem[0]:
+            self.problem = (line_no, text, reason)
 
-    def _feed(self, line_no: int, line: str) -> None:
-        try:
-            self._structural(line_no, line.rstrip("\r\n"))
-        except ParseError:
-            self._flush()  # a bad row before this line is the first error in the file
-            raise
-        if self.state == "sep" and self.n_rows >= CHUNK_ROWS:
-            self._flush()  # between two blocks: a block's duplicates are found within one chunk
+    def _raise_before(self, line_no: int | None) -> None:
+        """The problem the boxes showed, when it comes before `line_no` (None: anywhere)."""
+        if self.problem is not None and (line_no is None or self.problem[0] < line_no):
+            raise self.table.error(*self.problem)
 
-    def _structural(self, line_no: int, line: str) -> None:
-        """Every line but a row inside a block (the state machine, one line at a time, no line end)."""
-        lines = self.lines
-        text = line.rstrip()
+    def structure(self, line_no: int, text: str) -> None:
+        """A line starting with neither `|` nor `+`: mysqladmin's message before a box, else an error."""
+        self._raise_before(line_no)
         if not text.strip():
             if self.state in ("head", "sep"):
-                raise lines.error(line_no, line, "blank line inside a mysqladmin box header")
-            return
-        if _BORDER.match(text):
-            if self.state in ("none", "sep"):
-                self.state = "head" if self.state == "none" else "rows"
-            elif self.state == "rows":
-                self.state = "none"
-            else:
-                raise lines.error(line_no, line, "border where the `Variable_name | Value` header belongs")
+                raise self.table.error(line_no, text, _BLANK_IN_HEADER)
             return
         if self.state == "head":
-            if not _HEADER.match(text):
-                raise lines.error(line_no, line, "not the `| Variable_name | Value |` header")
-            self.sample += 1
-            self.first_line[self.sample] = line_no
-            self.state = "sep"
-            return
-        if self.state == "rows":  # not `| `: no row (a row is checked in _flush)
-            raise lines.error(line_no, line, "malformed mysqladmin row")
+            raise self.table.error(line_no, text, _NOT_HEADER)
+        if self.state == "rows":
+            raise self.table.error(line_no, text, _MALFORMED)
         if self.state == "none" and _MESSAGE.match(text):
-            self.messages.append(text)
+            self.messages.append(text.rstrip())
             return
-        raise lines.error(line_no, line, "not mysqladmin extended-status output")
+        raise self.table.error(line_no, text, _FOREIGN)
 
-    def _flush(self) -> None:
-        """Split the buffered rows into names and values; append them to the columns."""
-        segs, n = self.segs, self.n_rows
-        data = b"".join(self.rows)
-        self.rows, self.n_rows = [], 0
-        if not n:
-            segs.clear()
-            return
-        split = _split_fast(data, n)
-        name_idx, names, printed_idx, printed = split if split is not None else _split_slow(_texts(data))
-        starts = np.array([s[0] for s in segs] + [n], dtype=np.int64)
-        counts = np.diff(starts)
-        samples = np.repeat(np.array([s[2] for s in segs], dtype=np.int64), counts)
-        remap = np.array([self.names.setdefault(n, len(self.names)) for n in names] + [-1], dtype=np.int64)
-        codes = remap[name_idx]  # -1: malformed row (name_idx -1 takes the appended -1)
-        bad = (codes < 0) | (printed_idx < 0)
-        # a variable twice in one block: (sample, code) seen before; malformed rows never match
-        key = np.where(bad, -1 - np.arange(n), (samples - samples[0]) * (len(self.names) + 1) + codes)
-        dup = pd.Series(key).duplicated().to_numpy()
-        if bad.any() or dup.any():
-            index = int(np.argmax(bad | dup))
-            line_no = int((np.repeat(np.array([s[1] for s in segs]) - starts[:-1], counts))[index]) + index
-            row = _texts(data)[index]
-            if bad[index]:
-                raise self.lines.error(line_no, row, "malformed mysqladmin row")
-            raise self.lines.error(line_no, row, f"{names[name_idx[index]]} printed twice in one block")
-        # Values: the same tests as on every row, run once per distinct printed text.
-        uniq = pd.Series(printed)
-        numeric = uniq.str.match(_NUMBER.pattern)
-        value = pd.to_numeric(uniq.where(numeric), errors="coerce").astype("float64").to_numpy()
-        self.integers = self.integers and bool(uniq.str.match(r"^-?\d+$").all())
-        text_code = np.array(
-            [
-                -1 if num else self.texts.setdefault(t, len(self.texts))
-                for t, num in zip(printed, numeric, strict=True)
-            ],
-            dtype=np.int32,
+    def _odd_row(self, line_no: int, text: str, tokens: list[str], layout: Layout) -> list[str]:
+        """A row of more `|` than four: the value holds them; of fewer, malformed."""
+        self._raise_before(line_no)
+        if len(tokens) < 4:
+            raise self.table.error(line_no, text, _MALFORMED)
+        return [tokens[0], tokens[1], "|".join(tokens[2:-1]), tokens[-1]]
+
+    # ------------------------------------------------------------ the rows
+
+    def rows(self, block: Block) -> None:
+        """Rows inside a box (after the border under its header, before its closing one), each distinct
+        name and value checked once; a variable twice in one block is an error."""
+        lines = block.line_nos
+        tops = np.array(self.tops, dtype=np.int64)
+        closes = np.array([*self.closes, np.iinfo(np.int64).max], dtype=np.int64)
+        sample = np.searchsorted(tops, lines) - 1
+        inside = (sample >= 0) & (lines < closes[np.minimum(np.maximum(sample, 0), len(closes) - 1)])
+        _, name_field, value_field, tail = block.fields
+        names = name_field.categories.tolist()
+        found = [_NAME_FIELD.match(n) for n in names]
+        remap = np.array(
+            [self.names.setdefault(m[1], len(self.names)) if m else -1 for m in found], dtype=np.int64
         )
-        self.samples.append(samples)
-        self.codes.append(codes.astype(np.int32))
-        self.values.append(value[printed_idx])
-        self.text_codes.append(text_code[printed_idx])
-        self.seen_rows = True
-        segs.clear()
-
-
-def _texts(data: bytes) -> list[str]:
-    """The rows of a chunk as text (decoded as `ByteScan` decodes lines), without line ends."""
-    return data.decode("utf-8", "replace").split("\n")[:-1]
-
-
-def _split_fast(data: bytes, n: int) -> tuple[np.ndarray, list[str], np.ndarray, list[str]] | None:
-    """`n` rows -> (name index, names, printed index, printed values) by Arrow's CSV reader, split on `|`.
-
-    Each row starts with `| ` (the walk checked). A row with exactly three `|` reads as
-    `'' | ' NAME   ' | ' VALUE   ' | tail`, where `_ROW` gives the same answer field by field (a
-    name cannot hold a `|`, nor can the value with three `|` in all); each distinct field text is
-    checked once. Index -1 marks a malformed row. None when Arrow refuses the chunk (a row with
-    more or fewer `|`, a `\\r` inside a line ...): `_split_slow` then reads it with `_ROW`, the
-    rare forms (and the error) row by row. (pandas' reader would turn ` 1 ` into the number 1.)
-    """
-    try:
-        table = pa_csv.read_csv(
-            io.BytesIO(data),  # invalid UTF-8 raises
-            read_options=pa_csv.ReadOptions(column_names=["lead", "name", "value", "tail"]),
-            parse_options=pa_csv.ParseOptions(delimiter="|", quote_char=False, ignore_empty_lines=False),
-            convert_options=pa_csv.ConvertOptions(
-                column_types=dict.fromkeys(("name", "value", "tail"), _DICT),
-                include_columns=["name", "value", "tail"],
-            ),
+        code = remap[name_field.codes]
+        fields = value_field.categories.tolist()
+        printed = [f[1:].rstrip(" ") if not f or f[0] == " " else None for f in fields]
+        well = np.array([p is not None for p in printed], dtype=bool)[value_field.codes]
+        well &= np.array([not t or t.isspace() for t in tail.categories.tolist()], dtype=bool)[tail.codes]
+        bad = ~inside | (code < 0) | ~well
+        key = sample * (len(self.names) + 1) + code
+        carried = self.carry[1] if len(lines) and sample[0] == self.carry[0] else np.empty(0, dtype=np.int64)
+        twice = (
+            pd.Series(np.concatenate((carried, key)), copy=False).duplicated().to_numpy()[len(carried) :]
+            & ~bad
         )
-    except MemoryError:
-        raise
-    except Exception:  # noqa: BLE001 - any refusal goes the slow way, which finds the bad row
-        return None
-    if table.num_rows != n:
-        return None
-    (name_field, name_codes), (value_field, value_codes), (tail, tail_codes) = (
-        _dictionary(table.column(c)) for c in ("name", "value", "tail")
-    )
-    names: list[str] = []
-    name_at = np.full(len(name_field), -1, dtype=np.int64)
-    for i, field in enumerate(name_field):
-        m = _NAME_FIELD.match(field)
-        if m:
-            name_at[i] = len(names)
-            names.append(m[1])
-    printed: list[str] = []
-    value_at = np.full(len(value_field), -1, dtype=np.int64)
-    for i, field in enumerate(value_field):
-        if not field or field[0] == " ":  # `(?: (.*?))? *\|$`: one blank, the value, blanks
-            value_at[i] = len(printed)
-            printed.append(field[1:].rstrip(" "))
-    tail_ok = np.array([not t or t.isspace() for t in tail], dtype=bool)  # what rstrip() removed
-    name_idx = name_at[name_codes]
-    name_idx[~tail_ok[tail_codes]] = -1
-    return name_idx, names, value_at[value_codes], printed
+        if bad.any() or twice.any() or self.problem is not None:
+            self._first_error(block, bad | twice, inside, twice)
+        last = int(sample[-1]) if len(lines) else -1
+        self.carry = (last, np.concatenate((carried, key[sample == last])))
+        # values: the same tests as on every row, once per distinct printed text (Arrow: no Python step each)
+        texts = pa.array([p or "" for p in printed], type=pa.string())
+        numeric = pc.match_substring_regex(texts, _NUMBER.pattern).to_numpy(zero_copy_only=False)
+        value = np.full(len(printed), np.nan)
+        value[numeric] = pc.cast(texts.filter(pa.array(numeric)), pa.float64()).to_numpy(zero_copy_only=False)
+        self.integers = (
+            self.integers and pc.all(pc.match_substring_regex(texts, r"^-?\d+$")).as_py() is not False
+        )
+        text_code = np.full(len(printed), -1, dtype=np.int32)
+        for k in np.flatnonzero(~numeric).tolist():
+            text_code[k] = self.texts.setdefault(printed[k] or "", len(self.texts))
+        at = value_field.codes
+        self.parts.append([sample, code.astype(np.int32), value[at], text_code[at]])
 
-
-def _dictionary(column: pa.ChunkedArray) -> tuple[list[str], np.ndarray]:
-    """A dictionary-typed column -> (distinct texts, index per row)."""
-    column = column.unify_dictionaries()
-    values = column.chunk(0).dictionary.to_pylist() if column.num_chunks else []
-    codes = [chunk.indices.to_numpy(zero_copy_only=False) for chunk in column.chunks]
-    return values, np.concatenate(codes).astype(np.int64) if codes else np.empty(0, dtype=np.int64)
-
-
-def _split_slow(rows: list[str]) -> tuple[np.ndarray, list[str], np.ndarray, list[str]]:
-    """`_split_fast`'s result by `_ROW`, row by row."""
-    names: dict[str, int] = {}
-    printed: dict[str, int] = {}
-    name_idx = np.full(len(rows), -1, dtype=np.int64)
-    printed_idx = np.full(len(rows), -1, dtype=np.int64)
-    for i, row in enumerate(rows):
-        m = _ROW.match(row.rstrip())
-        if m:
-            name_idx[i] = names.setdefault(m[1], len(names))
-            printed_idx[i] = printed.setdefault(m[2] or "", len(printed))
-    return name_idx, list(names), printed_idx, list(printed)
+    def _first_error(self, block: Block, bad: np.ndarray, inside: np.ndarray, twice: np.ndarray) -> None:
+        """Raise the first error among the rows and the problem the boxes showed."""
+        if not bad.any():
+            self._raise_before(None)
+        k = int(np.argmax(bad))
+        line_no = int(block.line_nos[k])
+        self._raise_before(line_no)
+        text = block.text(k)
+        if not inside[k]:
+            opened = np.array(self.opened, dtype=np.int64)
+            j = int(np.searchsorted(opened, line_no)) - 1
+            reason = _NOT_HEADER if j >= 0 and line_no == opened[j] + 1 else _FOREIGN
+            raise self.table.error(line_no, text, reason)
+        if twice[k]:
+            name = _NAME_FIELD.match(text.split("|")[1])
+            raise self.table.error(line_no, text, f"{name[1] if name else '?'} printed twice in one block")
+        raise self.table.error(line_no, text, _MALFORMED)
 
 
 def parse(
@@ -420,36 +368,29 @@ def parse(
     """
     if not interval_s > 0:
         raise ValueError(f"interval_s must be > 0, not {interval_s!r}")
-    scan = ByteScan(source, KIND, _MARKS)
-    lines = scan.lines
-    reader = _Reader(lines)
-    reader.run(scan)
+    reader = _Mysqladmin(source)
+    reader.run()
+    dropped = int(reader.table.cut is not None)
     notes: list[str] = []
     if reader.messages:
         notes.append("mysqladmin said: " + " | ".join(reader.messages))
-    if reader.state != "none" and reader.sample >= 0:
-        notes.append(f"block {reader.sample} has no closing border (capture cut off)")
-    blocks = reader.sample + 1
-    if not reader.seen_rows:
+    blocks = len(reader.heads)
+    if reader.state != "none" and blocks:
+        notes.append(f"block {blocks - 1} has no closing border (capture cut off)")
+    if not reader.parts:
         df = empty_frame(SCHEMA)
         df.attrs.update(
-            runs=max(blocks, 0),
-            relative=bool(relative),
-            interval_s=interval_s,
-            dropped_lines=reader.dropped,
-            notes=notes,
+            runs=blocks, relative=bool(relative), interval_s=interval_s, dropped_lines=dropped, notes=notes
         )
         return df
-    sample = np.concatenate(reader.samples)
-    code = np.concatenate(reader.codes)
-    value = np.concatenate(reader.values)
-    text_code = np.concatenate(reader.text_codes)
+    sample, code, value, text_code = (np.concatenate(c) for c in zip(*reader.parts, strict=True))
     names = np.array(list(reader.names), dtype=object)
     if relative is None:
         relative = _detect_relative(sample, code, value, names, reader.integers, blocks)
         if relative is None:
-            raise lines.error(
-                reader.first_line.get(1, 1), "", "cannot tell whether mysqladmin ran with -r: pass relative="
+            line_no = reader.heads[1] if blocks > 1 else 1
+            raise reader.table.error(
+                line_no, "", "cannot tell whether mysqladmin ran with -r: pass relative="
             )
     if relative:
         known_name = np.array([n in _NOT_INTEGER for n in names])
@@ -461,16 +402,16 @@ def parse(
                 f"-r capture: {int(known_name.sum())} text or fractional variables NaN "
                 "(mysqladmin -r prints them as truncated integers)"
             )
-        complete = len(sample) if reader.state == "none" else int(np.searchsorted(sample, reader.sample))
+        complete = len(sample) if reader.state == "none" else int(np.searchsorted(sample, blocks - 1))
         if _blocks_differ(sample[:complete], code[:complete]):  # a cut block is short
             notes.append(
                 "-r blocks list different variables: mysqladmin pairs rows by position (differences suspect)"
             )
     # Per variable in file order (= sample order): cumulative sums and differences, by code.
-    by_var = pd.Series(value).groupby(code, sort=False)
-    absolute = by_var.cumsum() if relative else pd.Series(value)
+    by_var = pd.Series(value, copy=False).groupby(code, sort=False)
+    absolute = by_var.cumsum() if relative else pd.Series(value, copy=False)
     counter = np.array([_is_counter(n) for n in names], dtype=bool)[code]
-    step = pd.Series(sample).groupby(code, sort=False).diff()
+    step = pd.Series(sample, copy=False).groupby(code, sort=False).diff()
     change = absolute.groupby(code, sort=False).diff()
     rate = change / (step * interval_s)
     per_s = rate.where(counter & (change >= 0))
@@ -491,7 +432,7 @@ def parse(
     )
     df = coerce(df, SCHEMA)  # a no-op safety net when the dtypes are right
     df.attrs.update(
-        runs=blocks, relative=bool(relative), interval_s=interval_s, dropped_lines=reader.dropped, notes=notes
+        runs=blocks, relative=bool(relative), interval_s=interval_s, dropped_lines=dropped, notes=notes
     )
     return df
 

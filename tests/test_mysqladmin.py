@@ -11,9 +11,9 @@ import pytest
 
 from perfkit import parsers
 from perfkit.errors import ParseError
-from perfkit.parsers import mysqladmin
+from perfkit.parsers import _chunks, _table, mysqladmin
 
-from .conftest import FIXTURES
+from .conftest import FIXTURES, row_by_row
 
 M = FIXTURES / "mysqladmin"
 
@@ -130,7 +130,8 @@ def _r_capture(blocks: int) -> str:
 def test_long_capture_in_chunks_from_every_kind_of_source(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    monkeypatch.setattr(mysqladmin, "CHUNK_ROWS", 64)  # many chunks, each of whole blocks
+    monkeypatch.setattr(_table, "CHUNK_ROWS", 64)  # many chunks, blocks cut across them
+    monkeypatch.setattr(_chunks, "_CHUNK_BYTES", 1000)
     text = _r_capture(400)
     path = tmp_path / "ext.txt"
     path.write_text(text)
@@ -147,3 +148,51 @@ def test_long_capture_in_chunks_from_every_kind_of_source(
     assert q["absolute"].iloc[-1] == 1000 + 7 * sum(range(400))
     assert q["per_s"].iloc[1:].tolist() == [k * 7.0 for k in range(1, 400)]
     assert df[df["variable"] == "Variable_name"]["value"].eq(3).all()
+
+
+def _same(a: pd.DataFrame, b: pd.DataFrame) -> None:
+    pd.testing.assert_frame_equal(a, b)
+    assert {k: v for k, v in a.attrs.items()} == {k: v for k, v in b.attrs.items()}
+
+
+@pytest.mark.parametrize(
+    "path", sorted([*M.glob("*.txt"), M / "mariadb-10.11-ext-full.out"]), ids=lambda p: p.name
+)
+def test_engine_bulk_reads_as_row_by_row(path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    whole = mysqladmin.parse(path)
+    _same(whole, row_by_row(mysqladmin.parse, path))
+    monkeypatch.setattr(_table, "CHUNK_ROWS", 5)  # boxes cut across chunks
+    monkeypatch.setattr(_chunks, "_CHUNK_BYTES", 333)
+    _same(whole, mysqladmin.parse(path))
+    _same(whole, row_by_row(mysqladmin.parse, path))
+
+
+def test_value_with_a_bar_message_and_box_errors() -> None:
+    rule = "+---------------+-------+"
+    box = [
+        rule,
+        "| Variable_name | Value |",
+        rule,
+        "| Ssl_cipher    | a|b   |",
+        "| Questions     | 5     |",
+        rule,
+    ]
+    df = mysqladmin.parse(
+        "mysqladmin: [Warning] Using a password on the command line\n" + "\n".join(box) + "\n"
+    )
+    assert _at(df, 0, "Ssl_cipher")["text"] == "a|b" and _at(df, 0, "Questions")["value"] == 5
+    assert df.attrs["notes"] == [
+        "mysqladmin said: mysqladmin: [Warning] Using a password on the command line"
+    ]
+    cases = {  # (lines, the line named, its reason)
+        "blank in the header": ([rule, "", "| Variable_name | Value |", rule], 2, "blank line"),
+        "border for the header": ([rule, rule], 2, "header belongs"),
+        "no header": ([rule, "| Questions     | 5     |"], 2, "Variable_name | Value |` header"),
+        "a row outside a box": ([*box, "| Questions     | 6     |"], 7, "not mysqladmin"),
+        "another program inside": ([*box[:4], "oops", *box[4:]], 5, "malformed"),
+        "another program after": ([*box, "", "uptime 5"], 8, "not mysqladmin"),
+    }
+    for name, (lines, line_no, reason) in cases.items():
+        with pytest.raises(ParseError, match=reason) as info:
+            mysqladmin.parse("\n".join(lines) + "\n")
+        assert info.value.line_no == line_no, name
