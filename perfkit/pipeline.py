@@ -20,13 +20,20 @@ from perfkit.reports.plots import all_plots, compare_flames, compare_plot, flame
 
 
 def analyze_path(
-    source: Path, *, thresholds: Path | None = None, tz: str = "UTC", tiers: Path | None = None
+    source: Path,
+    *,
+    thresholds: Path | None = None,
+    tz: str = "UTC",
+    tiers: Path | None = None,
+    jobs: int | None = 1,
 ) -> Analysis:
     """Read an archive directory, a .tar.gz or a single file, and run every rule on it.
 
     Args:
         tiers: a file of per-tier response times per load level (parsers/tiers.py), added to the
             dataset as a `tiers` capture for the rt.localized rule.
+        jobs: captures parsed at once (`load_dataset`): 1 in this process only, N with N-1 worker
+            processes, None the CPUs once the captures are large enough to repay the workers' start.
 
     Raises:
         ArchiveError: the source cannot be opened safely.
@@ -38,7 +45,7 @@ def analyze_path(
     tz = time_zone(tz)  # a typo would otherwise drop every capture that needs it as unreadable
     tier_capture = _tiers_capture(tiers) if tiers is not None else None
     with open_archive(source) as archive:
-        ds = load_dataset(archive, tz=tz)
+        ds = load_dataset(archive, tz=tz, jobs=jobs)
     if tier_capture is not None:
         ds.captures.append(tier_capture)
     if not ds.captures:

@@ -1,0 +1,143 @@
+"""`perfkit analyze --jobs N` (issue 19): captures parsed in worker processes give the Dataset, the
+findings and the errors of the one-process path; a worker that dies, or a Ctrl-C, ends the run
+cleanly. Real fixture archives (tests/fixtures/archives/); no timed assertions."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+from click.testing import CliRunner
+
+from perfkit import _workers, dataset
+from perfkit.archive import open_archive
+from perfkit.cli import main
+from perfkit.dataset import load_dataset
+from perfkit.errors import AnalysisError
+from perfkit.pipeline import analyze_path
+from perfkit.reports import findings_json
+from tests import jobs_workers
+
+ARCHIVES = Path(__file__).parent / "fixtures" / "archives"
+BAD_LINE = "hosts/localhost/t0004/vmstat.out"
+
+
+def _same_dataset(a: dataset.Dataset, b: dataset.Dataset) -> None:
+    assert [(c.path, c.kind, c.host, c.step) for c in a.captures] == [
+        (c.path, c.kind, c.host, c.step) for c in b.captures
+    ]
+    for x, y in zip(a.captures, b.captures, strict=True):
+        assert x.frame.equals(y.frame), x.path
+        assert list(x.frame.dtypes) == list(y.frame.dtypes), x.path
+        assert repr(x.frame.attrs) == repr(y.frame.attrs), x.path  # skipped lines, notes, cpus…
+    assert a.unparsed == b.unparsed
+    assert a.inputs() == b.inputs()  # partial marking, skipped lines quoted
+
+
+@pytest.mark.parametrize("name", ["scn-db-write-iops", "ptstalk-mariadb"])
+def test_two_jobs_give_the_one_process_dataset_and_findings(name: str) -> None:
+    one = analyze_path(ARCHIVES / name, jobs=1)
+    two = analyze_path(ARCHIVES / name, jobs=2)
+    _same_dataset(one.dataset, two.dataset)
+    assert one.findings == two.findings
+    assert findings_json.render(one) == findings_json.render(two)
+    if name == "ptstalk-mariadb":  # the partial captures really went through the workers
+        assert any(p["partial"] for p in two.dataset.inputs()["parsed"])
+
+
+def test_workers_take_the_largest_tasks_first_and_are_fewer_than_the_tasks() -> None:
+    tasks = [_workers.Task(f"t{i}", size, ()) for i, size in enumerate([1, 50, 7])]
+    assert sorted(i for i, _pid in _workers.run(os.getpid, tasks, jobs=1)) == [0, 1, 2]  # all here
+    # one worker beside this process: it is handed the two largest, this process does the smallest
+    ran = dict(_workers.run(os.getpid, tasks, jobs=2))
+    assert ran[1] == ran[2] != os.getpid()
+    assert ran[0] == os.getpid()
+    ran = dict(_workers.run(os.getpid, tasks[:2], jobs=8))  # 2 tasks: at most 1 worker
+    assert len(set(ran.values())) <= 2
+    assert not psutil.Process().children()  # every worker gone once the run is over
+
+
+@pytest.fixture
+def bad_archive(tmp_path: Path) -> Path:
+    """scn-db-write-iops with one vmstat row made unreadable: a ParseError naming its file and line."""
+    root = tmp_path / "archive"
+    shutil.copytree(ARCHIVES / "scn-db-write-iops", root)
+    path = root / BAD_LINE
+    lines = path.read_text().splitlines(keepends=True)
+    lines[5] = lines[5].replace(" 22603992 ", " x7q ", 1)
+    path.write_text("".join(lines))
+    return root
+
+
+def test_a_bad_file_reads_the_same_with_workers(bad_archive: Path) -> None:
+    with open_archive(bad_archive) as archive:
+        one, two = load_dataset(archive, jobs=1), load_dataset(archive, jobs=2)
+    _same_dataset(one, two)
+    [reason] = [u["reason"] for u in two.unparsed if u["path"] == BAD_LINE]
+    assert reason.startswith(f"vmstat: {BAD_LINE}:6: not an integer: 'x7q'")
+    outs = [CliRunner().invoke(main, ["analyze", str(bad_archive), "--jobs", j]) for j in ("1", "2")]
+    assert outs[0].exit_code == outs[1].exit_code
+    assert outs[0].output == outs[1].output
+    assert f"not read: {BAD_LINE}: vmstat: {BAD_LINE}:6: not an integer" in outs[1].output
+
+
+def _largest_file(root: Path) -> str:
+    files = [p for p in root.rglob("*") if p.is_file() and p.name != "manifest.json"]
+    return max(files, key=lambda p: p.stat().st_size).relative_to(root).as_posix()
+
+
+def test_a_killed_worker_is_one_clear_error_naming_the_file(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(dataset, "parse_file", jobs_workers.dies)
+    monkeypatch.setenv(jobs_workers.PARENT_ENV, str(os.getpid()))
+    source = ARCHIVES / "scn-db-write-iops"
+    died = f"{_largest_file(source)}: the worker process reading it died (killed by SIGKILL"
+    with pytest.raises(AnalysisError, match="^" + re.escape(died)):
+        analyze_path(source, jobs=2)
+    res = CliRunner().invoke(main, ["analyze", str(source), "--jobs", "2"])
+    assert res.exit_code == 1
+    assert f"Error: {died}" in res.output
+    assert "Traceback" not in res.output
+    assert not psutil.Process().children()
+
+
+def test_ctrl_c_ends_the_workers() -> None:
+    script = (
+        "import os, sys; from perfkit import dataset; from tests import jobs_workers as t; "
+        "os.environ[t.PARENT_ENV] = str(os.getpid()); dataset.parse_file = t.hangs; "
+        "from perfkit.cli import main; "
+        f"sys.argv = ['perfkit', 'analyze', {str(ARCHIVES / 'scn-db-write-iops')!r}, '--jobs', '2']; main()"
+    )
+    root = Path(__file__).resolve().parent.parent
+    proc = subprocess.Popen(
+        [sys.executable, "-c", script], cwd=root, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    parent = psutil.Process(proc.pid)
+
+    def workers() -> list[psutil.Process]:
+        try:
+            return parent.children()
+        except psutil.NoSuchProcess:
+            return []
+
+    deadline = time.monotonic() + 60  # a bound for a loaded machine, not a timed assertion
+    while not workers() and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    seen = workers()  # --jobs 2: one worker beside the parent
+    if len(seen) == 1:
+        proc.send_signal(signal.SIGINT)
+    else:
+        proc.kill()
+    _out, err = proc.communicate(timeout=60)
+    assert len(seen) == 1, f"one worker expected, saw {len(seen)}: {err}"
+    assert proc.returncode == 130, err
+    assert err.strip() == "interrupted"
+    for w in seen:
+        assert not w.is_running() or w.status() == psutil.STATUS_ZOMBIE
