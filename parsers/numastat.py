@@ -187,7 +187,7 @@ class _Numastat:
     )
     # titles (`Per-node`), notes (`Token`, `Found no processes`, `Table has no data`), dashed lines
     aside_bytes = b"PTF"
-    aside_words = (b"--",)
+    aside_words = (b"-\n", b"- ")  # a ruler's dash before its end or a blank (`--`: at every dash)
 
     def __init__(self, source: Source, host: str | None):
         self.host = host
