@@ -63,31 +63,26 @@ Schema (one row per connection line, blocks in file order):
 last block, service names), `skipped` (a `Skips`: unknown lines outside blocks). A file with no block
 and no connection read, but lines skipped, is refused naming its first skipped line.
 
-Fast path (a path or a string, read as bytes): one regex (`_FAST_BLOCK`) matches a whole block; the
-connection pairs of many blocks are then read at once, by column when every line has iftop's 92-column
-layout (values factorised as 8-byte keys, hosts by an exact hash), else by pandas' C reader; each
-distinct value token is converted once. Anything the regex or those checks refuse goes through the
-line walk, as do streams and CR line ends; a value the line walk would refuse sends the whole capture
-through it, so that it names the line.
+The table engine (`_table`) cuts the capture and reads the connection lines by `_LAYOUT` (the `=>` line
+with its rank, the `<=` line without: `Layout.mixed`), in bulk or row by row naming a bad line; the
+header, rules and totals lines are its aside lines. This module reads those (each distinct text once),
+pairs the connection lines, numbers the blocks and converts each distinct value once.
 
 Tested on: tests/fixtures/iftop/ (README.md there).
 """
 
 from __future__ import annotations
 
-import csv
-import io
+import bisect
 import re
-from collections.abc import Sequence
-from typing import NamedTuple
+from collections.abc import Iterator
 
 import numpy as np
 import pandas as pd
 
-from perfkit.errors import ParseError
-
-from ._chunks import Interned, byte_pieces, walk_text
-from ._common import Lines, Skips, Source, coerce, empty_frame, feed_lines
+from ._chunks import Interned
+from ._common import Parts, Source, coerce, empty_frame, text_column
+from ._table import ROW, Block, Layout, Skip, Table
 
 KIND = "iftop"
 
@@ -106,7 +101,6 @@ SCHEMA: dict[str, str] = {
     "cumulative_bytes": "float64",
 }
 
-_RATES = ("rate_2s_bytes_s", "rate_10s_bytes_s", "rate_40s_bytes_s")
 # unit -> (bytes factor, family): iftop steps by 1024; bits are divided by 8
 _UNITS: dict[str, tuple[float, str]] = {
     "B": (1.0, "bytes"),
@@ -119,8 +113,8 @@ _UNITS: dict[str, tuple[float, str]] = {
     "Gb": (1024.0**3 / 8, "bits"),
 }
 _PACKETS = ("p", "Kp", "Mp")
-_VALUE = re.compile(r"^(\d{1,12}(?:\.\d{1,6})?)([A-Za-z]{1,2})$")
-_VALUE_LINES = re.compile(r"^([0-9]{1,12}(?:\.[0-9]{1,6})?)([A-Za-z]{1,2})$", re.MULTILINE)  # `_VALUE`, ASCII
+_FAMILIES = {"bytes": 1, "bits": 2}  # as numbers (0: no value)
+_VALUE = re.compile(r"^(\d{1,12}(?:\.\d{1,6})?)([A-Za-z]{1,2})$", re.ASCII)
 _LISTENING = re.compile(r"^Listening on (\S+)$")
 # what iftop writes to stderr before it listens (packet_init): known, so not counted as skipped
 _STDERR_INTERFACE = re.compile(r"^interface: (\S+)$")
@@ -128,80 +122,385 @@ _STDERR_ADDRESS = re.compile(r"^(?:IP address is|IPv6 address is|MAC address is)
 _HEADER = re.compile(
     r"^\s*# Host name \(port/service if enabled\)\s+last 2s\s+last 10s\s+last 40s\s+cumulative$"
 )
-_SEND = re.compile(r"^ {0,4}(\d{1,9}) +(\S+) +=>((?: +\S+){4})$")
-_RECV = re.compile(r"^ {2,}(\S+) +<=((?: +\S+){4})$")
-_TOTAL = re.compile(r"^(Total send rate|Total receive rate|Total send and receive rate):((?: +\S+){3})$")
-_PEAK = re.compile(r"^(Peak rate|Cumulative) \(sent/received/total\):((?: +\S+){3})$")
-_DASHES = re.compile(r"^-{20,}$")
-_EQUALS = re.compile(r"^={20,}$")
-_RULE_WIDTH = 92  # iftop's `=====` line, whole
-_TOTAL_KEYS = {
-    "Total send rate": "send",
-    "Total receive rate": "recv",
-    "Total send and receive rate": "total",
+# iftop's own lines around the connection lines (the engine's aside lines), one a line: the header
+# (group 1), a `-` rule (2) or the closing `=` rule (3); and a totals line, a `_TOTAL_NAMES` name then
+# `_VALUES` after its colon
+_RULES = re.compile(
+    r"(?:([ \t]*# Host name \(port/service if enabled\)[ \t]+last 2s[ \t]+last 10s[ \t]+last 40s"
+    r"[ \t]+cumulative)|(-{20,})|(={20,}))[ \t]*$"
+)
+_VALUES = re.compile(r"(?: +\S+){3}[ \t]*")
+_TOTAL_NAMES = {  # a totals line -> its values' names in `totals` (all rates but the cumulative ones)
+    "Total send rate": ("send_2s_bytes_s", "send_10s_bytes_s", "send_40s_bytes_s"),
+    "Total receive rate": ("recv_2s_bytes_s", "recv_10s_bytes_s", "recv_40s_bytes_s"),
+    "Total send and receive rate": ("total_2s_bytes_s", "total_10s_bytes_s", "total_40s_bytes_s"),
+    "Peak rate (sent/received/total)": ("peak_send_bytes_s", "peak_recv_bytes_s", "peak_total_bytes_s"),
+    "Cumulative (sent/received/total)": (
+        "cumulative_send_bytes",
+        "cumulative_recv_bytes",
+        "cumulative_total_bytes",
+    ),
 }
+_TOTAL_KEYS = [key for keys in _TOTAL_NAMES.values() for key in keys]
+_SLOTS = {name: 3 * k for k, name in enumerate(_TOTAL_NAMES)}  # a totals line's first key in `_TOTAL_KEYS`
+_HEAD, _RULE, _END, _TOTALS = 1, 2, 3, 4  # the aside lines (0: none)
+_CUMULATIVE = "Cumulative (sent/received/total)"
+_RANK = re.compile(r"[0-9]{1,9}")  # a whole token: no sign
+_RULE_WIDTH = 92  # iftop's `=====` line, whole
+_OUTSIDE = "not an iftop -t line (outside a block)"
+_NOT_IFTOP = "not an iftop -t line"
 
-# The fast path reads a whole block (in bytes) with one regex: its header and rule, its connection pairs
-# (group 1), the rule, totals and `=====` after them and the blank lines up to the next block (groups
-# 2-16: the totals' values). It is stricter than the line walk's (spaces only, printable ASCII tokens); a
-# block it does not read whole goes line by line. Possessive: no backtracking.
-_V = r" ++([!-~]++)"  # a value
-_FAST_BLOCK = re.compile(
-    (
-        r" *+# Host name \(port/service if enabled\) ++last 2s ++last 10s ++last 40s ++cumulative *+\n"
-        r"-{20,} *+\n"
-        r"((?: {0,4}[0-9]{1,9} ++[!-~]++ ++=>(?: ++[!-~]++){4} *+\n"
-        r" {2,}[!-~]++ ++<=(?: ++[!-~]++){4} *+\n)*+)"
-        r"-{20,} *+\n"
-        rf"Total send rate:{_V}{_V}{_V} *+\n"
-        rf"Total receive rate:{_V}{_V}{_V} *+\n"
-        rf"Total send and receive rate:{_V}{_V}{_V} *+\n"
-        r"-{20,} *+\n"
-        rf"Peak rate \(sent/received/total\):{_V}{_V}{_V} *+\n"
-        rf"Cumulative \(sent/received/total\):{_V}{_V}{_V} *+\n"
-        r"={20,} *+\n(?:[ \t]*+\n)*+"
-    ).encode()
-)
-# iftop prints a connection line 92 characters wide (`%4d %-40s %s %10s %10s %10s %10s`) unless a host
-# overflows its 40 columns: `_fixed_pairs` reads a pair (`=>` line, `<=` line) by column, `_split_pairs`
-# splits any other on blanks. Columns below count from a pair's first character.
-_PAIR = 2 * 93  # with the newlines
-_RECV_AT = 93  # the `<=` line
-_VALUE_AT = (51, 62, 73, 84)  # each value's last 8 columns (in both lines); the 3 before are blank
-_PAIR_BYTES: dict[int, int] = {92: ord("\n"), _PAIR - 1: ord("\n"), 46: ord("="), 47: ord(">")}
-_PAIR_BYTES |= {_RECV_AT + 46: ord("<"), _RECV_AT + 47: ord("=")}
-# blanks around the rank, the hosts and the arrows, and before each value
-_PAIR_BYTES |= dict.fromkeys([4, 45, _RECV_AT, _RECV_AT + 1, _RECV_AT + 45], ord(" "))
-_PAIR_BYTES |= dict.fromkeys(
-    [line + at - k for line in (0, _RECV_AT) for at in _VALUE_AT for k in (1, 2, 3)], ord(" ")
-)
-_PAIR_CHECKED = np.array(list(_PAIR_BYTES))
-_PAIR_EXPECTED = np.array(list(_PAIR_BYTES.values()), dtype=np.uint8)
-_PAIR_FILLED = np.array([3] + [line + at + 7 for line in (0, _RECV_AT) for at in _VALUE_AT])  # tokens' ends
-_RATE_COLUMNS = np.concatenate(
-    [np.arange(line + at, line + at + 8) for line in (0, _RECV_AT) for at in _VALUE_AT[:3]]
-)
-_CUMULATIVE_COLUMNS = np.concatenate(
-    [np.arange(line + _VALUE_AT[3], line + _VALUE_AT[3] + 8) for line in (0, _RECV_AT)]
-)
-FAST_PAIRS = 1 << 16  # pairs read at once: bounds the buffered text, amortises the numpy and pandas calls
-FAST_MIN_PAIRS = 256  # fewer go through the line walk: the fixed cost of a batch exceeds theirs
-_TOTAL_NAMES = tuple(
-    [f"{key}_{span}_bytes_s" for key in ("send", "recv", "total") for span in ("2s", "10s", "40s")]
-    + ["peak_send_bytes_s", "peak_recv_bytes_s", "peak_total_bytes_s"]
-    + ["cumulative_send_bytes", "cumulative_recv_bytes", "cumulative_total_bytes"]
-)
-_STRINGS = ("src", "dst", "direction")
-_INTS = ("block", "rank", "src_port", "dst_port")  # Int64 columns, kept as float64 (NaN: NA) until the end
-
-
-class _Fallback(Exception):
-    """A value the fast path cannot read as the line walk would: the line walk reads the whole capture."""
+# A connection line: the rank (the `=>` line only), the host, the arrow, the 2 s, 10 s and 40 s rates
+# and the cumulative bytes, each value with its unit
+_LAYOUT = Layout("tttttt", labels=(1, 0), mixed=True)
+_ADDR, _ARROW, _VALUE_FIELDS = 0, 1, (2, 3, 4, 5)
+_COLUMNS = ("block", "rank", "src", "src_port", "dst", "dst_port", "direction", *list(SCHEMA)[8:])
 
 
 def sniff(text: str) -> bool:
     """iftop's text header `# Host name (port/service if enabled) ... cumulative` near the top."""
     return any(_HEADER.match(line.rstrip()) for line in text[:4096].splitlines()[:10])
+
+
+class _Iftop:
+    """The format for the table engine: connection lines start with a blank or the rank's digits; the
+    header (found by its words), rules and totals lines are aside lines among them; `Listening on`,
+    iftop's stderr and anything else are structure lines."""
+
+    row_bytes = b" \t\n0123456789TPC-="
+    aside_bytes = b"TPC-="
+    aside_words = (b"# Host name",)
+    header_words = ()
+    first_layout = _LAYOUT  # no header switches layouts: the connection lines read alike throughout
+    chunk_bytes = 1 << 22  # rows read at once: 8 MB chunks peak 20 MB higher (4 h), no faster
+
+    def __init__(self, source: Source):
+        self.table = Table(source, KIND, self)
+        self.table.foreign = self._foreign
+        self.block = 0  # headers seen
+        self.opens: list[int] = []  # the header lines, the `=====` lines: which block a line is in
+        self.closes: list[int] = []
+        self.current: dict[str, float | int | None] = {}
+        self.totals: list[dict[str, float | int | None]] = []
+        self.last_line = 0  # the last line seen besides the connection lines
+        self.interface: str | None = None
+        self.interface_said: str | None = None  # stderr's `interface: X`
+        self.unit: str | None = None  # `bytes` or `bits`: the rates' unit family
+        self.notes: list[str] = []
+        self.tokens: dict[str, tuple[float, str] | str] = {}  # a value -> (bytes, family), or why not
+        self.addresses: dict[str, tuple[int, float]] = {}  # a host token -> (its host's code, port)
+        self.hosts = Interned()
+        self.parts = Parts(len(_COLUMNS))
+        self.pending: dict[str, np.ndarray] | None = None  # a `=>` row whose `<=` row is not read yet
+        self.pending_text = ""  # its line
+
+    @property
+    def in_block(self) -> bool:
+        return len(self.opens) > len(self.closes)
+
+    def _inside(self, line_no: int) -> bool:
+        return bisect.bisect(self.opens, line_no) > bisect.bisect(self.closes, line_no)
+
+    # ------------------------------------------------------------ the format
+
+    def layout(self, line_no: int, text: str) -> Skip:
+        return ROW  # not called: no line is marked as a header (the connection lines' one layout)
+
+    def aside(self, line_nos: np.ndarray, texts: list[str]) -> np.ndarray:
+        """Which lines among the connection lines are iftop's header, rules and totals lines (each distinct
+        text read once, its values too), and the blocks they open, close and total, in file order."""
+        codes, distinct = _factorize(texts)  # rules and header repeat
+        kinds = np.zeros(len(distinct), dtype=np.int8)
+        names: list[str] = []  # the totals lines': their names, their values (3 a line)
+        tokens: list[str] = []
+        for k, text in enumerate(distinct):
+            name, _, values = text.partition(":")
+            if name in _TOTAL_NAMES and _VALUES.fullmatch(values):
+                kinds[k] = _TOTALS
+                names.append(name)
+                tokens += values.split()
+            elif m := _RULES.match(text):
+                kinds[k] = _HEAD if m[1] else _RULE if m[2] else _END
+        kind = kinds[codes]
+        keep = kind > 0
+        if not keep.any():
+            return keep
+        self.last_line = max(self.last_line, int(line_nos[keep][-1]))
+        named = np.flatnonzero(kinds == _TOTALS)
+        at, read = _factorize(tokens)
+        rates = np.array([n != _CUMULATIVE for n in names], dtype=bool)[:, None]
+        values, reasons = self._read(read, at.reshape(-1, 3), rates)
+        line_of = np.full(len(distinct), -1)
+        line_of[named] = np.arange(len(named))  # a distinct text -> its row in `values`
+        # blocks: each header opens one, each `=====` closes the open one; `is_head` must alternate
+        marks = np.flatnonzero((kind == _HEAD) | (kind == _END))
+        is_head = kind[marks] == _HEAD
+        wrong = np.flatnonzero(is_head != ((np.arange(len(marks)) % 2 == 0) != self.in_block))
+        stop = int(marks[wrong[0]]) if len(wrong) else len(kind)  # lines before it are in order
+        heads_before = np.cumsum(kind == _HEAD)
+        inside = heads_before - np.cumsum(kind == _END) + self.in_block > 0
+        totals = np.flatnonzero(kind[:stop] == _TOTALS)
+        rows = line_of[codes[totals]]
+        bad = totals[inside[totals] & np.isin(rows, list(reasons))]
+        if len(bad):
+            k = int(bad[0])
+            raise self.table.error(int(line_nos[k]), texts[k], reasons[int(line_of[codes[k]])])
+        if len(wrong):
+            k = stop
+            if is_head[wrong[0]]:
+                block = self.block + int(heads_before[k]) - 1
+                raise self.table.error(
+                    int(line_nos[k]), texts[k], f"new block before block {block} ended (`=====`)"
+                )
+            raise self.table.error(int(line_nos[k]), texts[k], "`=====` without a block header before it")
+        for k in totals[~inside[totals]].tolist():
+            self.table.skips.add(int(line_nos[k]), texts[k], _OUTSIDE)
+        # the values of each block this stretch fills (the open one first) by slot: 3 per totals line
+        opened = int(is_head.sum())
+        filled = np.full((opened + self.in_block, len(_TOTAL_KEYS)), np.nan)
+        seen = np.zeros(filled.shape, dtype=bool)
+        mine = totals[inside[totals]]
+        at = (heads_before[mine] - 1 + self.in_block)[:, None]  # each totals line's block, its values
+        read = line_of[codes[mine]]
+        slots = np.array([_SLOTS[n] for n in names], dtype=np.int64)[read][:, None] + np.arange(3)
+        filled[at, slots] = values[read]
+        seen[at, slots] = True
+        keys = list(_TOTAL_KEYS)
+        blocks = [self.current] if self.in_block else []
+        blocks += [{"block": b} for b in range(self.block + 1, self.block + 1 + opened)]
+        for record, row, there in zip(blocks, filled.tolist(), seen.tolist(), strict=True):
+            record.update(zip(keys, row, strict=True) if all(there) else _seen(keys, row, there))
+        closed = int(np.count_nonzero(~is_head))
+        self.totals += blocks[:closed]
+        self.opens += line_nos[marks[is_head]].tolist()
+        self.closes += line_nos[marks[~is_head]].tolist()
+        self.block += int(is_head.sum())
+        if self.in_block:
+            self.current = blocks[-1]
+        return keep
+
+    def _read(
+        self, distinct: list[str], codes: np.ndarray, rates: np.ndarray
+    ) -> tuple[np.ndarray, dict[int, str]]:
+        """Values (`codes`, a row of them per line, into `distinct` tokens; `rates` where they are rates,
+        else cumulative bytes) in bytes(/s), each distinct token read once, and why a line's do not read
+        for the lines that do not: a token that is no value, bits after bytes (the rates' unit is the
+        first rate's when none was seen), cumulative bytes in bits."""
+        read = [self._token(t) for t in distinct]
+        values = np.array([np.nan if isinstance(f, str) else f[0] for f in read])[codes]
+        family = np.array([0 if isinstance(f, str) else _FAMILIES[f[1]] for f in read], dtype=np.int8)[codes]
+        firsts = family[np.broadcast_to(rates, codes.shape)][:1]
+        if self.unit is None and len(firsts):
+            self.unit = [None, "bytes", "bits"][firsts[0]]
+        wanted = np.where(rates, _FAMILIES.get(self.unit or "", -1), _FAMILIES["bytes"]).astype(np.int8)
+        out: dict[int, str] = {}
+        for k, j in zip(*np.nonzero(family != wanted), strict=True):
+            code = int(codes[k, j])
+            token, found = distinct[code], read[code]
+            out.setdefault(  # the first bad value of each line
+                int(k),
+                found
+                if isinstance(found, str)
+                else f"{token!r}: {found[1]} after {self.unit} in one capture"
+                if np.broadcast_to(rates, codes.shape)[k, j]
+                else f"{token!r}: iftop prints cumulative totals in bytes",
+            )
+        return values, out
+
+    def structure(self, line_no: int, text: str) -> None:
+        self.last_line = line_no
+        line = text.rstrip()
+        if m := _LISTENING.match(line):
+            if self.interface is not None and self.interface != m[1]:
+                raise self.table.error(line_no, text, f"second interface {m[1]!r} after {self.interface!r}")
+            self.interface = m[1]
+            self._check_interface(line_no, text)
+        elif self._inside(line_no):
+            raise self.table.error(line_no, text, _NOT_IFTOP)
+        elif m := _STDERR_INTERFACE.match(line):
+            self.interface_said = m[1]
+            self._check_interface(line_no, text)
+        elif not _STDERR_ADDRESS.match(line):
+            self.table.skips.add(line_no, text, _OUTSIDE)
+
+    def _foreign(self, line_no: int, text: str) -> bool:
+        """A line among the connection lines that does not read as one: skipped outside a block."""
+        if self._inside(line_no):
+            raise self.table.error(line_no, text, _NOT_IFTOP)
+        self.table.skips.add(line_no, text, _OUTSIDE)
+        return True
+
+    def _check_interface(self, line_no: int, text: str) -> None:
+        said, listening = self.interface_said, self.interface
+        if said is not None and listening is not None and said != listening:
+            raise self.table.error(line_no, text, f"interface {said!r} on stderr, listening on {listening!r}")
+
+    def rows(self, block: Block) -> None:
+        """Connection lines: each `=>` line with the `<=` line after it, values in bytes(/s)."""
+        blocks = np.searchsorted(np.array(self.opens, dtype=np.int64), block.line_nos)
+        outside = blocks <= np.searchsorted(np.array(self.closes, dtype=np.int64), block.line_nos)
+        for k in np.flatnonzero(outside).tolist():  # a connection line outside a block: not iftop's
+            self.table.skips.add(int(block.line_nos[k]), block.text(k), _OUTSIDE)
+        row = np.flatnonzero(~outside)  # the rows read, as rows of `block`
+        nos = block.line_nos[row]
+        errors: list[tuple[int, int, str]] = []  # (line, row of `block`, reason): the first is raised
+        label = block.label if block.label is not None else pd.Categorical([""] * len(block))
+        texts = label.categories.tolist()  # the rank (`=>` lines), or "" (`<=` lines)
+        ranks = np.array([float(t) if _RANK.fullmatch(t) else np.nan for t in texts])[label.codes[row]]
+        odd = np.array([t != "" and not _RANK.fullmatch(t) for t in texts], dtype=bool)[label.codes[row]]
+        send = ~np.isnan(ranks)
+        arrows = block.fields[_ARROW]
+        arrow = np.array([{"=>": 1, "<=": 0}.get(t, -1) for t in arrows.categories.tolist()])[
+            arrows.codes[row]
+        ]
+        errors += [(int(nos[k]), int(row[k]), _NOT_IFTOP) for k in np.flatnonzero(odd | (arrow != send))[:1]]
+        fields = [block.fields[i] for i in _VALUE_FIELDS]
+        tokens = [f.categories.tolist() for f in fields]  # distinct across the 4 fields: each read once
+        where = {t: k for k, t in enumerate(dict.fromkeys(t for field in tokens for t in field))}
+        at = np.column_stack(
+            [
+                np.array([where[t] for t in ts], dtype=np.int64)[f.codes[row]]
+                for f, ts in zip(fields, tokens, strict=True)
+            ]
+        )
+        values, reasons = self._read(list(where), at, np.array([True, True, True, False]))
+        errors += [(int(nos[k]), int(row[k]), reasons[k]) for k in sorted(reasons)[:1]]
+        hosts = block.fields[_ADDR]
+        split = [self._address(t) for t in hosts.categories.tolist()]
+        cols = {
+            "line": nos,
+            "block": blocks[row],
+            "send": send,
+            "rank": ranks,
+            "host": np.array([h for h, _ in split], dtype=np.int64)[hosts.codes[row]],
+            "port": np.array([p for _, p in split], dtype=np.float64)[hosts.codes[row]],
+            "values": values,
+        }
+        if self.pending is not None:  # the `=>` row the last rows ended with: its `<=` row first
+            line_no, self.pending = self.pending, None
+            if not len(row) or cols["send"][0] or cols["line"][0] != line_no["line"][0] + 1:
+                reason = f"connection {int(line_no['rank'][0])}: `=>` line without its `<=` line"
+                raise self.table.error(int(line_no["line"][0]), self.pending_text, reason)
+            self._add({k: np.concatenate((line_no[k], v[:1])) for k, v in cols.items()})
+            cols, row = {k: v[1:] for k, v in cols.items()}, row[1:]
+        nos, send = cols["line"], cols["send"]
+        paired = send & np.append((nos[1:] == nos[:-1] + 1) & ~send[1:], False)  # its `<=` row next
+        lone_recv = np.flatnonzero(~send & ~np.concatenate(([False], paired[:-1])))
+        lone_send = np.flatnonzero(send & ~paired)
+        pending = None
+        if len(lone_send) and lone_send[-1] == len(send) - 1:  # its `<=` line may start the next rows
+            pending, lone_send = {k: v[-1:] for k, v in cols.items()}, lone_send[:-1]
+        errors += [
+            (int(nos[k]), int(row[k]), "`<=` line without the `=>` line of its pair") for k in lone_recv[:1]
+        ]
+        for k in lone_send[:1].tolist():
+            errors.append(
+                (
+                    int(nos[k]),
+                    int(row[k]),
+                    f"connection {int(cols['rank'][k])}: `=>` line without its `<=` line",
+                )
+            )
+        if errors:
+            line_no, k, reason = min(errors)
+            raise self.table.error(line_no, block.text(k), reason)
+        if pending is not None:
+            self.pending, self.pending_text = pending, block.text(int(row[-1]))
+        self._add({k: v[:-1] for k, v in cols.items()} if pending is not None else cols)
+
+    def _add(self, cols: dict[str, np.ndarray]) -> None:
+        """Rows that pair up (`=>`, `<=`, ...) into the frame's columns: each takes its pair's hosts."""
+        first = np.flatnonzero(cols["send"])  # the `=>` row of each pair
+        n = len(cols["send"])
+        src, dst = np.repeat(first, 2), np.repeat(first + 1, 2)
+        direction = np.tile(np.array([0, 1], dtype=np.int64), n // 2)
+        self.parts.add(
+            [
+                cols["block"],
+                cols["rank"][src].astype(np.int64),
+                cols["host"][src],
+                cols["port"][src],
+                cols["host"][dst],
+                cols["port"][dst],
+                direction,
+                *cols["values"].T,
+            ]
+        )
+
+    def _token(self, token: str) -> tuple[float, str] | str:
+        """A value with its unit -> (bytes, unit family), or why it is none (`12.3KB`, `188Kb`)."""
+        if (hit := self.tokens.get(token)) is not None:
+            return hit
+        m = _VALUE.match(token)
+        if m is None:
+            found: tuple[float, str] | str = f"{token!r} is not an iftop value (`12.3KB`, `188Kb`)"
+        elif m[2] in _PACKETS:
+            found = "packet rates (iftop -u packets) are not read: capture with -B"
+        elif m[2] not in _UNITS:
+            found = f"unknown unit {m[2]!r} in {token!r}"
+        else:
+            factor, family = _UNITS[m[2]]
+            found = (float(m[1]) * factor, family)
+        self.tokens[token] = found
+        return found
+
+    def _address(self, text: str) -> tuple[int, float]:
+        """`10.0.0.1:3306`, `[fd99::1]:35930`, `fd99::1`, `db1:mysql` -> (host's code, port or NaN)."""
+        if (hit := self.addresses.get(text)) is not None:
+            return hit
+        port: str | None = None
+        if text.startswith("[") and "]:" in text:
+            addr, _, port = text[1:].partition("]:")
+        elif text.count(":") == 1:
+            addr, _, port = text.partition(":")
+        else:
+            addr = text  # no port, or an IPv6 address without one
+        number = np.nan
+        if port is not None and port.isdigit() and len(port) <= 5:
+            number = float(port)
+        elif port is not None:
+            note = "port names shown (capture without -N): their ports are NA"
+            if note not in self.notes:
+                self.notes.append(note)
+        found = (self.hosts.code(addr), number)
+        self.addresses[text] = found
+        return found
+
+    # ------------------------------------------------------------ the end
+
+    def finish(self) -> int:
+        """After the run: a cut last line, a pair or block left open. Returns the lines dropped."""
+        dropped = 0
+        if (cut := self.table.cut) is not None:
+            line_no, text = cut
+            # a whole `=====` rule holds no number to cut: the file only lost its last newline
+            if self.in_block and len(text) == _RULE_WIDTH and (m := _RULES.match(text)) and m[3]:
+                self.aside(np.array([line_no]), [text])
+            else:
+                dropped += 1
+        if self.pending is not None:  # the capture ended between the two lines of a pair
+            line_no, rank = int(self.pending["line"][0]), int(self.pending["rank"][0])
+            if self.last_line > line_no:
+                reason = f"connection {rank}: `=>` line without its `<=` line"
+                raise self.table.error(line_no, self.pending_text, reason)
+            dropped += 1
+            block = int(self.pending["block"][0])
+            self.notes.append(f"block {block}: connection {rank} has no `<=` line (cut off): dropped")
+        if self.in_block:
+            self.notes.append(f"block {self.block} unfinished (capture cut off): its totals are missing")
+        return dropped
+
+
+def _factorize(texts: list[str]) -> tuple[np.ndarray, list[str]]:
+    """(code per text, the distinct texts): a dict, faster than pandas for a few thousand strings."""
+    index: dict[str, int] = {}
+    codes = np.fromiter((index.setdefault(t, len(index)) for t in texts), dtype=np.int64, count=len(texts))
+    return codes, list(index)
+
+
+def _seen(keys: list[str], values: list[float], seen: list[bool]) -> Iterator[tuple[str, float]]:
+    """The (key, value) pairs of a block's totals that its lines printed."""
+    return ((k, v) for k, v, there in zip(keys, values, seen, strict=True) if there)
 
 
 def parse(source: Source, *, host: str | None = None, tz: str = "UTC") -> pd.DataFrame:
@@ -214,503 +513,44 @@ def parse(source: Source, *, host: str | None = None, tz: str = "UTC") -> pd.Dat
 
     Returns:
         A frame with exactly the `SCHEMA` columns; attrs `totals`, `interface`, `rate_unit`,
-        `dropped_lines`, `unknown_columns`, `notes`.
+        `dropped_lines`, `unknown_columns`, `notes`, `skipped`.
 
     Raises:
         ParseError: a line iftop does not print inside a block, a value without a known unit, packet
             units, bits and bytes mixed, a `<=` line without its `=>` line; no block read at all
             while other lines were skipped.
     """
-    st = _State()
-    try:
-        try:
-            fast = _fast(source, st)
-        except _Fallback:
-            fast = False
-        if not fast:  # a stream, CR line ends, or a value to report: the line walk over the whole capture
-            st = _State()
-            feed_lines(source, KIND, st.feed, st.cut_last)
-    except ParseError:
-        raise
-    except (ValueError, OverflowError, IndexError) as exc:  # a safety net: nothing else escapes
-        path = st.lines.path if st.lines is not None else None
-        raise ParseError(KIND, path, st.line_no, "", f"cannot parse ({type(exc).__name__}: {exc})") from exc
-    if st.pending is not None:  # the capture ended between the two lines of a pair
-        for col in st.cols.values():
-            col.pop()
-        st.dropped += 1
-        st.notes.append(f"block {st.block}: connection {st.pending[0]} has no `<=` line (cut off): dropped")
-    if st.in_block:
-        st.notes.append(f"block {st.block} unfinished (capture cut off): its totals are missing")
-    st.flush()
-    if st.lines is not None:
-        st.skips.refuse_if_nothing_read(len(st.totals) + sum(len(b) for b in st.parts["block"]), st.lines)
+    fmt = _Iftop(source)
+    fmt.table.run()
+    dropped = fmt.finish()
+    rows = fmt.parts.rows
+    fmt.table.skips.refuse_if_nothing_read(len(fmt.totals) + rows, fmt.table.lines)
     attrs = {
-        "totals": st.totals,
-        "interface": st.interface,
-        "rate_unit": st.unit,
-        "dropped_lines": st.dropped,
+        "totals": fmt.totals,
+        "interface": fmt.interface,
+        "rate_unit": fmt.unit,
+        "dropped_lines": dropped,
         "unknown_columns": [],
-        "notes": st.notes,
-        "skipped": st.skips,
+        "notes": fmt.notes,
+        "skipped": fmt.table.skips,
     }
-    # each column's parts are let go once joined: the parts and the frame are not all held at once
-    c = {k: np.concatenate(st.parts.pop(k)) if st.parts[k] else np.empty(0) for k in list(st.parts)}
-    n = len(c["block"])
-    if not n:
+    if not rows:
         df = empty_frame(SCHEMA)
         df.attrs.update(attrs)
         return df
-    data: dict[str, object] = {"host": pd.array([host], dtype="string").take(np.zeros(n, dtype=np.intp))}
-    for k in SCHEMA:
-        if k in _STRINGS:
-            data[k] = st.strings[k].array(c[k])
-        elif k in _INTS:
-            data[k] = pd.array(c[k], dtype="Int64")
-        elif k != "host":
-            data[k] = c[k]
+    data: dict[str, object] = {"host": pd.array([host], dtype="string").take(np.zeros(rows, dtype=np.intp))}
+    for name, column in zip(_COLUMNS, fmt.parts.columns(), strict=True):
+        if name in ("src", "dst"):
+            data[name] = fmt.hosts.array(column)
+        elif name == "direction":
+            data[name] = text_column(["send", "recv"], column)
+        elif name in ("src_port", "dst_port"):  # NaN: no port
+            missing = np.isnan(column)
+            data[name] = pd.arrays.IntegerArray(np.where(missing, 0, column).astype(np.int64), missing)
+        elif name in ("block", "rank"):
+            data[name] = pd.arrays.IntegerArray(column, np.zeros(rows, dtype=bool))
+        else:
+            data[name] = column
     df = coerce(pd.DataFrame(data, copy=False), SCHEMA)
     df.attrs.update(attrs)
     return df
-
-
-def _fast(source: Source, st: _State) -> bool:
-    """Read a path or string piece by piece (pieces end where a block starts): whole blocks by
-    regex, any other line by the line walk, in file order. False for a stream or CR line ends."""
-    lines = Lines(source, KIND)
-    st.lines = lines
-    pieces = byte_pieces(source, lines, b"# Host name (port")
-    if pieces is None:
-        return False
-    try:
-        for piece, first_no in pieces:
-            if b"\r" in piece:  # CR ends a line for `Lines`, not for the regex
-                return False
-            body = piece.rfind(b"\n") + 1  # a cut last line goes to the line walk
-            view = memoryview(piece)
-            line_no = first_no
-            pos = 0
-            while pos < body:
-                if not st.in_block and (m := _FAST_BLOCK.match(piece, pos)):
-                    line_no += st.queue(line_no, m, view)
-                    pos = m.end()
-                    continue
-                end = piece.index(b"\n", pos) + 1
-                st.flush_fast()
-                st.feed(line_no, piece[pos : end - 1].decode(), lines)
-                line_no += 1
-                pos = end
-            if body < len(piece):
-                st.flush_fast()
-                walk_text(piece[body:].decode(), line_no, lines, st.feed, st.cut_last)
-    except OSError:
-        return False  # the line walk raises it as a ParseError
-    st.flush_fast()
-    return True
-
-
-class _Pairs(NamedTuple):
-    """A batch's connection pairs: the ranks, and the tokens at each other place as a code per pair
-    into the texts printed there."""
-
-    rank: np.ndarray
-    src: tuple[np.ndarray, list[str]]
-    dst: tuple[np.ndarray, list[str]]
-    rates: tuple[np.ndarray, list[str]]  # codes (pairs, 6): send 2s 10s 40s, recv 2s 10s 40s
-    cumulative: tuple[np.ndarray, list[str]]  # codes (pairs, 2): send, recv
-
-
-def _read_pairs(data: bytes, n: int) -> _Pairs:
-    """The `n` pairs `_FAST_BLOCK` matched (two lines each) -> `_Pairs`.
-
-    Raises:
-        _Fallback: pandas did not read them as the regex did (a text column that looks numeric).
-    """
-    return _fixed_pairs(data, n) or _split_pairs(data, n)
-
-
-def _fixed_pairs(data: bytes, n: int) -> _Pairs | None:
-    """`_read_pairs` for pairs in iftop's columns; None for any other. The regex has split each line into
-    blank-separated tokens; the checked columns put each token in its field: the rank ends in column
-    3 (1 to 4 digits), the hosts end before the arrows in 46-47, a value ends each 11-column field
-    after them and is at most 8 long."""
-    if len(data) != n * _PAIR:
-        return None
-    pairs = np.frombuffer(data, dtype=np.uint8).reshape(n, _PAIR)
-    if not (np.take(pairs, _PAIR_CHECKED, axis=1) == _PAIR_EXPECTED).all():
-        return None
-    if (np.take(pairs, _PAIR_FILLED, axis=1) == ord(" ")).any():
-        return None
-    digits = pairs[:, :4].astype(np.int64) - ord("0")
-    digits[digits < 0] = 0  # the blanks before the rank
-    src = _distinct(np.take(pairs, np.arange(5, 45), axis=1), slice(0, 40))
-    dst = _distinct(np.take(pairs, np.arange(_RECV_AT, _RECV_AT + 48), axis=1), slice(0, 45))
-    if src is None or dst is None:
-        return None
-    values = []
-    for columns, width in ((_RATE_COLUMNS, 6), (_CUMULATIVE_COLUMNS, 2)):
-        codes, keys = pd.factorize(np.take(pairs, columns, axis=1).view(np.uint64).ravel())
-        values.append((codes.reshape(n, width), [k.decode().strip() for k in keys.view("S8")]))
-    return _Pairs(digits @ np.array([1000, 100, 10, 1]), src, dst, *values)
-
-
-def _distinct(field: np.ndarray, text: slice) -> tuple[np.ndarray, list[str]] | None:
-    """Rows of bytes (a multiple of 8 wide) -> (a code per row, each code's `text` columns without
-    blanks); None on a hash collision. The rows are hashed (a wrapping multiply-add over their 8-byte
-    words) and factorised; every row is then compared with its code's first row: exact codes."""
-    words = field.view(np.uint64)
-    key = words[:, 0].copy()
-    for i in range(1, words.shape[1]):
-        key = key * np.uint64(0x9E3779B97F4A7C15) + words[:, i]
-    codes, uniques = pd.factorize(key)
-    first = np.empty(len(uniques), dtype=np.int64)
-    first[codes[::-1]] = np.arange(len(codes) - 1, -1, -1)  # the last write wins: each code's first row
-    if not (field == field[first[codes]]).all():
-        return None
-    return codes, [field[i, text].tobytes().decode().strip() for i in first]
-
-
-def _split_pairs(data: bytes, n: int) -> _Pairs:
-    """`_read_pairs` by pandas' C reader: blank-separated, a pair a line (its first newline a blank), so
-    rank src => 2s 10s 40s cumulative dst <= 2s 10s 40s cumulative."""
-    text = bytearray(data)
-    buf = np.frombuffer(text, dtype=np.uint8)
-    buf[np.flatnonzero(buf == ord("\n"))[0::2]] = ord(" ")
-    places = (1, 3, 4, 5, 9, 10, 11, 6, 12, 7)  # src, the rates, the cumulatives, dst
-    fields = {0: np.int64} | dict.fromkeys(places, "category")
-    try:
-        # usecols: a trailing blank makes an empty last field
-        df = pd.read_csv(
-            io.BytesIO(text),
-            sep=" ",
-            skipinitialspace=True,
-            header=None,
-            names=range(13),
-            usecols=list(fields),
-            dtype=fields,
-            index_col=False,
-            na_filter=False,
-            quoting=csv.QUOTE_NONE,
-            engine="c",
-        )
-    except (ValueError, pd.errors.ParserError):
-        raise _Fallback() from None
-    if len(df) != n or not all(pd.api.types.is_string_dtype(df[k].cat.categories) for k in places):
-        raise _Fallback()  # numeric-looking texts were read as numbers
-
-    def joint(columns: tuple[int, ...]) -> tuple[np.ndarray, list[str]]:
-        """The columns' codes side by side, into their texts one after the other."""
-        texts: list[str] = []
-        codes = []
-        for k in columns:
-            codes.append(df[k].cat.codes.to_numpy().astype(np.int64) + len(texts))
-            texts += df[k].cat.categories.tolist()
-        return np.column_stack(codes), texts
-
-    src, dst = joint((1,)), joint((7,))
-    return _Pairs(
-        df[0].to_numpy(),
-        (src[0][:, 0], src[1]),
-        (dst[0][:, 0], dst[1]),
-        joint(places[1:7]),
-        joint(places[7:9]),
-    )
-
-
-class _State:
-    """The line walk: `Listening on`, then blocks of header, connection pairs and totals."""
-
-    def __init__(self) -> None:
-        self.lines: Lines | None = None
-        self.line_no = 0
-        self.interface: str | None = None
-        self.unit: str | None = None  # "bytes" or "bits", from the first rate
-        self.block = 0
-        self.in_block = False
-        self.pending: tuple[int, str, int | None] | None = None  # the `=>` line's rank, src, src_port
-        self.current: dict[str, float | int | None] = {}
-        self.totals: list[dict[str, float | int | None]] = []
-        self.dropped = 0
-        self.skips = Skips()
-        self.interface_said: str | None = None  # stderr's `interface: X`
-        self.notes: list[str] = []
-        self.cols: dict[str, list] = {k: [] for k in SCHEMA if k != "host"}
-        self._token_cache: dict[str, tuple[float, str]] = {}  # a value token -> (bytes, unit family)
-        # the fast path's blocks, not yet converted: (first line number, `_FAST_BLOCK` match, pairs)
-        self.fast: list[tuple[int, re.Match[bytes], int]] = []
-        self.fast_text: list[memoryview] = []  # their pairs
-        self.fast_pairs = 0
-        # rows converted so far, in file order: arrays per column (string columns as `Interned` codes)
-        self.strings = {k: Interned() for k in _STRINGS}
-        self.parts: dict[str, list[np.ndarray]] = {k: [] for k in SCHEMA if k != "host"}
-        self._address_cache: dict[str, tuple[str, int | None]] = {}
-
-    def feed(self, line_no: int, line: str, lines: Lines) -> None:
-        self.lines, self.line_no = lines, line_no
-        text = line.rstrip()
-        if self.in_block and self._connection(text, line_no, line, lines):
-            return  # the common line first: no other form can match a connection line
-        if not text or _DASHES.match(text):
-            return
-        if m := _LISTENING.match(text):
-            if self.interface is not None and self.interface != m[1]:
-                raise lines.error(line_no, line, f"second interface {m[1]!r} after {self.interface!r}")
-            self.interface = m[1]
-            self._check_interface(line_no, line, lines)
-            return
-        if _HEADER.match(text):
-            if self.in_block:
-                raise lines.error(line_no, line, f"new block before block {self.block} ended (`=====`)")
-            self.block += 1
-            self.in_block = True
-            self.current = {"block": self.block}
-            return
-        if _EQUALS.match(text):
-            if not self.in_block:
-                raise lines.error(line_no, line, "`=====` without a block header before it")
-            self._end_pair(line_no, line, lines)
-            self.in_block = False
-            self.totals.append(self.current)
-            return
-        if not self.in_block:
-            if m := _STDERR_INTERFACE.match(text):
-                self.interface_said = m[1]
-                self._check_interface(line_no, line, lines)
-            elif not _STDERR_ADDRESS.match(text):
-                self.skips.add(line_no, line, "not an iftop -t line (outside a block)")
-            return
-        if m := _TOTAL.match(text):
-            self._end_pair(line_no, line, lines)
-            key = _TOTAL_KEYS[m[1]]
-            vals = self._tokens(m[2], line_no, line, lines, rates=3)
-            for span, v in zip(("2s", "10s", "40s"), vals, strict=True):
-                self.current[f"{key}_{span}_bytes_s"] = v
-            return
-        if m := _PEAK.match(text):
-            self._end_pair(line_no, line, lines)
-            if m[1] == "Peak rate":
-                vals = self._tokens(m[2], line_no, line, lines, rates=3)
-                names = ("peak_send_bytes_s", "peak_recv_bytes_s", "peak_total_bytes_s")
-            else:
-                vals = self._tokens(m[2], line_no, line, lines, rates=0)
-                names = ("cumulative_send_bytes", "cumulative_recv_bytes", "cumulative_total_bytes")
-            self.current.update(zip(names, vals, strict=True))
-            return
-        raise lines.error(line_no, line, "not an iftop -t line")
-
-    def _check_interface(self, line_no: int, line: str, lines: Lines) -> None:
-        said, listening = self.interface_said, self.interface
-        if said is not None and listening is not None and said != listening:
-            raise lines.error(line_no, line, f"interface {said!r} on stderr, listening on {listening!r}")
-
-    def flush(self) -> None:
-        """Move the line walk's rows so far into `parts`."""
-        c = self.cols
-        if not c["block"]:
-            return
-        for k, v in c.items():
-            if k in _STRINGS:
-                self.parts[k].append(self.strings[k].codes(v))
-            else:
-                self.parts[k].append(np.array(v, dtype=np.float64))
-            v.clear()
-
-    def queue(self, line_no: int, m: re.Match[bytes], view: memoryview) -> int:
-        """A block `_FAST_BLOCK` matched in `view` (its first line is `line_no`), to be read by
-        `flush_fast`; returns how many lines it holds."""
-        pairs_at, pairs_end = m.span(1)
-        pairs = m.string.count(b"\n", pairs_at, pairs_end) // 2
-        self.fast.append((line_no, m, pairs))
-        self.fast_text.append(view[pairs_at:pairs_end])
-        self.fast_pairs += pairs
-        if self.fast_pairs >= FAST_PAIRS:
-            self.flush_fast()
-        return 2 + 2 * pairs + m.string.count(b"\n", pairs_end, m.end())  # header and rule, pairs, the rest
-
-    def flush_fast(self) -> None:
-        """Convert the fast path's queued blocks into `parts` (after the line walk's rows before them);
-        a few go through the line walk instead.
-
-        Raises:
-            _Fallback: a value the line walk would report or read differently.
-        """
-        blocks, text, n = self.fast, self.fast_text, self.fast_pairs
-        if not blocks:
-            return
-        self.fast, self.fast_text, self.fast_pairs = [], [], 0
-        if n < FAST_MIN_PAIRS:
-            for line_no, m, _ in blocks:
-                for i, line in enumerate(m.string[m.start() : m.end() - 1].decode().split("\n")):
-                    self.feed(line_no + i, line, self.lines)
-            return
-        self.flush()
-        pairs = _read_pairs(b"".join(text), n)
-        p = self.parts
-
-        def rows(send: np.ndarray, recv: np.ndarray) -> np.ndarray:
-            out = np.empty(2 * n, dtype=send.dtype)
-            out[0::2], out[1::2] = send, recv  # the `=>` row, then the `<=` row of each pair
-            return out
-
-        first = self.block + 1
-        self.block += len(blocks)
-        block_ids = np.repeat(np.arange(first, self.block + 1, dtype=np.float64), [k for _, _, k in blocks])
-        p["block"].append(rows(block_ids, block_ids))
-        ranks = pairs.rank.astype(np.float64)
-        p["rank"].append(rows(ranks, ranks))
-        src_codes, src_ports = self._addresses(pairs.src, "src")
-        dst_codes, dst_ports = self._addresses(pairs.dst, "dst")
-        p["src"].append(rows(src_codes, src_codes))
-        p["src_port"].append(rows(src_ports, src_ports))
-        p["dst"].append(rows(dst_codes, dst_codes))
-        p["dst_port"].append(rows(dst_ports, dst_ports))
-        d = self.strings["direction"]
-        p["direction"].append(np.tile(np.array([d.code("send"), d.code("recv")], dtype=np.int64), n))
-        codes, texts = pairs.rates
-        rates = self._values(tuple(texts), rate=True)[codes]
-        for i, k in enumerate(_RATES):
-            p[k].append(rows(rates[:, i], rates[:, 3 + i]))
-        codes, texts = pairs.cumulative
-        cumulative = self._values(tuple(texts), rate=False)[codes]
-        p["cumulative_bytes"].append(rows(cumulative[:, 0], cumulative[:, 1]))
-        # the totals' 15 values of every block: 12 rates, then 3 cumulative
-        tails = b" ".join(b" ".join(m.group(*range(2, 17))) for _, m, _ in blocks).decode().split(" ")
-        tokens = np.array(tails, dtype=object).reshape(len(blocks), 15)
-        rates = self._values(tokens[:, :12].ravel(), rate=True)
-        cums = self._values(tokens[:, 12:].ravel(), rate=False)
-        block_rates = rates.reshape(len(blocks), 12).tolist()
-        block_cums = cums.reshape(len(blocks), 3).tolist()
-        for block, r, c in zip(range(first, self.block + 1), block_rates, block_cums, strict=True):
-            self.totals.append({"block": block, **dict(zip(_TOTAL_NAMES, r + c, strict=True))})
-
-    def _values(self, tokens: Sequence[str] | np.ndarray, *, rate: bool) -> np.ndarray:
-        """Value tokens -> bytes(/s) by `_tokens`' rules, each distinct token read once, in bulk: a
-        regex over the distinct tokens (one a line), their numbers by numpy, a factor per unit.
-
-        Raises:
-            _Fallback: a token `_tokens` would refuse (the line walk then names its line).
-        """
-        codes, uniques = pd.factorize(np.asarray(tokens, dtype=object))
-        found = _VALUE_LINES.findall("\n".join(uniques))
-        if len(found) != len(uniques):  # one match a line at most: a token did not match whole
-            raise _Fallback()
-        numbers, units = zip(*found, strict=True)
-        unit_codes, unit_names = pd.factorize(np.asarray(units, dtype=object))
-        if any(u not in _UNITS for u in unit_names):
-            raise _Fallback()
-        families = {_UNITS[u][1] for u in unit_names}
-        if rate:
-            if len(families) != 1 or (self.unit is not None and self.unit not in families):
-                raise _Fallback()  # bits and bytes mixed
-            self.unit = families.pop()
-        elif families != {"bytes"}:
-            raise _Fallback()
-        factors = np.array([_UNITS[u][0] for u in unit_names])
-        table = np.fromstring(" ".join(numbers), dtype=np.float64, sep=" ") * factors[unit_codes]
-        return table[codes]
-
-    def _addresses(self, tokens: tuple[np.ndarray, list[str]], column: str) -> tuple[np.ndarray, np.ndarray]:
-        """Address tokens as (codes, texts) -> (`column` codes of the hosts, ports as float64 with NaN
-        for none), each distinct token split once."""
-        codes, uniques = tokens
-        cache = self._address_cache
-        split = [cache[t] if t in cache else cache.setdefault(t, self._address(t)) for t in uniques]
-        interned = self.strings[column]
-        hosts = np.array([interned.code(a) for a, _ in split], dtype=np.int64)
-        ports = np.array([np.nan if q is None else q for _, q in split], dtype=np.float64)
-        return hosts[codes], ports[codes]
-
-    def _connection(self, text: str, line_no: int, line: str, lines: Lines) -> bool:
-        """A `=>` or `<=` line of a connection pair: stored, True; any other line: False."""
-        if m := _SEND.match(text):
-            self._end_pair(line_no, line, lines)
-            values = self._tokens(m[3], line_no, line, lines, rates=3)
-            addr, port = self._address(m[2])
-            self.pending = (int(m[1]), addr, port)
-            self._append(int(m[1]), "send", values, addr, port)
-            return True
-        if m := _RECV.match(text):
-            if self.pending is None:
-                raise lines.error(line_no, line, "`<=` line without the `=>` line of its pair")
-            rank, src, src_port = self.pending
-            self.pending = None
-            values = self._tokens(m[2], line_no, line, lines, rates=3)
-            dst, dst_port = self._address(m[1])
-            # the `=>` row waits for its partner's address: fill it in now
-            self.cols["dst"][-1], self.cols["dst_port"][-1] = dst, dst_port
-            self._append(rank, "recv", values, src, src_port)
-            self.cols["dst"][-1], self.cols["dst_port"][-1] = dst, dst_port
-            return True
-        return False
-
-    def cut_last(self, line_no: int, line: str, lines: Lines) -> None:
-        """A last line without newline was cut mid-write (`1.38KB` may read `1.3`): dropped. A whole
-        `=====` rule (iftop prints it 92 wide) holds no number to cut: the file only lost its last
-        newline (a copy through `$(...)`, an editor, a repository), and the block is complete."""
-        if self.in_block and len(line) == _RULE_WIDTH and _EQUALS.match(line):
-            self.feed(line_no, line, lines)
-            return
-        self.lines, self.line_no = lines, line_no
-        self.dropped += 1
-
-    def _end_pair(self, line_no: int, line: str, lines: Lines) -> None:
-        if self.pending is not None:
-            raise lines.error(line_no, line, f"connection {self.pending[0]}: `=>` line without its `<=` line")
-
-    def _append(self, rank: int, direction: str, values: list[float], src: str, src_port: int | None) -> None:
-        c = self.cols
-        c["block"].append(self.block)
-        c["rank"].append(rank)
-        c["src"].append(src)
-        c["src_port"].append(src_port)
-        c["dst"].append(None)
-        c["dst_port"].append(None)
-        c["direction"].append(direction)
-        for k, v in zip((*_RATES, "cumulative_bytes"), values, strict=True):
-            c[k].append(v)
-
-    def _tokens(self, text: str, line_no: int, line: str, lines: Lines, *, rates: int) -> list[float]:
-        """Values with units -> bytes(/s): the first `rates` in the rate unit, the rest in bytes."""
-        out = []
-        cache = self._token_cache
-        for i, tok in enumerate(text.split()):
-            hit = cache.get(tok)  # iftop's 3 significant digits: a few thousand distinct tokens
-            if hit is not None and (i >= rates or hit[1] == self.unit) and (i < rates or hit[1] == "bytes"):
-                out.append(hit[0])
-                continue
-            m = _VALUE.match(tok)
-            if m is None:
-                raise lines.error(line_no, line, f"{tok!r} is not an iftop value (`12.3KB`, `188Kb`)")
-            if m[2] in _PACKETS:
-                raise lines.error(
-                    line_no, line, "packet rates (iftop -u packets) are not read: capture with -B"
-                )
-            if m[2] not in _UNITS:
-                raise lines.error(line_no, line, f"unknown unit {m[2]!r} in {tok!r}")
-            factor, family = _UNITS[m[2]]
-            if i < rates:
-                if self.unit is None:
-                    self.unit = family
-                elif family != self.unit:
-                    raise lines.error(line_no, line, f"{tok!r}: {family} after {self.unit} in one capture")
-            elif family != "bytes":
-                raise lines.error(line_no, line, f"{tok!r}: iftop prints cumulative totals in bytes")
-            value = float(m[1]) * factor
-            cache[tok] = (value, family)
-            out.append(value)
-        return out
-
-    def _address(self, text: str) -> tuple[str, int | None]:
-        """`10.0.0.1:3306`, `[fd99::1]:35930`, `fd99::1`, `db1:mysql` -> (host, port or None)."""
-        if text.startswith("[") and "]:" in text:
-            addr, _, port = text[1:].partition("]:")
-        elif text.count(":") == 1:
-            addr, _, port = text.partition(":")
-        else:
-            return text, None  # no port, or an IPv6 address without one
-        if port.isdigit() and len(port) <= 5:
-            return addr, int(port)
-        note = "port names shown (capture without -N): their ports are NA"
-        if note not in self.notes:
-            self.notes.append(note)
-        return addr, None

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import io
+
+import pandas as pd
 import pytest
 
 from perfkit import parsers
 from perfkit.errors import ParseError
-from perfkit.parsers import iftop
+from perfkit.parsers import _table, iftop
 
-from .conftest import FIXTURES
+from .conftest import FIXTURES, row_by_row
 
 F = FIXTURES / "iftop"
 KB, MB = 1024.0, 1024.0**2
@@ -173,3 +176,106 @@ def test_whole_rule_without_final_newline_ends_the_block() -> None:
     # a rule cut shorter was cut mid-write: dropped, the block unfinished (as before)
     df = iftop.parse(text[:-10])
     assert df.attrs["dropped_lines"] == 1 and df.attrs["totals"] == []
+
+
+# values as iftop prints them (3 significant digits, 1024 steps), picked by index
+_VALUES = ["0B", "586B", "1.14KB", "9.85KB", "98.4KB", "197KB", "3.07MB", "9.21MB", "47.8MB", "1.02GB"]
+
+
+def _long_capture(blocks: int, pairs: int = 7, host: str = "10.0.{}.{}:{}") -> str:
+    """`iftop -t -n -N -B -P` until stopped: `blocks` blocks of up to `pairs` connections (every 9th
+    block none), iftop's 92-column lines, values of every unit."""
+    rule = "-" * 92
+    out = ["Listening on eth0"]
+    for b in range(blocks):
+        out.append(
+            "   # Host name (port/service if enabled)            last 2s   last 10s   last 40s cumulative"
+        )
+        out.append(rule)
+        for rank in range(1, 0 if b % 9 == 4 else pairs + 1):
+            a, z = host.format(b % 3, rank, 40000 + rank), host.format(9, rank % 4, 3306)
+            send = [_VALUES[(b * 7 + rank * 3 + k) % 10] for k in range(4)]
+            out.append(f"{rank:4d} {a:<40} => " + " ".join(f"{v:>10}" for v in send))
+            recv = [_VALUES[(b + rank + 2 * k) % 10] for k in range(4)]
+            out.append(f"     {z:<40} <= " + " ".join(f"{v:>10}" for v in recv))
+        total = [_VALUES[(b + k) % 10] for k in range(3)]
+        out.append(rule)
+        for name in ("Total send rate:", "Total receive rate:", "Total send and receive rate:"):
+            out.append(f"{name:<48} " + " ".join(f"{v:>10}" for v in total))
+        out.append(rule)
+        out.append(f"{'Peak rate (sent/received/total):':<48} " + " ".join(f"{v:>10}" for v in total))
+        out.append(f"{'Cumulative (sent/received/total):':<48} " + " ".join(f"{v:>10}" for v in total))
+        out.append("=" * 92)
+        if b % 5 == 2:
+            out.append("")
+    return "\n".join(out) + "\n"
+
+
+def _small_chunks(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Small chunks: a pair's two lines often in two."""
+    from perfkit.parsers import _chunks, _table
+
+    monkeypatch.setattr(_table, "CHUNK_ROWS", 301)
+    monkeypatch.setattr(_table, "CHUNK_BYTES", 30_001)
+    monkeypatch.setattr(_chunks, "_CHUNK_BYTES", 40_000)
+
+
+@pytest.mark.parametrize("path", sorted(F.glob("*.txt")), ids=lambda p: p.name)
+def test_fixture_bulk_reads_as_row_by_row(path: object) -> None:
+    bulk = iftop.parse(path)
+    expected = row_by_row(iftop.parse, path)
+    pd.testing.assert_frame_equal(bulk, expected)
+    assert bulk.attrs == expected.attrs
+
+
+def test_long_capture_bulk_reads_as_row_by_row(monkeypatch: pytest.MonkeyPatch) -> None:
+    text = _long_capture(400)
+    expected = row_by_row(iftop.parse, text)
+    _small_chunks(monkeypatch)
+    monkeypatch.setattr(_table.Table, "read_lines", None)  # `=>` and `<=` lines read together in bulk
+    bulk = iftop.parse(text)
+    pd.testing.assert_frame_equal(bulk, expected)
+    assert bulk.attrs == expected.attrs
+    pd.testing.assert_frame_equal(iftop.parse(io.StringIO(text)), bulk)
+    blocks = [b for b in range(400) if b % 9 != 4]
+    assert len(bulk) == len(blocks) * 7 * 2 and len(bulk.attrs["totals"]) == 400
+    assert bulk["block"].unique().tolist() == [b + 1 for b in blocks]  # a block without connections
+    assert bulk["rank"].tolist()[:4] == [1, 1, 2, 2] and bulk["direction"].tolist()[:2] == ["send", "recv"]
+    assert (bulk["dst_port"] == 3306).all() and bulk["src_port"].max() == 40007
+    assert bulk.attrs["totals"][3]["recv_40s_bytes_s"] == pytest.approx(197 * KB)  # `197KB`
+
+
+def test_a_host_past_its_column_reads_alike(monkeypatch: pytest.MonkeyPatch) -> None:
+    # without -n a name may overflow iftop's 40 columns: the lines are no longer one width
+    text = _long_capture(60).replace("10.0.1.3:40003", "a-very-long-host-name.example.internal:40003")
+    expected = row_by_row(iftop.parse, text)
+    _small_chunks(monkeypatch)
+    bulk = iftop.parse(text)
+    pd.testing.assert_frame_equal(bulk, expected)
+    assert (bulk["src"] == "a-very-long-host-name.example.internal").sum() == 2 * 13
+
+
+def test_bulk_names_a_bad_line_as_row_by_row(monkeypatch: pytest.MonkeyPatch) -> None:
+    lines = _long_capture(200).split("\n")
+    at = next(k for k in range(1500, len(lines)) if "<=" in lines[k] and "KB " in lines[k])
+    lines[at] = lines[at].replace("KB ", "KQ ", 1)
+    text = "\n".join(lines)
+    with pytest.raises(ParseError) as want:
+        row_by_row(iftop.parse, text)
+    _small_chunks(monkeypatch)
+    with pytest.raises(ParseError) as got:
+        iftop.parse(text)
+    assert str(got.value) == str(want.value) and got.value.line_no == at + 1
+    assert "unknown unit 'KQ'" in str(got.value)
+
+
+def test_connection_lines_outside_a_block_skipped_inside_refused() -> None:
+    text = (F / "iftop-1.0pre4-t-s3-B-lo.txt").read_text()
+    stray = "   1 10.0.0.1                                 =>       586B       293B       293B     1.14KB"
+    df = iftop.parse(stray + "\n" + text + stray + "\n")
+    assert len(df) == 2 and df.attrs["skipped"].count == 2
+    lines = text.splitlines()
+    lines.insert(5, "   2 10.0.0.1      =>   586B   293B")  # two values short
+    with pytest.raises(ParseError, match="not an iftop -t line") as info:
+        iftop.parse("\n".join(lines) + "\n")
+    assert info.value.line_no == 6
