@@ -141,3 +141,23 @@ def test_ctrl_c_ends_the_workers() -> None:
     assert err.strip() == "interrupted"
     for w in seen:
         assert not w.is_running() or w.status() == psutil.STATUS_ZOMBIE
+
+
+def test_a_long_series_is_drawn_with_its_spikes_and_bounded() -> None:
+    """The report of a long capture (issue 19: a 10-host day stays a few MB): a series past
+    MAX_POINTS is drawn as each run's lowest and highest sample, so a one-second spike survives
+    where every k-th sample would drop it. Plots only: the frame the rules read is untouched."""
+    import numpy as np
+
+    from perfkit.reports import plots
+
+    n = 86_400  # a day at 1 s
+    y = np.full(n, 10.0)
+    y[40_001] = 99.0  # one second; every 87th sample would not draw it
+    y[50_000:50_100] = np.nan
+    x, drawn, note = plots._envelope(np.arange(n), y)
+    assert len(drawn) <= plots.MAX_POINTS
+    assert np.nanmax(drawn) == 99.0 and np.nanmin(drawn) == 10.0
+    assert (np.diff(x) > 0).all()  # time order kept
+    assert note == f"{n} samples drawn as the lowest and highest of every {int(np.ceil(n / 1000))}"
+    assert plots._envelope(np.arange(10), np.arange(10.0))[2] == ""  # short: drawn as is
