@@ -13,8 +13,9 @@ worker one import of the parsers (1-2 s of CPU on the 2-vCPU lab VM), paid by al
 
 **Transfer: pickle protocol 5 with out-of-band buffers over the worker's socket** (measured against
 in-band pickle, Arrow IPC and Parquet through a temp file on a 93 MB top -H frame:
-`scripts/bench_analyze.py --transfer`, docs/benchmarks.md: 0.30 s and 119 MB more in the parent,
-against 2.2 s / 243 MB in-band, 6.8 s / 190 MB Arrow IPC, 7.0 s / 312 MB Parquet). The worker
+`scripts/bench_analyze.py --transfer`, docs/benchmarks.md: 119 MB more in the parent and 45 MB in
+the worker, against 243 / 226 MB in-band, 190 / 328 MB Arrow IPC, 322 / 209 MB Parquet, and the
+fastest of the four: 0.21 s, in-band 0.42 s, Arrow and Parquet 3-4 s on a loaded machine). The worker
 pickles the result with `buffer_callback`, so the pickle itself holds only the frame's structure
 (dtypes, index, attrs) and each array's memory is handed over as a buffer: the worker writes it to
 the socket straight from the array, the parent reads it into a `bytearray` of its exact size, and
