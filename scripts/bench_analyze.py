@@ -166,6 +166,7 @@ def section(results: list[dict], args: argparse.Namespace, wall_s: float) -> str
             f"**{'met' if ratio <= 0.6 else 'missed'}**); tree peak RSS {dflt['peak_tree_mb']:,.0f} vs "
             f"{one['peak_tree_mb']:,.0f} MB (target not above: **{'met' if mem_ok else 'missed'}**)."
         )
+    compared = f"`--jobs {args.jobs}`" if args.jobs else "the default (the CPUs)"
     cmd = "python scripts/bench_analyze.py"
     if args.hours != 3 or args.big_hours != 24 or args.hosts != 4:
         cmd += f" --hosts {args.hosts} --hours {args.hours:g} --big-hours {args.big_hours:g}"
@@ -176,7 +177,8 @@ def section(results: list[dict], args: argparse.Namespace, wall_s: float) -> str
             f"## {SECTION}",
             "",
             "`perfkit analyze ARCHIVE -o OUT` run as a whole process with `--jobs 1` (every capture parsed "
-            "in the one process) and with the default (the CPUs; perfkit/_workers.py), alternating, "
+            f"in the one process) and with {compared} "
+            "(perfkit/_workers.py: N-1 worker processes beside the parent), alternating, "
             f"fastest of {args.repeat} kept. Archives: scripts/bench_rules.py's one-host archive (vmstat, "
             "iostat, mpstat, pidstat, top -H, iotop, the ss loop at 1 s, plus nproc, sysctl, df) once per "
             "host. Tree peak RSS: the sum of the RSS of the command and every process under it, sampled "
