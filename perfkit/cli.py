@@ -22,6 +22,7 @@ import click
 
 from perfkit import __version__
 from perfkit.archive import check_new_output, printable
+from perfkit.config import LOAD_ROLE
 from perfkit.errors import PerfkitError
 
 EXIT_ERROR = 1
@@ -93,6 +94,13 @@ def main() -> None:
     help="CSV or YAML of response time per tier per concurrency, client first (load balancers, "
     "app servers: what perfkit cannot measure); see `perfkit parse --list` (tiers).",
 )
+@click.option(
+    "-j",
+    "--jobs",
+    type=click.IntRange(min=1),
+    help="Captures parsed at once: N-1 worker processes beside this one (default: the CPUs, once "
+    "there are 256 MB or more to parse); 1 parses in this process only.",
+)
 def analyze(
     source: Path,
     outdir: Path | None,
@@ -101,12 +109,13 @@ def analyze(
     tz: str,
     fail_on: str | None,
     tiers: Path | None,
+    jobs: int | None,
 ) -> None:
     """Analyze an archive directory, a .tar.gz, or a single capture or sweep table (CSV)."""
     from perfkit.pipeline import analyze_path, summary_lines, write_reports
     from perfkit.reports import findings_json
 
-    result = analyze_path(source, thresholds=thresholds, tz=tz, tiers=tiers)
+    result = analyze_path(source, thresholds=thresholds, tz=tz, tiers=tiers, jobs=jobs)
     if outdir is not None:
         written = write_reports(result, outdir)
     if as_json:
@@ -587,7 +596,10 @@ def _run_options(tool: str, default_db: str) -> Any:
         ),
         click.option(
             "--client-host",
-            help="Run the load generator on this SSH host (user@host[:port]), not here; it is captured too.",
+            help="Run the load generator on these SSH hosts (user@host[:port], comma-separated), not here; "
+            "each is captured too. Several start every step together, its threads split evenly across them, "
+            "the remainder to the first ones (10 over 3: 4,3,3); a step needs a thread per host. "
+            f"Default: the --inventory hosts with the role `{LOAD_ROLE}`, else this machine.",
         ),
         click.option("--prepare", is_flag=True, help="Create and fill the tables first (dropping old ones)."),
         click.option("--cleanup", is_flag=True, help="Drop the tables at the end."),
@@ -820,13 +832,17 @@ def _sweep_plan(kw: dict[str, Any], load: Any, *, hint: str, database: bool = Tr
             repeats=kw["repeats"],
         )
 
+        ssh = (kw["ssh_config"], kw["known_hosts"], kw["identity"], kw["accept_new_host_key"])
+
         def hosts(local: bool, names: str | None, inventory: Path | None) -> tuple[Any, ...]:
-            ssh = (kw["ssh_config"], kw["known_hosts"], kw["identity"], kw["accept_new_host_key"])
             return tuple(_targets(local, names, inventory, *ssh)[0])
 
         load_hosts = hosts(False, kw["client_host"], None)
+        if not load_hosts and kw["inventory"] is not None:  # the inventory's load hosts, by role
+            everyone, roles = _targets(False, None, kw["inventory"], *ssh)
+            load_hosts = tuple(t for t in everyone if LOAD_ROLE in roles.get(t.name, ()))
         local = kw["collect_local"] if kw["collect_local"] is not None else not load_hosts
-        # every load host is captured too
+        # every load host is captured too (an inventory's are among its hosts already)
         on = ",".join(x for x in (kw["client_host"], kw["collect_on"]) if x)
         return SweepPlan(
             load=spec,

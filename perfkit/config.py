@@ -178,6 +178,9 @@ _TIUP_PORTS: dict[str, tuple[tuple[str, str, int], ...]] = {
 _TIUP_EXTRA_SECTIONS = {"tispark_masters": "tispark_master", "tispark_workers": "tispark_worker"}
 
 
+LOAD_ROLE = "client"  # an inventory host's role that makes it a load host of `perfkit run`
+
+
 @dataclass(frozen=True)
 class InventoryHost:
     """One machine to collect from: how to reach it, what runs there, and free-form labels.

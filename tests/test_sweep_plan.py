@@ -76,6 +76,36 @@ def test_several_load_hosts_are_held_and_captured(planned: list[plan.SweepPlan],
     assert p.load == plan.Tpcc(1, binary="go-tpc") and p.db is not None and p.db.db == "tpcc"
 
 
+def test_an_inventorys_client_hosts_are_the_load_hosts(planned: list[plan.SweepPlan], tmp_path: Path) -> None:
+    inv = tmp_path / "hosts.yaml"
+    inv.write_text(
+        "hosts:\n"
+        "  - {name: db1, host: 10.0.0.1, roles: [tidb]}\n"
+        "  - {name: load1, host: 10.0.0.2, roles: [client]}\n"
+        "  - {name: load2, host: 10.0.0.3, port: 2222, roles: [client, pd]}\n"
+    )
+    code, out = invoke("sysbench", "--threads", "4", "--inventory", str(inv), "-o", str(tmp_path / "run"))
+    assert code == 0, out
+    (p,) = planned
+    assert [h.name for h in p.load_hosts] == ["load1", "load2"] and p.load_hosts[1].port == 2222
+    # every inventory host captured once, this machine not (the load runs on the clients)
+    assert [h.name for h in p.capture_hosts] == ["db1", "load1", "load2"]
+    # --client-host wins over the roles
+    code, out = invoke(
+        "sysbench",
+        "--threads",
+        "4",
+        "--inventory",
+        str(inv),
+        "--client-host",
+        "c9",
+        "-o",
+        str(tmp_path / "r2"),
+    )
+    assert code == 0, out
+    assert [h.name for h in planned[1].load_hosts] == ["c9"]
+
+
 def test_the_password_comes_from_the_environment_and_is_masked(
     planned: list[plan.SweepPlan], tmp_path: Path, monkeypatch
 ) -> None:
