@@ -34,6 +34,7 @@ from typing import Any
 
 import pandas as pd
 
+from perfkit.analyzers.io import plain
 from perfkit.dataset import Capture, Dataset
 from perfkit.findings import count
 from perfkit.manifest import Record
@@ -529,26 +530,28 @@ def _manifest_spans(ds: Dataset) -> list[StepSpan]:
 def _host_series(ds: Dataset, records: dict[str, Record]) -> pd.DataFrame:
     """CPU busy % per host (one source per host, the best the host has) and %util per busy disk."""
     cpu_rank = {"mpstat": 0, "vmstat": 1, "sadf": 2, "sar": 3, "psutil": 4}
+    # the frames without their attrs: pandas deep-copies attrs into every column read, and top's and
+    # iotop's hold a record per interval (0.3 s a column on a 3 h top -H capture)
+    frames = [(cap, plain(cap.frame)) for cap in ds.captures]
     best_cpu: dict[str | None, int] = {}
-    for cap in ds.captures:
-        if cap.kind in cpu_rank and _has_times(cap):
+    for cap, f in frames:
+        if cap.kind in cpu_rank and _has_times(f):
             best_cpu[cap.host] = min(best_cpu.get(cap.host, 99), cpu_rank[cap.kind])
     disk_kind: dict[str | None, str] = {}
-    for cap in ds.captures:
-        if _has_times(cap) and (
-            cap.kind == "iostat" or (cap.kind in ("sar", "sadf") and (cap.frame["table"] == "disk").any())
+    for cap, f in frames:
+        if _has_times(f) and (
+            cap.kind == "iostat" or (cap.kind in ("sar", "sadf") and (f["table"] == "disk").any())
         ):
             disk_kind[cap.host] = "iostat" if cap.kind == "iostat" else disk_kind.get(cap.host, cap.kind)
     parts = []
-    for cap in ds.captures:
-        if not _has_times(cap):
+    for cap, f in frames:
+        if not _has_times(f):
             continue
         rec = records.get(cap.path)
         offset = pd.Timedelta(seconds=(rec.clock_offset_s if rec else None) or 0)
         host = cap.host or "?"
-        f = cap.frame
         if cap.kind in cpu_rank and cpu_rank[cap.kind] == best_cpu.get(cap.host):
-            busy = _busy_series(cap)
+            busy = _busy_series(cap.kind, f)
             if busy is not None:
                 parts.append(
                     pd.DataFrame(
@@ -582,22 +585,21 @@ def _host_series(ds: Dataset, records: dict[str, Record]) -> pd.DataFrame:
     return out.sort_values(["panel", "label", "timestamp"], kind="stable").reset_index(drop=True)
 
 
-def _has_times(cap: Capture) -> bool:
-    return "timestamp" in cap.frame.columns and len(cap.frame) > 0 and cap.frame["timestamp"].notna().any()
+def _has_times(f: pd.DataFrame) -> bool:
+    return "timestamp" in f.columns and len(f) > 0 and f["timestamp"].notna().any()
 
 
-def _busy_series(cap: Capture) -> tuple[pd.Series, pd.Series] | None:
-    f = cap.frame
-    if cap.kind == "mpstat":
+def _busy_series(kind: str, f: pd.DataFrame) -> tuple[pd.Series, pd.Series] | None:
+    if kind == "mpstat":
         f = f[f["cpu"] == "all"]
         return f["timestamp"], 100 - f["idle_pct"].astype(float)
-    if cap.kind == "vmstat":
+    if kind == "vmstat":
         f = f[~f["since_boot"].astype(bool)]
         return f["timestamp"], 100 - f["id"].astype(float)
-    if cap.kind in ("sar", "sadf"):
+    if kind in ("sar", "sadf"):
         f = f[(f["table"] == "cpu") & (f["instance"] == "all")]
         return (f["timestamp"], 100 - f["idle_pct"].astype(float)) if len(f) else None
-    if cap.kind == "psutil":
+    if kind == "psutil":
         return f["timestamp"], 100 - f["cpu_idle_pct"].astype(float)
     return None
 
