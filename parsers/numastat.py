@@ -123,12 +123,11 @@ _NOT_NUMASTAT = "not a numastat line (no title or `node0` header before it)"
 
 class _Head(NamedTuple):
     """A header line's columns (`Layout.key`): names as printed, node numbers (-1: `Total`), whether
-    it is a compatibility header (`node0`, pages) and whether it is labelled `PID`."""
+    it is a compatibility header (`node0`, pages)."""
 
     names: tuple[str, ...]
     nodes: tuple[int, ...]
     compat: bool
-    pid: bool
 
 
 def sniff(text: str) -> bool:
@@ -178,13 +177,9 @@ class _Numastat:
     rule above `Total`) and numastat's notes taken aside by their words."""
 
     structure_bytes = b""
-    header_words = ()
-    # headers by their columns' words, one match a line (a `PID` header from its label on: a header of
-    # its own), and a folded part's header of `Total` alone
-    header_marks = tuple(
-        re.compile(w)
-        for w in (rb"PID +Node \d", rb"Node \d[^\n]*", rb"\n( +Total) *(?=\n)", rb"node\d[^\n]*")
-    )
+    # headers by their columns' words after a blank (`Local_Node`, `local_node`, `HugePages_Total` are
+    # rows); a folded part's header may hold `Total` alone
+    header_words = (b" Node ", b" Total", b" node")
     # titles (`Per-node`), notes (`Token`, `Found no processes`, `Table has no data`), dashed lines
     aside_bytes = b"PTF"
     aside_words = (b"-\n", b"- ")  # a ruler's dash before its end or a blank (`--`: at every dash)
@@ -225,12 +220,10 @@ class _Numastat:
         stripped = text.rstrip()
         if _COMPAT_HEADER.match(stripped):
             names = tuple(stripped.split())
-            head = _Head(names, tuple(int(n[4:]) for n in names), compat=True, pid=False)
+            head = _Head(names, tuple(int(n[4:]) for n in names), compat=True)
         elif m := _HEADER.match(stripped):
             names = tuple(_COLUMN.findall(m[2]))
-            head = _Head(
-                names, tuple(-1 if n == "Total" else int(n[5:]) for n in names), compat=False, pid=bool(m[1])
-            )
+            head = _Head(names, tuple(-1 if n == "Total" else int(n[5:]) for n in names), compat=False)
         elif text[:1] == " " or text.startswith("PID "):
             words = _COLUMN.findall(stripped.removeprefix("PID"))
             bad = next((w for w in words if not re.fullmatch(r"Node \d{1,7}|Total", w)), stripped)
@@ -369,13 +362,13 @@ class _Numastat:
         )
         labels = ids[block.label.codes]
         info = _at(self._where("title")[1], title)
-        pairs, first, back = np.unique(
-            labels * (len(self.infos) + 1) + info + 1, return_index=True, return_inverse=True
-        )
+        back, pairs = pd.factorize(labels * (len(self.infos) + 1) + info + 1)
+        first = np.empty(len(pairs), dtype=np.int64)
+        first[back[::-1]] = np.arange(len(back) - 1, -1, -1)  # each pair's first row
         meta = np.array(
             [self._row_meta(block, i, int(labels[i]), int(info[i]), head.compat) for i in first.tolist()]
         )
-        meta = meta[back.ravel()][keep]
+        meta = meta[back][keep]
         n, k = int(keep.sum()), len(head.names)
         code = np.full(n, self.heads[head][0], dtype=np.int64)
         metric, pid, process, section = meta.T
@@ -410,17 +403,9 @@ class _Numastat:
                 raise self.table.error(
                     line_no, self.dash_texts[key[1]], "ruler columns overlap or none is a data column"
                 )
-            text = self.heads[head][1]
-            if len(spans) != len(head.names) or len(text.rstrip()) > spans[-1][1]:
-                raise self.table.error(
-                    line_no - 1,
-                    text,
-                    f"{len(head.names)} column headers over a ruler of {len(spans)} columns",
-                )
-            listing = key[2] >= 0 and self.infos[key[2]][3] == "list"
-            if key[2] >= 0 and head.pid != listing:
-                label = "PID" if head.pid else ""
-                raise self.table.error(line_no - 1, text, f"unexpected label header {label!r}")
+            if len(spans) != len(head.names):
+                reason = f"{len(head.names)} column headers over a ruler of {len(spans)} columns"
+                raise self.table.error(line_no - 1, self.heads[head][1], reason)
             self._checked.add(key)
 
     def _row_meta(
