@@ -49,18 +49,26 @@ attrs: dropped_lines (a last line cut mid-write, or a last block that holds only
 unknown_columns (keys of the `TCP:` list or table rows/columns this parser does not know),
 skipped (lines of other output).
 Tested on: tests/fixtures/ss/ (see README.md there).
+
+Reading: the table engine (parsers/_table.py) reads the transport tables (a row per name, an integer
+per column, in bulk or row by row naming a bad one; a blank line ends a table: `blank_ends`) and hands
+over ss -s's other lines as aside lines, a stretch at a time: this module reads those by their shape
+(the line with each number taken out: few distinct ones, each understood once), ties every value to
+its block by line number and builds the frame, all with numpy.
 """
 
 from __future__ import annotations
 
-import itertools
+import io
 import re
 
 import numpy as np
 import pandas as pd
 
-from ._chunks import block_pieces, has_cr, text_chunks, walk_text
-from ._common import Lines, Skips, Source, coerce, empty_frame, feed_lines
+from perfkit.errors import ParseError
+
+from ._common import SKIP_QUOTES, Lines, Skips, Source, empty_frame, text_column
+from ._table import ROW, Block, Layout, Table
 
 KIND = "ss"
 
@@ -94,13 +102,32 @@ SCHEMA: dict[str, str] = {
 _STAMP = re.compile(r"^== (\d{1,11})\s*$")
 _TOTAL = re.compile(r"^Total:\s+(\d+)(?:\s+\(kernel\s+(\d+)\))?\s*$")
 _TCP = re.compile(r"^TCP:\s+(\d+)\s+\(([^()]*)\)(?:,\s*ports\s+(\d+))?\s*$")
-_TCP_ITEM = re.compile(r"^([a-z_]+)\s+(\d+)(?:/\d+)?$")
-_TIMEWAIT = re.compile(r"^timewait:\s*(\d+)\s*$")
-_ROW_NAME = re.compile(r"^(?:\*|[A-Z][A-Z0-9]*)$")
 _LIST_HEADER = re.compile(r"^(?:Netid\s+)?State\s+Recv-Q\s+Send-Q\s")  # ss's socket list
-_OWN = re.compile(r"^(?:==|Total:|TCP:|timewait:)")  # ss -s's (and the loop's) own line starts
+# ss -s's other lines, as `_shape` reads them: each ASCII number a group, in order
+_N = "([0-9]+)"
+_SHAPES = {
+    "==": (re.compile(rf"== {_N}"), ("stamp",)),
+    "Total:": (re.compile(rf"Total:\s+{_N}(?:\s+\(kernel\s+{_N}\))?"), ("total", "total_kernel")),
+    "TCP:": (re.compile(rf"TCP:\s+{_N}\s+\(([^()]*)\)(?:,\s*ports\s+{_N})?"), ()),
+    "timewait:": (re.compile(rf"timewait:\s*{_N}"), ("timewait_sockets",)),
+}
+_TCP_ITEM = re.compile(r"^([a-z_]+)\s+([0-9]+)(?:/([0-9]+))?$")
+_ROW_NAME = re.compile(r"^(?:\*|[A-Z][A-Z0-9]*)$")
+_FIELDS = ("stamp", *COUNTS, "kernel_row")  # what a number may be: `_FIELD` its code
+_FIELD = {name: i for i, name in enumerate(_FIELDS)}
+_STAMP_F, _TOTAL_F, _KERNEL_F, _ROW_F = (
+    _FIELD["stamp"],
+    _FIELD["total"],
+    _FIELD["total_kernel"],
+    _FIELD["kernel_row"],
+)
 _MAX_DIGITS = 18  # keeps every count inside Int64
 _MAX_EPOCH = 1 << 33  # year 2242: inside pandas' nanosecond range
+_DIGIT = np.zeros(256, dtype=bool)
+_DIGIT[np.frombuffer(b"0123456789", dtype=np.uint8)] = True
+_SPACES = bytes(c if 48 <= c <= 57 else 32 for c in range(256))  # `bytes.translate`: all but digits blank
+_SKIPPED = "not an ss -s summary line (other output saved with it; socket lists are not read)"
+_NOT_SS = "not an ss -s capture (no `== <epoch>` or `Total:` line first)"
 
 
 def sniff(text: str) -> bool:
@@ -113,223 +140,6 @@ def sniff(text: str) -> bool:
     if lines and _STAMP.match(lines[0]):
         lines = lines[1:]
     return len(lines) >= 2 and bool(_TOTAL.match(lines[0])) and bool(_TCP.match(lines[1]))
-
-
-class _Block:
-    """One `ss -s` output and what the loop printed around it; values are kept as ints."""
-
-    def __init__(self, line_no: int, epoch: int | None):
-        self.line_no = line_no
-        self.epoch = epoch
-        self.values: dict[str, int] = {}
-        self.table: list[str] | None = None  # the table's column suffixes, once its header is seen
-        self.table_open = False  # until the blank line after the table: rows after it are not its
-        self.lines = 1 if epoch is not None else 0  # non-blank lines read into it, the stamp included
-
-
-class _Reader:
-    def __init__(self) -> None:
-        self.blocks: list[_Block] = []
-        self.unknown: list[str] = []
-        self.dropped = 0
-        self.skips = Skips()
-
-    def feed(self, line_no: int, line: str, lines: Lines) -> None:
-        text = line.strip()
-        if not text:
-            if self.blocks:
-                self.blocks[-1].table_open = False
-            return
-        m = _STAMP.match(line)
-        if m:
-            if int(m[1]) >= _MAX_EPOCH:
-                raise lines.error(line_no, line, "stamp is not `date +%s` epoch seconds")
-            self.blocks.append(_Block(line_no, int(m[1])))
-            return
-        block = self.blocks[-1] if self.blocks else None
-        m = _TOTAL.match(text)
-        if m:
-            if block is None or "total" in block.values:
-                if block is not None and block.epoch is not None:
-                    raise lines.error(line_no, line, "second Total: line in one stamped block")
-                block = _Block(line_no, None)  # plain `ss -s` outputs one after another: no stamps
-                self.blocks.append(block)
-            block.lines += 1
-            self._set(block, "total", m[1], line_no, line, lines)
-            if m[2] is not None:
-                self._set(block, "total_kernel", m[2], line_no, line, lines)
-            return
-        if block is None:
-            if _OWN.match(text):
-                raise lines.error(
-                    line_no, line, "not an ss -s capture (no `== <epoch>` or `Total:` line first)"
-                )
-            self.skips.add(
-                line_no,
-                line,
-                "not an ss -s summary line (other output saved with it; socket lists are not read)",
-            )
-            return
-        m = _TCP.match(text)
-        if m:
-            block.lines += 1
-            self._tcp(block, m, line_no, line, lines)
-            return
-        m = _TIMEWAIT.match(text)
-        if m:
-            block.lines += 1
-            self._set(block, "timewait_sockets", m[1], line_no, line, lines)
-            return
-        tokens = text.split()
-        if tokens[0] == "Transport":
-            if block.table is not None:
-                raise lines.error(line_no, line, "second transport table in one block")
-            block.lines += 1
-            block.table = []
-            block.table_open = True
-            for name in tokens[1:]:
-                if name not in _TABLE_COLS:
-                    self._unknown(f"Transport {name}")
-                block.table.append(_TABLE_COLS.get(name, "?"))
-            return
-        if block.table is not None and block.table_open and _ROW_NAME.match(tokens[0]):
-            block.lines += 1
-            self._row(block, block.table, tokens, line_no, line, lines)
-            return
-        if _OWN.match(text):
-            raise lines.error(line_no, line, "not an ss -s line")
-        self.skips.add(
-            line_no, line, "not an ss -s summary line (other output saved with it; socket lists are not read)"
-        )
-
-    def cut_last(self, line_no: int, line: str, lines: Lines) -> None:
-        # Cut mid-write: `timewait: 243` may have become `timewait: 24`; never keep a shortened number.
-        self.dropped += 1
-
-    def _tcp(self, block: _Block, m: re.Match[str], line_no: int, line: str, lines: Lines) -> None:
-        self._set(block, "tcp_total", m[1], line_no, line, lines)
-        if m[3] is not None:
-            self._set(block, "tcp_ports", m[3], line_no, line, lines)
-        for item in m[2].split(","):
-            im = _TCP_ITEM.match(item.strip())
-            if not im:
-                raise lines.error(line_no, line, f"unreadable item {item.strip()!r} in the TCP: line")
-            if im[1] in _TCP_KEYS:
-                self._set(block, _TCP_KEYS[im[1]], im[2], line_no, line, lines)
-            else:
-                self._unknown(f"TCP {im[1]}")
-
-    def _row(
-        self, block: _Block, table: list[str], tokens: list[str], line_no: int, line: str, lines: Lines
-    ) -> None:
-        name, cells = tokens[0], tokens[1:]
-        if len(cells) != len(table):
-            raise lines.error(line_no, line, f"{len(cells)} values under {len(table)} table columns")
-        for suffix, cell in zip(table, cells, strict=True):
-            if cell == "-":  # the old `*` row prints `-` for IP and IPv6
-                continue
-            if suffix == "?":
-                continue
-            if name == "*":
-                field = "total_kernel" if suffix == "" else None
-            elif name == "FRAG":
-                field = _FRAG_FIELDS[suffix]
-            elif name in _TABLE_ROWS:
-                field = f"{_TABLE_ROWS[name]}_{suffix}sockets"
-            else:
-                self._unknown(f"Transport row {name}")
-                return
-            if field is None:
-                continue
-            if name == "*" and field in block.values:
-                # The old `*` row repeats `(kernel N)` of the Total: line: it must agree.
-                if block.values[field] != self._int(cell, line_no, line, lines):
-                    raise lines.error(line_no, line, "`*` row disagrees with `Total: (kernel N)`")
-                continue
-            self._set(block, field, cell, line_no, line, lines)
-
-    def _set(self, block: _Block, field: str, text: str, line_no: int, line: str, lines: Lines) -> None:
-        if field in block.values:
-            raise lines.error(line_no, line, f"{field} printed twice in one block")
-        block.values[field] = self._int(text, line_no, line, lines)
-
-    @staticmethod
-    def _int(text: str, line_no: int, line: str, lines: Lines) -> int:
-        if not text.isdigit() or len(text) > _MAX_DIGITS:
-            raise lines.error(line_no, line, f"not a count: {text!r}")
-        return int(text)
-
-    def _unknown(self, name: str) -> None:
-        if name not in self.unknown:
-            self.unknown.append(name)
-
-
-# The loop's block exactly as iproute2 6.x prints it (12 lines, every count present). A capture made
-# only of these blocks is read by one regex per chunk, its counts converted column-wise; anything
-# else (old iproute2, plain `ss -s`, unknown keys, a cut last line, CR line ends) goes line by line.
-_N = "([0-9]{1,18})"
-_T = "[ \t]+"
-_FAST_BLOCK = re.compile(
-    "^== ([0-9]{1,11})[ \t]*\n"
-    f"Total:{_T}{_N}[ \t]*\n"
-    f"TCP:{_T}{_N}{_T}\\(estab {_N}, closed {_N}, orphaned {_N}, timewait {_N}\\)[ \t]*\n"
-    "\n"
-    f"Transport{_T}Total{_T}IP{_T}IPv6[ \t]*\n"
-    + "".join(f"{name}{_T}{_N}{_T}{_N}{_T}{_N}[ \t]*\n" for name in ("RAW", "UDP", "TCP", "INET", "FRAG"))
-    + "\n"
-    f"timewait:[ \t]*{_N}[ \t]*\n",
-    re.MULTILINE,
-)
-_FAST_LINES = 12
-# the fast block's groups after the epoch, in order
-_FAST_FIELDS = (
-    "total",
-    "tcp_total",
-    "tcp_estab",
-    "tcp_closed",
-    "tcp_orphaned",
-    "tcp_timewait",
-    *_TABLE_FIELDS,
-    *_FRAG_FIELDS.values(),
-    "timewait_sockets",
-)
-
-
-def _fast(source: Source) -> tuple[list[np.ndarray], str, int] | None:
-    """Counts of the complete loop blocks, one row per block (epoch first), an array per piece; and the
-    capture's last piece when that is not only complete blocks (a cut last line, a last block cut by
-    SIGTERM) with its first line number, for the line walk; None if the capture is not the loop's."""
-    chunks = text_chunks(source)
-    if chunks is None:
-        return None
-    parts: list[np.ndarray] = []
-    tail: tuple[str, int] | None = None
-    try:
-        # every block starts with its stamp: pieces are cut there
-        for piece, first_no in block_pieces(chunks, lambda text: text.rfind("\n== ") + 1):
-            if tail is not None or has_cr(piece):
-                return None  # an irregular piece before the last one: the line walk reads the capture
-            if not _fast_blocks(piece, parts):
-                tail = (piece, first_no)
-    except OSError:
-        return None  # the line walk raises it as a ParseError
-    if not parts or any((part[:, 0] >= _MAX_EPOCH).any() for part in parts):
-        return None  # no loop block, or a bad stamp, which the line walk names
-    return (parts, *(tail or ("", 0)))
-
-
-def _fast_blocks(text: str, parts: list[np.ndarray]) -> bool:
-    """Append the counts of `text` to `parts` if it is only complete loop blocks; else False."""
-    if not text.endswith("\n"):
-        return False  # a cut last line: the line walk handles it
-    found = _FAST_BLOCK.findall(text)
-    # matches start at a line start and end at a newline: equal counts mean no line was skipped
-    if not found or text.count("\n") != _FAST_LINES * len(found):
-        return False
-    # every group is a digit run (checked by the regex): numpy's text reader converts them at once
-    flat = " ".join(itertools.chain.from_iterable(found))
-    parts.append(np.fromstring(flat, dtype=np.int64, sep=" ").reshape(len(found), -1))
-    return True
 
 
 def parse(source: Source, *, host: str | None = None, tz: str = "UTC") -> pd.DataFrame:
@@ -346,60 +156,343 @@ def parse(source: Source, *, host: str | None = None, tz: str = "UTC") -> pd.Dat
             other lines were skipped.
     """
     del tz
-    fast = _fast(source)
-    reader = _Reader()
-    if fast is None:
-        feed_lines(source, KIND, reader.feed, reader.cut_last)
-    elif fast[1]:
-        walk_text(fast[1], fast[2], Lines(source, KIND), reader.feed, reader.cut_last)
-    blocks = reader.blocks
-    if blocks and not blocks[-1].values:
-        # The capture stopped after `date` but before `ss -s` printed a number: nothing measured.
-        reader.dropped += blocks.pop().lines
-    rows = len(blocks) + (sum(len(p) for p in fast[0]) if fast is not None else 0)
-    reader.skips.refuse_if_nothing_read(rows, Lines(source, KIND))
-    attrs = {"dropped_lines": reader.dropped, "unknown_columns": reader.unknown, "skipped": reader.skips}
-    frames = [] if fast is None else [_fast_frame(fast[0], host)]
-    if blocks:
-        frames.append(_blocks_frame(blocks, host))
-    if not frames:
-        df = empty_frame(SCHEMA)
-    elif len(frames) == 1:
-        df = frames[0]
-    else:
-        df = coerce(pd.concat(frames, ignore_index=True), SCHEMA)
-    df.attrs.clear()
-    df.attrs.update(attrs)
-    return df
+    return _Ss(source).run(host)
 
 
-def _blocks_frame(blocks: list[_Block], host: str | None) -> pd.DataFrame:
-    """The frame of the line walk's blocks."""
-    n = len(blocks)
-    data: dict[str, object] = {
-        col: pd.array([b.values.get(col) for b in blocks], dtype="Int64") for col in COUNTS
-    }
-    epochs = np.array([np.nan if b.epoch is None else b.epoch for b in blocks], dtype=np.float64)
-    data["timestamp"] = pd.to_datetime(epochs, unit="s", utc=True)
-    data["host"] = pd.array([host] * n, dtype="string")
-    return coerce(pd.DataFrame(data, copy=False), SCHEMA)
+class _Ss:
+    """The format for the table engine: every line is a row (no structure line: the loop's blocks stay
+    in bulk), the transport tables' headers found by `Transport`, the other lines of ss -s aside lines
+    (by `=` first, `Total:`/`TCP:`/`timewait:` anywhere: `aside()` keeps its own)."""
+
+    structure_bytes = b""
+    header_words = (b"Transport",)
+    aside_bytes = b"="
+    aside_words = (b"Total:", b"TCP:", b"timewait:")
+    aside_joined = True
+    blank_ends = True  # rows after the table's blank line are other output
+
+    def __init__(self, source: Source):
+        self.source = source
+        self.table = Table(source, KIND, self)
+        self.table.foreign = self.foreign
+        # each number read, as parallel arrays: its field (`_FIELD`), line number, value, and a table
+        # row's header line (-1 for the other lines)
+        self.fields: list[np.ndarray] = []
+        self.line_nos: list[np.ndarray] = []
+        self.values: list[np.ndarray] = []
+        self.heads: list[np.ndarray] = []
+        self.headers: dict[int, str] = {}  # transport header line -> its text
+        self.errors: list[tuple[int, str, str, bool]] = []  # (line, text, reason, own: a capture's line)
+        self.unknown: list[tuple[int, str]] = []
+        self.skipped: list[tuple[int, str]] = []  # the first few of each kind, quoted in file order
+        self.skip_count = 0
+        self.first_start = np.iinfo(np.int64).max  # the first stamp or Total: line seen
+
+    def run(self, host: str | None) -> pd.DataFrame:
+        try:
+            self.table.run()
+        except ParseError as exc:  # one before it (an aside line, a value twice) is the first error
+            self._first_before(exc.line_no)
+            raise
+        return self._frame(host)
+
+    def _first_before(self, line_no: int) -> None:
+        """Raise the first error before line `line_no` (where the engine found a row that does not read):
+        the lines before it read again on their own, the rows of its stretch too (the engine hands over
+        none of a stretch with a bad row)."""
+        source = self.source
+        if isinstance(source, io.TextIOBase) and source.seekable():
+            source.seek(0)
+        elif not isinstance(source, str) and not hasattr(source, "__fspath__"):
+            self._blocks(before=line_no)  # a stream read once: what was handed over
+            return
+        head = "".join(text + "\n" for no, text in Lines(source, KIND) if no < line_no)
+        again = _Ss(head)
+        again.table.run()
+        try:
+            again._blocks(before=line_no)
+        except ParseError as exc:
+            raise self.table.error(exc.line_no, exc.line, exc.reason) from None
+
+    # ------------------------------------------------------------ the format
+
+    def layout(self, line_no: int, text: str) -> Layout:
+        names = text.split()
+        if names[:1] != ["Transport"]:
+            return ROW
+        self.unknown += [(line_no, f"Transport {n}") for n in names[1:] if n not in _TABLE_COLS]
+        self.headers[line_no] = text
+        suffixes = tuple(_TABLE_COLS.get(n, "?") for n in names[1:])
+        # integers or `-` (old iproute2's `*` row prints it for IP and IPv6): NaN, not kept
+        return Layout("I" * len(suffixes), key=(text, suffixes))
+
+    def structure(self, line_no: int, text: str) -> None:
+        """A line under no table: before the first, or after a table's blank line."""
+        if text.strip():
+            self._skip([line_no], [text])
+
+    def foreign(self, line_no: int, text: str) -> bool:
+        """A line among a table's rows that does not read: other output unless it is named as a row of a
+        table after a summary's first line (one before is other output whatever it holds)."""
+        tokens = text.split()
+        if tokens and _ROW_NAME.match(tokens[0]) and line_no > self.first_start:
+            return False
+        self._skip([line_no], [text])
+        return True
+
+    def aside(self, line_nos: np.ndarray, data: bytes) -> np.ndarray:
+        """Which of these lines (`aside_joined`: one bytes object) are ss -s's own (`== N`, `Total:`,
+        `TCP:`, `timewait:`, `*`): their numbers read at once, and each line understood by its shape (the
+        line with each number one mark: the loop's blocks have four), the first line of a shape alone."""
+        buf = np.frombuffer(data, dtype=np.uint8)
+        line_end = np.flatnonzero(buf == 10)
+        line_start = np.concatenate(([0], line_end[:-1] + 1))
+        digit = _DIGIT[buf]
+        run_start = np.flatnonzero(digit & ~np.concatenate(([False], digit[:-1])))
+        size = np.flatnonzero(digit & ~np.concatenate((digit[1:], [False]))) + 1 - run_start
+        runs = np.bincount(np.searchsorted(line_end, run_start), minlength=len(line_end))
+        start = np.cumsum(runs) - runs  # each line's first number
+        codes, firsts = _shapes(buf, digit, run_start, len(line_end))
+        numbers = _numbers(data, size)
+        own = np.zeros(len(line_end), dtype=bool)
+        for code, first in enumerate(firsts.tolist()):
+            text = data[line_start[first] : line_end[first]].decode("utf-8", "replace")
+            found = self._shape(int(line_nos[first]), text)
+            if found is None:
+                continue
+            rows = np.flatnonzero(codes == code)
+            own[rows] = True
+            if isinstance(found, str):  # a line of ss -s's that does not read: the first of its shape
+                self.errors.append((int(line_nos[first]), text, found, True))
+                continue
+            for j, field in enumerate(found):
+                if field is None:
+                    continue
+                at = start[rows] + j
+                bad = size[at] > (11 if field == _STAMP_F else _MAX_DIGITS)
+                if field == _STAMP_F:
+                    bad |= numbers[at] >= _MAX_EPOCH
+                if bad.any():
+                    k = int(rows[np.argmax(bad)])
+                    reason = "stamp is not `date +%s` epoch seconds" if field == _STAMP_F else "not a count"
+                    self.errors.append((int(line_nos[k]), "", reason, True))
+                self._add(field, line_nos[rows], numbers[at])
+                if field in (_STAMP_F, _TOTAL_F):
+                    self.first_start = min(self.first_start, int(line_nos[rows[0]]))
+        return own
+
+    def _shape(self, line_no: int, text: str) -> list[int | None] | str | None:
+        """The field of each number of a line of this shape (`_FIELD`; None: not kept), a reason when it
+        starts as ss -s's own line but does not read, None when it is not one of them."""
+        text = text.strip()
+        prefix = next((p for p in _SHAPES if text.startswith(p)), None)
+        if prefix is None:
+            return None
+        rx, names = _SHAPES[prefix]
+        m = rx.fullmatch(text)
+        if m is None:
+            return "not an ss -s line"
+        if prefix != "TCP:":
+            return [_FIELD[n] for n, g in zip(names, m.groups(), strict=False) if g is not None]
+        fields: list[int | None] = [_FIELD["tcp_total"]]
+        for item in m[2].split(","):
+            im = _TCP_ITEM.match(item.strip())
+            if im is None:
+                return f"unreadable item {item.strip()!r} in the TCP: line"
+            if im[1] not in _TCP_KEYS:
+                self.unknown.append((line_no, f"TCP {im[1]}"))
+            fields.append(_FIELD[_TCP_KEYS[im[1]]] if im[1] in _TCP_KEYS else None)
+            fields += [None] * (im[3] is not None)  # `timewait 26/0`: the slab's count
+        return fields + [_FIELD["tcp_ports"]] * (m[3] is not None)
+
+    def rows(self, block: Block) -> None:
+        """Transport table rows: each value to its field by the row's name and the column's header."""
+        text, suffixes = block.layout.key
+        names = block.label.categories.tolist()
+        named = np.array([bool(_ROW_NAME.match(n)) for n in names] + [False])[block.label.codes]
+        skip = np.flatnonzero(~named)  # a line under the table that names no row: other output
+        if len(skip):
+            self._skip(block.line_nos[skip], [block.text(int(k)) for k in skip[:SKIP_QUOTES]])
+        for k, n in enumerate(names):
+            mine = named & (block.label.codes == k)
+            if n not in _TABLE_ROWS and n not in ("FRAG", "*") and mine.any():
+                self.unknown.append((int(block.line_nos[np.argmax(mine)]), f"Transport row {n}"))
+        self.headers.update(dict.fromkeys(np.unique(block.headers).tolist(), text))
+        for suffix, values in zip(suffixes, block.fields, strict=True):
+            if suffix == "?":
+                continue
+            huge = values >= 2.0**53  # read as float64 (`I`): exact below
+            if huge.any():
+                k = int(np.argmax(huge))
+                self.errors.append((int(block.line_nos[k]), block.text(k), "not a count", False))
+            field = np.array([_cell(n, suffix) for n in names] + [-1])[block.label.codes]
+            field[~named | np.isnan(values)] = -1
+            for f in np.unique(field[field >= 0]).tolist():
+                at = field == f
+                self._add(f, block.line_nos[at], values[at].astype(np.int64), block.headers[at])
+
+    def _add(self, field: int, nos: np.ndarray, values: np.ndarray, heads: np.ndarray | None = None) -> None:
+        self.fields.append(np.full(len(nos), field, dtype=np.int64))
+        self.line_nos.append(np.asarray(nos, dtype=np.int64))
+        self.values.append(np.asarray(values, dtype=np.int64))
+        self.heads.append(np.full(len(nos), -1, dtype=np.int64) if heads is None else heads)
+
+    def _skip(self, line_nos: object, texts: list[str]) -> None:
+        """Lines of other output: counted, the first few (`texts`) kept to quote."""
+        nos = np.asarray(line_nos).tolist()
+        self.skip_count += len(nos)
+        self.skipped += list(zip(nos, texts[:SKIP_QUOTES], strict=False))
+
+    # ------------------------------------------------------------ the frame
+
+    def _blocks(self, before: int | None = None) -> tuple[np.ndarray, ...]:
+        """Every number's field, value and block (-1: before any), and the blocks' first lines and stamps
+        (-1: none); a ParseError for the first line (before line `before`, if given) that breaks
+        ss -s's order (the numbers are not in line order: a stretch's aside lines come first)."""
+        parts = (self.fields, self.line_nos, self.values, self.heads)
+        fields, line_nos, values, heads = (np.concatenate(p) if p else np.empty(0, np.int64) for p in parts)
+        errors = list(self.errors)
+        # a block starts at each stamp, and at a Total: line after none or after another Total:
+        st = np.flatnonzero((fields == _STAMP_F) | (fields == _TOTAL_F))
+        st = st[np.argsort(line_nos[st], kind="stable")]
+        total = fields[st] == _TOTAL_F
+        after_total = np.concatenate(([True], total[:-1]))
+        starts = st[~total | after_total]
+        stamped = total & after_total & np.concatenate(([False, False], ~total[:-2]))[: len(total)]
+        if stamped.any():
+            errors.append(
+                (int(line_nos[st[np.argmax(stamped)]]), "", "second Total: line in one stamped block", False)
+            )
+        first_lines = line_nos[starts]
+        epochs = np.where(fields[starts] == _STAMP_F, values[starts], -1)
+        block = np.searchsorted(first_lines, line_nos, side="right") - 1
+        if ((block < 0) & (heads < 0)).any():
+            errors.append((int(line_nos[(block < 0) & (heads < 0)].min()), "", _NOT_SS, False))
+        # a table's rows are its header's block's: one under a header in another block (or in none, before
+        # the first summary) is other output, as is a header in none
+        row = heads >= 0
+        stray = row & (np.searchsorted(first_lines, heads, side="right") - 1 != block)
+        if stray.any() and before is None:
+            lines = np.unique(line_nos[stray])
+            self._skip(lines, [self._text(k) for k in lines[:SKIP_QUOTES].tolist()])
+        early = [k for k in self.headers if not len(starts) or k < first_lines[0]]
+        if early and before is None:
+            self._skip(sorted(early), [self.headers[k] for k in sorted(early)[:SKIP_QUOTES]])
+        if stray.any():
+            fields, line_nos, values, block = (a[~stray] for a in (fields, line_nos, values, block))
+        # a value twice in one block; the `*` row repeats `(kernel N)`: it must agree
+        key = np.where(fields == _ROW_F, _KERNEL_F, fields) + block * len(_FIELDS)
+        if len(key) and np.bincount(key[block >= 0]).max(initial=0) > 1:
+            errors += self._twice(key, fields, line_nos, values)
+        heads = np.array(sorted(self.headers), dtype=np.int64)
+        head_block = np.searchsorted(first_lines, heads, side="right") - 1
+        twice = np.flatnonzero((head_block[1:] == head_block[:-1]) & (head_block[1:] >= 0)) + 1
+        for k in twice[:1].tolist():
+            errors.append(
+                (int(heads[k]), self.headers[int(heads[k])], "second transport table in one block", False)
+            )
+        self._raise_first(errors, first_lines[:1], before)
+        return fields, values, block, first_lines, epochs
+
+    @staticmethod
+    def _twice(key: np.ndarray, fields: np.ndarray, line_nos: np.ndarray, values: np.ndarray) -> list:
+        """The errors of a value printed twice in one block (a `*` row that disagrees)."""
+        errors = []
+        by = np.lexsort((line_nos, key))
+        for k in (np.flatnonzero(key[by][1:] == key[by][:-1]) + 1).tolist():
+            i, first = by[k], by[np.searchsorted(key[by], key[by[k]])]
+            if fields[i] == _ROW_F:
+                if values[i] != values[first]:
+                    errors.append((int(line_nos[i]), "", "`*` row disagrees with `Total: (kernel N)`", False))
+            else:
+                name = _FIELDS[fields[i]]
+                errors.append((int(line_nos[i]), "", f"{name} printed twice in one block", False))
+        return errors
+
+    def _raise_first(self, errors: list, first_start: np.ndarray, before: int | None) -> None:
+        errors = [e for e in errors if before is None or e[0] < before]
+        if not errors:
+            return
+        line_no, text, reason, own = min(errors, key=lambda e: e[0])
+        if own and (not len(first_start) or line_no < first_start[0]):
+            reason = _NOT_SS  # one of ss -s's lines before any summary
+        raise self.table.error(line_no, text or self._text(line_no), reason)
+
+    def _text(self, line_no: int) -> str:
+        """The text of a line, read again (for an error naming it)."""
+        source = self.source
+        if isinstance(source, io.TextIOBase) and source.seekable():
+            source.seek(0)
+        elif not isinstance(source, str) and not hasattr(source, "__fspath__"):
+            return ""
+        return next((text for no, text in Lines(source, KIND) if no == line_no), "")
+
+    def _frame(self, host: str | None) -> pd.DataFrame:
+        fields, values, block, start_nos, epochs = self._blocks()
+        dropped = int(self.table.cut is not None)
+        n = len(start_nos)
+        if n and epochs[-1] >= 0 and (block == n - 1).sum() == 1:
+            n, dropped = n - 1, dropped + 1  # the capture stopped after `date`, before ss -s printed
+        skips = Skips()
+        for line_no, text in sorted(self.skipped)[:SKIP_QUOTES]:
+            skips.add(line_no, text, _SKIPPED)
+        skips.count = self.skip_count
+        skips.refuse_if_nothing_read(n, self.table.lines)
+        seen = [u for _, u in sorted(self.unknown) if _ >= (start_nos[0] if len(start_nos) else 0)]
+        attrs = {"dropped_lines": dropped, "unknown_columns": list(dict.fromkeys(seen)), "skipped": skips}
+        if not n:
+            df = empty_frame(SCHEMA)
+            df.attrs.update(attrs)
+            return df
+        stamp = np.where(epochs[:n] >= 0, epochs[:n], np.nan)
+        data: dict[str, object] = {
+            "timestamp": pd.to_datetime(stamp, unit="s", utc=True).as_unit("ns"),
+            "host": text_column([host], np.zeros(n, dtype=np.intp)),
+        }
+        # a field's values as rows of one table (field x block): each printed once (or agreeing: `*`)
+        keep = (block >= 0) & (block < n)
+        at = np.where(fields == _ROW_F, _KERNEL_F, fields)[keep] * n + block[keep]
+        table = np.zeros(len(_FIELDS) * n, dtype=np.int64)
+        table[at] = values[keep]
+        missing = np.ones(len(_FIELDS) * n, dtype=bool)
+        missing[at] = False
+        for name in COUNTS:
+            f = _FIELD[name] * n
+            data[name] = pd.arrays.IntegerArray(table[f : f + n], missing[f : f + n])
+        df = pd.DataFrame(data, copy=False)
+        df.attrs.update(attrs)
+        return df
 
 
-def _fast_frame(parts: list[np.ndarray], host: str | None) -> pd.DataFrame:
-    """The frame of `_fast`'s counts: what the line walk builds for the same blocks."""
-    # one column at a time from the pieces' arrays: no second copy of the whole table
-    n = sum(len(part) for part in parts)
-    epochs = np.concatenate([part[:, 0] for part in parts]).astype(np.float64)
-    # in SCHEMA's order: `coerce` then keeps the frame as it is, without a copy
-    data: dict[str, object] = {
-        "timestamp": pd.to_datetime(epochs, unit="s", utc=True).as_unit("ns"),
-        "host": pd.array([host] * n, dtype="string"),
-    }
-    for col in COUNTS:
-        if col in _FAST_FIELDS:
-            j = 1 + _FAST_FIELDS.index(col)
-            values = np.concatenate([part[:, j] for part in parts])
-            data[col] = pd.arrays.IntegerArray(values, np.zeros(n, dtype=bool))
-        else:
-            data[col] = pd.array([None] * n, dtype="Int64")
-    return coerce(pd.DataFrame(data, copy=False), SCHEMA)
+def _shapes(
+    buf: np.ndarray, digit: np.ndarray, run_start: np.ndarray, lines: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """Lines of one shape (their bytes with each number one \\x01): a code per line and each code's first
+    line. Where a line holds a NUL or \\x01 itself, each line is a shape of its own."""
+    if (buf < 2).any():
+        return np.arange(lines), np.arange(lines)
+    kept = ~digit
+    kept[run_start] = True
+    shapes = np.where(digit, 1, buf)[kept].tobytes().split(b"\n")[:-1]
+    codes = pd.factorize(np.array(shapes, dtype=object))[0]
+    return codes, np.unique(codes, return_index=True)[1]
+
+
+def _numbers(data: bytes, size: np.ndarray) -> np.ndarray:
+    """The ASCII digit runs of `data` as integers (a run too long for int64 as 0: it is refused)."""
+    if not len(size):
+        return np.empty(0, dtype=np.int64)
+    if size.max() <= _MAX_DIGITS:
+        return np.fromstring(data.translate(_SPACES), dtype=np.int64, sep=" ")
+    return np.array([int(r) if len(r) <= _MAX_DIGITS else 0 for r in data.translate(_SPACES).split()])
+
+
+def _cell(name: str, suffix: str) -> int:
+    """The field (`_FIELD`) of a table row's cell under a column; -1 for none."""
+    if name == "*":  # old iproute2's slab count: the `(kernel N)` of the Total: line again
+        return _ROW_F if suffix == "" else -1
+    if name == "FRAG":
+        return _FIELD[_FRAG_FIELDS[suffix]]
+    if name in _TABLE_ROWS:
+        return _FIELD[f"{_TABLE_ROWS[name]}_{suffix}sockets"]
+    return -1

@@ -7,6 +7,7 @@ table and the `timewait:` line of the block named), and epochs were converted wi
 from __future__ import annotations
 
 import subprocess
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -14,7 +15,8 @@ import pytest
 from perfkit.errors import ParseError
 from perfkit.parsers import ss
 
-from .conftest import FIXTURES, need_tool
+from .conftest import FIXTURES, need_tool, row_by_row
+from .test_ps import bulk_spy
 
 S = FIXTURES / "ss"
 
@@ -159,3 +161,68 @@ def test_malformed_summary_line_after_a_list_names_the_line() -> None:
     assert info.value.line_no == 14
     with pytest.raises(ParseError, match=r"nothing readable \(3 lines skipped\)"):
         ss.parse(text.split("\n\n")[-1])  # the list alone: a socket list is not read
+
+
+def _loop(n: int) -> str:
+    """n blocks of the capture loop, their counts varying (wider values push a table row's columns)."""
+    blocks = []
+    for k in range(n):
+        tcp, estab = 100 + k * 37 % 9000, k % 50
+        blocks.append(
+            f"== {1795416970 + k}\nTotal: {20 + k % 7}\n"
+            f"TCP:   {tcp} (estab {estab}, closed {tcp - estab}, orphaned 0, timewait {k % 300})\n\n"
+            "Transport Total     IP        IPv6\n"
+            "RAW\t  0         0         0        \n"
+            f"UDP\t  {k % 3}         {k % 3}         0        \n"
+            f"TCP\t  {estab + 3}        {estab + 3}        0        \n"
+            f"INET\t  {estab + 3 + k % 3}        {estab + 3 + k % 3}        0        \n"
+            "FRAG\t  0         0         0        \n\n"
+            f"timewait: {k % 300}\n"
+        )
+    return "".join(blocks)
+
+
+@pytest.mark.parametrize("fixture", sorted(S.glob("*.txt")), ids=lambda p: p.name)
+def test_fixture_bulk_reads_as_row_by_row(fixture: Path) -> None:
+    bulk = ss.parse(fixture)
+    expected = row_by_row(ss.parse, fixture)
+    pd.testing.assert_frame_equal(bulk, expected)
+    assert bulk.attrs["skipped"].count == expected.attrs["skipped"].count
+
+
+def test_long_loop_bulk_reads_as_row_by_row(monkeypatch: pytest.MonkeyPatch) -> None:
+    text = _loop(3000)
+    expected = row_by_row(ss.parse, text)
+    batches = bulk_spy(monkeypatch, 500, 20_000)
+    bulk = ss.parse(text)
+    assert len(batches) > 10 and 0 not in batches and sum(batches) == 5 * 3000  # tabs, wide values: bulk
+    pd.testing.assert_frame_equal(bulk, expected)
+    assert bulk.attrs["dropped_lines"] == 0 and bulk.attrs["unknown_columns"] == []
+    row = bulk.loc[2999]
+    assert row["tcp_total"] == 100 + 2999 * 37 % 9000 and row["inet_ipv4_sockets"] == 49 + 3 + 2
+    assert row["timestamp"] == pd.Timestamp(1795416970 + 2999, unit="s", tz="UTC")
+    assert row["timewait_sockets"] == row["tcp_timewait"] == 2999 % 300
+
+
+def test_bad_table_row_named_alike_in_bulk_and_row_by_row(monkeypatch: pytest.MonkeyPatch) -> None:
+    lines = _loop(2000).split("\n")
+    lines[12 * 1500 + 6] = "UDP\t  1         x         0"
+    text = "\n".join(lines)
+    with pytest.raises(ParseError) as want:
+        row_by_row(ss.parse, text)
+    bulk_spy(monkeypatch, 500, 20_000)
+    with pytest.raises(ParseError) as got:
+        ss.parse(text)
+    assert str(got.value) == str(want.value) and got.value.line_no == 12 * 1500 + 7
+
+
+def test_a_blank_line_ends_the_table() -> None:
+    # a row named like the table's after its blank line is other output (skipped), not a second UDP row;
+    # one right under the table is the table's (read twice: an error)
+    text = (S / "iproute2-6.1-plain.txt").read_text()
+    df = ss.parse(text + "UDP 1 2 3\n")
+    assert len(df) == 1 and df.at[0, "udp_sockets"] == 0 and df.attrs["skipped"].count == 1
+    assert df.attrs["skipped"].quoted[0].line_no == 11
+    with pytest.raises(ParseError, match="udp_sockets printed twice") as info:
+        ss.parse(text.rstrip("\n") + "\nUDP 1 2 3\n")
+    assert info.value.line_no == 10
