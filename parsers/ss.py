@@ -191,28 +191,10 @@ class _Ss:
     def run(self, host: str | None) -> pd.DataFrame:
         try:
             self.table.run()
-        except ParseError as exc:  # one before it (an aside line, a value twice) is the first error
-            self._first_before(exc.line_no)
+        except ParseError as exc:  # one before it in what was handed over (an aside line, a value twice)
+            self._blocks(before=exc.line_no)
             raise
         return self._frame(host)
-
-    def _first_before(self, line_no: int) -> None:
-        """Raise the first error before line `line_no` (where the engine found a row that does not read):
-        the lines before it read again on their own, the rows of its stretch too (the engine hands over
-        none of a stretch with a bad row)."""
-        source = self.source
-        if isinstance(source, io.TextIOBase) and source.seekable():
-            source.seek(0)
-        elif not isinstance(source, str) and not hasattr(source, "__fspath__"):
-            self._blocks(before=line_no)  # a stream read once: what was handed over
-            return
-        head = "".join(text + "\n" for no, text in Lines(source, KIND) if no < line_no)
-        again = _Ss(head)
-        again.table.run()
-        try:
-            again._blocks(before=line_no)
-        except ParseError as exc:
-            raise self.table.error(exc.line_no, exc.line, exc.reason) from None
 
     # ------------------------------------------------------------ the format
 
@@ -242,7 +224,7 @@ class _Ss:
 
     def aside(self, line_nos: np.ndarray, data: bytes) -> np.ndarray:
         """Which of these lines (`aside_joined`: one bytes object) are ss -s's own (`== N`, `Total:`,
-        `TCP:`, `timewait:`, `*`): their numbers read at once, and each line understood by its shape (the
+        `TCP:`, `timewait:`): their numbers read at once, and each line understood by its shape (the
         line with each number one mark: the loop's blocks have four), the first line of a shape alone."""
         buf = np.frombuffer(data, dtype=np.uint8)
         line_end = np.flatnonzero(buf == 10)
