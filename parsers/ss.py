@@ -181,7 +181,7 @@ class _Ss:
         self.line_nos: list[np.ndarray] = []
         self.values: list[np.ndarray] = []
         self.heads: list[np.ndarray] = []
-        self.headers: dict[int, str] = {}  # transport header line -> its text
+        self.headers: list[tuple[np.ndarray, str]] = []  # transport header lines, with their text
         self.errors: list[tuple[int, str, str, bool]] = []  # (line, text, reason, own: a capture's line)
         self.unknown: list[tuple[int, str]] = []
         self.skipped: list[tuple[int, str]] = []  # the first few of each kind, quoted in file order
@@ -203,7 +203,7 @@ class _Ss:
         if names[:1] != ["Transport"]:
             return ROW
         self.unknown += [(line_no, f"Transport {n}") for n in names[1:] if n not in _TABLE_COLS]
-        self.headers[line_no] = text
+        self.headers.append((np.array([line_no]), text))
         suffixes = tuple(_TABLE_COLS.get(n, "?") for n in names[1:])
         # integers or `-` (old iproute2's `*` row prints it for IP and IPv6): NaN, not kept
         return Layout("I" * len(suffixes), key=(text, suffixes))
@@ -299,7 +299,8 @@ class _Ss:
             mine = named & (block.label.codes == k)
             if n not in _TABLE_ROWS and n not in ("FRAG", "*") and mine.any():
                 self.unknown.append((int(block.line_nos[np.argmax(mine)]), f"Transport row {n}"))
-        self.headers.update(dict.fromkeys(np.unique(block.headers).tolist(), text))
+        heads = block.headers  # in line order: each header where it changes
+        self.headers.append((heads[np.concatenate(([True], heads[1:] != heads[:-1]))], text))
         for suffix, values in zip(suffixes, block.fields, strict=True):
             if suffix == "?":
                 continue
@@ -307,11 +308,11 @@ class _Ss:
             if huge.any():
                 k = int(np.argmax(huge))
                 self.errors.append((int(block.line_nos[k]), block.text(k), "not a count", False))
-            field = np.array([_cell(n, suffix) for n in names] + [-1])[block.label.codes]
-            field[~named | np.isnan(values)] = -1
-            for f in np.unique(field[field >= 0]).tolist():
-                at = field == f
-                self._add(f, block.line_nos[at], values[at].astype(np.int64), block.headers[at])
+            kept = ~np.isnan(values)
+            for k, n in enumerate(names):
+                if (f := _cell(n, suffix)) >= 0:
+                    at = kept & (block.label.codes == k)
+                    self._add(f, block.line_nos[at], values[at].astype(np.int64), heads[at])
 
     def _add(self, field: int, nos: np.ndarray, values: np.ndarray, heads: np.ndarray | None = None) -> None:
         self.fields.append(np.full(len(nos), field, dtype=np.int64))
@@ -357,22 +358,22 @@ class _Ss:
         if stray.any() and before is None:
             lines = np.unique(line_nos[stray])
             self._skip(lines, [self._text(k) for k in lines[:SKIP_QUOTES].tolist()])
-        early = [k for k in self.headers if not len(starts) or k < first_lines[0]]
-        if early and before is None:
-            self._skip(sorted(early), [self.headers[k] for k in sorted(early)[:SKIP_QUOTES]])
+        heads, at = np.unique(np.concatenate([h for h, _ in self.headers] or [heads[:0]]), return_index=True)
+        texts = np.repeat(np.arange(len(self.headers)), [len(h) for h, _ in self.headers])[at]
+        early = heads[: np.searchsorted(heads, first_lines[0]) if len(starts) else len(heads)]
+        if len(early) and before is None:
+            self._skip(early, [self.headers[t][1] for t in texts[:SKIP_QUOTES].tolist()])
         if stray.any():
             fields, line_nos, values, block = (a[~stray] for a in (fields, line_nos, values, block))
         # a value twice in one block; the `*` row repeats `(kernel N)`: it must agree
         key = np.where(fields == _ROW_F, _KERNEL_F, fields) + block * len(_FIELDS)
         if len(key) and np.bincount(key[block >= 0]).max(initial=0) > 1:
             errors += self._twice(key, fields, line_nos, values)
-        heads = np.array(sorted(self.headers), dtype=np.int64)
         head_block = np.searchsorted(first_lines, heads, side="right") - 1
         twice = np.flatnonzero((head_block[1:] == head_block[:-1]) & (head_block[1:] >= 0)) + 1
         for k in twice[:1].tolist():
-            errors.append(
-                (int(heads[k]), self.headers[int(heads[k])], "second transport table in one block", False)
-            )
+            text = self.headers[int(texts[k])][1]
+            errors.append((int(heads[k]), text, "second transport table in one block", False))
         self._raise_first(errors, first_lines[:1], before)
         return fields, values, block, first_lines, epochs
 
