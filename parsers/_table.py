@@ -10,7 +10,8 @@ A format states what is its own and nothing else:
   each report). They are taken out of the runs in bulk and handed to `aside(line_nos, texts)`, which
   returns which of them are indeed no rows, before the rows of the same stretch of the file: a
   format ties rows to them by line number. `aside_words` (bytes) find more of them by their text
-  instead: the lines holding one (iotop's `-t` Total lines, which start like its rows);
+  instead: the lines holding one (iotop's `-t` Total lines, which start like its rows); with
+  `aside_joined` the lines come as one bytes object, each ending with a line end (no str per line);
 - optionally `header_marks` instead of `header_words`: byte regexes marking header lines, the header's
   text taken from the match's group 1 (else its start) on. They are searched with what precedes the
   run: a line end, and a blank line when the line before the run was blank (a file starts as after
@@ -23,6 +24,8 @@ A format states what is its own and nothing else:
   answers `LEAD`, and it is taken out of the rows like a repeated header;
 - `structure(line_no, text)`: any other line (a banner, an `Average:` row, a foreign line);
 - `rows(block)`: a run of rows under one layout, as typed columns (`Block`);
+- optionally `blank_ends`: a blank line ends the table above it (ss's transport table): the rows after
+  it, until the next header, go to `structure()`;
 - optionally `Table.odd_row`: the tokens of a row whose field count is not the layout's, when the
   format knows that form (mpstat -T's `all` row without its topology fields); `Table.foreign`: a
   line among the rows that does not read, taken by the format as none (iotop's command lines with
@@ -56,6 +59,7 @@ from typing import Protocol
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.csv as pa_csv
 
 from perfkit.errors import ParseError
@@ -79,6 +83,10 @@ _NUMBER_FORMS = {
     ",": re.compile(rb"[-+]?[0-9]+(?:,[0-9]+)?"),
 }
 _NAN = float("nan")
+_LOW_BYTES = np.array([(1 << 8 * n) - 1 for n in range(9)], dtype=np.uint64)  # a word's first n bytes
+_BLANKS8 = np.uint64(0x2020202020202020)
+_WHITE = np.zeros(256, dtype=bool)  # the ASCII bytes `str.split` splits at
+_WHITE[[9, 10, 11, 12, 13, 28, 29, 30, 31, 32]] = True
 _SLICE = 1 << 18  # bytes per numpy pass in `_bare_marks`
 _STAND_IN = b"\x01"  # `Layout.gap`'s text fields in bulk: a byte no capture prints
 _REST_MARK = b"\x02"  # where a row's tokens before its `Layout.rest` field end, in bulk: likewise
@@ -92,6 +100,8 @@ _BLANK = re.compile(
 _PLAIN = b"0123456789 .,:-\nAMP" + bytes(range(0x80, 0x100))
 _NOT_NUMERAL = np.ones(256, dtype=bool)  # `_fixed`: the bytes of its number fields but decimal marks
 _NOT_NUMERAL[list(b"0123456789-; \n")] = False
+_DIGIT_OR_BLANK = np.zeros(256, dtype=bool)  # `_digits`
+_DIGIT_OR_BLANK[list(b"0123456789 ")] = True
 
 
 @dataclass(frozen=True)
@@ -116,6 +126,10 @@ class Layout:
 
     `sep`: the fields are split at this character instead of blanks (`str.split(sep)`: blanks kept
     inside a field, an empty field is one; sadf -d's `;`); with it no `rest`, `gap` or `shapes`.
+
+    `mixed`: rows of `labels`' largest count and rows without labels alternate (iftop's `=>` line with
+    its rank, the `<=` line without; `labels` holds 0): read in bulk as a byte grid, where the label
+    columns of a row without labels are blank (its label ""); without `rest`, `gap` or `sep`.
     """
 
     kinds: str
@@ -125,6 +139,7 @@ class Layout:
     gap: tuple[str, int, int] | None = None
     shapes: tuple[str, ...] = ()
     sep: str | None = None
+    mixed: bool = False
 
     @property
     def text_fields(self) -> list[int]:
@@ -300,6 +315,7 @@ class Table:
         self._chunk_bytes = min(CHUNK_BYTES, getattr(fmt, "chunk_bytes", CHUNK_BYTES))
         words = [re.compile(re.escape(w)) for w in fmt.header_words]
         self._marks = list(getattr(fmt, "header_marks", ())) or words
+        self._words = [] if getattr(fmt, "header_marks", ()) else list(fmt.header_words)  # found by numpy
         self._after_blank = True  # whether the line before the next run or structure line is blank
         self._aside_first = np.zeros(256, dtype=bool)
         self._aside_first[np.frombuffer(getattr(fmt, "aside_bytes", b""), dtype=np.uint8)] = True
@@ -349,6 +365,8 @@ class Table:
         """A structure line: a header if a header mark finds it and the format says so."""
         line = (b"\n\n" if self._after_blank else b"\n") + text.encode() + b"\n"
         self._after_blank = not text.strip()
+        if self._after_blank and getattr(self.fmt, "blank_ends", False):
+            self._current = None
         if any(rx.search(line) for rx in self._marks):
             found = self.fmt.layout(line_no, text)
             if found is LEAD:
@@ -388,27 +406,42 @@ class Table:
         if ends is None:
             ends = np.flatnonzero(buf == 10)  # runs hold whole lines
         starts = np.concatenate(([0], ends[:-1] + 1))
-        at = _mark_starts(b"\n\n" if self._after_blank else b"\n", raw, self._marks)
+        if self._words:  # no Python step per header: a capture of small tables has one every few lines
+            at = np.unique(np.concatenate([_word_starts(buf, word) for word in self._words]))
+        else:
+            at = _mark_starts(b"\n\n" if self._after_blank else b"\n", raw, self._marks)
         self._after_blank = raw == b"\n" or raw.endswith(b"\n\n")
         heads, first = np.unique(np.searchsorted(ends, at), return_index=True)  # header lines, first word
         is_row = starts != ends  # blank lines are no rows
         for k in np.flatnonzero(is_row & (buf[starts] == 32) & (buf[ends - 1] == 32)).tolist():
             is_row[k] = bool(raw[starts[k] : ends[k]].strip())  # nor lines of blanks (vmstat's rows)
+        blanks = np.flatnonzero(~is_row) if getattr(self.fmt, "blank_ends", False) else None
         aside = self._aside_first[buf[starts]] & is_row
         for word in self._aside_words:
             aside[np.searchsorted(ends, _word_starts(buf, word))] = True
         aside &= is_row
         if aside.any():
             at_aside = np.flatnonzero(aside)
-            bounds = zip(starts[at_aside].tolist(), ends[at_aside].tolist(), strict=True)
-            texts = [raw[a:b].decode("utf-8", "replace") for a, b in bounds]
+            # gathered with their line ends (a byte mask: `starts` and `ends` cover `raw`), decoded at once
+            gathered = buf[np.repeat(aside, ends - starts + 1)].tobytes()
+            texts = gathered  # `aside_joined`: as they are, else a str each
+            if not getattr(self.fmt, "aside_joined", False):
+                texts = gathered.decode("utf-8", "replace").split("\n")[:-1]
             aside[at_aside] = self.fmt.aside(first_no + at_aside, texts)  # type: ignore[attr-defined]
             is_row &= ~aside
         self._chunk, self._taken = (raw, starts, ends, is_row, first_no), []
         self._head0 = self._header_line_no
         lo = 0  # the first line of the current segment
-        for k, word_at in zip(heads.tolist(), at[first].tolist(), strict=True):
-            if aside[k]:
+        events, repeats = self._events(raw, ends, is_row, heads, at[first], aside, blanks)
+        done = 0  # the repeats taken so far
+        for k, word_at in events:
+            while done < len(repeats) and repeats[done] < k:  # repeats before it, in order
+                self._taken.append(repeats[done])
+                self._header_line_no = first_no + repeats[done]
+                done += 1
+            if word_at < 0:  # a blank line ending the table above it (`blank_ends`): rows after it are none
+                self._segment(raw, starts, ends, is_row, lo, k, first_no)
+                lo, self._current = k + 1, None
                 continue
             ident = raw[word_at : ends[k]]
             found = self._layouts.get(ident)
@@ -443,8 +476,41 @@ class Table:
                 self.fmt.structure(first_no + k, text)
             else:
                 self._switch(found, first_no + k, text)
+        if done < len(repeats):
+            self._taken += repeats[done:]
+            self._header_line_no = first_no + repeats[-1]
         self._segment(raw, starts, ends, is_row, lo, len(ends), first_no)
         self._deliver()
+
+    def _events(
+        self,
+        raw: bytes,
+        ends: np.ndarray,
+        is_row: np.ndarray,
+        heads: np.ndarray,
+        words: np.ndarray,
+        aside: np.ndarray,
+        blanks: np.ndarray | None,
+    ) -> tuple[list[tuple[int, int]], list[int]]:
+        """The header lines `_flush` steps through, as (line index, where its mark is), with the blank
+        lines that end a table (`blank_ends`: a mark of -1); and apart the plain repeats (sysstat's
+        header each interval, ss's `Transport` each block): a header whose text was seen before, of
+        the layout of the header just before it. Those are taken out of the rows at once, no step each."""
+        mine = ~aside[heads]
+        heads, words = heads[mine].tolist(), words[mine].tolist()
+        found = [self._layouts.get(raw[w:e]) for w, e in zip(words, ends[heads].tolist(), strict=True)]
+        events = list(zip(heads, words, strict=True))
+        if blanks is not None and len(blanks):
+            ending = _ending_blanks(blanks, is_row, np.asarray(heads, dtype=np.int64)).tolist()
+            if ending:
+                merged = sorted([*zip(events, found, strict=True), *(((k, -1), None) for k in ending)])
+                events, found = [e for e, _ in merged], [f for _, f in merged]
+        before = [self._current, *found][: len(found)]
+        plain = [type(f) is Layout and f is b for f, b in zip(found, before, strict=True)]
+        repeats = [e[0] for e, p in zip(events, plain, strict=True) if p]
+        if repeats:
+            is_row[repeats] = False
+        return [e for e, p in zip(events, plain, strict=True) if not p], repeats
 
     def _segment(
         self,
@@ -544,6 +610,12 @@ class Table:
             nlab, marked = len(data[: data.find(b"\n")].split(sep)) - len(kinds), None
         if layout.shapes and (data := _shaped_tail(data, layout)) is None:
             return None
+        if layout.mixed and (mark := self.numbers.chunk_mark(data)) is not None:  # rows of either count
+            fixed = _fixed(data, len(line_nos), layout, max(layout.labels), mark)
+            if fixed is not None:
+                if self.numbers.decimal is None and fixed[2]:
+                    self.numbers.decimal = mark
+                return Block(layout, self._header_line_no, line_nos, *fixed[:2])
         scope = data if marked is None else marked.scope  # the bytes that hold the numbers' marks
         mark = self.numbers.chunk_mark(scope)
         if nlab not in layout.labels or mark is None:
@@ -552,6 +624,10 @@ class Table:
         first = rest is None or nlab == layout.labels[0]
         grid = first and marked is None and layout.sep is None  # `_fixed` reads blank-separated grids
         fixed = _fixed(data, len(line_nos), layout, nlab, mark) if grid else None
+        if fixed is None and grid and rest is None and not layout.gap and not set(kinds) - set("tfiI"):
+            ends = self._run_ends[1] if self._run_ends[0] is data else None
+            realigned = _realigned_rows(data, nlab + len(kinds), ends)  # fields not in columns, or tabs
+            fixed = None if realigned is None else _fixed(realigned, len(line_nos), layout, nlab, mark)
         if fixed is not None:
             label, fields, marked = fixed
             if rest is not None:
@@ -574,12 +650,14 @@ class Table:
             df = _read_sep(data, nlab, kinds, layout.sep, mark)
         if df is None or len(df) != len(line_nos):
             return None
-        texts = _counts(df, text_cols, layout.sep)
+        # `Layout.sep` rows of text alone: Arrow's fields are the text as printed, nothing to prove
+        verbatim = layout.sep is not None and set(kinds) == {"t"}
+        texts = [] if verbatim else _counts(df, text_cols, layout.sep)
         blank = layout.sep is None and any(_BLANK.search(t) for t, _ in texts or ())  # `split()` splits there
         if texts is None or blank:
             return None
         texts += [] if marked is None else marked.texts
-        if not _plain(data, texts, layout.sep):  # None: a "" value, a row cut short
+        if not verbatim and not _plain(data, texts, layout.sep):  # None: a "" value, a row cut short
             return None
         fields: list[pd.Categorical | np.ndarray] = []
         numbers = []
@@ -598,7 +676,7 @@ class Table:
                 dashes += int(holes.sum())
                 values = np.where(holes, np.nan, values)
             fields.append(values if kind in "id" else np.asarray(values, dtype=np.float64))
-        if not _as_printed(data, mark, numbers, texts):
+        if not verbatim and not _as_printed(data, mark, numbers, texts):
             return None
         # a `-` read as -1 elsewhere (text); counted only where `-` was replaced (a fifth of a run's time)
         if placeholders and dashes != data.count(b" -1 ") + data.count(b" -1\n"):
@@ -617,7 +695,8 @@ class Table:
         self, data: bytes, layout: Layout
     ) -> tuple[int, bytes, pd.Categorical, _Marked | None] | None:
         """A run of `rest` rows as (their label count, the tokens before the rest fields, the rest fields,
-        None) when the rest fields start in one column (`_aligned_rest`), else (the label count, `data`
+        None) when the rest fields start in one column (`_aligned_rest`) or the tokens before them can be
+        laid out so (`_realigned_rest`), else (the label count, `data`
         marked where pandas is to stop reading each row, the rest fields, `_Marked`: `_marked_rest`). The
         label count is the first of `labels` whose first field the first row's token reads as
         (`_others_fail` proves the counts before it read no row)."""
@@ -626,7 +705,12 @@ class Table:
         first = (n for n in layout.labels if len(tokens) >= n + width and _reads(tokens[n], layout.kinds[0]))
         nlab = next(first, None)
         line_ends = self._run_ends[1] if self._run_ends[0] is data else None
-        if nlab is not None and (aligned := _aligned_rest(data, nlab + width - 1, line_ends)) is not None:
+        # laid out again only for `_fixed`, which reads no gap and the first label count alone
+        grid = not layout.gap and nlab == layout.labels[0] and not set(layout.kinds[:-1]) - set("tfiI")
+        if nlab is not None and (
+            aligned := _aligned_rest(data, nlab + width - 1, line_ends)
+            or (grid and _realigned_rest(data, nlab + width - 1, line_ends))
+        ):
             return nlab, *aligned, None
         if nlab is None or (cut := _marked_rest(data, nlab + width - 1)) is None:
             return None
@@ -860,12 +944,22 @@ def _aligned_rest(
     # each row longer than that, a blank before it and a printable ASCII byte at it (none `split` skips)
     if (at >= ends).any() or (buf[at - 1] != 32).any() or ((buf[at] - 0x21) > 0x5D).any():
         return None
+    heads = np.lib.stride_tricks.sliding_window_view(buf, col)[starts]
+    heads[:, -1] = 10  # over the blank before the rest field
+    rest = _rest_column(data, buf, at, ends)
+    return None if rest is None else (heads.tobytes(), rest)
+
+
+def _rest_column(data: bytes, buf: np.ndarray, at: np.ndarray, ends: np.ndarray) -> pd.Categorical | None:
+    """The rest fields `data[at:ends]` (each row's) as a Categorical, each distinct one decoded once;
+    None when one is longer than 4096 bytes (NUL must not be in `data`: it pads them). Valid UTF-8
+    (the usual) as Arrow string views, told apart by Arrow's hash table: a fifth of the time."""
     size = ends - at
+    if len(data) < 1 << 31 and _utf8(data):
+        return _view_texts(data, at, size)
     longest = int(size.max())
     if longest > 4096:
         return None
-    heads = np.lib.stride_tricks.sliding_window_view(buf, col)[starts]
-    heads[:, -1] = 10  # over the blank before the rest field
     # the rest fields NUL-padded to one length: the rows reaching the end of `data` from a padded copy
     # of their bytes alone (a copy of the whole run cost a tenth of a top run)
     tail = int(np.searchsorted(at, len(buf) - longest, side="right"))
@@ -879,7 +973,138 @@ def _aligned_rest(
     bounds = zip(at[firsts].tolist(), ends[firsts].tolist(), strict=True)
     texts = np.array([data[a:b].decode("utf-8", "replace") for a, b in bounds], dtype=object)
     distinct, uniq = pd.factorize(texts)  # undecodable bytes may read alike
-    return heads.tobytes(), pd.Categorical.from_codes(distinct[codes], categories=uniq)
+    return pd.Categorical.from_codes(distinct[codes], categories=uniq)
+
+
+def _utf8(data: bytes) -> bool:
+    if data.isascii():
+        return True
+    try:
+        data.decode()
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+def _view_texts(data: bytes, at: np.ndarray, size: np.ndarray) -> pd.Categorical:
+    """`data[at:at + size]` per row (valid UTF-8, under 2 GB) as a Categorical: Arrow string views over
+    `data` (16 bytes a row: the length, then up to 12 bytes inline, or the first 4 and the offset),
+    dictionary-encoded; no Python object but per distinct text."""
+    padded = data + bytes(16)  # 8-byte reads at every offset stay inside
+    words = np.ndarray((len(data) + 9,), dtype="<u8", buffer=padded, strides=(1,))
+    views = np.empty((len(at), 2), dtype="<u8")
+    views[:, 0] = size.astype(np.uint64) | ((words[at] & _LOW_BYTES[np.minimum(size, 4)]) << np.uint64(32))
+    inline = words[at + 4] & _LOW_BYTES[np.clip(size - 4, 0, 8)]
+    views[:, 1] = np.where(size > 12, at.astype(np.uint64) << np.uint64(32), inline)
+    buffers = [None, pa.py_buffer(views), pa.py_buffer(padded)]
+    array = pa.Array.from_buffers(pa.string_view(), len(at), buffers)
+    encoded = pc.dictionary_encode(array)
+    codes = encoded.indices.to_numpy(zero_copy_only=False)
+    return pd.Categorical.from_codes(codes, categories=encoded.dictionary.to_pylist())
+
+
+def _realigned_rest(
+    data: bytes, before: int, ends: np.ndarray | None = None
+) -> tuple[bytes, pd.Categorical] | None:
+    """`_aligned_rest`'s cut where the rest fields start in different columns (a value wider than its
+    column pushes the rest right: ps's VSZ): each row's first `before` tokens (split at blanks, numpy
+    over the run) laid out again by `_grid` for `_fixed`; the rest fields from the next token on. None
+    when a row has no such token, or a blank that is not ASCII (`_BLANK`: `str.split` splits there too)
+    is before or at its rest field's start, or `data` holds a NUL."""
+    if before < 1 or b"\0" in data:
+        return None
+    buf = np.frombuffer(data, dtype=np.uint8)
+    ends = np.flatnonzero(buf == 10) if ends is None else ends
+    starts = np.concatenate(([0], ends[:-1] + 1))
+    found = _token_starts(buf, starts, ends, before + 1, data.isascii(), exact=False)
+    if found is None:
+        return None
+    tokens, stops, ascii_only = found
+    at = tokens[:, before]
+    if not ascii_only and _blank_before(data, starts, at + 1):  # allowed in a rest field, after its start
+        return None
+    rest = _rest_column(data, buf, at, ends)
+    return None if rest is None else (_grid(data, tokens[:, :-1], stops[:, :-1]), rest)
+
+
+def _realigned_rows(data: bytes, count: int, ends: np.ndarray | None = None) -> bytes | None:
+    """Rows of exactly `count` tokens each (split at blanks, as `str.split`) laid out again as `_grid`
+    does, for `_fixed` (values pushed right by a wide one, or a tab between fields: ss's table); None
+    when a row has another count (or a blank `str.split` splits at is not ASCII: `_BLANK`)."""
+    buf = np.frombuffer(data, dtype=np.uint8)
+    ends = np.flatnonzero(buf == 10) if ends is None else ends
+    starts = np.concatenate(([0], ends[:-1] + 1))
+    ascii_only = data.isascii()
+    if not ascii_only and _blank_before(data, starts, ends):
+        return None
+    found = _token_starts(buf, starts, ends, count, ascii_only, exact=True)
+    return None if found is None else _grid(data, found[0], found[1])
+
+
+def _blank_before(data: bytes, starts: np.ndarray, limit: np.ndarray) -> bool:
+    """Whether a blank `str.split` splits at that is not ASCII (`_BLANK`: U+00A0 ...) is in a row before
+    its `limit` (an offset in `data`)."""
+    for m in _BLANK.finditer(data):
+        if m.group()[0] >= 0x80:
+            row = int(np.searchsorted(starts, m.start(), side="right")) - 1
+            if m.start() < limit[row]:
+                return True
+    return False
+
+
+def _grid(data: bytes, tokens: np.ndarray, stops: np.ndarray) -> bytes:
+    """The tokens of each row (where they start and end: rows x fields) as rows of one length, each field
+    right-aligned in a column as wide as its widest token, one blank between, ending with a line end."""
+    sizes = stops - tokens
+    widths = sizes.max(axis=0).tolist()
+    pad = max(widths) + 8  # blanks before `data`: 8-byte reads before the first row's tokens stay in
+    padded = b" " * pad + data + bytes(8)
+    words = np.ndarray((len(padded) - 7,), dtype="<u8", buffer=padded, strides=(1,))  # `words[i]`: 8 bytes
+    grid = np.empty((len(tokens), sum(widths) + len(widths)), dtype=np.uint8)
+    for lo in range(0, len(grid), 8192):  # 8192 rows at a time: the grid's rows written stay in the cache
+        part, col = grid[lo : lo + 8192], 0
+        for j, width in enumerate(widths):
+            stop, size = stops[lo : lo + 8192, j] + (pad - 8), sizes[lo : lo + 8192, j]
+            for k in range(0, width, 8):  # each token right-aligned, 8 bytes from its end at a time
+                keep = ~_LOW_BYTES[8 - np.clip(size - k, 0, 8)]  # its own bytes: a blank for the others
+                word = (words[stop - k] & keep) | (_BLANKS8 & ~keep)
+                take = min(8, width - k)
+                cells = word.view(np.uint8).reshape(-1, 8)[:, 8 - take :]
+                part[:, col + width - k - take : col + width - k] = cells
+            part[:, col + width] = 32
+            col += width + 1
+    grid[:, -1] = 10
+    return grid.tobytes()
+
+
+def _token_starts(
+    buf: np.ndarray, starts: np.ndarray, ends: np.ndarray, count: int, ascii_only: bool, exact: bool
+) -> tuple[np.ndarray, np.ndarray, bool] | None:
+    """Where each row's first `count` tokens (split at ASCII blanks, as `str.split`) start and end (two
+    rows x `count` matrices), and whether the rows were ASCII; None when a row has fewer tokens (or
+    another count, `exact`). Numpy over 512 kB of rows at a time: its temporaries stay in the cache."""
+    step = 1 << 19
+    cuts = np.unique([0, *np.searchsorted(starts, np.arange(step, len(buf), step)).tolist(), len(starts)])
+    firsts, lasts = [], []
+    for lo, hi in zip(cuts[:-1].tolist(), cuts[1:].tolist(), strict=True):
+        a0 = int(starts[lo])
+        piece = buf[a0 : int(ends[hi - 1]) + 1]
+        low = np.count_nonzero(piece < 32)
+        # the line end (and tabs: ss) the only bytes below the blank (the usual): no lookup per byte
+        usual = low == hi - lo or low == hi - lo + np.count_nonzero(piece == 9)
+        blank = piece <= 32 if usual else _WHITE[piece]
+        edges = np.flatnonzero(blank[1:] != blank[:-1]) + (a0 + 1)  # each token's start and end (a blank)
+        if not blank[0]:
+            edges = np.concatenate(([a0], edges))
+        tok_start, tok_end = edges[0::2], edges[1::2]
+        first = np.searchsorted(tok_start, starts[lo:hi])  # each row's first token
+        found = np.searchsorted(tok_start, ends[lo:hi]) - first
+        if (found != count).any() if exact else (found < count).any():
+            return None
+        at = first[:, None] + np.arange(count)
+        firsts.append(tok_start[at])
+        lasts.append(tok_end[at])
+    return np.concatenate(firsts), np.concatenate(lasts), ascii_only
 
 
 def _parts(rows: Rows, size: int) -> Iterator[Rows]:
@@ -897,11 +1122,27 @@ def _parts(rows: Rows, size: int) -> Iterator[Rows]:
             lo, at = k + 1, end
 
 
+def _ending_blanks(blanks: np.ndarray, is_row: np.ndarray, heads: np.ndarray) -> np.ndarray:
+    """The blank lines (`Format.blank_ends`) that end a table for some row: the next row after them is
+    no header line (or none follows in this chunk); one before a header changes nothing (the header
+    does: ss's blank line above each `Transport` table costs no Python step)."""
+    rows = np.flatnonzero(is_row)
+    after = np.searchsorted(rows, blanks)
+    if not len(rows):  # no row follows any of them: each ends its table (an array, not a scalar -1)
+        return blanks
+    nxt = np.where(after < len(rows), rows[np.minimum(after, len(rows) - 1)], -1)
+    header_next = np.isin(nxt, heads)
+    return blanks[~header_next]
+
+
 def _word_starts(buf: np.ndarray, word: bytes) -> np.ndarray:
-    """Where `word` is in `buf`, with numpy: the places of its first byte, kept while the next match."""
-    at = np.flatnonzero(buf[: len(buf) - len(word) + 1] == word[0])
-    for k in range(1, len(word)):
-        at = at[buf[at + k] == word[k]]
+    """Where `word` is in `buf`, with numpy: the places of its first byte that is no blank (blanks are
+    everywhere: ` Node `), kept while the bytes around them match."""
+    first = next((k for k, byte in enumerate(word) if byte != 32), 0)
+    at = np.flatnonzero(buf[first : len(buf) - len(word) + 1 + first] == word[first])
+    for k in range(len(word)):
+        if k != first:
+            at = at[buf[at + k] == word[k]]
     return at
 
 
@@ -910,7 +1151,7 @@ def _mark_starts(before: bytes, raw: bytes, marks: Sequence[re.Pattern[bytes]]) 
     searched as in `before + raw`, so that a mark may look at the line end or blank line before the
     run (the first two lines are searched again after `before`: no copy of the run)."""
     head = before + raw[: raw.find(b"\n", raw.find(b"\n") + 1) + 1 or len(raw)]
-    found = {m.start(1 if rx.groups else 0) for rx in marks for m in rx.finditer(raw)}
+    found = {m.start(g) for rx in marks for g in [1 if rx.groups else 0] for m in rx.finditer(raw)}
     found.update(m.start(1 if rx.groups else 0) - len(before) for rx in marks for m in rx.finditer(head))
     return np.sort(np.array([f for f in found if f >= 0], dtype=np.int64))
 
@@ -950,7 +1191,7 @@ def _fixed(
     texts += [(i, nlab + i, nlab + i + 1) for i, kind in enumerate(kinds) if kind == "t"]
     label, fields = None, {}
     for i, lo, hi in texts:  # the columns some row prints in (the blank ones before: no hashing)
-        words = _words(grid[:, edges[2 * lo] : edges[2 * hi - 1]], hi - lo)
+        words = _words(grid[:, edges[2 * lo] : edges[2 * hi - 1]], hi - lo, i is None and layout.mixed)
         if words is None:
             return None
         if i is None:
@@ -971,6 +1212,9 @@ def _fixed(
                 cells = grid.copy() if cells is grid else cells
                 cells[:, edges[2 * c] : edges[2 * c + 1]][dash & holes[i][:, None]] = ord("0")
                 field = cells[:, edges[2 * c] : edges[2 * c + 1]]
+        if (digits := _digits(field, kind)) is not None:
+            fields[i] = digits
+            continue
         few = _few_numbers(field, "i" if kind == "I" else kind, mark)
         if few is None:
             numbers.append(c)
@@ -1004,6 +1248,26 @@ def _fixed(
     return label, [fields[i] for i in range(len(kinds))], bool(points) or marked
 
 
+def _digits(block: np.ndarray, kind: str) -> np.ndarray | None:
+    """A number field of ASCII digits alone, right-aligned behind blanks (counts, `numastat -c`'s MB), as
+    `read_lines` reads it, from its digits (no parser: a tenth of Arrow's time); None for any other form
+    (a sign, a decimal mark, left-aligned) or more than 18 digits (int64; a float rounds as `float()`)."""
+    width = block.shape[1]
+    if width > 18:
+        return None
+    columns = np.ascontiguousarray(block.T)  # a column at a time, contiguous: 4 times as fast
+    if not ((columns[-1] - ord("0")) < 10).all() or not _DIGIT_OR_BLANK[columns].all():
+        return None  # uint8 arithmetic: anything but 0-9 minus "0" wraps above 9
+    digit = columns > 32
+    if (digit[:-1] > digit[1:]).any():  # a blank after a digit: two tokens
+        return None
+    value = np.zeros(len(block), dtype=np.int64)
+    for column in columns:
+        value *= 10
+        value += column & 15  # a blank's low bits are 0
+    return value if kind == "i" else value.astype(np.float64)
+
+
 def _few_numbers(block: np.ndarray, kind: str, mark: str) -> tuple[np.ndarray, bool] | None:
     """A number field of few distinct values (top's PID, NI, %CPU) as `read_lines` reads it, each distinct
     value read once: (the values, whether one has the decimal mark); None when they are many (Arrow reads
@@ -1026,10 +1290,10 @@ def _few_numbers(block: np.ndarray, kind: str, mark: str) -> tuple[np.ndarray, b
     return values[codes], any(mark.encode() in token for token in tokens)
 
 
-def _words(block: np.ndarray, tokens: int) -> pd.Categorical | None:
+def _words(block: np.ndarray, tokens: int, blank: bool = False) -> pd.Categorical | None:
     """The fields of a uint8 matrix (one a row) as text, their `tokens` tokens joined by a blank; None
-    when one splits otherwise. Checked once per distinct field; one printable ASCII word after blanks
-    (times, names: the usual) with numpy alone."""
+    when one splits otherwise (`blank`: or is blank, read as ""). Checked once per distinct field; one
+    printable ASCII word after blanks (times, names: the usual) with numpy alone."""
     codes, firsts = _factor_rows(block)
     uniq = np.ascontiguousarray(block[firsts])
     word = uniq != 32
@@ -1040,7 +1304,7 @@ def _words(block: np.ndarray, tokens: int) -> pd.Categorical | None:
         if len(texts) == len(uniq):  # none blank
             return pd.Categorical.from_codes(codes, categories=texts)
     words = [field.tobytes().decode("utf-8", "replace").split() for field in uniq]
-    if any(len(w) != tokens for w in words):
+    if any(len(w) != tokens and not (blank and not w) for w in words):
         return None
     texts, found = pd.factorize(np.array([" ".join(w) for w in words], dtype=object))  # a tab for a blank
     return pd.Categorical.from_codes(texts[codes], categories=found)
@@ -1117,13 +1381,14 @@ def _counts(df: pd.DataFrame, cols: list[int], sep: str | None = None) -> list[t
     """The text columns' values with how many rows hold them, the values held by as many rows joined
     by a blank (by `sep`, `Layout.sep`: there a blank is no plain byte): what `_plain` and `_as_printed`
     count adds up over such a join, so a column of distinct values (vmstat's clocks) costs a step per
-    count, not per value. None when a value is ""."""
+    count, not per value. None when a value is "" between blanks (a row cut short); with `sep` an empty
+    field is one (Arrow refuses a row of another field count)."""
     out = []
     for i in cols:
         cat = df[i].array
         counts = np.bincount(cat.codes[cat.codes >= 0], minlength=len(cat.categories))
         values = np.asarray(cat.categories, dtype=object)
-        if (values[counts > 0] == "").any():
+        if sep is None and (values[counts > 0] == "").any():
             return None
         join = sep or " "
         out += [(join.join(values[counts == n]).encode(), n) for n in np.unique(counts[counts > 0]).tolist()]

@@ -226,3 +226,16 @@ def test_a_blank_line_ends_the_table() -> None:
     with pytest.raises(ParseError, match="udp_sockets printed twice") as info:
         ss.parse(text.rstrip("\n") + "\nUDP 1 2 3\n")
     assert info.value.line_no == 10
+
+
+def test_blocks_without_a_transport_table_are_read() -> None:
+    # a loop of `ss -s` where each block prints no transport table, a blank line after its TCP line
+    # (tests/fixtures/net seed 003's client loops): a chunk with blank lines and no table row at all
+    text = "".join(
+        f"== {1795421600 + k}\nTotal: 50100\n"
+        "TCP:   49870 (estab 12, closed 49856, orphaned 0, timewait 49850)\n\ntimewait: 49850\n"
+        for k in range(4)
+    )
+    df = ss.parse(text)
+    assert len(df) == 4 and df["tcp_timewait"].eq(49850).all() and df["timewait_sockets"].eq(49850).all()
+    assert df["tcp_sockets"].isna().all()  # no table, no per-transport counts
