@@ -168,9 +168,8 @@ class StepOutcome:
     load_s: float = 0.0
     warmup_s: float = 0.0
     cooldown_s: float = 0.0
-    time_wait_after: int | None = (
-        None  # TIME_WAIT sockets to the database when the step ended (all load hosts)
-    )
+    # TIME_WAIT sockets to the database when the step ended (all load hosts)
+    time_wait_after: int | None = None
     # several load hosts: the spread of their tools' starts, and each one's run (host, threads, status,
     # reason, tps, started_at)
     start_skew_s: float | None = None
