@@ -54,3 +54,26 @@ def row_by_row(parse: Callable[..., Any], source: object, **kwargs: object) -> A
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(_table.Table, "_bulk", lambda *args: None)
         return parse(source, **kwargs)
+
+
+def bulk_spy(
+    monkeypatch: pytest.MonkeyPatch, rows: int = 700, size: int = 40_000, scan: int | None = None
+) -> list[int]:
+    """Small chunks for the table engine (at most `rows` rows, `size` bytes; `scan` bytes for
+    `_chunks.ByteScan`, default 5/4 of `size`), and each chunk's rows as read in bulk (a count) or
+    not (0): a test that a long capture is read in bulk, not merely read."""
+    from perfkit.parsers import _chunks, _table
+
+    monkeypatch.setattr(_table, "CHUNK_ROWS", rows)
+    monkeypatch.setattr(_table, "CHUNK_BYTES", size)
+    monkeypatch.setattr(_chunks, "_CHUNK_BYTES", scan if scan is not None else size * 5 // 4)
+    bulk = _table.Table._bulk
+    batches: list[int] = []
+
+    def spy(self: _table.Table, data: bytes, line_nos: object, layout: _table.Layout) -> object:
+        block = bulk(self, data, line_nos, layout)
+        batches.append(0 if block is None else len(block))
+        return block
+
+    monkeypatch.setattr(_table.Table, "_bulk", spy)
+    return batches

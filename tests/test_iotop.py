@@ -11,7 +11,7 @@ import pytest
 from perfkit.errors import ParseError
 from perfkit.parsers import iotop
 
-from .conftest import FIXTURES, need_tool, row_by_row
+from .conftest import FIXTURES, bulk_spy, need_tool, row_by_row
 
 D = FIXTURES / "iotop"
 
@@ -192,29 +192,10 @@ def _long_capture(iterations: int) -> str:
     return "\n".join(out) + "\n"
 
 
-def _bulk_spy(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """Small chunks, and each chunk's rows as read in bulk (a count) or not (0)."""
-    from perfkit.parsers import _chunks, _table
-
-    monkeypatch.setattr(_table, "CHUNK_ROWS", 600)
-    monkeypatch.setattr(_table, "CHUNK_BYTES", 30_000)
-    monkeypatch.setattr(_chunks, "_CHUNK_BYTES", 40_000)
-    bulk = _table.Table._bulk
-    batches: list[int] = []
-
-    def spy(self: _table.Table, data: bytes, line_nos: object, layout: _table.Layout) -> object:
-        block = bulk(self, data, line_nos, layout)
-        batches.append(0 if block is None else len(block))
-        return block
-
-    monkeypatch.setattr(_table.Table, "_bulk", spy)
-    return batches
-
-
 def test_bulk_reads_as_row_by_row(monkeypatch: pytest.MonkeyPatch) -> None:
     text = _long_capture(2000)
     expected = row_by_row(iotop.parse, text, date="2026-11-22", tz="Asia/Shanghai")
-    batches = _bulk_spy(monkeypatch)
+    batches = bulk_spy(monkeypatch, 600, 30_000, 40_000)
     bulk = iotop.parse(text, date="2026-11-22", tz="Asia/Shanghai")
     assert sum(batches) == len(bulk) and 0 not in batches  # `%` in a COMMAND, uids, ?unavailable?: bulk
     pd.testing.assert_frame_equal(bulk, expected)
@@ -240,7 +221,7 @@ def test_without_t_and_with_a_command_over_lines_bulk_reads_as_row_by_row(
     lines[at + 1 : at + 1] = ["import os", "    os.sync()", "x = 3 + 4", "5 * 6"]
     text = "\n".join(lines)
     expected = row_by_row(iotop.parse, text)
-    batches = _bulk_spy(monkeypatch)
+    batches = bulk_spy(monkeypatch, 600, 30_000, 40_000)
     bulk = iotop.parse(text)
     pd.testing.assert_frame_equal(bulk, expected)
     assert bulk.attrs == expected.attrs and sum(batches) > 0.9 * len(bulk) and 0 in batches
@@ -257,7 +238,7 @@ def test_bulk_names_a_bad_line_as_row_by_row(monkeypatch: pytest.MonkeyPatch) ->
     text = "\n".join(lines)
     with pytest.raises(ParseError) as want:
         row_by_row(iotop.parse, text)
-    _bulk_spy(monkeypatch)
+    bulk_spy(monkeypatch, 600, 30_000, 40_000)
     with pytest.raises(ParseError) as got:
         iotop.parse(text)
     assert str(got.value) == str(want.value) and got.value.line_no == 5001
@@ -270,7 +251,7 @@ def test_users_printed_as_uids_are_read_in_bulk_as_text(monkeypatch: pytest.Monk
     head = "07:20:10 Total DISK READ:  0.00 K/s | Total DISK WRITE:  1.00 K/s\n"
     head += "07:20:10 Current DISK READ:  0.00 K/s | Current DISK WRITE:  1.00 K/s\n"
     text = (head + "\n".join(rows) + "\n") * 400
-    batches = _bulk_spy(monkeypatch)
+    batches = bulk_spy(monkeypatch, 600, 30_000, 40_000)
     df = iotop.parse(text)
     assert batches and 0 not in batches
     assert df["user"].tolist() == ["1001", "0007"] * 400 and df["user"].dtype == "string"

@@ -15,7 +15,7 @@ from perfkit.errors import ParseError
 from perfkit.parsers import pidstat
 from perfkit.parsers._common import skips_of
 
-from .conftest import FIXTURES, need_tool, row_by_row
+from .conftest import FIXTURES, bulk_spy, need_tool, row_by_row
 
 P = FIXTURES / "pidstat"
 OLTP = P / "sysstat-12.6-u-d-w-iso-oltp.txt"
@@ -354,24 +354,14 @@ def _long_capture(intervals: int, threads: bool) -> str:
 
 @pytest.mark.parametrize("threads", [False, True])
 def test_bulk_path_reads_as_the_line_grammar(monkeypatch: pytest.MonkeyPatch, threads: bool) -> None:
-    from perfkit.parsers import _chunks, _table
+    from perfkit.parsers import _table
 
     text = _long_capture(900, threads)
     walk = row_by_row(pidstat.parse, text, tz="Asia/Shanghai")  # the per-row grammar alone
     # small chunks: intervals and tables cut anywhere, every layout's rows of a chunk read at once
-    monkeypatch.setattr(_table, "CHUNK_ROWS", 300)
-    monkeypatch.setattr(_chunks, "_CHUNK_BYTES", 4093)
-    bulk_read = _table.Table._bulk
-    reads: list[bool] = []
-
-    def spy(self: _table.Table, *args: object) -> _table.Block | None:
-        block = bulk_read(self, *args)
-        reads.append(block is not None)
-        return block
-
-    monkeypatch.setattr(_table.Table, "_bulk", spy)
+    reads = bulk_spy(monkeypatch, 300, _table.CHUNK_BYTES, 4093)
     bulk = pidstat.parse(text, tz="Asia/Shanghai")
-    assert len(reads) > 30 and sum(reads) >= len(reads) - 3  # nearly all blocks read by pandas
+    assert len(reads) > 30 and sum(map(bool, reads)) >= len(reads) - 3  # nearly all blocks read in bulk
     pd.testing.assert_frame_equal(bulk, walk)
     assert bulk.attrs == walk.attrs
     (note,) = bulk.attrs["notes"]

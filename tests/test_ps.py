@@ -11,7 +11,7 @@ import pytest
 from perfkit.errors import ParseError
 from perfkit.parsers import ps
 
-from .conftest import FIXTURES, row_by_row
+from .conftest import FIXTURES, bulk_spy, row_by_row
 
 P = FIXTURES / "ps"
 AUXWW = P / "procps-4.0.2-auxww.txt"
@@ -138,26 +138,6 @@ def test_sniff() -> None:
         assert ps.sniff(f.read_text()), f.name
     others = [f for f in FIXTURES.glob("*/*.txt") if f.parent.name != "ps"]
     assert others and not [f for f in others if ps.sniff(f.read_text(errors="replace"))]
-
-
-def bulk_spy(monkeypatch: pytest.MonkeyPatch, rows: int = 700, size: int = 40_000) -> list[int]:
-    """Small chunks (at most `rows` rows, `size` bytes), and each chunk's rows as read in bulk (a count)
-    or not (0). test_ss uses it too."""
-    from perfkit.parsers import _chunks, _table
-
-    monkeypatch.setattr(_table, "CHUNK_ROWS", rows)
-    monkeypatch.setattr(_table, "CHUNK_BYTES", size)
-    monkeypatch.setattr(_chunks, "_CHUNK_BYTES", size * 5 // 4)
-    bulk = _table.Table._bulk
-    batches: list[int] = []
-
-    def spy(self: _table.Table, data: bytes, line_nos: object, layout: _table.Layout) -> object:
-        block = bulk(self, data, line_nos, layout)
-        batches.append(0 if block is None else len(block))
-        return block
-
-    monkeypatch.setattr(_table.Table, "_bulk", spy)
-    return batches
 
 
 def _long_capture(n: int) -> str:

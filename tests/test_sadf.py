@@ -15,7 +15,7 @@ import pytest
 from perfkit.errors import ParseError
 from perfkit.parsers import sadf, sar
 
-from .conftest import FIXTURES, need_tool, row_by_row
+from .conftest import FIXTURES, bulk_spy, need_tool, row_by_row
 
 D = FIXTURES / "sadf"
 
@@ -202,23 +202,19 @@ _ZONES = {"Europe_Berlin": "Europe/Berlin", "New_York": "America/New_York", "-T-
 
 @pytest.mark.parametrize("path", sorted(D.glob("*.txt")), ids=lambda p: p.name)
 def test_engine_bulk_reads_as_row_by_row(path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from perfkit.parsers import _chunks, _table
+    from perfkit.parsers import _table
 
     tz = next((zone for key, zone in _ZONES.items() if key in path.name), "UTC")
     tz = "Europe/Berlin" if "-t-tz" in path.name else tz
     text = path.read_text()
     expected = row_by_row(sadf.parse, text, tz=tz)
-    read = []
-    bulk = _table.Table._bulk
-    monkeypatch.setattr(_table.Table, "_bulk", lambda *a: read.append(bulk(*a)) or read[-1])
-    monkeypatch.setattr(_table, "CHUNK_ROWS", 7)  # small chunks: runs and tables cut across reads
-    monkeypatch.setattr(_chunks, "_CHUNK_BYTES", 997)
+    read = bulk_spy(monkeypatch, 7, _table.CHUNK_BYTES, 997)  # small chunks: runs and tables cut across reads
     got = sadf.parse(text, tz=tz)
     pd.testing.assert_frame_equal(got, expected)
     for key in ("intervals_s", "restarts", "comments", "notes", "skipped_tables", "unknown_columns"):
         assert got.attrs[key] == expected.attrs[key], key
     assert got.attrs["skipped"].count == expected.attrs["skipped"].count
-    assert any(block is not None for block in read)  # the `;` rows were read in bulk, not one by one
+    assert any(read)  # the `;` rows were read in bulk, not one by one
 
 
 @pytest.mark.parametrize("value", ["1e5", " 5.00", "5.00 ", ".5", "5.", "inf", "", '"5"'])

@@ -15,8 +15,7 @@ import pytest
 from perfkit.errors import ParseError
 from perfkit.parsers import ss
 
-from .conftest import FIXTURES, need_tool, row_by_row
-from .test_ps import bulk_spy
+from .conftest import FIXTURES, bulk_spy, need_tool, row_by_row
 
 S = FIXTURES / "ss"
 

@@ -11,7 +11,7 @@ import pytest
 from perfkit.errors import ParseError
 from perfkit.parsers import top
 
-from .conftest import FIXTURES
+from .conftest import FIXTURES, row_by_row
 
 P = FIXTURES / "top"
 THREADS = P / "procps-4.0.2-H-w512.txt"
@@ -203,15 +203,6 @@ def test_the_capture_start_dates_the_rows() -> None:
     assert via["timestamp"].equals(df["timestamp"]) and via["host"].eq("db1").all()
 
 
-def _line_by_line(source: object) -> pd.DataFrame:
-    """The table engine reading every row one by one (`Table.read_lines`), the oracle of its bulk path."""
-    from perfkit.parsers import _table
-
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(_table.Table, "_bulk", lambda *args: None)
-        return top.parse(source)
-
-
 def _same(got: pd.DataFrame, want: pd.DataFrame) -> None:
     pd.testing.assert_frame_equal(got, want)
     assert {k: v for k, v in got.attrs.items() if k != "summaries"} == {
@@ -223,7 +214,7 @@ def _same(got: pd.DataFrame, want: pd.DataFrame) -> None:
 @pytest.mark.parametrize("path", sorted(P.glob("*.txt")), ids=lambda p: p.name)
 def test_bulk_reads_as_row_by_row(path: Path) -> None:
     try:
-        want = _line_by_line(path)
+        want = row_by_row(top.parse, path)
     except ParseError as exc:  # de_DE
         with pytest.raises(ParseError) as got:
             top.parse(path)
@@ -247,7 +238,7 @@ def test_long_capture_in_small_chunks(monkeypatch: pytest.MonkeyPatch) -> None:
         body = [rows[0]] + [r + (extra if k % 2 else "") for k, r in enumerate(rows[1:])]
         text.append(head + "\n\n" + "\n".join(body) + "\n")
     text = "\n".join(text)
-    want = _line_by_line(text)
+    want = row_by_row(top.parse, text)
     monkeypatch.setattr(_table, "CHUNK_ROWS", 97)
     monkeypatch.setattr(_chunks, "_CHUNK_BYTES", 4093)
     got = top.parse(text)
