@@ -98,8 +98,7 @@ _BLANK = re.compile(
 # decimal marks, the `:` of clocks, AM/PM and non-ASCII (zh_CN clocks). Any other byte could make a
 # token pandas reads as a number and the grammar refuses (`1e5`, `inf`, `+5`).
 _PLAIN = b"0123456789 .,:-\nAMP" + bytes(range(0x80, 0x100))
-_NOT_NUMERAL = np.ones(256, dtype=bool)  # `_fixed`: the bytes of its number fields but decimal marks
-_NOT_NUMERAL[list(b"0123456789-; \n")] = False
+_NUMERAL = b"0123456789-; \n"  # `_fixed`: the bytes of its number fields but decimal marks
 _DIGIT_OR_BLANK = np.zeros(256, dtype=bool)  # `_digits`
 _DIGIT_OR_BLANK[list(b"0123456789 ")] = True
 
@@ -1180,7 +1179,10 @@ def _fixed(
     row = data[: size - 1]
     grid = np.frombuffer(data, dtype=np.uint8).reshape(count, size)
     # the fields: runs of columns not blank in every row (text may be left-aligned: top's USER)
-    used = (grid[:, :-1] != 32).any(axis=0).view(np.int8)
+    used = np.zeros(size - 1, dtype=np.uint8)
+    for lo in range(0, count, 4096):  # OR of each byte but the blank, a slice at a time: no mask of the grid
+        used |= np.bitwise_or.reduce(grid[lo : lo + 4096, :-1] ^ 32, axis=0)
+    used = (used != 0).view(np.int8)
     edges = np.flatnonzero(np.diff(used, prepend=np.int8(0), append=np.int8(0))).tolist()
     if len(edges) != 2 * (nlab + len(kinds)) or not (grid[:, -1] == 10).all():
         return None
@@ -1205,10 +1207,11 @@ def _fixed(
         if kind == "t":
             continue
         field = grid[:, edges[2 * c] : edges[2 * c + 1]]
-        if kind == "I":
-            dash = field == ord("-")
-            holes[i] = dash.any(axis=1) & ((field != 32).sum(axis=1) == 1)
+        if kind == "I":  # a row's field is `-` alone: its one byte that is no blank (columns contiguous:
+            columns = np.ascontiguousarray(field.T)  # reductions over rows are 7 times as fast)
+            holes[i] = ((columns != 32).sum(axis=0, dtype=np.int32) == 1) & (columns == ord("-")).any(axis=0)
             if holes[i].any():
+                dash = field == ord("-")
                 cells = grid.copy() if cells is grid else cells
                 cells[:, edges[2 * c] : edges[2 * c + 1]][dash & holes[i][:, None]] = ord("0")
                 field = cells[:, edges[2 * c] : edges[2 * c + 1]]
@@ -1235,7 +1238,7 @@ def _fixed(
         columns = [*(k for c in numbers for k in range(bounds[c], bounds[c + 1])), size - 1]
         packed = cells.take(columns, axis=1)  # C order (`cells[:, columns]` may not be)
         packed[:, np.cumsum([bounds[c + 1] - bounds[c] for c in numbers[:-1]], dtype=np.int64)] = ord(";")
-        if np.count_nonzero(_NOT_NUMERAL[packed]) != count * len(points):
+        if len(packed.tobytes().translate(None, _NUMERAL)) != count * len(points):  # C: a third of numpy's
             return None
         types = {k: pa.int64() if kinds[c - nlab] in "iI" else pa.float64() for k, c in enumerate(numbers)}
         table = _read_fields(pa.py_buffer(packed), len(numbers), types, mark)
@@ -1255,10 +1258,12 @@ def _digits(block: np.ndarray, kind: str) -> np.ndarray | None:
     width = block.shape[1]
     if width > 18:
         return None
+    if not _DIGIT_OR_BLANK[block[0]].all():  # the usual refusal (a decimal mark) seen in the first row
+        return None
     columns = np.ascontiguousarray(block.T)  # a column at a time, contiguous: 4 times as fast
-    if not ((columns[-1] - ord("0")) < 10).all() or not _DIGIT_OR_BLANK[columns].all():
-        return None  # uint8 arithmetic: anything but 0-9 minus "0" wraps above 9
-    digit = columns > 32
+    digit = (columns - ord("0")) < 10  # uint8 arithmetic: anything but 0-9 minus "0" wraps above 9
+    if not digit[-1].all() or np.count_nonzero(digit) + np.count_nonzero(columns == 32) != columns.size:
+        return None
     if (digit[:-1] > digit[1:]).any():  # a blank after a digit: two tokens
         return None
     value = np.zeros(len(block), dtype=np.int64)
