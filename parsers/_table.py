@@ -49,6 +49,7 @@ both are this module's, so no format holds its grammar twice.
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import re
 import warnings
@@ -431,9 +432,24 @@ class Table:
         self._chunk, self._taken = (raw, starts, ends, is_row, first_no), []
         self._head0 = self._header_line_no
         lo = 0  # the first line of the current segment
-        events, repeats = self._events(raw, ends, is_row, heads, at[first], aside, blanks)
+        events, repeats, known = self._events(raw, ends, is_row, heads, at[first], aside, blanks)
         done = 0  # the repeats taken so far
-        for k, word_at in events:
+        # stretches of headers of layouts seen before, each another than the one before it (pidstat's
+        # tables in turn each interval): cut into segments at once, no Python step each
+        simple = np.array([type(f) is Layout for f in known] + [False], dtype=bool)
+        breaks = np.flatnonzero(~simple)  # the events that are none: where each stretch ends
+        ks = np.array([e[0] for e in events], dtype=np.int64)
+        i = 0
+        while i < len(events):
+            k, word_at = events[i]
+            stop = i  # the end of a stretch from here
+            if simple[i] and known[i] is not self._current:
+                stop = int(breaks[np.searchsorted(breaks, i)])
+            if stop - i > 1:
+                lo, done = self._stretch(ks[i:stop], known[i:stop], repeats, done, lo, first_no, is_row)
+                i = stop
+                continue
+            i += 1
             while done < len(repeats) and repeats[done] < k:  # repeats before it, in order
                 self._taken.append(repeats[done])
                 self._header_line_no = first_no + repeats[done]
@@ -481,6 +497,33 @@ class Table:
         self._segment(raw, starts, ends, is_row, lo, len(ends), first_no)
         self._deliver()
 
+    def _stretch(
+        self,
+        ks: np.ndarray,
+        known: list,
+        repeats: list[int],
+        done: int,
+        lo: int,
+        first_no: int,
+        is_row: np.ndarray,
+    ) -> tuple[int, int]:
+        """Headers at lines `ks` of the layouts `known` (each seen before, each another than the one
+        before it, the first another than the current): what `_flush` does for each, at once: the rows
+        between them segments, the headers and the repeats before the last taken out. Returns (the first
+        line of the segment after them, the repeats taken so far)."""
+        last = int(ks[-1])
+        upto = done + int(np.searchsorted(np.asarray(repeats[done:], dtype=np.int64), last))
+        is_row[ks] = False
+        taken = np.concatenate([np.asarray(repeats[done:upto], dtype=np.int64), ks])
+        self._taken += np.sort(taken).tolist()
+        los = np.concatenate(([lo], ks[:-1] + 1))
+        cut = ks > los
+        layouts = [self._current, *known[:-1]]
+        spans = zip(los[cut].tolist(), ks[cut].tolist(), np.flatnonzero(cut).tolist(), strict=True)
+        self._segments += [(a, b, layouts[m]) for a, b, m in spans]
+        self._current, self._header_line_no = known[-1], first_no + last
+        return last + 1, upto
+
     def _events(
         self,
         raw: bytes,
@@ -490,14 +533,15 @@ class Table:
         words: np.ndarray,
         aside: np.ndarray,
         blanks: np.ndarray | None,
-    ) -> tuple[list[tuple[int, int]], list[int]]:
+    ) -> tuple[list[tuple[int, int]], list[int], list]:
         """The header lines `_flush` steps through, as (line index, where its mark is), with the blank
         lines that end a table (`blank_ends`: a mark of -1); and apart the plain repeats (sysstat's
         header each interval, ss's `Transport` each block): a header whose text was seen before, of
-        the layout of the header just before it. Those are taken out of the rows at once, no step each."""
+        the layout of the header just before it. Those are taken out of the rows at once, no step each.
+        Third, what each event's header was known as when the chunk began (None: not yet, or a blank)."""
         mine = ~aside[heads]
+        found = self._known(raw, words[mine], ends[heads[mine]])
         heads, words = heads[mine].tolist(), words[mine].tolist()
-        found = [self._layouts.get(raw[w:e]) for w, e in zip(words, ends[heads].tolist(), strict=True)]
         events = list(zip(heads, words, strict=True))
         if blanks is not None and len(blanks):
             ending = _ending_blanks(blanks, is_row, np.asarray(heads, dtype=np.int64)).tolist()
@@ -509,7 +553,26 @@ class Table:
         repeats = [e[0] for e, p in zip(events, plain, strict=True) if p]
         if repeats:
             is_row[repeats] = False
-        return [e for e, p in zip(events, plain, strict=True) if not p], repeats
+        kept = [(e, f) for e, f, p in zip(events, found, plain, strict=True) if not p]
+        return [e for e, _ in kept], repeats, [f for _, f in kept]
+
+    def _known(self, raw: bytes, words: np.ndarray, stops: np.ndarray) -> list:
+        """The layout (or None) each header's text `raw[words:stops]` was seen with: many headers told
+        apart by numpy (their bytes and length hashed as rows), a lookup per distinct text."""
+        sizes = stops - words
+        if len(words) < 256 or int(sizes.max()) > 1024:
+            return [self._layouts.get(raw[w:e]) for w, e in zip(words.tolist(), stops.tolist(), strict=True)]
+        width = int(sizes.max())
+        buf = np.frombuffer(raw + bytes(width), dtype=np.uint8)
+        texts = np.empty((len(words), width + 2), dtype=np.uint8)
+        texts[:, :width] = np.lib.stride_tricks.sliding_window_view(buf, width)[words]
+        texts[:, :width][np.arange(width) >= sizes[:, None]] = 0
+        texts[:, width:] = sizes.astype("<u2").view(np.uint8).reshape(-1, 2)
+        codes, firsts = _factor_rows(texts)
+        distinct = np.empty(len(firsts), dtype=object)
+        spans = zip(words[firsts].tolist(), stops[firsts].tolist(), strict=True)
+        distinct[:] = [self._layouts.get(raw[w:e]) for w, e in spans]
+        return distinct[codes].tolist()
 
     def _segment(
         self,
@@ -594,8 +657,13 @@ class Table:
 
     def _bulk(self, data: bytes, line_nos: np.ndarray, layout: Layout) -> Block | None:
         """The run read by pandas, or None when it cannot be proven to read as `read_lines` would."""
+        if layout.gap is not None and layout.gap[0].encode() not in data:  # no row prints the gap token:
+            block = self._bulk(data, line_nos, _gapless(layout))  # read as without it (the byte grids)
+            if block is not None:
+                block.layout = layout
+            return block
         kinds, rest, gaps = layout.kinds, None, 0
-        if layout.gap is not None and layout.gap[0].encode() in data:
+        if layout.gap is not None:
             if (stood := _stand_in(data, layout)) is None:
                 return None
             data, gaps = stood
@@ -800,6 +868,18 @@ class Table:
         if self.foreign is not None and self.foreign(line_no, text):
             return None
         raise self.error(line_no, text, reason)
+
+
+_GAPLESS: dict[int, tuple[Layout, Layout]] = {}
+
+
+def _gapless(layout: Layout) -> Layout:
+    """`layout` without its `gap`, for a run where no row prints the gap token (one per layout: by
+    identity, as a `key` may not hash)."""
+    kept = _GAPLESS.get(id(layout))
+    if kept is None or kept[0] is not layout:
+        kept = _GAPLESS[id(layout)] = (layout, dataclasses.replace(layout, gap=None))
+    return kept[1]
 
 
 def _tries(text: str, layout: Layout) -> Iterator[list]:
@@ -1174,8 +1254,8 @@ def _fixed(
     """
     size = data.find(b"\n") + 1
     kinds = layout.kinds[:-1] if layout.rest else layout.kinds  # `rest`: `data` holds the tokens before it
-    if size == 0 or len(data) != size * count or layout.gap or set(kinds) - set("tfiI"):
-        return None
+    if size == 0 or len(data) != size * count or layout.gap or set(kinds) - set("tfiId"):
+        return None  # `d` fields: their digits alone (`_shaped_tail`), read as `i`
     row = data[: size - 1]
     grid = np.frombuffer(data, dtype=np.uint8).reshape(count, size)
     # the fields: runs of columns not blank in every row (text may be left-aligned: top's USER)
@@ -1215,10 +1295,10 @@ def _fixed(
                 cells = grid.copy() if cells is grid else cells
                 cells[:, edges[2 * c] : edges[2 * c + 1]][dash & holes[i][:, None]] = ord("0")
                 field = cells[:, edges[2 * c] : edges[2 * c + 1]]
-        if (digits := _digits(field, kind)) is not None:
+        if (digits := _digits(field, "i" if kind == "d" else kind)) is not None:
             fields[i] = digits
             continue
-        few = _few_numbers(field, "i" if kind == "I" else kind, mark)
+        few = _few_numbers(field, "i" if kind in "Id" else kind, mark)
         if few is None:
             numbers.append(c)
             continue
@@ -1240,7 +1320,7 @@ def _fixed(
         packed[:, np.cumsum([bounds[c + 1] - bounds[c] for c in numbers[:-1]], dtype=np.int64)] = ord(";")
         if len(packed.tobytes().translate(None, _NUMERAL)) != count * len(points):  # C: a third of numpy's
             return None
-        types = {k: pa.int64() if kinds[c - nlab] in "iI" else pa.float64() for k, c in enumerate(numbers)}
+        types = {k: pa.int64() if kinds[c - nlab] in "iId" else pa.float64() for k, c in enumerate(numbers)}
         table = _read_fields(pa.py_buffer(packed), len(numbers), types, mark)
         if table is None or table.num_rows != count:
             return None
