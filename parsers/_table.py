@@ -1162,6 +1162,8 @@ def _token_starts(
     """Where each row's first `count` tokens (split at ASCII blanks, as `str.split`) start and end (two
     rows x `count` matrices), and whether the rows were ASCII; None when a row has fewer tokens (or
     another count, `exact`). Numpy over 512 kB of rows at a time: its temporaries stay in the cache."""
+    if len(buf) >= 1 << 31:  # offsets kept as int32
+        return None
     step = 1 << 19
     cuts = np.unique([0, *np.searchsorted(starts, np.arange(step, len(buf), step)).tolist(), len(starts)])
     firsts, lasts = [], []
@@ -1181,8 +1183,8 @@ def _token_starts(
         if (found != count).any() if exact else (found < count).any():
             return None
         at = first[:, None] + np.arange(count)
-        firsts.append(tok_start[at])
-        lasts.append(tok_end[at])
+        firsts.append(tok_start[at].astype(np.int32))  # offsets in a chunk (< 2 GB): half the memory
+        lasts.append(tok_end[at].astype(np.int32))
     return np.concatenate(firsts), np.concatenate(lasts), ascii_only
 
 
