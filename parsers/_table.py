@@ -406,8 +406,9 @@ class Table:
         if ends is None:
             ends = np.flatnonzero(buf == 10)  # runs hold whole lines
         starts = np.concatenate(([0], ends[:-1] + 1))
+        sample = np.bincount(buf[: 1 << 16], minlength=256)  # which bytes are rare: `_word_starts`
         if self._words:  # no Python step per header: a capture of small tables has one every few lines
-            at = np.unique(np.concatenate([_word_starts(buf, word) for word in self._words]))
+            at = np.unique(np.concatenate([_word_starts(buf, word, sample) for word in self._words]))
         else:
             at = _mark_starts(b"\n\n" if self._after_blank else b"\n", raw, self._marks)
         self._after_blank = raw == b"\n" or raw.endswith(b"\n\n")
@@ -418,7 +419,7 @@ class Table:
         blanks = np.flatnonzero(~is_row) if getattr(self.fmt, "blank_ends", False) else None
         aside = self._aside_first[buf[starts]] & is_row
         for word in self._aside_words:
-            aside[np.searchsorted(ends, _word_starts(buf, word))] = True
+            aside[np.searchsorted(ends, _word_starts(buf, word, sample))] = True
         aside &= is_row
         if aside.any():
             at_aside = np.flatnonzero(aside)
@@ -1216,14 +1217,17 @@ def _ending_blanks(blanks: np.ndarray, is_row: np.ndarray, heads: np.ndarray) ->
     return blanks[~header_next]
 
 
-def _word_starts(buf: np.ndarray, word: bytes) -> np.ndarray:
-    """Where `word` is in `buf`, with numpy: the places of its first byte that is no blank (blanks are
-    everywhere: ` Node `), kept while the bytes around them match."""
-    first = next((k for k, byte in enumerate(word) if byte != 32), 0)
+def _word_starts(buf: np.ndarray, word: bytes, counts: np.ndarray | None = None) -> np.ndarray:
+    """Where `word` is in `buf`, with numpy: the places of one of its bytes that is no blank (blanks are
+    everywhere: ` Node `), kept while the bytes around them match. `counts` (how often each byte is in
+    a sample of `buf`): that byte the rarest, the others checked rarest first (pidstat's `PID`: the `I`
+    and `D` are rarer than the `P` of its commands), else its first byte that is no blank."""
+    rarity = [0] * 256 if counts is None else counts.tolist()
+    order = sorted(range(len(word)), key=lambda k: (word[k] == 32, rarity[word[k]], k))
+    first = order[0]
     at = np.flatnonzero(buf[first : len(buf) - len(word) + 1 + first] == word[first])
-    for k in range(len(word)):
-        if k != first:
-            at = at[buf[at + k] == word[k]]
+    for k in order[1:]:
+        at = at[buf[at + k] == word[k]]
     return at
 
 
