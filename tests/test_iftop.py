@@ -11,7 +11,7 @@ from perfkit import parsers
 from perfkit.errors import ParseError
 from perfkit.parsers import _table, iftop
 
-from .conftest import FIXTURES, row_by_row
+from .conftest import FIXTURES, bulk_spy, row_by_row
 
 F = FIXTURES / "iftop"
 KB, MB = 1024.0, 1024.0**2
@@ -211,15 +211,6 @@ def _long_capture(blocks: int, pairs: int = 7, host: str = "10.0.{}.{}:{}") -> s
     return "\n".join(out) + "\n"
 
 
-def _small_chunks(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Small chunks: a pair's two lines often in two."""
-    from perfkit.parsers import _chunks, _table
-
-    monkeypatch.setattr(_table, "CHUNK_ROWS", 301)
-    monkeypatch.setattr(_table, "CHUNK_BYTES", 30_001)
-    monkeypatch.setattr(_chunks, "_CHUNK_BYTES", 40_000)
-
-
 @pytest.mark.parametrize("path", sorted(F.glob("*.txt")), ids=lambda p: p.name)
 def test_fixture_bulk_reads_as_row_by_row(path: object) -> None:
     bulk = iftop.parse(path)
@@ -231,7 +222,7 @@ def test_fixture_bulk_reads_as_row_by_row(path: object) -> None:
 def test_long_capture_bulk_reads_as_row_by_row(monkeypatch: pytest.MonkeyPatch) -> None:
     text = _long_capture(400)
     expected = row_by_row(iftop.parse, text)
-    _small_chunks(monkeypatch)
+    bulk_spy(monkeypatch, 301, 30_001, 40_000)  # small chunks: a pair's two lines often in two
     monkeypatch.setattr(_table.Table, "read_lines", None)  # `=>` and `<=` lines read together in bulk
     bulk = iftop.parse(text)
     pd.testing.assert_frame_equal(bulk, expected)
@@ -249,7 +240,7 @@ def test_a_host_past_its_column_reads_alike(monkeypatch: pytest.MonkeyPatch) -> 
     # without -n a name may overflow iftop's 40 columns: the lines are no longer one width
     text = _long_capture(60).replace("10.0.1.3:40003", "a-very-long-host-name.example.internal:40003")
     expected = row_by_row(iftop.parse, text)
-    _small_chunks(monkeypatch)
+    bulk_spy(monkeypatch, 301, 30_001, 40_000)  # small chunks: a pair's two lines often in two
     bulk = iftop.parse(text)
     pd.testing.assert_frame_equal(bulk, expected)
     assert (bulk["src"] == "a-very-long-host-name.example.internal").sum() == 2 * 13
@@ -262,7 +253,7 @@ def test_bulk_names_a_bad_line_as_row_by_row(monkeypatch: pytest.MonkeyPatch) ->
     text = "\n".join(lines)
     with pytest.raises(ParseError) as want:
         row_by_row(iftop.parse, text)
-    _small_chunks(monkeypatch)
+    bulk_spy(monkeypatch, 301, 30_001, 40_000)  # small chunks: a pair's two lines often in two
     with pytest.raises(ParseError) as got:
         iftop.parse(text)
     assert str(got.value) == str(want.value) and got.value.line_no == at + 1
