@@ -36,7 +36,7 @@ from perfkit.dataset import Capture, Dataset
 from perfkit.findings import Finding, Skipped, count
 
 from .cpu import interval_rows, steps_by_name
-from .io import category, plain, program_name, tasks
+from .io import category, per_value, plain, program_name, tasks
 
 CPU_RULE = "cpu.throttled"
 IO_RULE = "io.throttled"
@@ -589,7 +589,7 @@ def _io_waits(ds: Dataset, sweep: Any) -> dict[tuple, tuple[float, str, float | 
                 continue
             if mine["io_pct"].isna().all():
                 continue  # `?unavailable?`: the kernel keeps no IO delay (kernel.task_delayacct=0)
-            db = mine[[category(str(p)) == "database" for p in mine["program"]]]
+            db = mine[per_value(category, mine["program"].astype(str)) == "database"]
             for program, r in db.groupby("program", sort=True, observed=True):
                 io = float(r["io_pct"].fillna(0).sum()) / 100 / n
                 out[(h, step, str(program), None)] = (io, "iotop IO%", None)

@@ -303,7 +303,7 @@ def _aligned_timeline_plot(tl: use.Timeline, metric: str) -> Plot:
                 ax2.set_ylim(bottom=0)
         else:
             rows = tl.series[tl.series["panel"] == panel]
-            labels = list(dict.fromkeys(rows["label"]))
+            labels = list(rows["label"].unique())  # in order of appearance
             if len(labels) > MAX_LINES:
                 means = rows.groupby("label")["value"].mean().sort_values(ascending=False)
                 labels = list(means.index[:MAX_LINES])

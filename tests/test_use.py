@@ -214,6 +214,13 @@ def test_timeline_aligns_load_and_hosts_on_the_controller_clock(run) -> None:
         }
     ]
     assert summary["load_intervals"] == 5 and "cpu:db2" in summary["series"]
+    # the span over the load and every host series: db1's mpstat runs past the load's last second
+    stamps = pd.concat([tl.load["timestamp"], tl.series["timestamp"]])
+    assert (summary["start"], summary["end"]) == (use._iso(stamps.min()), use._iso(stamps.max()))
+    assert summary["end"] > "2026-11-22T13:47:04"
+    # hosts only (no load intervals): the span is the hosts'
+    hosts_only = use.Timeline(tl.load.iloc[0:0], tl.series, tl.steps).summary()
+    assert hosts_only["start"] == use._iso(tl.series["timestamp"].min())
 
 
 def test_timeline_is_empty_without_timestamps() -> None:
