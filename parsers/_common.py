@@ -323,19 +323,14 @@ def capture_day(first_clock_s: float, started_at: pd.Timestamp, tz: str) -> date
 
 def clock_stamps(clock_s: np.ndarray, day0: date, tz: str) -> pd.Series:
     """UTC timestamps of seconds since the first midnight on `day0` in `tz`, for tools that print a
-    time of day and no date (top, iotop); one zone lookup per distinct clock. NaN gives NaT."""
-    cache: dict[float, int] = {}
-    out = np.empty(len(clock_s), dtype=np.int64)
-    nat = np.iinfo(np.int64).min
+    time of day and no date (top, iotop); one zone lookup per distinct clock (a day of top -H is
+    5 M rows and 86 k clocks: a Python step per row took 5 s). NaN gives NaT."""
+    codes, distinct = pd.factorize(np.asarray(clock_s, dtype=np.float64))  # NaN: code -1
     midnight = datetime(day0.year, day0.month, day0.day)
-    for i, sec in enumerate(clock_s):
-        if np.isnan(sec):
-            out[i] = nat
-            continue
-        ns = cache.get(sec)
-        if ns is None:
-            ns = cache[sec] = to_utc(midnight + timedelta(seconds=float(sec)), tz).value
-        out[i] = ns
+    ns = np.array(
+        [to_utc(midnight + timedelta(seconds=float(sec)), tz).value for sec in distinct], dtype=np.int64
+    )
+    out = np.append(ns, np.iinfo(np.int64).min)[codes]  # code -1 takes the last: NaT
     return pd.Series(pd.to_datetime(out, utc=True))
 
 

@@ -333,7 +333,7 @@ class _Iotop:
         if day0 is None and started_at is not None and not np.isnan(clock_s).all():
             day0 = capture_day(clock_s[~np.isnan(clock_s)][0], started_at, tz)
         data: dict[str, object] = {
-            "timestamp": _stamps(clock_s, day0, tz) if day0 is not None else _no_stamps(n),
+            "timestamp": clock_stamps(clock_s, day0, tz) if day0 is not None else _no_stamps(n),
             "clock_s": clock_s,
             "host": text_column([host], np.zeros(n, dtype=np.intp)),
             "iteration": pd.array(np.searchsorted(np.array(self.total_lines), line), dtype="Int64"),
@@ -476,12 +476,6 @@ def parse(
     fmt = _Iotop(source)
     fmt.table.run()
     return fmt.frame(host, tz, day0, started_at)
-
-
-def _stamps(clock_s: np.ndarray, day0: date, tz: str) -> pd.Series:
-    """`clock_stamps` of each distinct clock (a few per iteration), spread over the rows."""
-    distinct, where = np.unique(clock_s, return_inverse=True)
-    return clock_stamps(distinct, day0, tz).iloc[where.ravel()].reset_index(drop=True)
 
 
 def _no_stamps(n: int) -> pd.api.extensions.ExtensionArray:
