@@ -178,7 +178,7 @@ def _process(st: _Step, cap: Capture, lim: dict[str, Any]) -> None:
     if mine.empty:
         return
     per = mine.groupby("iteration").agg(cpu=("cpu_pct", "sum"), n=("pid", "count"))
-    summaries = cap.frame.attrs.get("summaries") or [{}]
+    summaries = cap.extras.summaries or [{}]
     threads_mode = bool(summaries[0].get("threads_mode"))
     # a process's threads each use at most one CPU: under -H the rows are its threads; a per-process
     # top shows only the total, so its threads are the configured workers (sysbench adds none that work)

@@ -19,8 +19,6 @@ from perfkit.config import Thresholds
 from perfkit.dataset import Capture, Dataset
 from perfkit.findings import Finding, Skipped, count
 
-from .io import plain
-
 # ---------------------------------------------------------------- shared helpers
 
 
@@ -242,7 +240,7 @@ def hot_thread(ds: Dataset, sweep: Any, th: Thresholds) -> list[Finding] | Skipp
     that thread however many CPUs are idle.
     """
     rule = "cpu.hot-thread"
-    caps = [c for c in ds.of("top") if any(s.get("threads_mode") for s in c.frame.attrs.get("summaries", []))]
+    caps = [c for c in ds.of("top") if any(s.get("threads_mode") for s in c.extras.summaries)]
     if not caps:
         return Skipped(rule, "no top -H (per-thread) capture")
     lim = th[rule]
@@ -250,7 +248,7 @@ def hot_thread(ds: Dataset, sweep: Any, th: Thresholds) -> list[Finding] | Skipp
     found: dict[tuple, dict[str, Any]] = {}
     for cap in caps:
         cols = ["iteration", "pid", "user", "virt_kb", "res_kb", "shr_kb", "cpu_pct", "command"]
-        df = plain(cap.frame)[cols].dropna(subset=["pid", "iteration"])
+        df = cap.frame[cols].dropna(subset=["pid", "iteration"])
         if df.empty:
             continue
         # top's first screen shows %CPU since each task started, not over an interval
@@ -270,7 +268,7 @@ def hot_thread(ds: Dataset, sweep: Any, th: Thresholds) -> list[Finding] | Skipp
         per_proc = mine.groupby(["iteration", "proc"]).agg(total=("cpu_pct", "sum"), threads=("pid", "size"))
         med = df[df["pid"].isin(pinned)].groupby("pid")["cpu_pct"].median()
         command = df.drop_duplicates("pid").set_index("pid")["command"]  # as first printed
-        summaries = cap.frame.attrs.get("summaries", [])
+        summaries = cap.extras.summaries
         idle = pd.Series({s["iteration"]: s.get("cpu_id") for s in summaries}, dtype=float)
         # a pinned thread also counted in another process in a screen where it was not hot (its
         # sizes read while they changed) gives that process no hot row: not a candidate

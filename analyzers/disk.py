@@ -20,8 +20,6 @@ from perfkit.config import Thresholds
 from perfkit.dataset import Dataset
 from perfkit.findings import Finding, Skipped
 
-from .io import plain
-
 
 def _busy_devices(ds: Dataset) -> list[tuple[str | None, str, pd.DataFrame, str]]:
     """(host, device, rows, path) for each device with real IO, since-boot report dropped.
@@ -190,8 +188,7 @@ def _data_dirs(ds: Dataset) -> dict[str | None, list[tuple[str, str]]]:
         for cap in ds.of(kind):
             if "command" not in cap.frame.columns:
                 continue
-            # the column of an attrs-free view: top's and iotop's attrs grow with the capture
-            for cmd in plain(cap.frame)["command"].dropna().unique():
+            for cmd in cap.frame["command"].dropna().unique():
                 for m in _DATA_DIR.finditer(str(cmd)):
                     path = m.group("path").rstrip("/") or "/"
                     found.setdefault(cap.host, {}).setdefault(path, str(cmd).split()[0])

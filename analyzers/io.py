@@ -110,13 +110,6 @@ def _window(ts: pd.Series) -> tuple[str, str] | None:
     return (ts.min().isoformat(), ts.max().isoformat()) if len(ts) else None
 
 
-def plain(df: pd.DataFrame) -> pd.DataFrame:
-    """`df` without its attrs (no copy). pandas deep-copies attrs into every frame and column derived
-    from a frame, and top's and iotop's hold a record per interval: kept, every step of a rule over a
-    day-long capture would copy the day's records again."""
-    return pd.DataFrame(df)
-
-
 def per_value(fn: Any, *columns: pd.Series) -> pd.Categorical:
     """`fn(*values)` for each row, called once per distinct combination of values (commands and
     tasks repeat every interval). Categories sorted, as groupby and pivot_table order by them."""
@@ -178,7 +171,7 @@ def tasks(ds: Dataset, kind: str) -> dict[str | None, Tasks]:
     for cap in ds.of(kind):
         if kind == "iotop":
             cols = ["iteration", "timestamp", "tid", "thread", "command", "write_kb_s", "read_kb_s", "io_pct"]
-            df = plain(cap.frame)[cols]
+            df = cap.frame[cols]
             codes, names = _intervals(cap.path, df["iteration"])
             rows = pd.DataFrame(
                 {
@@ -193,11 +186,11 @@ def tasks(ds: Dataset, kind: str) -> dict[str | None, Tasks]:
                     "source": cap.path,
                 }
             )
-            tot = cap.frame.attrs.get("totals") or []
+            tot = cap.extras.totals
             seen = [f"{cap.path}#{t['iteration']}" for t in tot] or names
             totals.setdefault(cap.host, {}).update({f"{cap.path}#{t['iteration']}": t for t in tot})
         else:
-            df = plain(cap.frame)[["tid", "timestamp", "pid", "command", "kb_wr_s", "kb_rd_s", "cpu_pct"]]
+            df = cap.frame[["tid", "timestamp", "pid", "command", "kb_wr_s", "kb_rd_s", "cpu_pct"]]
             procs = df[df["tid"].isna()]  # with -t, thread rows repeat their process's IO
             codes, names = _intervals(cap.path, procs["timestamp"])
             rows = pd.DataFrame(

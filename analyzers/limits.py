@@ -36,7 +36,7 @@ from perfkit.dataset import Capture, Dataset
 from perfkit.findings import Finding, Skipped, count
 
 from .cpu import interval_rows, steps_by_name
-from .io import category, per_value, plain, program_name, tasks
+from .io import category, per_value, program_name, tasks
 
 CPU_RULE = "cpu.throttled"
 IO_RULE = "io.throttled"
@@ -213,8 +213,8 @@ def snapshots(ds: Dataset) -> list[_Snap]:
             _Snap(
                 host,
                 step,
-                plain(first.frame),
-                plain(last.frame),
+                first.frame,
+                last.frame,
                 interval,
                 seconds,
                 base,
@@ -607,7 +607,7 @@ def _device(
         for c in ds.of("iostat")
         if c.host == host and c.step == step
     ]
-    frames = [plain(f) for f in frames if len(f)]
+    frames = [f for f in frames if len(f)]
     if not frames:
         return None
     io = pd.concat(frames)

@@ -46,7 +46,7 @@ def _sysctl_of(ds: Dataset) -> dict[str | None, tuple[Any, dict[str, float]]]:
     """host -> (the last sysctl capture with a port range, its numeric values by key)."""
     out: dict[str | None, tuple[Any, dict[str, float]]] = {}
     for cap in ds.of("sysctl"):
-        if "ephemeral_ports" not in cap.frame.attrs:
+        if cap.extras.ephemeral_ports is None:
             continue
         values = dict(zip(cap.frame["key"].astype(str), cap.frame["value_num"], strict=True))
         out[cap.host] = (cap, values)
@@ -83,7 +83,7 @@ def port_exhaustion(ds: Dataset, sweep: Any, th: Thresholds) -> list[Finding] | 
         sys_cap, values = ranges[host]
         if values.get("net.ipv4.tcp_tw_reuse") == 1:
             continue  # connect() reuses TIME_WAIT ports (timestamps 1 s apart): no 60 s ceiling
-        ports = int(sys_cap.frame.attrs["ephemeral_ports"])
+        ports = int(sys_cap.extras.ephemeral_ports)
         frames = [(c, c.frame.assign(tw=_timewait(c.frame))) for c in caps]
         rows = pd.concat([f.dropna(subset=["tw"]) for _, f in frames], ignore_index=True)
         if rows.empty:
@@ -106,7 +106,7 @@ def _finding(hit: list, sweep: Any, lim: dict[str, Any]) -> Finding:
     clients = len(hit)
     ceiling = ports_total / tw_s
     tw_max, tw_med = float(rows["tw"].max()), float(rows["tw"].median())
-    low, high = sys_cap.frame.attrs["port_range_low"], sys_cap.frame.attrs["port_range_high"]
+    low, high = sys_cap.extras.port_range_low, sys_cap.extras.port_range_high
     ev: dict[str, Any] = {
         "host": host,
         "port_range": f"{low}-{high}",

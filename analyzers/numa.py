@@ -35,7 +35,7 @@ def _topology(ds: Dataset) -> dict[str | None, tuple[dict[int, set[int]], dict[t
             int(n): set(cpu_list(_COUNT.sub(" ", str(c))))
             for n, c in zip(df["node"], df["cpus"].fillna(""), strict=True)
         }
-        dist = cap.frame.attrs.get("distances") or {}
+        dist = cap.extras.distances
         nodes, matrix = dist.get("nodes") or [], dist.get("matrix") or []
         d = {
             (a, b): float(v)

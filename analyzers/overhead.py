@@ -19,7 +19,7 @@ from perfkit.config import Thresholds
 from perfkit.dataset import Dataset
 from perfkit.findings import Finding, Skipped
 
-from .io import Tasks, category, per_sample, per_value, plain, program_name, tasks
+from .io import Tasks, category, per_sample, per_value, program_name, tasks
 
 
 def _is_ours(command: Any) -> bool:
@@ -40,7 +40,7 @@ def _top_cpu(ds: Dataset) -> dict[str | None, tuple[pd.Series, list[str]]]:
     rows_by_host: dict[str | None, list[pd.DataFrame]] = {}
     samples: dict[str | None, list[str]] = {}
     for cap in ds.of("top"):
-        df = plain(cap.frame)[["iteration", "command", "cpu_pct"]]
+        df = cap.frame[["iteration", "command", "cpu_pct"]]
         df = df[df["iteration"] >= 1]
         its = df["iteration"].unique()  # in order of appearance
         samples.setdefault(cap.host, []).extend(f"{cap.path}#{i}" for i in its)

@@ -137,7 +137,7 @@ def _pprof_profiles(ds: Dataset) -> tuple[list[dict[str, Any]], list[str]]:
     out, others = [], []
     for cap in ds.of("pprof"):
         frame = cap.frame
-        col = frame.attrs.get("default_value_column")
+        col = cap.extras.default_value_column
         if not col or frame.empty:
             continue
         if col == "cpu_nanoseconds":
@@ -150,10 +150,10 @@ def _pprof_profiles(ds: Dataset) -> tuple[list[dict[str, Any]], list[str]]:
         table = pprof_parser.top(frame, col)
         total_ns = int(frame[col].abs().sum())
         ev: dict[str, Any] = {"profile": kind, "value_column": col, "value_total_s": total_ns / 1e9}
-        if frame.attrs.get("duration_ns"):
-            ev["duration_s"] = frame.attrs["duration_ns"] / 1e9
+        if cap.extras.duration_ns:
+            ev["duration_s"] = cap.extras.duration_ns / 1e9
             if kind == "Go CPU profile":
-                ev["cpu_cores_busy"] = total_ns / frame.attrs["duration_ns"]
+                ev["cpu_cores_busy"] = total_ns / cap.extras.duration_ns
         if "samples_count" in frame.columns:
             ev["samples"] = int(frame["samples_count"].sum())
         weight = int(ev.get("samples", frame[col].astype(bool).sum()))

@@ -181,7 +181,7 @@ def model(ds: Dataset, th: Thresholds) -> tuple[Sweep | None, list[Excluded]]:
             if swept and rec is None:
                 excluded.append(Excluded(cap.path, None, "unlisted", UNLISTED))
                 continue
-            for frame, run in _LOAD_ADAPTERS[kind](cap.frame, rec, cap.path):
+            for frame, run in _LOAD_ADAPTERS[kind](cap.frame, cap.extras.runs, rec, cap.path):
                 threads = _threads_of(run, rec, cap.path)
                 hr = _HostRun(cap.path, cap.host, frame, run, threads, rec, _unusable(run, rec, threads))
                 # a perfkit run's step is every load host's run of it; elsewhere each run is a level
@@ -444,10 +444,10 @@ _INTERVAL_COLUMNS = ["run", "time_s", "threads", "tps", "qps", "lat_ms", "lat_pc
 
 
 def _sysbench_runs(
-    frame: pd.DataFrame, record: Record | None, path: str
+    frame: pd.DataFrame, runs: list[dict], record: Record | None, path: str
 ) -> Iterator[tuple[pd.DataFrame, dict]]:
     # sysbench's rows are its intervals already; _load_step picks each run's own
-    for run in frame.attrs.get("runs", []):
+    for run in runs:
         yield frame, run
 
 
@@ -462,11 +462,11 @@ def _threads_of(run: dict, record: Record | None, path: str) -> int | None:
 
 
 def _goycsb_runs(
-    frame: pd.DataFrame, record: Record | None, path: str
+    frame: pd.DataFrame, runs: list[dict], record: Record | None, path: str
 ) -> Iterator[tuple[pd.DataFrame, dict]]:
     """go-ycsb's periodic lines are cumulative: per-interval OPS come from the count deltas (the
     parser's interval_ops_s); its percentiles are cumulative too, so intervals carry no latency."""
-    for run in frame.attrs.get("runs", []):
+    for run in runs:
         threads = _threads_of(run, record, path)
         rows = frame[(frame["run"] == run["run"]) & ~frame["final"].astype(bool)] if len(frame) else frame
         ops = rows[(rows["op"] != "TOTAL") & ~rows["error"].astype(bool)]
@@ -489,11 +489,13 @@ def _goycsb_runs(
         )
 
 
-def _gotpc_runs(frame: pd.DataFrame, record: Record | None, path: str) -> Iterator[tuple[pd.DataFrame, dict]]:
+def _gotpc_runs(
+    frame: pd.DataFrame, runs: list[dict], record: Record | None, path: str
+) -> Iterator[tuple[pd.DataFrame, dict]]:
     """go-tpc's `[Current]` lines are per interval (Takes(s) is the interval's length); the old layout's
     periodic lines are cumulative (interval_count holds the deltas). Latency per interval: NEW_ORDER's
     p95, the transaction tpmC counts."""
-    for run in frame.attrs.get("runs", []):
+    for run in runs:
         threads = _threads_of(run, record, path)
         rows = frame[(frame["run"] == run["run"]) & (frame["phase"] != "summary")] if len(frame) else frame
         if rows.empty:
@@ -531,7 +533,8 @@ def _gotpc_runs(frame: pd.DataFrame, record: Record | None, path: str) -> Iterat
         )
 
 
-_LOAD_ADAPTERS: dict[str, Callable[[pd.DataFrame, dict, str], Iterator[tuple[pd.DataFrame, dict]]]] = {
+# each: (the capture's frame, its parser's `runs`, its record, its path) -> (intervals, run) per run
+_LOAD_ADAPTERS: dict[str, Callable[..., Iterator[tuple[pd.DataFrame, dict]]]] = {
     "sysbench": _sysbench_runs,
     "goycsb": _goycsb_runs,
     "gotpc": _gotpc_runs,

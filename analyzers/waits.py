@@ -168,7 +168,7 @@ def profiles(ds: Dataset, sweep: Any | None = None, top_n: int = 8) -> list[Wait
     step_threads = ds.step_threads()
     raw: list[tuple[WaitProfile, pd.DataFrame]] = []
     for cap in ds.of("threads"):
-        frame = pd.DataFrame(cap.frame)  # without attrs (analyzers/io.plain)
+        frame = cap.frame
         if frame.empty:
             continue
         state = frame[frame["record"] == "state"]

@@ -12,7 +12,7 @@ from types import ModuleType
 
 import pandas as pd
 
-from ._common import ParseContext, Source
+from ._common import Extras, ParseContext, Source, extras_of
 
 
 @cache
@@ -39,6 +39,13 @@ def parse(kind: str, source: Source, context: ParseContext) -> pd.DataFrame:
     mod = get(kind)
     extra = {"started_at": context.started_at} if getattr(mod, "DATED_BY_START", False) else {}
     return mod.parse(source, host=context.host, tz=context.tz, **extra)
+
+
+def extras(kind: str, frame: pd.DataFrame) -> Extras:
+    """What the parser of `kind` read beside the frame's rows, typed (its `EXTRAS`, else the fields
+    every parser may give), taken out of the frame's attrs."""
+    mod = registry().get(kind)
+    return extras_of(getattr(mod, "EXTRAS", Extras), frame)
 
 
 def sniff_kind(text: str) -> str | None:

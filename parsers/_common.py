@@ -88,6 +88,31 @@ def skips_of(frame: pd.DataFrame) -> Skips:
     return found if isinstance(found, Skips) else Skips()
 
 
+@dataclass(frozen=True)
+class Extras:
+    """What a parser read beside its rows, declared: the fields every parser may give. A parser that
+    gives more declares `EXTRAS`, a subclass with its own fields (top's per-iteration summaries, the
+    sysctl port range, ...). Parsers hand them over in the frame's attrs; `extras_of` moves them into
+    this type once, where the dataset takes a capture in, so rules read typed fields, and a frame no
+    longer carries records that pandas deep-copies into every frame derived from it."""
+
+    dropped_lines: int = 0  # a last line cut off mid-write
+    skipped: Skips = field(default_factory=Skips)  # lines not known, left out: the capture is partial
+    unknown_columns: list[str] = field(default_factory=list)  # header labels not in the schema
+    notes: list[str] = field(default_factory=list)  # what the parser wants the reader to know
+
+
+def extras_of(declared: type[Extras], frame: pd.DataFrame) -> Extras:
+    """The frame's attrs as `declared`, and the attrs emptied. Raises TypeError for a key the parser
+    gives but did not declare (a programming error: tests parse every fixture through this)."""
+    undeclared = sorted(set(frame.attrs) - {f for f in declared.__dataclass_fields__})
+    if undeclared:
+        raise TypeError(f"{declared.__qualname__} does not declare {', '.join(undeclared)}")
+    extras = declared(**frame.attrs)
+    frame.attrs = {}
+    return extras
+
+
 class Lines:
     """Iterate `(line_no, text)` over a path, a text/binary stream or a string, one line at a time.
 

@@ -58,13 +58,25 @@ df has no time: the capture time is the manifest's. Tested on: tests/fixtures/df
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
 from perfkit.errors import ParseError
 
-from ._common import Lines, Skips, Source, coerce, empty_frame, feed_lines
+from ._common import Extras, Lines, Skips, Source, coerce, empty_frame, feed_lines
+
+
+@dataclass(frozen=True)
+class DfExtras(Extras):
+    """What df reads beside its rows (see `_common.Extras`)."""
+
+    # bytes per block of the size columns as printed
+    block_size: int | None = None
+
+
+EXTRAS = DfExtras
 
 KIND = "df"
 

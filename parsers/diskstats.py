@@ -50,11 +50,23 @@ from __future__ import annotations
 
 import io
 import re
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
-from ._common import PT_STALK_STAMP, Lines, Skips, Source, coerce, empty_frame, feed_lines
+from ._common import PT_STALK_STAMP, Extras, Lines, Skips, Source, coerce, empty_frame, feed_lines
+
+
+@dataclass(frozen=True)
+class DiskstatsExtras(Extras):
+    """What diskstats reads beside its rows (see `_common.Extras`)."""
+
+    # /proc/diskstats readings in the capture
+    snapshots: int = 0
+
+
+EXTRAS = DiskstatsExtras
 
 KIND = "diskstats"
 

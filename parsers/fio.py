@@ -54,11 +54,33 @@ from __future__ import annotations
 import json
 import math
 import re
+from dataclasses import dataclass, field
 from typing import Any
 
 import pandas as pd
 
-from ._common import Lines, Source, coerce, empty_frame
+from ._common import Extras, Lines, Source, coerce, empty_frame
+
+
+@dataclass(frozen=True)
+class FioExtras(Extras):
+    """What fio reads beside its rows (see `_common.Extras`)."""
+
+    # as fio printed it
+    fio_version: str | None = None
+    # fio runs in the file
+    runs: int = 0
+    # the job file's [global] options
+    global_options: dict = field(default_factory=dict)
+    # job -> its options
+    job_options: dict = field(default_factory=dict)
+    # fio's per-device utilisation records
+    disk_util: list[dict] = field(default_factory=list)
+    # lines before the first run
+    preamble: list[str] = field(default_factory=list)
+
+
+EXTRAS = FioExtras
 
 KIND = "fio"
 DIRECTIONS = ("read", "write", "trim", "sync")

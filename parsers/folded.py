@@ -30,11 +30,25 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
-from ._common import Lines, Source, coerce, empty_frame, feed_lines
+from ._common import Extras, Lines, Source, coerce, empty_frame, feed_lines
+
+
+@dataclass(frozen=True)
+class FoldedExtras(Extras):
+    """What folded reads beside its rows (see `_common.Extras`)."""
+
+    # samples over all stacks
+    total_samples: int = 0
+    # lines of a stack seen before, summed into it
+    merged_lines: int = 0
+
+
+EXTRAS = FoldedExtras
 
 KIND = "folded"
 SCHEMA: dict[str, str] = {

@@ -73,8 +73,19 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ._common import SNIFF_BYTES, Lines, Source, coerce, empty_frame, feed_lines
+from ._common import SNIFF_BYTES, Extras, Lines, Source, coerce, empty_frame, feed_lines
 from ._golines import GoReader, Malformed, column, nan_to_none
+
+
+@dataclass(frozen=True)
+class GoycsbExtras(Extras):
+    """What goycsb reads beside its rows (see `_common.Extras`)."""
+
+    # one record per run: its summary, settings, how it ended
+    runs: list[dict] = field(default_factory=list)
+
+
+EXTRAS = GoycsbExtras
 
 KIND = "goycsb"
 

@@ -76,13 +76,29 @@ from __future__ import annotations
 import bisect
 import re
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
 
 from ._chunks import Interned
-from ._common import Parts, Source, coerce, empty_frame, text_column
+from ._common import Extras, Parts, Source, coerce, empty_frame, text_column
 from ._table import ROW, Block, Layout, Skip, Table
+
+
+@dataclass(frozen=True)
+class IftopExtras(Extras):
+    """What iftop reads beside its rows (see `_common.Extras`)."""
+
+    # one record per screen: the Total send/receive/both rates
+    totals: list[dict] = field(default_factory=list)
+    # as iftop's banner names it
+    interface: str | None = None
+    # bits or bytes per second, as printed
+    rate_unit: str | None = None
+
+
+EXTRAS = IftopExtras
 
 KIND = "iftop"
 

@@ -78,6 +78,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from datetime import datetime
 
 import numpy as np
@@ -85,7 +86,20 @@ import pandas as pd
 
 from perfkit.errors import ParseError
 
-from ._common import Lines, Source, coerce, empty_frame, to_utc
+from ._common import Extras, Lines, Source, coerce, empty_frame, to_utc
+
+
+@dataclass(frozen=True)
+class InnodbStatusExtras(Extras):
+    """What innodb_status reads beside its rows (see `_common.Extras`)."""
+
+    # each transaction waiting for a lock, and on what
+    lock_waits: list[dict] = field(default_factory=list)
+    # the LATEST DETECTED DEADLOCK section's transactions
+    deadlocks: list[dict] = field(default_factory=list)
+
+
+EXTRAS = InnodbStatusExtras
 
 KIND = "innodb_status"
 _INT64_MAX = 2**63 - 1

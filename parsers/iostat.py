@@ -76,8 +76,22 @@ from perfkit.errors import ParseError
 
 from . import _common
 from ._columns import CONVERT, IOSTAT_IGNORED, RENAME
+from ._common import Extras
 from ._sysstat import banner_cpus
 from ._table import ROW, Block, Layout, Skip, Table
+
+
+@dataclass(frozen=True)
+class IostatExtras(Extras):
+    """What iostat reads beside its rows (see `_common.Extras`)."""
+
+    # which sysstat header form the capture prints
+    header_generation: str | None = None
+    # the banner's `(N CPU)`
+    cpus: int | None = None
+
+
+EXTRAS = IostatExtras
 
 KIND = "iostat"
 

@@ -70,6 +70,7 @@ from __future__ import annotations
 
 import bisect
 import re
+from dataclasses import dataclass, field
 from datetime import date, datetime
 from zoneinfo import ZoneInfo
 
@@ -79,8 +80,19 @@ import pandas as pd
 from perfkit.errors import ParseError
 
 from ._chunks import Interned
-from ._common import Lines, Parts, Source, capture_day, clock_stamps, coerce, empty_frame, text_column
+from ._common import Extras, Lines, Parts, Source, capture_day, clock_stamps, coerce, empty_frame, text_column
 from ._table import ROW, Block, Layout, Table
+
+
+@dataclass(frozen=True)
+class IotopExtras(Extras):
+    """What iotop reads beside its rows (see `_common.Extras`)."""
+
+    # one record per iteration: its Total and Actual/Current lines
+    totals: list[dict] = field(default_factory=list)
+
+
+EXTRAS = IotopExtras
 
 KIND = "iotop"
 DATED_BY_START = True  # iotop -t prints a time of day only: `parse(started_at=...)` dates the rows

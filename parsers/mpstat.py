@@ -55,6 +55,7 @@ from __future__ import annotations
 
 import itertools
 import re
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
@@ -62,8 +63,22 @@ import pandas as pd
 from perfkit.errors import ParseError
 
 from . import _common
+from ._common import Extras
 from ._sysstat import Sysstat, label_width, record_value, utc
 from ._table import ROW, Block, Layout, Skip, Table
+
+
+@dataclass(frozen=True)
+class MpstatExtras(Extras):
+    """What mpstat reads beside its rows (see `_common.Extras`)."""
+
+    # the `Average:` rows, as printed
+    averages: list[dict] = field(default_factory=list)
+    # the banner's `(N CPU)`
+    cpus: int | None = None
+
+
+EXTRAS = MpstatExtras
 
 KIND = "mpstat"
 

@@ -59,16 +59,32 @@ Tested on: tests/fixtures/mysqladmin/ (see README.md there).
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ._common import Source, coerce, empty_frame, text_column
+from ._common import Extras, Source, coerce, empty_frame, text_column
 from ._table import Block, Layout, Table
 from .mysql_status import COUNTERS as _SAMPLER_COUNTERS
 from .mysql_status import GAUGES as _SAMPLER_GAUGES
+
+
+@dataclass(frozen=True)
+class MysqladminExtras(Extras):
+    """What mysqladmin reads beside its rows (see `_common.Extras`)."""
+
+    # mysqladmin runs in the file
+    runs: int = 0
+    # -r: values are per interval, not since start
+    relative: bool = False
+    # -i seconds
+    interval_s: float | None = None
+
+
+EXTRAS = MysqladminExtras
 
 KIND = "mysqladmin"
 SCHEMA: dict[str, str] = {

@@ -45,11 +45,23 @@ Tested on: tests/fixtures/netstat_s/ (README.md there).
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
-from ._common import PT_STALK_STAMP, Lines, Skips, Source, coerce, empty_frame, feed_lines
+from ._common import PT_STALK_STAMP, Extras, Lines, Skips, Source, coerce, empty_frame, feed_lines
+
+
+@dataclass(frozen=True)
+class NetstatSExtras(Extras):
+    """What netstat_s reads beside its rows (see `_common.Extras`)."""
+
+    # netstat -s / nstat readings in the capture
+    snapshots: int = 0
+
+
+EXTRAS = NetstatSExtras
 
 KIND = "netstat_s"
 

@@ -74,13 +74,29 @@ Tested on: tests/fixtures/numactl/ (README.md there).
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
 
 from perfkit.errors import ParseError
 
-from ._common import Lines, Skips, Source, coerce, empty_frame, feed_lines
+from ._common import Extras, Lines, Skips, Source, coerce, empty_frame, feed_lines
+
+
+@dataclass(frozen=True)
+class NumactlExtras(Extras):
+    """What numactl reads beside its rows (see `_common.Extras`)."""
+
+    # node -> node -> distance
+    distances: dict = field(default_factory=dict)
+    # `available: N nodes`
+    available_nodes: int | None = None
+    # `numactl --show`'s policy, cpubind, nodebind, membind
+    show: dict = field(default_factory=dict)
+
+
+EXTRAS = NumactlExtras
 
 KIND = "numactl"
 

@@ -76,13 +76,25 @@ Tested on: tests/fixtures/numastat/ (README.md there).
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass, field
 from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
 
-from ._common import Source, coerce, empty_frame, text_column
+from ._common import Extras, Source, coerce, empty_frame, text_column
 from ._table import ROW, Block, Layout, Table
+
+
+@dataclass(frozen=True)
+class NumastatExtras(Extras):
+    """What numastat reads beside its rows (see `_common.Extras`)."""
+
+    # the node columns, in order
+    nodes: list[str] = field(default_factory=list)
+
+
+EXTRAS = NumastatExtras
 
 KIND = "numastat"
 

@@ -31,11 +31,25 @@ Tested on: tests/fixtures/perf_script/ (see README.md there).
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 import pandas as pd
 
 from . import folded
-from ._common import Lines, Source, feed_lines
+from ._common import Extras, Lines, Source, feed_lines
+
+
+@dataclass(frozen=True)
+class PerfScriptExtras(Extras):
+    """What perf_script reads beside its rows (see `_common.Extras`)."""
+
+    # samples read
+    total_samples: int = 0
+    # samples with no stack, left out
+    samples_without_stack: int = 0
+
+
+EXTRAS = PerfScriptExtras
 
 KIND = "perf_script"
 SCHEMA: dict[str, str] = dict(folded.SCHEMA)

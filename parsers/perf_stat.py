@@ -49,12 +49,36 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Iterator
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
 from ._chunks import Interned, byte_windows, has_cr, text_chunks, walk_text
-from ._common import Lines, Source, coerce, empty_frame, feed_lines
+from ._common import Extras, Lines, Source, coerce, empty_frame, feed_lines
+
+
+@dataclass(frozen=True)
+class PerfStatExtras(Extras):
+    """What perf_stat reads beside its rows (see `_common.Extras`)."""
+
+    # `text` or `csv` (`-x,`)
+    header_generation: str | None = None
+    # what perf measured: `'sleep 0.2'`, `system wide`
+    target: str | None = None
+    # `-r N`: the values are means of N runs
+    runs: int | None = None
+    # `# started on ...` as printed
+    started: str | None = None
+    # the footer's `seconds time elapsed`, `user`, `sys`
+    elapsed_s: float | None = None
+    user_s: float | None = None
+    sys_s: float | None = None
+    # lines before the first perf line (the target's own stderr), skipped
+    preamble_lines: int = 0
+
+
+EXTRAS = PerfStatExtras
 
 KIND = "perf_stat"
 SCHEMA: dict[str, str] = {

@@ -61,7 +61,7 @@ Not read: `-o JSON`. Tested on: tests/fixtures/pidstat/*.txt (see README.md ther
 from __future__ import annotations
 
 import re
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from typing import NamedTuple
 
 import numpy as np
@@ -70,8 +70,22 @@ import pandas as pd
 from perfkit.errors import ParseError
 
 from . import _common
+from ._common import Extras
 from ._sysstat import Sysstat, label_width, record_value, utc
 from ._table import ROW, Block, Layout, Skip, Table
+
+
+@dataclass(frozen=True)
+class PidstatExtras(Extras):
+    """What pidstat reads beside its rows (see `_common.Extras`)."""
+
+    # the `Average:` rows, as printed
+    averages: list[dict] = field(default_factory=list)
+    # the banner's `(N CPU)`
+    cpus: int | None = None
+
+
+EXTRAS = PidstatExtras
 
 KIND = "pidstat"
 

@@ -43,6 +43,7 @@ from __future__ import annotations
 import re
 import zlib
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, NamedTuple
 
@@ -51,7 +52,36 @@ import pandas as pd
 
 from perfkit.errors import ParseError
 
-from ._common import coerce, empty_frame
+from ._common import Extras, coerce, empty_frame
+
+
+@dataclass(frozen=True)
+class PprofExtras(Extras):
+    """What pprof reads beside its rows (see `_common.Extras`)."""
+
+    # (type, unit) of each sample value
+    sample_types: list = field(default_factory=list)
+    # the frame's value columns
+    value_columns: list[str] = field(default_factory=list)
+    # the one a flame graph draws
+    default_value_column: str | None = None
+    # the profile's sampling period
+    period: int | None = None
+    # its type and unit
+    period_type: str | None = None
+    # how long the profile ran
+    duration_ns: int | None = None
+    # when it was taken (a UTC Timestamp)
+    time: object = None
+    # regex of frames pprof drops
+    drop_frames: str | None = None
+    # regex of frames pprof keeps
+    keep_frames: str | None = None
+    # the profile's comments
+    comments: list[str] = field(default_factory=list)
+
+
+EXTRAS = PprofExtras
 
 KIND = "pprof"
 SCHEMA: dict[str, str] = {"host": "string", "stack": "string", "leaf": "string", "labels": "string"}

@@ -51,16 +51,35 @@ from __future__ import annotations
 import calendar
 import re
 from array import array
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 import numpy as np
 import pandas as pd
 
 from . import _common
+from ._common import Extras
 from ._sysstat import Sysstat, utc
 from ._table import ROW, STRUCTURE, Block, Layout, Skip, Table
 from .sar import _NOT_READ, _TABLES, _classify, _instances, _Store
 from .sar import SCHEMA as _SAR_SCHEMA
+
+
+@dataclass(frozen=True)
+class SadfExtras(Extras):
+    """What sadf reads beside its rows (see `_common.Extras`)."""
+
+    # the sampling interval of each table
+    intervals_s: list = field(default_factory=list)
+    # LINUX RESTART records
+    restarts: list = field(default_factory=list)
+    # COMMENT records
+    comments: list = field(default_factory=list)
+    # tables not read (no schema for them)
+    skipped_tables: list = field(default_factory=list)
+
+
+EXTRAS = SadfExtras
 
 KIND = "sadf"
 

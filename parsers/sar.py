@@ -84,7 +84,7 @@ from __future__ import annotations
 import re
 from array import array
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import pandas as pd
@@ -94,8 +94,28 @@ from perfkit.errors import ParseError
 
 from . import _common
 from ._chunks import Interned
+from ._common import Extras
 from ._sysstat import Sysstat, record_value, utc
 from ._table import ROW, STRUCTURE, Block, Layout, Skip, Table
+
+
+@dataclass(frozen=True)
+class SarExtras(Extras):
+    """What sar reads beside its rows (see `_common.Extras`)."""
+
+    # the `Average:` rows, as printed
+    averages: list[dict] = field(default_factory=list)
+    # LINUX RESTART lines
+    restarts: list = field(default_factory=list)
+    # COMMENT lines
+    comments: list = field(default_factory=list)
+    # tables not read (no schema for them)
+    skipped_tables: list = field(default_factory=list)
+    # the banner's `(N CPU)`
+    cpus: int | None = None
+
+
+EXTRAS = SarExtras
 
 KIND = "sar"
 

@@ -62,7 +62,18 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ._common import SNIFF_BYTES, Lines, Source, coerce, empty_frame, feed_lines
+from ._common import SNIFF_BYTES, Extras, Lines, Source, coerce, empty_frame, feed_lines
+
+
+@dataclass(frozen=True)
+class SysbenchExtras(Extras):
+    """What sysbench reads beside its rows (see `_common.Extras`)."""
+
+    # one record per run: its summary, settings, how it ended
+    runs: list[dict] = field(default_factory=list)
+
+
+EXTRAS = SysbenchExtras
 
 KIND = "sysbench"
 

@@ -31,11 +31,27 @@ Tested on: tests/fixtures/sysctl/ (see README.md there).
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
-from ._common import Lines, Skips, Source, coerce, empty_frame, feed_lines
+from ._common import Extras, Lines, Skips, Source, coerce, empty_frame, feed_lines
+
+
+@dataclass(frozen=True)
+class SysctlExtras(Extras):
+    """What sysctl reads beside its rows (see `_common.Extras`)."""
+
+    # net.ipv4.ip_local_port_range's first port
+    port_range_low: int | None = None
+    # its last port
+    port_range_high: int | None = None
+    # ports in the range
+    ephemeral_ports: int | None = None
+
+
+EXTRAS = SysctlExtras
 
 KIND = "sysctl"
 SCHEMA: dict[str, str] = {

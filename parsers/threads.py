@@ -73,11 +73,25 @@ tests/fixtures/threads/ (README.md there).
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
 
-from ._common import Lines, Source, coerce, empty_frame, feed_lines
+from ._common import Extras, Lines, Source, coerce, empty_frame, feed_lines
+
+
+@dataclass(frozen=True)
+class ThreadsExtras(Extras):
+    """What threads reads beside its rows (see `_common.Extras`)."""
+
+    # the thread sampler's settings, from its header line
+    sampler: dict = field(default_factory=dict)
+    # the processes it sampled
+    selected: list = field(default_factory=list)
+
+
+EXTRAS = ThreadsExtras
 
 KIND = "threads"
 

@@ -54,6 +54,7 @@ from __future__ import annotations
 
 import math
 import re
+from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
@@ -61,8 +62,19 @@ import yaml
 
 from perfkit.errors import ParseError
 
-from ._common import Lines, Source, coerce, empty_frame
+from ._common import Extras, Lines, Source, coerce, empty_frame
 from .sweep import ALIASES as _SWEEP_ALIASES
+
+
+@dataclass(frozen=True)
+class TiersExtras(Extras):
+    """What tiers reads beside its rows (see `_common.Extras`)."""
+
+    # which of the tiers file's forms it is
+    form: str | None = None
+
+
+EXTRAS = TiersExtras
 
 KIND = "tiers"
 SCHEMA: dict[str, str] = {

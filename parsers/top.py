@@ -78,6 +78,7 @@ import math
 import re
 import string
 from collections.abc import Callable
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
@@ -85,6 +86,7 @@ import pandas as pd
 from perfkit.errors import ParseError
 
 from ._common import (
+    Extras,
     Parts,
     Source,
     capture_day,
@@ -95,6 +97,17 @@ from ._common import (
     text_column,
 )
 from ._table import ROW, Block, Layout, Numbers, Table
+
+
+@dataclass(frozen=True)
+class TopExtras(Extras):
+    """What top reads beside its rows (see `_common.Extras`)."""
+
+    # one record per iteration: its summary lines (load, tasks, CPU, memory)
+    summaries: list[dict] = field(default_factory=list)
+
+
+EXTRAS = TopExtras
 
 KIND = "top"
 DATED_BY_START = True  # top prints a time of day only: `parse(started_at=...)` dates the rows
@@ -545,27 +558,27 @@ class _Top:
         at = np.searchsorted(self.starts, nos, side="right") - 1
         out = {"iteration": self.start_iteration + at, "clock_s": self.clocks[at]}
         bad: list[tuple[int, str]] = []  # (row, reason): the first is raised
-        for field, col in zip(block.fields, plan.columns, strict=True):
+        for cells, col in zip(block.fields, plan.columns, strict=True):
             if col is None:
                 continue
             if col in _STRINGS:
                 table = self.texts[col]
                 remap = np.array(
-                    [table.setdefault(t, len(table)) for t in field.categories.tolist()], dtype=np.int64
+                    [table.setdefault(t, len(table)) for t in cells.categories.tolist()], dtype=np.int64
                 )
-                out[col] = remap[field.codes]
+                out[col] = remap[cells.codes]
                 continue
             if col in _INTEGERS or col in _NUMBERS:
-                values = np.asarray(field, dtype=np.float64)
+                values = np.asarray(cells, dtype=np.float64)
                 # as top prints them: no sign but NI's, at most 10 digits
                 wrong = (np.abs(values) >= 1e10) | ((values < 0) if col != "ni" else False)
             else:  # sizes and TIME+, read as text: each distinct text converted once
-                converted = (_sizes if col != "time_s" else _seconds)(field.categories.tolist())
-                values = converted[field.codes]
+                converted = (_sizes if col != "time_s" else _seconds)(cells.categories.tolist())
+                values = converted[cells.codes]
                 wrong = np.isnan(values)
             if wrong.any():
                 row = int(np.argmax(wrong))
-                shown = field[row] if col not in _INTEGERS and col not in _NUMBERS else _shown(values[row])
+                shown = cells[row] if col not in _INTEGERS and col not in _NUMBERS else _shown(values[row])
                 bad.append((row, f"unreadable {col} value {shown!r}"))
             out[col] = values
         if plan.cut is not None:  # COMMAND before other fields: its text is cut out of the row

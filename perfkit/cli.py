@@ -282,7 +282,7 @@ def parse(
 ) -> None:
     """Parse one capture FILE into a table (CSV, JSON records or Parquet)."""
     from perfkit import parsers
-    from perfkit.parsers._common import head, skips_of
+    from perfkit.parsers._common import head
 
     if list_kinds:
         width = max(map(len, parsers.registry()))
@@ -308,6 +308,7 @@ def parse(
             f"unknown kind {kind!r}; known: {', '.join(sorted(parsers.registry()))}", param_hint="--kind"
         )
     df = parsers.get(kind).parse(file, host=host, tz=tz)
+    extras = parsers.extras(kind, df)  # notes, totals, …: not table data (parquet could not store them)
     if fmt == "parquet":
         _write_parquet(df, output)
     else:
@@ -319,12 +320,10 @@ def parse(
             click.echo(text, nl=False)
         else:
             output.write_text(text, encoding="utf-8")
-    dropped = df.attrs.get("dropped_lines", 0)
-    if dropped:
-        click.echo(f"{file}: {dropped} cut-off last line dropped", err=True)
-    skipped = skips_of(df)
-    if skipped.count:
-        click.echo(f"{file}: partial: {skipped.summary()}", err=True)
+    if extras.dropped_lines:
+        click.echo(f"{file}: {extras.dropped_lines} cut-off last line dropped", err=True)
+    if extras.skipped.count:
+        click.echo(f"{file}: partial: {extras.skipped.summary()}", err=True)
 
 
 def _write_parquet(df: Any, output: Path) -> None:
@@ -332,9 +331,7 @@ def _write_parquet(df: Any, output: Path) -> None:
         import pyarrow  # noqa: F401 - pandas' parquet engine
     except ImportError:
         raise _Fail("--format parquet needs pyarrow: pip install 'perfkit[parquet]'") from None
-    table = df.copy()
-    table.attrs = {}  # notes, totals, …: not table data, and may hold values parquet cannot store
-    table.to_parquet(output, index=False)
+    df.to_parquet(output, index=False)
 
 
 def _ssh_options(f: Any) -> Any:

@@ -20,7 +20,7 @@ from perfkit import parsers, ptstalk
 from perfkit.archive import Archive, records_by_path
 from perfkit.errors import ParseError
 from perfkit.manifest import Record
-from perfkit.parsers._common import ParseContext, Skips, head, skips_of
+from perfkit.parsers._common import Extras, ParseContext, Skips, head
 
 # Below this many bytes to parse, `jobs=None` parses in this process: a worker's start (a fresh
 # interpreter importing the parsers, 1-2 s of CPU) costs more than it saves (measured on the 2-vCPU
@@ -43,15 +43,21 @@ class Capture:
     host: str | None
     step: str | None
     frame: pd.DataFrame
+    # what its parser read beside the rows (its kind's `EXTRAS`); None: taken out of the frame's attrs
+    extras: Extras = None  # type: ignore[assignment]
+
+    def __post_init__(self) -> None:
+        if self.extras is None:
+            self.extras = parsers.extras(self.kind, self.frame)
 
     @property
     def dropped_lines(self) -> int:
-        return int(self.frame.attrs.get("dropped_lines", 0))
+        return self.extras.dropped_lines
 
     @property
     def skipped(self) -> Skips:
         """Lines its parser did not know and left out: the capture is partial when there are any."""
-        return skips_of(self.frame)
+        return self.extras.skipped
 
 
 @dataclass
@@ -96,7 +102,7 @@ class Dataset:
             if len(n) and n.iloc[0] >= 1:
                 return int(n.iloc[0]), cap.path
         for cap in mine("mpstat", "sar", "pidstat", "iostat"):
-            banner = cap.frame.attrs.get("cpus")
+            banner = cap.extras.cpus
             if banner:
                 return int(banner), cap.path
         for cap in mine("mpstat", "sar", "sadf"):

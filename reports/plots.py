@@ -371,7 +371,7 @@ def _stacks(cap, *, counts: bool = False) -> tuple[list[tuple[str, int]], str]:
     a test of sampling noise needs."""
     f = cap.frame
     if cap.kind == "pprof":
-        col = f.attrs.get("default_value_column")
+        col = cap.extras.default_value_column
         if counts:
             col = next((c for c in f.columns if c.endswith("_count")), col)
         if not col or col not in f.columns:

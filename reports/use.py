@@ -34,7 +34,6 @@ from typing import Any
 
 import pandas as pd
 
-from perfkit.analyzers.io import plain
 from perfkit.dataset import Capture, Dataset
 from perfkit.findings import count
 from perfkit.manifest import Record
@@ -533,9 +532,7 @@ def _manifest_spans(ds: Dataset) -> list[StepSpan]:
 def _host_series(ds: Dataset, records: dict[str, Record]) -> pd.DataFrame:
     """CPU busy % per host (one source per host, the best the host has) and %util per busy disk."""
     cpu_rank = {"mpstat": 0, "vmstat": 1, "sadf": 2, "sar": 3, "psutil": 4}
-    # the frames without their attrs: pandas deep-copies attrs into every column read, and top's and
-    # iotop's hold a record per interval (0.3 s a column on a 3 h top -H capture)
-    frames = [(cap, plain(cap.frame)) for cap in ds.captures]
+    frames = [(cap, cap.frame) for cap in ds.captures]
     best_cpu: dict[str | None, int] = {}
     for cap, f in frames:
         if cap.kind in cpu_rank and _has_times(f):

@@ -37,7 +37,7 @@ def _same_dataset(a: dataset.Dataset, b: dataset.Dataset) -> None:
     for x, y in zip(a.captures, b.captures, strict=True):
         assert x.frame.equals(y.frame), x.path
         assert list(x.frame.dtypes) == list(y.frame.dtypes), x.path
-        assert repr(x.frame.attrs) == repr(y.frame.attrs), x.path  # skipped lines, notes, cpus…
+        assert repr(x.extras) == repr(y.extras), x.path  # skipped lines, notes, cpus…
     assert a.unparsed == b.unparsed
     assert a.inputs() == b.inputs()  # partial marking, skipped lines quoted
 

@@ -121,6 +121,17 @@ def test_parse_to_parquet_keeps_types(tmp_path: Path) -> None:
     assert code == 2 and "give it with -o" in err
 
 
+def test_parse_says_what_it_dropped_and_skipped(tmp_path: Path) -> None:
+    cut = tmp_path / "vmstat.txt"
+    cut.write_text((FIXTURES / "vmstat" / "procps-4.0.2-plain.txt").read_text().rstrip("\n")[:-3])
+    code, _, err = run("parse", str(cut), "--kind", "vmstat", "--format", "csv")
+    assert code == 0 and f"{cut}: 1 cut-off last line dropped" in err
+    code, _, err = run(
+        "parse", str(FIXTURES / "sar" / "sysstat-12.6-A.txt"), "--kind", "sar", "--format", "csv"
+    )
+    assert code == 0 and "sysstat-12.6-A.txt: partial: " in err
+
+
 def test_parse_finds_a_pprof_profile_by_its_bytes(tmp_path: Path) -> None:
     code, text, _ = run("parse", str(FIXTURES / "pprof" / "go1.26-heap.pb.gz"), "--format", "json")
     rows = json.loads(text)

@@ -4,6 +4,8 @@ sar/sadf list, then psutil; a capture of the same step first."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pandas as pd
 import pytest
 
@@ -48,7 +50,7 @@ def test_order_nproc_then_banner_then_listed_cpus_then_psutil() -> None:
     per_cpu = cap("mpstat", mpstat.parse(banner(MP_PER_CPU, 8), host="db1"), step="a")  # lists 2 CPUs
     ds = Dataset("x", None, [per_cpu])
     assert ds.cpu_count("db1") == (8, per_cpu.path)  # the banner first
-    per_cpu.frame.attrs["cpus"] = None  # as from a capture without a banner
+    per_cpu.extras = replace(per_cpu.extras, cpus=None)  # as from a capture without a banner
     assert ds.cpu_count("db1") == (2, per_cpu.path)  # then the CPUs its rows list
     ds.captures.insert(0, cap("psutil", pd.DataFrame({"ncpu": pd.array([16], dtype="Int64")})))
     assert ds.cpu_count("db1") == (2, per_cpu.path)  # psutil last

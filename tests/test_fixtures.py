@@ -12,6 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from perfkit import parsers
+from perfkit.errors import ParseError
+
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "scripts"))
 from regen_expected import expected_for, expected_path, fixture_files  # noqa: E402
@@ -24,6 +27,18 @@ def test_fixture_matches_expected(fixture: Path) -> None:
     exp = expected_path(fixture)
     assert exp.exists(), f"no expected file: run scripts/regen_expected.py {fixture.relative_to(ROOT)}"
     assert expected_for(fixture) == json.loads(exp.read_text())
+
+
+@pytest.mark.parametrize("fixture", FILES, ids=[f"{p.parent.name}/{p.name}" for p in FILES])
+def test_what_a_parser_gives_beside_the_rows_is_declared(fixture: Path) -> None:
+    kind = fixture.parent.name
+    try:
+        df = parsers.get(kind).parse(fixture)
+    except ParseError:
+        return  # a fixture of a refused file: nothing beside the rows
+    given = dict(df.attrs)
+    extras = parsers.extras(kind, df)  # TypeError: a key its EXTRAS does not declare
+    assert df.attrs == {} and {k: getattr(extras, k) for k in given} == given
 
 
 def test_every_fixture_dir_has_a_readme() -> None:
