@@ -12,7 +12,7 @@ from types import ModuleType
 
 import pandas as pd
 
-from ._common import Extras, ParseContext, Source, extras_of
+from ._common import Extras, ParseContext, Source, date_samples, extras_of
 
 
 @cache
@@ -35,10 +35,14 @@ def get(kind: str) -> ModuleType:
 
 def parse(kind: str, source: Source, context: ParseContext) -> pd.DataFrame:
     """Parse `source` as `kind` in its context. A parser that prints only a time of day declares
-    `DATED_BY_START` and is given the capture's start to date its rows."""
+    `DATED_BY_START` and is given the capture's start to date its rows; a capture that prints no time
+    at all is dated from the context's `samples_from` when it has one (`_common.date_samples`)."""
     mod = get(kind)
     extra = {"started_at": context.started_at} if getattr(mod, "DATED_BY_START", False) else {}
-    return mod.parse(source, host=context.host, tz=context.tz, **extra)
+    frame = mod.parse(source, host=context.host, tz=context.tz, **extra)
+    if context.samples_from is not None:
+        date_samples(frame, context.samples_from)
+    return frame
 
 
 def extras(kind: str, frame: pd.DataFrame) -> Extras:

@@ -332,6 +332,36 @@ class ParseContext:
     host: str | None = None
     tz: str = "UTC"
     started_at: pd.Timestamp | None = None
+    # a capture that prints no time at all, of a pt-stalk collection (iostat/vmstat without -t,
+    # mysqladmin): its samples are dated from the collection's start (`date_samples`)
+    samples_from: pd.Timestamp | None = None
+
+
+def date_samples(frame: pd.DataFrame, start: pd.Timestamp) -> None:
+    """Date the samples of a capture that prints no time (iostat/vmstat without -t, mysqladmin):
+    sample k at `start` + k × its interval (pt-stalk runs them every second). In place."""
+    if frame.empty or ("timestamp" in frame.columns and frame["timestamp"].notna().any()):
+        return
+    if "snapshot" in frame.columns and "timestamp" in frame.columns:
+        # lock waits, transactions: printed only in the seconds that had some, so the snapshot's
+        # second is unknown; each snapshot stays apart by `snapshot`
+        frame["timestamp"] = pd.Timestamp(start)
+        frame.attrs.setdefault("notes", []).append(
+            "the file prints no time and skips the seconds with nothing to show: every snapshot dated "
+            "at the pt-stalk collection's start"
+        )
+        return
+    if "sample" in frame.columns:  # mysqladmin's long form has no timestamp column: it gains one
+        k = pd.to_numeric(frame["sample"], errors="coerce").astype("float64")
+    elif "timestamp" in frame.columns and "since_boot" in frame.columns:  # vmstat: a row per report
+        k = pd.Series(range(len(frame)), index=frame.index, dtype="float64")
+    else:
+        return
+    interval = float(frame.attrs.get("interval_s", 1.0) or 1.0)
+    frame["timestamp"] = pd.Timestamp(start) + pd.to_timedelta(k * interval, unit="s")
+    frame.attrs.setdefault("notes", []).append(
+        "dated from the pt-stalk collection's start (its file name) + sample × interval: about a second off"
+    )
 
 
 def capture_day(first_clock_s: float, started_at: pd.Timestamp, tz: str) -> date:

@@ -186,8 +186,6 @@ def load_dataset(archive: Archive, *, tz: str = "UTC", jobs: int | None = 1) -> 
         if isinstance(result, str):  # the ParseError's message
             ds.unparsed.append({"path": entry.rel, "reason": result})
             continue
-        if entry.stalk_start is not None:
-            ptstalk.stamp(result, entry.stalk_start)
         ds.captures.append(
             Capture(path=entry.rel, kind=entry.kind, host=entry.host, step=entry.step, frame=result)
         )
@@ -203,7 +201,6 @@ class _Read:
     host: str | None
     step: str | None
     context: ParseContext
-    stalk_start: str | None  # a pt-stalk file without a record: its collection's start dates its samples
 
 
 def _plan(archive: Archive, tz: str) -> Iterator[_Read | dict[str, str]]:
@@ -241,9 +238,10 @@ def _plan(archive: Archive, tz: str) -> Iterator[_Read | dict[str, str]]:
                 host, step = stalk[rel].host, stalk[rel].prefix
         # when the capture started (its record's, its pt-stalk sample's): dates a time-of-day capture
         started = rec.started_at if rec is not None else stalk[rel].started_at if rel in stalk else None
-        context = ParseContext(host, file_tz, pd.Timestamp(started) if started else None)
-        stalk_start = stalk[rel].started_at if rec is None and rel in stalk else None
-        yield _Read(rel, kind, host, step, context, stalk_start)
+        # a pt-stalk file without a record: its collection's start dates samples printed without a time
+        samples_from = pd.Timestamp(stalk[rel].started_at) if rec is None and rel in stalk else None
+        context = ParseContext(host, file_tz, pd.Timestamp(started) if started else None, samples_from)
+        yield _Read(rel, kind, host, step, context)
 
 
 def _parse_all(

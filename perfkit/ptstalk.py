@@ -23,8 +23,6 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
-import pandas as pd
-
 from perfkit.parsers._common import to_utc
 
 PREFIX = re.compile(r"^(?P<stamp>\d{4}_\d\d_\d\d_\d\d_\d\d_\d\d)-(?P<what>[A-Za-z0-9_.-]+)$")
@@ -120,33 +118,3 @@ def _hostname(root: Path, rel: str | None) -> str | None:
         return None
     name = text.strip().splitlines()[0].strip() if text.strip() else ""
     return name if re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]{0,252}", name) else None
-
-
-def stamp(frame: pd.DataFrame, started_at: str) -> None:
-    """Date the samples of a capture that prints no time (iostat/vmstat without -t, mysqladmin):
-    sample k at the collection's start + k × its interval (pt-stalk runs them every second)."""
-    if frame.empty or ("timestamp" in frame.columns and frame["timestamp"].notna().any()):
-        return
-    if "snapshot" in frame.columns and "timestamp" in frame.columns:
-        # lock waits, transactions: printed only in the seconds that had some, so the snapshot's
-        # second is unknown; each snapshot stays apart by `snapshot`
-        frame["timestamp"] = pd.Timestamp(started_at)
-        frame.attrs.setdefault("notes", []).append(
-            "the file prints no time and skips the seconds with nothing to show: every snapshot dated "
-            "at the pt-stalk collection's start"
-        )
-        return
-    if "timestamp" not in frame.columns and "sample" not in frame.columns:
-        return
-    if "sample" in frame.columns:  # mysqladmin's long form has no timestamp column: it gains one
-        k = pd.to_numeric(frame["sample"], errors="coerce").astype("float64")
-    elif "since_boot" in frame.columns:  # vmstat: one row per report, the first since boot
-        k = pd.Series(range(len(frame)), index=frame.index, dtype="float64")
-    else:
-        return
-    interval = float(frame.attrs.get("interval_s", 1.0) or 1.0)
-    start = pd.Timestamp(started_at)
-    frame["timestamp"] = start + pd.to_timedelta(k * interval, unit="s")
-    frame.attrs.setdefault("notes", []).append(
-        "dated from the pt-stalk collection's start (its file name) + sample × interval: about a second off"
-    )
