@@ -41,6 +41,27 @@ def test_what_a_parser_gives_beside_the_rows_is_declared(fixture: Path) -> None:
     assert df.attrs == {} and {k: getattr(extras, k) for k in given} == given
 
 
+def test_no_two_parsers_claim_one_file() -> None:
+    # sniff answers yes or no, so a tie would be settled by the kinds' names (`sniff_kind`): no file of
+    # the fixtures, the corpus or the example archives may be claimed twice
+    from perfkit.parsers._common import head
+
+    files = [
+        p
+        for p in (ROOT / "tests" / "fixtures").rglob("*")
+        if p.is_file() and p.suffix not in (".json", ".md")
+    ]
+    ties = {}
+    for path in files:
+        if b"\x00" in path.read_bytes()[:4096]:
+            continue  # binary: sniff_bytes
+        text = head(path)
+        claims = [kind for kind, mod in parsers.registry().items() if mod.sniff(text)]
+        if len(claims) > 1:
+            ties[str(path.relative_to(ROOT))] = claims
+    assert len(files) > 600 and ties == {}
+
+
 def test_every_fixture_dir_has_a_readme() -> None:
     for kind_dir in {p.parent for p in FILES}:
         assert (kind_dir / "README.md").exists(), f"{kind_dir.name}: README.md says which commands made them"
