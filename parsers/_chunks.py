@@ -3,22 +3,20 @@
 Their fast paths read whole chunks of lines with one regex each, or hand whole runs of data rows to
 pandas, instead of a Python call per line:
 
-- `text_chunks`/`block_pieces`/`walk_text` (ss, iftop, perf_stat, numastat) cut the text into pieces
-  at block boundaries and walk the irregular pieces line by line with the parser's own `feed`;
+- `text_chunks`/`walk_text` (perf_stat) cut the text into chunks of whole lines and walk the
+  irregular ones line by line with the parser's own `feed`;
 - `ByteScan` (the sysstat tables) finds the few structure lines (headers, banners, blanks) of a
   table capture by regex over multi-MB byte chunks and hands the runs of data rows between them
   over as bytes, never as one Python string per line;
-- `byte_pieces` (iotop, iftop) cuts a capture into whole-line byte pieces at the line that starts
-  an iteration, for one bytes regex per iteration;
 - `Interned` builds string columns without one object per row; `byte_windows` takes fixed-width
-  byte windows at many offsets (numastat's cells, perf stat's tokens).
+  byte windows at many offsets (perf stat's tokens).
 """
 
 from __future__ import annotations
 
 import io
 import re
-from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterator, Sequence
 from pathlib import Path
 from typing import NamedTuple
 
@@ -28,7 +26,6 @@ import pandas as pd
 from ._common import Lines, Source, _looks_like_path, text_column
 
 _CHUNK_CHARS = 1 << 18  # text read at once: bounds memory (the frame is small), amortises the regex call
-_PIECE_BYTES = 1 << 20  # bytes `byte_pieces` reads at once
 _CHUNK_BYTES = 1 << 22  # bytes `ByteScan` reads at once: a few ms of regex per chunk, a few MB of memory
 
 
@@ -65,30 +62,6 @@ def _file_chunks(path: str | Path) -> Iterator[str]:
             yield rest
 
 
-def block_pieces(chunks: Iterator[str], start: Callable[[str], int]) -> Iterator[tuple[str, int]]:
-    """Re-cut chunks so each piece ends where a block starts: `(piece, line number of its first line)`.
-
-    `start(text)` is the offset of the last block start in `text` (the start of a line), or -1 if
-    there is none: the text from there on waits for the next chunk. A piece without any block start
-    is yielded whole once it grows past four chunks (the parser then walks it line by line).
-    """
-    carry = ""
-    line_no = 1
-    for chunk in chunks:
-        text = carry + chunk
-        cut = start(text)
-        if cut <= 0:
-            if len(text) <= 4 * _CHUNK_CHARS:
-                carry = text
-                continue
-            cut = len(text)
-        yield text[:cut], line_no
-        line_no += text.count("\n", 0, cut)
-        carry = text[cut:]
-    if carry:
-        yield carry, line_no
-
-
 def walk_text(
     text: str,
     first_no: int,
@@ -110,54 +83,6 @@ def walk_text(
             cut_last(first_no + i, line, lines)
         else:
             feed(first_no + i, line, lines)
-
-
-def byte_pieces(source: Source, lines: Lines, marker: bytes) -> Iterator[tuple[bytes, int]] | None:
-    """Whole lines of a path or a string as UTF-8, each piece with its first line's number and cut
-    where a line holding `marker` starts; None for a stream or a string that is not valid Unicode.
-
-    Undecodable bytes are replaced as `Lines` replaces them (pieces hold whole lines: no character is
-    split). iotop and iftop cut at the line that starts an iteration or block.
-    """
-    if lines.path is not None and isinstance(source, str | Path):
-        chunks = _file_bytes(source)
-    elif isinstance(source, str):
-        try:
-            data = source.encode()
-        except UnicodeEncodeError:  # lone surrogates: only the line walk keeps them as they are
-            return None
-        chunks = (data[i : i + _PIECE_BYTES] for i in range(0, len(data), _PIECE_BYTES))
-    else:
-        return None
-    return (
-        (piece if piece.isascii() else piece.decode("utf-8", "replace").encode(), line_no)
-        for piece, line_no in _cut(chunks, marker)
-    )
-
-
-def _file_bytes(path: str | Path) -> Iterator[bytes]:
-    with open(path, "rb") as fh:
-        while data := fh.read(_PIECE_BYTES):
-            yield data
-
-
-def _cut(chunks: Iterable[bytes], marker: bytes) -> Iterator[tuple[bytes, int]]:
-    carry = b""
-    line_no = 1
-    for chunk in chunks:
-        data = carry + chunk
-        at = data.rfind(marker)
-        cut = data.rfind(b"\n", 0, at) + 1 if at > 0 else 0
-        if cut == 0 and len(data) >= 4 * _PIECE_BYTES:
-            cut = data.rfind(b"\n") + 1  # no marker here: whole lines anyway
-        if cut == 0:
-            carry = data
-            continue
-        yield data[:cut], line_no
-        line_no += data.count(b"\n", 0, cut)
-        carry = data[cut:]
-    if carry:
-        yield carry, line_no
 
 
 def byte_windows(buf: np.ndarray, offsets: np.ndarray, size: int) -> np.ndarray:
