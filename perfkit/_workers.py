@@ -18,15 +18,19 @@ the worker, against 243 / 226 MB in-band, 190 / 328 MB Arrow IPC, 322 / 209 MB P
 fastest of the four: 0.21 s, in-band 0.42 s, Arrow and Parquet 3-4 s on a loaded machine). The worker
 pickles the result with `buffer_callback`, so the pickle itself holds only the frame's structure
 (dtypes, index, attrs) and each array's memory is handed over as a buffer: the worker writes it to
-the socket straight from the array, the parent reads it into a `bytearray` of its exact size, and
-the unpickled arrays (numpy and Arrow alike) use that `bytearray` as their memory. One copy in all,
-through the kernel; no serialised blob beside the frame on either side (in-band pickle doubles the
-frame in both processes; Arrow and Parquet convert it each way).
+the socket straight from the array, the parent reads it (`os.readv`) straight into a `bytearray` of
+its exact size, and the unpickled arrays (numpy and Arrow alike) use that `bytearray` as their
+memory. One copy in all, through the kernel; no serialised blob beside the frame on either side
+(in-band pickle doubles the frame in both processes; Arrow and Parquet convert it each way;
+`Connection.recv_bytes_into` would read through a growing `BytesIO`, two more copies).
 
 **Scheduling**: `jobs` calls at once, `jobs - 1` of them in workers and one in the parent, which
-would otherwise only wait (one interpreter fewer: its memory and its start). Workers take the
-largest inputs first (the long parses start at once), the parent the smallest, between which it
-collects the workers' results; each worker holds its next task already. Never more workers than
+would otherwise only wait (one interpreter fewer: its memory and its start). Every process takes the
+largest input left when it is free (longest first: the long parses start at once and the short ones
+fill the gaps; a day of one host's captures is 9 files of 0.2-12 s, where the parent taking the
+smallest left it idle 13 s of a 25 s parse). A thread of the parent (`_Feeder`) waits on the
+workers: it takes in each result and hands that worker its next input at once, while the parent's
+own parse runs (the thread waits in system calls, which release the GIL). Never more workers than
 inputs; a worker with nothing left to do is told to exit at once, and gives its freed pages back to
 the system after each result, so what it held is not counted twice while the parent holds the frame.
 
@@ -43,10 +47,12 @@ import ctypes
 import gc
 import os
 import pickle
+import queue
 import signal
 import socket
 import subprocess
 import sys
+import threading
 import traceback
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
@@ -85,13 +91,15 @@ class _Worker:
 
 
 def send_result(conn: Connection, tag: int, obj: Any) -> None:
-    """Send `obj` as its pickle's structure, then each out-of-band buffer straight from its memory."""
+    """Send `obj` as its pickle's structure, then each out-of-band buffer straight from its memory, as
+    raw bytes on the socket (their sizes are in the message before them)."""
     buffers: list[pickle.PickleBuffer] = []
     head = pickle.dumps(obj, protocol=5, buffer_callback=buffers.append)
     views = [b.raw() for b in buffers]
     conn.send(("ok", tag, head, [v.nbytes for v in views]))
     for v in views:
-        conn.send_bytes(v)
+        while v.nbytes:
+            v = v[os.write(conn.fileno(), v) :]
 
 
 def receive_result(conn: Connection) -> tuple[int, Any]:
@@ -103,8 +111,16 @@ def receive_result(conn: Connection) -> tuple[int, Any]:
     _, tag, head, sizes = msg
     buffers = []
     for n in sizes:
-        buf = bytearray(n)  # the arrays' own memory from here on: no second copy
-        conn.recv_bytes_into(buf)
+        # the arrays' own memory from here on, read into straight from the socket: Connection's
+        # recv_bytes_into reads through a growing BytesIO and copies twice more (a day of pidstat:
+        # 4.4 s and twice the frame's size in the parent while it came in)
+        buf = bytearray(n)
+        view, got = memoryview(buf), 0
+        while got < n:
+            k = os.readv(conn.fileno(), [view[got:]])
+            if not k:
+                raise EOFError
+            got += k
         buffers.append(buf)
     return tag, pickle.loads(head, buffers=buffers)
 
@@ -155,12 +171,8 @@ def _portable(exc: BaseException) -> tuple[BaseException, str]:
 
 def run(fn: Callable[..., Any], tasks: Sequence[Task], jobs: int) -> Iterator[tuple[int, Any]]:
     """`fn(*task.args)` for every task, `jobs` at once: in `jobs - 1` worker processes and in this one;
-    yields (index of the task, its result) as each one ends.
-
-    The workers take the largest tasks first, this process the smallest: it would otherwise only
-    wait, and one worker fewer is one interpreter's memory and start-up fewer. Each worker holds two
-    tasks (the one it is on and the next), so it never waits for this process to finish a parse of
-    its own; this process looks for finished results between two of its tasks.
+    yields (index of the task, its result) as each one ends. Each process takes the largest task left
+    when it is free.
 
     `fn` must be a module-level function (it is sent by name). Close the iterator (or exhaust it) to
     end the workers; a Ctrl-C while it runs ends them too.
@@ -170,32 +182,104 @@ def run(fn: Callable[..., Any], tasks: Sequence[Task], jobs: int) -> Iterator[tu
         What `fn` raised, re-raised here (from a worker: with its traceback as the cause).
     """
     pending = deque(sorted(range(len(tasks)), key=lambda i: -tasks[i].size))
-    workers: list[_Worker] = []
+    workers = [_start() for _ in range(max(0, min(jobs, len(tasks)) - 1))]
+    feeder = _Feeder(fn, tasks, pending, workers)
     try:
-        for _ in range(max(0, min(jobs, len(tasks)) - 1)):
-            workers.append(_start())
-        for w in workers:
-            _fill(w, fn, tasks, pending)
-        while pending or any(w.tasks for w in workers):
-            busy = [w.conn for w in workers if w.tasks]
-            # results ready now; block only when nothing is left for this process to do
-            for conn in wait(busy, timeout=0 if pending else None) if busy else []:
-                w = next(w for w in workers if w.conn is conn)
-                try:
-                    tag, result = receive_result(conn)
-                except (EOFError, OSError):
-                    raise _died(w, tasks) from None
-                w.tasks.popleft()
-                _fill(w, fn, tasks, pending)
-                yield tag, result
-                del result
-            if pending:
-                i = pending.pop()  # the smallest left
-                yield i, fn(*tasks[i].args)
-                for w in workers:
-                    _fill(w, fn, tasks, pending)
+        feeder.begin()
+        while (i := feeder.take()) is not None:
+            yield i, fn(*tasks[i].args)
+            yield from feeder.ready()
+        yield from feeder.rest()
     finally:
+        feeder.stop()
         _end(workers)
+
+
+def _unpack(item: tuple[int, Any] | BaseException) -> tuple[int, Any]:
+    if isinstance(item, BaseException):
+        raise item
+    return item
+
+
+class _Feeder(threading.Thread):
+    """The parent's thread that keeps the workers busy: it hands each its first task, takes in each
+    result and hands that worker the largest task left. Results (or what went wrong) wait in a queue
+    for the generator in `run`, which takes tasks from the same `pending` under a lock."""
+
+    def __init__(
+        self, fn: Callable[..., Any], tasks: Sequence[Task], pending: deque[int], workers: list[_Worker]
+    ):
+        super().__init__(name="perfkit-workers", daemon=True)
+        self.fn, self.tasks, self.pending, self.workers = fn, tasks, pending, workers
+        self.lock = threading.Lock()
+        self.out: queue.SimpleQueue[tuple[int, Any] | BaseException | None] = queue.SimpleQueue()
+        self.stopping = False
+
+    def take(self) -> int | None:
+        """The largest task left, or None."""
+        with self.lock:
+            return self.pending.popleft() if self.pending else None
+
+    def begin(self) -> None:
+        """Hand each worker its first task (the largest ones, before this process takes any), then
+        wait on them in the thread."""
+        for w in self.workers:
+            self._next(w)
+        self.start()
+
+    def run(self) -> None:
+        try:
+            while busy := [w for w in self.workers if w.tasks]:
+                for conn in wait([w.conn for w in busy]):
+                    w = next(w for w in busy if w.conn is conn)
+                    try:
+                        self.out.put(receive_result(conn))
+                    except (EOFError, OSError):
+                        if not self.stopping:
+                            self.out.put(_died(w, self.tasks))
+                        return
+                    except BaseException as exc:  # noqa: BLE001  (what fn raised: re-raised by `run`)
+                        self.out.put(exc)
+                        return
+                    w.tasks.popleft()
+                    self._next(w)
+        except BaseException as exc:  # noqa: BLE001  (a send that failed: the worker is gone)
+            if not self.stopping:
+                self.out.put(exc)
+        finally:
+            self.out.put(None)
+
+    def _next(self, w: _Worker) -> None:
+        """Hand the worker the largest task left; with none left, tell it to exit (its memory goes
+        back now, not when the last result is in)."""
+        i = self.take()
+        if i is not None:
+            w.tasks.append(i)
+            w.conn.send((i, self.fn, self.tasks[i].args))
+        elif not w.done:
+            w.done = True
+            with contextlib.suppress(OSError):  # already gone: joined by _end
+                w.conn.send(None)
+
+    def ready(self) -> Iterator[tuple[int, Any]]:
+        """The results in so far, without waiting."""
+        while True:
+            try:
+                item = self.out.get_nowait()
+            except queue.Empty:
+                return
+            if item is None:  # the thread's last word: left for `rest`
+                self.out.put(None)
+                return
+            yield _unpack(item)
+
+    def rest(self) -> Iterator[tuple[int, Any]]:
+        """Every result still to come, waiting for each."""
+        while (item := self.out.get()) is not None:
+            yield _unpack(item)
+
+    def stop(self) -> None:
+        self.stopping = True
 
 
 def _start() -> _Worker:
@@ -222,19 +306,6 @@ def _start() -> _Worker:
     finally:
         theirs.close()
     return _Worker(proc, Connection(mine.detach()))
-
-
-def _fill(w: _Worker, fn: Callable[..., Any], tasks: Sequence[Task], pending: deque[int]) -> None:
-    """Keep two tasks with the worker, the largest left; with none left, tell it to exit (its memory
-    goes back now, not when the last result is in)."""
-    while pending and len(w.tasks) < 2:
-        i = pending.popleft()
-        w.tasks.append(i)
-        w.conn.send((i, fn, tasks[i].args))
-    if not pending and not w.tasks and not w.done:
-        w.done = True
-        with contextlib.suppress(OSError):  # already gone: joined below
-            w.conn.send(None)
 
 
 def _died(w: _Worker, tasks: Sequence[Task]) -> AnalysisError:

@@ -13,6 +13,7 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
 import psutil
 import pytest
 from click.testing import CliRunner
@@ -56,13 +57,26 @@ def test_two_jobs_give_the_one_process_dataset_and_findings(name: str) -> None:
 def test_workers_take_the_largest_tasks_first_and_are_fewer_than_the_tasks() -> None:
     tasks = [_workers.Task(f"t{i}", size, ()) for i, size in enumerate([1, 50, 7])]
     assert sorted(i for i, _pid in _workers.run(os.getpid, tasks, jobs=1)) == [0, 1, 2]  # all here
-    # one worker beside this process: it is handed the two largest, this process does the smallest
+    # one worker beside this process: the worker is handed the largest, this process the next
     ran = dict(_workers.run(os.getpid, tasks, jobs=2))
-    assert ran[1] == ran[2] != os.getpid()
-    assert ran[0] == os.getpid()
+    assert sorted(ran) == [0, 1, 2]
+    assert ran[1] != os.getpid() and ran[2] == os.getpid()
     ran = dict(_workers.run(os.getpid, tasks[:2], jobs=8))  # 2 tasks: at most 1 worker
     assert len(set(ran.values())) <= 2
     assert not psutil.Process().children()  # every worker gone once the run is over
+
+
+def test_a_large_result_comes_back_whole_and_an_error_is_raised_here() -> None:
+    # 80 MB: many socket reads into the one buffer the array then lives in
+    tasks = [_workers.Task("big", 2, (10_000_000,)), _workers.Task("small", 1, (3,))]
+    got = dict(_workers.run(np.arange, tasks, jobs=2))
+    assert np.array_equal(got[0], np.arange(10_000_000)) and list(got[1]) == [0, 1, 2]
+    # what the function raised in the worker (the largest task) is raised here, its traceback the cause
+    tasks = [_workers.Task("bad", 2, ("x7q",)), _workers.Task("good", 1, ("3",))]
+    with pytest.raises(ValueError, match="x7q") as raised:
+        list(_workers.run(int, tasks, jobs=2))
+    assert isinstance(raised.value.__cause__, _workers.RemoteTraceback)
+    assert not psutil.Process().children()
 
 
 @pytest.fixture
