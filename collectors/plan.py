@@ -367,7 +367,7 @@ def report_beside(archive: Path) -> Report:
 
     name = archive.name.removesuffix(".tar.gz").removesuffix(".tgz")
     try:
-        analysis = analyze_path(archive)
+        analysis = analyze_path(archive, plots=True)
     except PerfkitError as exc:
         return Report(error=str(exc))  # the archive is the run's result; this says why no report
     return Report(write_reports(analysis, archive.with_name(f"{name}-report")), analysis)

@@ -115,7 +115,9 @@ def analyze(
     from perfkit.pipeline import analyze_path, summary_lines, write_reports
     from perfkit.reports import findings_json
 
-    result = analyze_path(source, thresholds=thresholds, tz=tz, tiers=tiers, jobs=jobs)
+    result = analyze_path(
+        source, thresholds=thresholds, tz=tz, tiers=tiers, jobs=jobs, plots=outdir is not None
+    )
     if outdir is not None:
         written = write_reports(result, outdir)
     if as_json:

@@ -9,10 +9,11 @@ Nothing is dropped silently: a file no parser claims, or one whose parse failed,
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
@@ -45,6 +46,8 @@ class Capture:
     frame: pd.DataFrame
     # what its parser read beside the rows (its kind's `EXTRAS`); None: taken out of the frame's attrs
     extras: Extras = None  # type: ignore[assignment]
+    # what `load_dataset(draw=...)` made of it where it was parsed (the report's plot of it)
+    drawn: Any = None
 
     def __post_init__(self) -> None:
         if self.extras is None:
@@ -157,7 +160,9 @@ class Dataset:
         return {"parsed": parsed, "unparsed": list(self.unparsed), "problems": list(self.problems)}
 
 
-def load_dataset(archive: Archive, *, tz: str = "UTC", jobs: int | None = 1) -> Dataset:
+def load_dataset(
+    archive: Archive, *, tz: str = "UTC", jobs: int | None = 1, draw: Callable[[Capture], Any] | None = None
+) -> Dataset:
     """Parse every file of an opened archive.
 
     Args:
@@ -170,12 +175,15 @@ def load_dataset(archive: Archive, *, tz: str = "UTC", jobs: int | None = 1) -> 
             (below that, starting the workers costs more than they save). The Dataset is the same
             either way: captures and unread files in archive order, a file's ParseError the same
             line in `unparsed`.
+        draw: a module-level function of a capture, called where the capture was parsed (in a
+            worker with N jobs: the report's per-capture plots are drawn in parallel too); what it
+            returns is the capture's `drawn`. It must not raise.
     """
     ds = Dataset(source=archive.name, manifest=archive.manifest, problems=list(archive.problems))
     plan = list(_plan(archive, tz))
     reads = [(n, entry) for n, entry in enumerate(plan) if isinstance(entry, _Read)]
-    outcome: dict[int, pd.DataFrame | str] = {}
-    with closing(_parse_all(archive.root, reads, jobs)) as results:
+    outcome: dict[int, Capture | str] = {}
+    with closing(_parse_all(archive.root, reads, jobs, draw)) as results:
         for n, result in results:
             outcome[n] = result
     for n, entry in enumerate(plan):
@@ -186,9 +194,7 @@ def load_dataset(archive: Archive, *, tz: str = "UTC", jobs: int | None = 1) -> 
         if isinstance(result, str):  # the ParseError's message
             ds.unparsed.append({"path": entry.rel, "reason": result})
             continue
-        ds.captures.append(
-            Capture(path=entry.rel, kind=entry.kind, host=entry.host, step=entry.step, frame=result)
-        )
+        ds.captures.append(result)
     return ds
 
 
@@ -245,27 +251,40 @@ def _plan(archive: Archive, tz: str) -> Iterator[_Read | dict[str, str]]:
 
 
 def _parse_all(
-    root: Path, reads: list[tuple[int, _Read]], jobs: int | None
-) -> Iterator[tuple[int, pd.DataFrame | str]]:
-    """(plan index, frame or ParseError message) for every read: in order in this process with one
+    root: Path, reads: list[tuple[int, _Read]], jobs: int | None, draw: Callable[[Capture], Any] | None
+) -> Iterator[tuple[int, Capture | str]]:
+    """(plan index, capture or ParseError message) for every read: in order in this process with one
     job (or one file), else as worker processes finish them, largest file first."""
     sizes = [_size(root / r.rel) for _, r in reads]
     if jobs is None:
         # the CPUs this process may run on (taskset, a cpuset), not the machine's
         cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
         jobs = cpus if sum(sizes) >= AUTO_MIN_BYTES else 1
+    # parse_file passed along, not looked up where it runs: a test puts a stand-in in its place
+    args = [(parse_file, r, root / r.rel, draw) for _, r in reads]
     if jobs <= 1 or len(reads) <= 1:
-        for n, r in reads:
-            yield n, parse_file(r.kind, root / r.rel, r.context, r.rel)
+        for (n, _), a in zip(reads, args, strict=True):
+            yield n, read_capture(*a)
         return
     from perfkit import _workers  # multiprocessing only when asked for
 
-    tasks = [
-        _workers.Task(r.rel, size, (r.kind, root / r.rel, r.context, r.rel))
-        for (_, r), size in zip(reads, sizes, strict=True)
-    ]
-    for i, result in _workers.run(parse_file, tasks, jobs):
+    tasks = [_workers.Task(r.rel, size, a) for (_, r), size, a in zip(reads, sizes, args, strict=True)]
+    for i, result in _workers.run(read_capture, tasks, jobs):
         yield reads[i][0], result
+
+
+def read_capture(
+    parse: Callable[..., pd.DataFrame | str], read: _Read, path: Path, draw: Callable[[Capture], Any] | None
+) -> Capture | str:
+    """One file as a capture (its frame and extras, and what `draw` made of it), or its ParseError
+    line: the one call made for a file, in this process or in a worker."""
+    frame = parse(read.kind, path, read.context, read.rel)
+    if isinstance(frame, str):
+        return frame
+    cap = Capture(path=read.rel, kind=read.kind, host=read.host, step=read.step, frame=frame)
+    if draw is not None:
+        cap.drawn = draw(cap)
+    return cap
 
 
 def parse_file(kind: str, path: Path, context: ParseContext, rel: str) -> pd.DataFrame | str:

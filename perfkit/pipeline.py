@@ -16,7 +16,14 @@ from perfkit.dataset import Capture, Dataset, load_dataset
 from perfkit.errors import AnalysisError
 from perfkit.findings import Finding, RuleFailure, count, number
 from perfkit.reports import compare_html, compare_json, compare_md, findings_json, html, markdown, use
-from perfkit.reports.plots import all_plots, compare_flames, compare_plot, flame_graphs, standalone_svg
+from perfkit.reports.plots import (
+    all_plots,
+    capture_plot,
+    compare_flames,
+    compare_plot,
+    flame_graphs,
+    standalone_svg,
+)
 
 
 def analyze_path(
@@ -26,6 +33,7 @@ def analyze_path(
     tz: str = "UTC",
     tiers: Path | None = None,
     jobs: int | None = 1,
+    plots: bool = False,
 ) -> Analysis:
     """Read an archive directory, a .tar.gz or a single file, and run every rule on it.
 
@@ -34,6 +42,8 @@ def analyze_path(
             dataset as a `tiers` capture for the rt.localized rule.
         jobs: captures parsed at once (`load_dataset`): 1 in this process only, N with N-1 worker
             processes, None the CPUs once the captures are large enough to repay the workers' start.
+        plots: draw each capture's report plot where it is parsed (for `write_reports`; with workers
+            they are drawn in parallel), not when the report is written.
 
     Raises:
         ArchiveError: the source cannot be opened safely.
@@ -45,7 +55,7 @@ def analyze_path(
     tz = time_zone(tz)  # a typo would otherwise drop every capture that needs it as unreadable
     tier_capture = _tiers_capture(tiers) if tiers is not None else None
     with open_archive(source) as archive:
-        ds = load_dataset(archive, tz=tz, jobs=jobs)
+        ds = load_dataset(archive, tz=tz, jobs=jobs, draw=capture_plot if plots else None)
     if tier_capture is not None:
         ds.captures.append(tier_capture)
     if not ds.captures:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import importlib
 import io
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import matplotlib
@@ -25,7 +25,7 @@ from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.text import Text  # noqa: E402
 from PIL import Image  # noqa: E402
 
-from perfkit.analyzers import Analysis, attempt  # noqa: E402
+from perfkit.analyzers import Analysis, attempt, describe  # noqa: E402
 from perfkit.analyzers import usl as usl_model  # noqa: E402
 from perfkit.analyzers.waits import WaitProfile  # noqa: E402
 from perfkit.archive import shown_name  # noqa: E402
@@ -81,17 +81,40 @@ def all_plots(
         ("timeline", lambda: _any_timeline(tl, sweep, metric)),
         ("waits", lambda: _waits_plot(waits) if waits else None),
     ]
-    drawn += [(f"iostat-{i}", lambda c=c, i=i: _iostat_plot(c, i)) for i, c in enumerate(ds.of("iostat"))]
-    drawn += [
-        (f"vmstat-{i}", lambda c=c, i=i: _vmstat_plot(c, i) if len(c.frame) else None)
-        for i, c in enumerate(ds.of("vmstat"))
-    ]
     out = []
     for name, draw in drawn:
         p = draw() if failed is None else attempt(failed, f"plot {name}", draw, None)
         if p is not None:
             out.append(p)
+    for kind in _CAPTURE_PLOTS:
+        for i, cap in enumerate(ds.of(kind)):
+            done = cap.drawn if isinstance(cap.drawn, Drawn) else capture_plot(cap)
+            if done.failure and failed is None:
+                raise RuntimeError(done.failure)
+            if done.failure:
+                failed.append(RuleFailure(f"plot {kind}-{i}", done.failure))
+            elif done.plot is not None:
+                out.append(replace(done.plot, name=f"{kind}-{i}"))  # numbered among the captures read
     return out
+
+
+@dataclass(frozen=True)
+class Drawn:
+    """A capture's own plot (`capture_plot`): the plot (None: nothing to draw), or why drawing failed."""
+
+    plot: Plot | None
+    failure: str = ""
+
+
+def capture_plot(cap: Any) -> Drawn:
+    """The report's plot of one capture (iostat, vmstat), for `load_dataset(draw=...)`: drawn where
+    the capture was parsed, in a worker with `--jobs` (the plots of a 10-host day are a third of the
+    report's time). Never raises: what went wrong is in `failure`, for the report's failed parts."""
+    draw = _CAPTURE_PLOTS.get(cap.kind)
+    try:
+        return Drawn(draw(cap) if draw is not None and len(cap.frame) else None)
+    except Exception as exc:  # noqa: BLE001 - any bug: one plot left out, see analyzers.attempt
+        return Drawn(None, describe(exc))
 
 
 _WAIT_COLOURS = {
@@ -389,7 +412,7 @@ def _time_axis(df: pd.DataFrame) -> tuple[pd.Series | np.ndarray, str]:
     return np.arange(len(df)), "sample, in capture order (no timestamps in capture)"
 
 
-def _iostat_plot(cap, index: int) -> Plot | None:
+def _iostat_plot(cap) -> Plot | None:
     df = cap.frame[~cap.frame["since_boot"]]
     iops = df["r_s"].fillna(0) + df["w_s"].fillna(0)
     busy = [d for d, g in df.assign(iops=iops).groupby("device", sort=True) if g["iops"].mean() >= 1]
@@ -418,7 +441,7 @@ def _iostat_plot(cap, index: int) -> Plot | None:
     host = f" on {cap.host}" if cap.host else ""
     fig.suptitle(f"iostat{host}: {cap.path}", fontsize=9)
     return Plot(
-        f"iostat-{index}",
+        "iostat",
         f"Disk utilisation, await and request size{host}{_during(cap)}",
         _png(fig),
         "; ".join(notes),
@@ -427,7 +450,7 @@ def _iostat_plot(cap, index: int) -> Plot | None:
     )
 
 
-def _vmstat_plot(cap, index: int) -> Plot:
+def _vmstat_plot(cap) -> Plot:
     full = cap.frame[~cap.frame["since_boot"]].reset_index(drop=True)
     cols = [c for c in ("us", "sy", "wa", "st") if full[c].notna().any()]
     df, note = _means(full, cols)  # stacked shares: each drawn point the mean of its run
@@ -449,7 +472,10 @@ def _vmstat_plot(cap, index: int) -> Plot:
         a.grid(alpha=0.3)
     host = f" on {cap.host}" if cap.host else ""
     fig.suptitle(f"vmstat{host}: {cap.path}", fontsize=9)
-    return Plot(f"vmstat-{index}", f"CPU and run queue{host}{_during(cap)}", _png(fig), note, "cpu", cap.host)
+    return Plot("vmstat", f"CPU and run queue{host}{_during(cap)}", _png(fig), note, "cpu", cap.host)
+
+
+_CAPTURE_PLOTS: dict[str, Callable[[Any], Plot | None]] = {"iostat": _iostat_plot, "vmstat": _vmstat_plot}
 
 
 def _during(cap) -> str:

@@ -2,8 +2,8 @@
 
 A module of their own, light to import: a worker imports the function by name, and importing the
 test module would load pytest, click and the whole report stack in every worker. Each acts only in a
-worker (a process other than the one named by PARENT_ENV); in the parent, which parses the smallest
-files itself, it is parse_file."""
+worker (a process other than the one named by PARENT_ENV); in the parent, which parses files too,
+it is parse_file."""
 
 from __future__ import annotations
 

@@ -23,8 +23,9 @@ from perfkit.archive import open_archive
 from perfkit.cli import main
 from perfkit.dataset import load_dataset
 from perfkit.errors import AnalysisError
-from perfkit.pipeline import analyze_path
+from perfkit.pipeline import analyze_path, write_reports
 from perfkit.reports import findings_json
+from perfkit.reports.plots import Drawn
 from tests import jobs_workers
 
 ARCHIVES = Path(__file__).parent / "fixtures" / "archives"
@@ -77,6 +78,21 @@ def test_a_large_result_comes_back_whole_and_an_error_is_raised_here() -> None:
         list(_workers.run(int, tasks, jobs=2))
     assert isinstance(raised.value.__cause__, _workers.RemoteTraceback)
     assert not psutil.Process().children()
+
+
+def test_plots_drawn_where_the_captures_are_parsed_are_the_reports_plots(tmp_path: Path) -> None:
+    source = ARCHIVES / "scn-db-write-iops"
+    early, late = analyze_path(source, jobs=2, plots=True), analyze_path(source, jobs=1)
+    own = [c for c in early.dataset.captures if c.kind in ("iostat", "vmstat")]
+    assert len(own) >= 2 and all(isinstance(c.drawn, Drawn) and c.drawn.plot for c in own)
+    assert all(c.drawn is None for c in late.dataset.captures)
+    write_reports(early, tmp_path / "early")
+    write_reports(late, tmp_path / "late")  # drawn now, in this process
+
+    def pngs(out: Path) -> dict[str, bytes]:
+        return {p.name: p.read_bytes() for p in (out / "plots").glob("*stat-*.png")}
+
+    assert pngs(tmp_path / "early") == pngs(tmp_path / "late") != {}
 
 
 @pytest.fixture
