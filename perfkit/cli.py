@@ -59,6 +59,16 @@ def main() -> None:
     """perfkit: find why a database cluster stops scaling under load."""
 
 
+# captures parsed at once: one option for every command that analyzes archives
+_JOBS = click.option(
+    "-j",
+    "--jobs",
+    type=click.IntRange(min=1),
+    help="Captures parsed at once: N-1 worker processes beside this one (default: the CPUs, once "
+    "there are 256 MB or more to parse); 1 parses in this process only.",
+)
+
+
 @main.command()
 @click.argument("source", type=click.Path(exists=True, path_type=Path))
 @click.option(
@@ -94,13 +104,7 @@ def main() -> None:
     help="CSV or YAML of response time per tier per concurrency, client first (load balancers, "
     "app servers: what perfkit cannot measure); see `perfkit parse --list` (tiers).",
 )
-@click.option(
-    "-j",
-    "--jobs",
-    type=click.IntRange(min=1),
-    help="Captures parsed at once: N-1 worker processes beside this one (default: the CPUs, once "
-    "there are 256 MB or more to parse); 1 parses in this process only.",
-)
+@_JOBS
 def analyze(
     source: Path,
     outdir: Path | None,
@@ -188,6 +192,7 @@ def _two_steps(value: str | None) -> tuple[int, int] | None:
     metavar="A,B",
     help="Also draw each run's profiles at B threads against its own at A (what grows with concurrency).",
 )
+@_JOBS
 def compare(
     base: Path,
     new: tuple[Path, ...],
@@ -198,6 +203,7 @@ def compare(
     thresholds: Path | None,
     tz: str,
     steps: tuple[int, int] | None,
+    jobs: int | None,
 ) -> None:
     """Compare NEW runs with BASE: did the change move the curve, beyond noise?
 
@@ -222,7 +228,7 @@ def compare(
     from perfkit.reports import compare_json
 
     base_analysis, analyses, comparisons = compare_paths(
-        base, list(new), thresholds=thresholds, tz=tz, min_change_pct=min_change
+        base, list(new), thresholds=thresholds, tz=tz, min_change_pct=min_change, jobs=jobs
     )
     failed: list[RuleFailure] = []
     if outdir is not None:

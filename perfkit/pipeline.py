@@ -157,15 +157,16 @@ def summary_lines(analysis: Analysis) -> list[str]:
 Run = tuple[Analysis, list[use.UseRow], list[WaitProfile]]
 
 
-def load_run(path: Path, *, thresholds: Path | None = None, tz: str = "UTC") -> Run:
-    """An archive, directory or single file analyzed now, or an analyzed output read back.
+def load_run(path: Path, *, thresholds: Path | None = None, tz: str = "UTC", jobs: int | None = 1) -> Run:
+    """An archive, directory or single file analyzed now (`jobs`: as `analyze_path`'s), or an analyzed
+    output read back.
 
     Raises what `analyze_path` raises, and AnalysisError for a findings.json perfkit cannot read.
     """
     report = path / "findings.json" if path.is_dir() and not (path / "manifest.json").exists() else path
     if report.name == "findings.json" and report.is_file():
         return _from_report(report)
-    analysis = analyze_path(path, thresholds=thresholds, tz=tz)
+    analysis = analyze_path(path, thresholds=thresholds, tz=tz, jobs=jobs)
     return analysis, use.use_rows(analysis.dataset), waits.profiles(analysis.dataset, analysis.sweep)
 
 
@@ -197,11 +198,11 @@ def group_members(path: Path) -> list[Path] | None:
     return runs
 
 
-def load_side(path: Path, *, thresholds: Path | None = None, tz: str = "UTC") -> Group:
+def load_side(path: Path, *, thresholds: Path | None = None, tz: str = "UTC", jobs: int | None = 1) -> Group:
     """One side of a comparison: a group of runs (`group_members`) or one run (`load_run`)."""
     name = shown_name(str(path))
     members = group_members(path) or [path]
-    loaded = [load_run(m, thresholds=thresholds, tz=tz) for m in members]
+    loaded = [load_run(m, thresholds=thresholds, tz=tz, jobs=jobs) for m in members]
     return Group(
         name,
         tuple(r[0] for r in loaded),
@@ -259,19 +260,27 @@ def _from_report(path: Path) -> Run:
 
 
 def compare_paths(
-    base: Path, news: list[Path], *, thresholds: Path | None = None, tz: str = "UTC", min_change_pct: float
+    base: Path,
+    news: list[Path],
+    *,
+    thresholds: Path | None = None,
+    tz: str = "UTC",
+    min_change_pct: float,
+    jobs: int | None = 1,
 ) -> tuple[Analysis, list[Analysis], list[Comparison]]:
     """Analyze BASE and every NEW (archives, directories, single files, reports perfkit wrote:
     `load_run`; or groups of such runs: `group_members`) and compare each NEW with BASE: (BASE's
     first run's analysis, each NEW's first run's, each comparison).
 
+    `jobs`: captures of each archive parsed at once, as `analyze_path`'s.
+
     Raises what `analyze_path` raises, and AnalysisError when a run has no load sweep to compare.
     """
-    base_side = load_side(base, thresholds=thresholds, tz=tz)
+    base_side = load_side(base, thresholds=thresholds, tz=tz, jobs=jobs)
     knee_e = float(load_thresholds(thresholds)["sweep.knee"]["min_elasticity"])
     out, analyses = [], []
     for new in news:
-        side = load_side(new, thresholds=thresholds, tz=tz)
+        side = load_side(new, thresholds=thresholds, tz=tz, jobs=jobs)
         try:
             out.append(compare(base_side, side, min_change_pct=min_change_pct, min_elasticity=knee_e))
         except ValueError as exc:

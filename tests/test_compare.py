@@ -144,6 +144,16 @@ def test_cli_writes_compare_md_and_json(tmp_path: Path) -> None:
     assert r.output.splitlines()[0].startswith(f"{HOT}: A knee appeared at")
 
 
+def test_cli_parses_each_archive_with_workers_as_analyze_does(tmp_path: Path) -> None:
+    one, two = (
+        CliRunner().invoke(main, ["compare", str(CONTROL), str(HOT), "--json", "--jobs", j])
+        for j in ("1", "2")
+    )
+    assert one.exit_code == two.exit_code == 0, two.output
+    assert json.loads(one.output) == json.loads(two.output)
+    assert "--jobs" in CliRunner().invoke(main, ["compare", "--help"]).output
+
+
 def test_cli_without_a_sweep_is_one_clear_line(tmp_path: Path) -> None:
     vmstat = next((FIXTURES / "vmstat").glob("*.txt"))
     r = CliRunner().invoke(main, ["compare", str(CONTROL), str(vmstat)])
