@@ -22,15 +22,10 @@ from perfkit.findings import Finding, Skipped
 
 
 def _busy_devices(ds: Dataset) -> list[tuple[str | None, str, pd.DataFrame, str]]:
-    """(host, device, rows, path) for each device with real IO, since-boot report dropped; made once
-    per dataset (two rules read it).
+    """(host, device, rows, path) for each device with real IO, since-boot report dropped.
 
     diskstats rows count only for a (host, step) without an iostat capture: pt-stalk takes both of
     the same window, and one device must not be judged twice."""
-    return ds.derived("disk.busy_devices", lambda: _busy(ds))
-
-
-def _busy(ds: Dataset) -> list[tuple[str | None, str, pd.DataFrame, str]]:
     out = []
     with_iostat = {(c.host, c.step) for c in ds.of("iostat")}
     caps = ds.of("iostat") + [c for c in ds.of("diskstats") if (c.host, c.step) not in with_iostat]

@@ -158,18 +158,13 @@ class Tasks:
 
 
 def tasks(ds: Dataset, kind: str) -> dict[str | None, Tasks]:
-    """host -> one row per task and interval, from all captures of `kind` (iotop or pidstat); made
-    once per dataset (three rules read iotop's: 0.6 s each on a day of one host).
+    """host -> one row per task and interval, from all captures of `kind` (iotop or pidstat).
 
     Columns: `sample` (the row's interval as its position in `samples`; -1: an iotop interval
     without a Total line), `timestamp`, `program`, `task` (thread label), `command`, `write_kb_s`,
     `read_kb_s`, `cpu_pct`, `io_pct`, `source`. Intervals are named `capture path#iteration` (iotop)
     or `#timestamp` (pidstat): distinct across sweep steps.
     """
-    return ds.derived(("io.tasks", kind), lambda: _tasks(ds, kind))
-
-
-def _tasks(ds: Dataset, kind: str) -> dict[str | None, Tasks]:
     parts: dict[str | None, list[tuple[pd.DataFrame, np.ndarray, list[str]]]] = {}
     samples: dict[str | None, list[str]] = {}
     totals: dict[str | None, dict[str, dict]] = {}

@@ -9,11 +9,11 @@ Nothing is dropped silently: a file no parser claims, or one whose parse failed,
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Hashable, Iterator
+from collections.abc import Callable, Iterator
 from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import pandas as pd
 
@@ -22,8 +22,6 @@ from perfkit.archive import Archive, records_by_path
 from perfkit.errors import ParseError
 from perfkit.manifest import Record
 from perfkit.parsers._common import Extras, ParseContext, Skips, head
-
-T = TypeVar("T")
 
 # Below this many bytes to parse, `jobs=None` parses in this process: a worker's start (a fresh
 # interpreter importing the parsers, 1-2 s of CPU) costs more than it saves (measured on the 2-vCPU
@@ -75,9 +73,6 @@ class Dataset:
     unparsed: list[dict[str, str]] = field(default_factory=list)
     problems: list[dict[str, str]] = field(default_factory=list)
     _records: tuple[dict | None, dict[str, Record]] | None = field(default=None, repr=False, compare=False)
-    _derived: dict[Hashable, tuple[tuple[int, ...], Any]] = field(
-        default_factory=dict, repr=False, compare=False
-    )
 
     @property
     def records(self) -> dict[str, Record]:
@@ -86,15 +81,6 @@ class Dataset:
         if self._records is None or self._records[0] is not self.manifest:
             self._records = (self.manifest, records_by_path(self.manifest, self.source))
         return self._records[1]
-
-    def derived(self, key: Hashable, make: Callable[[], T]) -> T:
-        """`make()` once for this dataset: a table several rules read (a host's iotop tasks, the busy
-        devices), kept while the captures are the same ones. Read-only for its readers."""
-        captures = tuple(map(id, self.captures))
-        kept = self._derived.get(key)
-        if kept is None or kept[0] != captures:
-            kept = self._derived[key] = (captures, make())
-        return kept[1]
 
     def of(self, kind: str) -> list[Capture]:
         """Every capture of one kind, in archive order."""

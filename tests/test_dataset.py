@@ -11,7 +11,7 @@ from pathlib import Path
 import pandas as pd
 
 from perfkit.archive import open_archive
-from perfkit.dataset import Capture, Dataset, load_dataset
+from perfkit.dataset import load_dataset
 
 from .conftest import FIXTURES
 
@@ -84,18 +84,3 @@ def test_a_pprof_profile_in_a_foreign_tarball_is_found_by_its_bytes(tmp_path: Pa
         ds = load_dataset(archive)
     assert [c.kind for c in ds.captures] == ["pprof"]
     assert ds.unparsed == [{"path": "notes.bin", "reason": "binary file (no parser reads it)"}]
-
-
-def test_a_derived_table_is_made_once_while_the_captures_stay_the_same() -> None:
-    made: list[int] = []
-
-    def make() -> int:
-        made.append(len(ds.captures))
-        return len(made)
-
-    frame = pd.DataFrame({"cpus": [4]})
-    ds = Dataset("x", None, [Capture("a/nproc.out", "nproc", "db1", None, frame)])
-    assert ds.derived("k", make) == ds.derived("k", make) == 1 and made == [1]
-    assert ds.derived("other", make) == 2  # another key: its own table
-    ds.captures.append(Capture("b/nproc.out", "nproc", "db2", None, frame.copy()))
-    assert ds.derived("k", make) == 3 and made == [1, 1, 2]  # the captures changed: made again
