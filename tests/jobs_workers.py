@@ -34,3 +34,10 @@ def hangs(kind: str, path: Path, context: object, rel: str) -> object:
     if _in_worker():
         time.sleep(3600)
     return _parse_file(kind, path, context, rel)  # type: ignore[arg-type]
+
+
+def pid_after(delay_in_parent: float) -> int:
+    """This process's pid, after a sleep when it is the parent (which then stays busy a while)."""
+    if not _in_worker():
+        time.sleep(delay_in_parent)
+    return os.getpid()

@@ -67,6 +67,15 @@ def test_workers_take_the_largest_tasks_first_and_are_fewer_than_the_tasks() -> 
     assert not psutil.Process().children()  # every worker gone once the run is over
 
 
+def test_the_last_small_tasks_are_this_process_s(monkeypatch: pytest.MonkeyPatch) -> None:
+    # the last 2 % of the input (by size) is read here: while this process is busy with s1, the
+    # worker, done with the large task, is told to exit rather than handed s2
+    monkeypatch.setenv(jobs_workers.PARENT_ENV, str(os.getpid()))
+    tasks = [_workers.Task("big", 1000, (0,)), _workers.Task("s1", 5, (2.0,)), _workers.Task("s2", 3, (0,))]
+    ran = dict(_workers.run(jobs_workers.pid_after, tasks, jobs=2))
+    assert ran[0] != os.getpid() and ran[1] == ran[2] == os.getpid()
+
+
 def test_a_large_result_comes_back_whole_and_an_error_is_raised_here() -> None:
     # 80 MB: many socket reads into the one buffer the array then lives in
     tasks = [_workers.Task("big", 2, (10_000_000,)), _workers.Task("small", 1, (3,))]
