@@ -13,9 +13,9 @@ worker one import of the parsers (1-2 s of CPU on the 2-vCPU lab VM), paid by al
 
 **Transfer: pickle protocol 5 with out-of-band buffers over the worker's socket** (measured against
 in-band pickle, Arrow IPC and Parquet through a temp file on a 93 MB top -H frame:
-`scripts/bench_analyze.py --transfer`, docs/benchmarks.md: 119 MB more in the parent and 45 MB in
-the worker, against 243 / 226 MB in-band, 190 / 328 MB Arrow IPC, 322 / 209 MB Parquet, and the
-fastest of the four: 0.21 s, in-band 0.42 s, Arrow and Parquet 3-4 s on a loaded machine). The worker
+`scripts/bench_analyze.py --transfer`, docs/benchmarks.md: 119 MB more in the parent and 44 MB in
+the worker, against 243 / 215 MB in-band, 190 / 317 MB Arrow IPC, 322 / 207 MB Parquet, and the
+fastest of the four: 0.16 s, in-band 0.40 s, Arrow and Parquet 3.0-3.4 s). The worker
 pickles the result with `buffer_callback`, so the pickle itself holds only the frame's structure
 (dtypes, index, attrs) and each array's memory is handed over as a buffer: the worker writes it to
 the socket straight from the array, the parent reads it (`os.readv`) straight into a `bytearray` of
