@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from analyzers import analyze, limits
@@ -281,6 +282,34 @@ def test_lab_control_is_neither(tmp_path_factory: pytest.TempPathFactory) -> Non
     pid = info["instance"]["pid"]
     assert not [f for f in findings if f.rule == "cpu.throttled" and pid in f.evidence["pids"]]
     assert not [f for f in findings if f.rule == "io.throttled" and f.evidence["pid"] == pid]
+
+
+def test_under_a_limit_used_up_the_threads_waiting_for_the_io_count() -> None:
+    """CI: at 8 threads under 25 write IOPS the sampler saw mariadbd with 0.375 threads in IO and
+    5.375 in lock waits: InnoDB's group commit has one thread flush the log while the others wait for
+    it on a futex. With the limit used up those waiters count; without one, a lock wait stays one."""
+    ds = dataset(FIX / "scn-db-write-iops")
+    sweep, _ = model(ds, TH)
+    [before] = limits.io_throttled(ds, sweep, TH)
+    pid = before.evidence["pid"]
+    for cap in ds.of("threads"):
+        if cap.step == "t0016":  # 10 samples: 1.0 thread in D (fdatasync, pwrite64), 14.9 on a futex
+            f = cap.frame
+            in_io = np.flatnonzero(
+                f["pid"].eq(pid).fillna(False).to_numpy(bool)
+                & f["state"].eq("D").fillna(False).to_numpy(bool)
+            )
+            f.loc[f.index[in_io], "count"] = 0
+            f.loc[f.index[in_io[:2]], "count"] = 1  # 0.2 threads in IO: a second the flush came quick
+    [f] = limits.io_throttled(ds, sweep, TH)
+    last = next(s for s in f.evidence["per_step"] if s["step"] == "t0016")
+    assert last["io_threads"] == pytest.approx(0.2) and 0.2 < TH["io.throttled"]["min_io_threads"]
+    assert last["io_queued_threads"] == last["lock_threads"] == pytest.approx(14.9)
+    assert "t0016" in f.evidence["steps_held"] and f.evidence["io_queued_threads_max"] == pytest.approx(14.9)
+    assert "14.9 waiting for it (lock waits behind the IO)" in f.summary
+    # no cgroup snapshot, so no limit used up: the same lock waits are no IO wait
+    ds.captures = [c for c in ds.captures if c.kind != "cgroup"]
+    assert limits.io_throttled(ds, sweep, TH) == []
 
 
 def test_a_limit_that_does_not_hold_at_the_heaviest_step_is_no_ceiling() -> None:

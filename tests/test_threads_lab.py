@@ -24,9 +24,9 @@ def _collect(out: Path, seconds: int) -> tuple[dict, dict]:
     )
     assert res.exit_code == 0, res.output
     ds = analyze_path(out).dataset
-    frames = {c.kind: c.frame for c in ds.captures if c.kind in ("threads", "psi")}
+    captures = {c.kind: c for c in ds.captures if c.kind in ("threads", "psi")}
     records = {r["id"]: r for r in ds.manifest["captures"]}
-    return frames, records
+    return captures, records
 
 
 def _mariadb_shares(df, pid: int) -> tuple[float, float]:
@@ -44,14 +44,15 @@ def test_mariadb_threads_idle_then_under_load(lab_mariadb: Path, tmp_path: Path)
     idle, records = _collect(tmp_path / "idle", 3)
     assert records["threads"]["status"] == "ok" and records["psi"]["status"] == "ok"
     assert records["threads"]["tool_version"].startswith("thread sampler: python")
-    df = idle["threads"]
-    assert df.attrs["sampler"]["mode"].startswith("python")
-    named = [s for s in df.attrs["selected"] if s["pid"] == pid]
+    df, extras = idle["threads"].frame, idle["threads"].extras
+    assert extras.sampler["mode"].startswith("python")
+    named = [s for s in extras.selected if s["pid"] == pid]
     assert named and named[0]["why"] == "named" and named[0]["process"] == "mariadbd"
     sleeping, _ = _mariadb_shares(df, pid)
     assert sleeping > 0.6  # idle: InnoDB's and the server's threads wait (futex, poll, io_uring)
     assert {"futex", "poll"} & set(df.loc[df["pid"] == pid, "syscall"].dropna())
-    assert len(idle["psi"]) >= 6 and set(idle["psi"]["resource"]) == {"cpu", "io", "memory"}
+    psi = idle["psi"].frame
+    assert len(psi) >= 6 and set(psi["resource"]) == {"cpu", "io", "memory"}
 
     load = threading.Thread(
         target=subprocess.run,
@@ -75,9 +76,9 @@ def test_mariadb_threads_idle_then_under_load(lab_mariadb: Path, tmp_path: Path)
         busy, _ = _collect(tmp_path / "busy", 4)
     finally:
         load.join()
-    df = busy["threads"]
+    df = busy["threads"].frame
     _, running = _mariadb_shares(df, pid)
-    _, idle_running = _mariadb_shares(idle["threads"], pid)
+    _, idle_running = _mariadb_shares(idle["threads"].frame, pid)
     assert running > idle_running + 0.05  # 8 clients keep some of its threads on a CPU or queued
     sched = df[(df["pid"] == pid) & (df["record"] == "sched")]
     assert sched["cpu_s_per_s"].sum() / sched["timestamp"].nunique() > 0.2  # CPU used per second
