@@ -18,7 +18,7 @@ decimal comma are read as such), zh_CN / ja_JP (`2026年11月27日 12时46分44�
 (`2026-11-22T08:09:55+0000`, the only form with a zone; the others are wall-clock time in `tz`).
 Headerless row fragments (seed 000) take the last header seen; with no header at all in the file the
 column order is inferred from the value count (13: sysstat <= 11.4, 22: sysstat 12.3+) and said so
-in `attrs["notes"]`. Not read: `iostat -h` (human-readable units), the basic report without `-x`,
+in `notes`. Not read: `iostat -h` (human-readable units), the basic report without `-x`,
 `-o JSON` (its own format).
 
 Schema (one row per device per report):
@@ -46,9 +46,7 @@ A column the version does not print is NaN, never 0; derived columns are NaN whe
 to 0.01 MB/s: a 26 kB request came out 43 kB, a busy device 0): `avgrq-sz` / 2 (<= 11.4, 512-byte
 sectors; a 0 with r/s and w/s 0 is NaN, a size beside rates rounded to 0.00 stands), `areq-sz`, else
 `rareq-sz`/`wareq-sz` (kB) weighted by r/s and w/s; (rkb_s+wkb_s)/(r_s+w_s) only when none is printed.
-`df.attrs`: `header_generation`, `unknown_columns` (header names in no table), `dropped_lines`
-(a last line cut mid-write, or a last device row with too few values), `notes`, `cpus` (the last
-banner's `(N CPU)`, None without a banner).
+What it reads beside its rows: `EXTRAS` (below).
 
 A report is a run of device rows on consecutive lines (a stamp, header, blank or `avg-cpu:` line
 ends it). The first report after the banner is the average since boot (`since_boot=True`); sysstat
@@ -83,11 +81,12 @@ from ._table import ROW, Block, Layout, Skip, Table
 
 @dataclass(frozen=True)
 class IostatExtras(Extras):
-    """What iostat reads beside its rows (see `_common.Extras`)."""
+    """What iostat reads beside its rows (see `_common.Extras`); `dropped_lines` also counts a last
+    device row with too few values, `unknown_columns` lists header names in no table."""
 
-    # which sysstat header form the capture prints
+    # which sysstat header form the capture prints (`sysstat>=12.3`, ...; `+`-joined when several)
     header_generation: str | None = None
-    # the banner's `(N CPU)`
+    # the last banner's `(N CPU)`; None without a banner
     cpus: int | None = None
 
 
@@ -161,8 +160,7 @@ def parse(source: _common.Source, *, host: str | None = None, tz: str = "UTC") -
         tz: the host's time zone, for `-t` stamps without a zone (all but ISO).
 
     Returns:
-        A frame with exactly the `SCHEMA` columns and `attrs` `header_generation`,
-        `unknown_columns`, `dropped_lines`, `notes`, `cpus`.
+        A frame with exactly the `SCHEMA` columns, its attrs the `EXTRAS` fields.
 
     Raises:
         ParseError: garbage mid-file, a row whose value count does not match its header, an

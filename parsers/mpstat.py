@@ -5,7 +5,7 @@ header): a `Linux 6.18.44 (host) <TAB>2026-11-23 <TAB>_x86_64_<TAB>(2 CPU)` bann
 only date, then per interval a header line `HH:MM:SS CPU %usr %nice %sys %iowait %irq %soft %steal
 %guest %gnice %idle` and one row for `all` and one per CPU number, and at the end the same table
 labelled `Average:`. Columns are mapped by header name, never by position: a column the version does
-not print is NaN, a header name this parser does not know is listed in `attrs["unknown_columns"]`.
+not print is NaN, a header name this parser does not know is listed in `unknown_columns`.
 
 Locales (the capture should be `LC_ALL=C S_TIME_FORMAT=ISO`, but foreign archives are not):
 
@@ -20,7 +20,7 @@ Locales (the capture should be `LC_ALL=C S_TIME_FORMAT=ISO`, but foreign archive
 
 Rows carry only a time of day: the date is the banner's, rolled forward a day when the clock goes
 back by more than an hour (midnight); a smaller step back is a clock step, kept as printed and noted
-in `attrs["notes"]`. Times are wall clock in `tz`.
+in `notes`. Times are wall clock in `tz`.
 
 Schema (one row per CPU per interval; `Average:` rows are never in the frame):
 
@@ -36,14 +36,12 @@ Schema (one row per CPU per interval; `Average:` rows are never in the frame):
 | guest_pct, gnice_pct | float64 | % running a (niced) virtual CPU; also counted in usr/nice by the kernel |
 | idle_pct | float64 | % idle without outstanding IO |
 
-`df.attrs`: `averages` (the `Average:` rows as a list of records with the columns above but
-`timestamp`; None for a missing value), `unknown_columns`, `dropped_lines` (a last line cut
-mid-write), `notes`, `cpus` (the banner's `(N CPU)`, None without a banner).
+What it reads beside its rows: `EXTRAS` (below).
 
 `mpstat -T` adds `CORE SOCK NODE` after `CPU` (listed in `unknown_columns`; the `all` row leaves
 them blank and is read). `mpstat -A` / `-I` / `-N` print more tables per interval (per-NODE
 utilisation, `intr/s`, per-IRQ and soft-IRQ rates per CPU): the CPU table is read, every other
-table skipped as a block (parsers/_common.Skips, `attrs["skipped"]`: its header quoted, its rows
+table skipped as a block (parsers/_common.Skips, `skipped`: its header quoted, its rows
 counted); a capture of none but such tables is refused (nothing readable).
 Epoch-second labels (`mpstat -U`, sysstat 12.7: `1591016001   all ...`) are read as UTC, whatever
 `tz` (parsers/_sysstat.py `epoch_labels`, shared with pidstat -h).
@@ -72,9 +70,9 @@ from ._table import ROW, Block, Layout, Skip, Table
 class MpstatExtras(Extras):
     """What mpstat reads beside its rows (see `_common.Extras`)."""
 
-    # the `Average:` rows, as printed
+    # the `Average:` rows, as records with the `SCHEMA` columns but `timestamp`; None for a missing value
     averages: list[dict] = field(default_factory=list)
-    # the banner's `(N CPU)`
+    # the banner's `(N CPU)`; None without a banner
     cpus: int | None = None
 
 
@@ -124,8 +122,7 @@ def parse(source: _common.Source, *, host: str | None = None, tz: str = "UTC") -
         tz: the host's time zone: rows print wall-clock time of day.
 
     Returns:
-        A frame with exactly the `SCHEMA` columns; `attrs` `averages`, `unknown_columns`,
-        `dropped_lines`, `notes`, `cpus`, `skipped`.
+        A frame with exactly the `SCHEMA` columns, its attrs the `EXTRAS` fields.
 
     Raises:
         ParseError: garbage mid-file, a row whose field count does not match its header, a CPU listed

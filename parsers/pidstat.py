@@ -12,7 +12,7 @@ three tables, each with its own header line and any of them possibly empty:
 threads follow with `TGID` as `-` and the command as `|__name`; a thread whose process was not
 printed shows both ids and `(process)__thread`. Columns are mapped by header name (older sysstat
 lacks `%wait` or `iodelay`: NaN); unknown header names (e.g. `-r`, `-U`'s `USER`) are listed in
-`attrs["unknown_columns"]` and their values not read. `Command` is the last column; with `-l` it is
+`unknown_columns` and their values not read. `Command` is the last column; with `-l` it is
 the whole command line, kept verbatim (spaces included). Banner, dates, 12-hour and zh_CN clocks,
 `Average:` labels, decimal commas and midnight rollover are read as in parsers/mpstat.py.
 
@@ -36,10 +36,8 @@ The tables of one interval are merged into one tidy frame, one row per (timestam
 | cswch_s, nvcswch_s | float64 | voluntary / involuntary context switches per second |
 | command | string | `Command` verbatim, from the first table listing the task (`|__name`: a thread) |
 
-A value from a table in which the task did not appear is NaN/NA, never 0. `df.attrs`: `averages`
-(the `Average:` tables merged the same way, as a list of records without `timestamp`; None for a
-missing value), `unknown_columns`, `dropped_lines` (a last line cut mid-write), `notes`, `cpus` (the
-banner's `(N CPU)`, None without a banner).
+A value from a table in which the task did not appear is NaN/NA, never 0. What it reads beside its
+rows: `EXTRAS` (below).
 
 The table engine (parsers/_table.py) cuts the capture and reads each layout's rows (in bulk, or row
 by row naming a bad line; `Command` is a `rest` field); the tables of an interval are merged here, per
@@ -50,7 +48,7 @@ every metric on it, no `Average:` tables; its time label is a clock, or (older s
 the epoch (`1646859134`: UTC whatever `tz`). Under one header, rows of another time are other tasks'
 lines (`-e`, `-h`), and an `Average:` row may follow the interval's rows directly (`-e`).
 
-Read what can be read (parsers/_common.Skips, `attrs["skipped"]`): a line that starts with neither
+Read what can be read (parsers/_common.Skips, `skipped`): a line that starts with neither
 a time nor an `Average:` label (`pidstat -e CMD` mixes CMD's output in; stderr saved with stdout)
 is skipped and counted; a line starting with a broken clock is still an error. An `iodelay` past
 2**53 ticks is no delay (a small negative delta printed unsigned, `18446744073709551611` = -5, or an
@@ -79,9 +77,10 @@ from ._table import ROW, Block, Layout, Skip, Table
 class PidstatExtras(Extras):
     """What pidstat reads beside its rows (see `_common.Extras`)."""
 
-    # the `Average:` rows, as printed
+    # the `Average:` tables, merged as the interval ones are, as records without `timestamp`; None for a
+    # missing value
     averages: list[dict] = field(default_factory=list)
-    # the banner's `(N CPU)`
+    # the banner's `(N CPU)`; None without a banner
     cpus: int | None = None
 
 
@@ -153,8 +152,7 @@ def parse(source: _common.Source, *, host: str | None = None, tz: str = "UTC") -
         tz: the host's time zone: rows print wall-clock time of day.
 
     Returns:
-        A frame with exactly the `SCHEMA` columns; `attrs` `averages`, `unknown_columns`,
-        `dropped_lines`, `notes`, `skipped`.
+        A frame with exactly the `SCHEMA` columns, its attrs the `EXTRAS` fields.
 
     Raises:
         ParseError: a row whose field count does not match its header, a task listed twice in one

@@ -25,8 +25,8 @@ table. Any sar activity may come through `-- OPTIONS`: the tables read, their co
 instance column and the unit conversions are parsers/sar.py's (its docstring has the table), so the
 sar text and the sadf export of one sa file give equal frames. A header of another activity (`-B`,
 `-w`, ...; `sadf -d -- -A` prints some thirty) is skipped as a block (parsers/_common.py `Skips`,
-`attrs["skipped"]`: the header quoted, every row counted, not checked against it: `INTR;CPU*` rows
-carry one column per CPU) and listed in `attrs["skipped_tables"]`; a file with no row of a read
+`skipped`: the header quoted, every row counted, not checked against it: `INTR;CPU*` rows
+carry one column per CPU) and listed in `skipped_tables`; a file with no row of a read
 table is a ParseError "nothing readable". Numbers: `sadf` follows
 LC_NUMERIC, so a de_DE export prints `55,56`; with `;` as separator that is unambiguous and is read
 as a decimal comma (a file mixing `,` and `.` is a ParseError: "capture not taken under LC_ALL=C").
@@ -35,9 +35,7 @@ Schema: exactly parsers/sar.py's `SCHEMA` (timestamp UTC, host from the row's ho
 the `host` argument is given, table, instance, the metric columns as float64, NaN where a table has
 no such column). Rows are grouped by table in sar.py's order, file order within a table.
 
-`df.attrs`: `skipped`, `intervals_s` (the distinct `interval` values of read rows, seconds),
-`restarts` (records `timestamp` ISO UTC, `cpus`), `comments`, `skipped_tables`, `unknown_columns`,
-`dropped_lines` (a last line cut mid-write), `notes`. No `averages`: sadf -d prints none.
+What it reads beside its rows: `EXTRAS` (below). No `averages`: sadf -d prints none.
 
 Read by the table engine (parsers/_table.py: runs of rows read in bulk, a bad row named by its line)
 with `;` as separator: headers are the `#` lines, restart and comment records among the rows are none.
@@ -69,9 +67,9 @@ from .sar import SCHEMA as _SAR_SCHEMA
 class SadfExtras(Extras):
     """What sadf reads beside its rows (see `_common.Extras`)."""
 
-    # the sampling interval of each table
+    # the distinct `interval` values of read rows, seconds
     intervals_s: list = field(default_factory=list)
-    # LINUX RESTART records
+    # LINUX RESTART records: `timestamp` (ISO UTC), `cpus`
     restarts: list = field(default_factory=list)
     # COMMENT records
     comments: list = field(default_factory=list)
@@ -110,8 +108,7 @@ def parse(source: _common.Source, *, host: str | None = None, tz: str = "UTC") -
             (`sadf -T`/`-t`); `UTC` ones and numeric offsets need none.
 
     Returns:
-        A frame with exactly the `SCHEMA` columns; `attrs` `skipped`, `intervals_s`, `restarts`,
-        `comments`, `skipped_tables`, `unknown_columns`, `dropped_lines`, `notes`.
+        A frame with exactly the `SCHEMA` columns, its attrs the `EXTRAS` fields.
 
     Raises:
         ParseError: a header that is not sadf's, a row before any header or with a field count other

@@ -57,7 +57,7 @@ LC_ALL=C". Rows carry only a time of day: each table rolls the banner's date for
 clock goes back by more than an hour (a replay restarts every table at the file's start, so the
 rollover is tracked per table, not per file: parsers/_sysstat.py's rule, per table).
 
-Read what can be read (parsers/_common.py `Skips`, `attrs["skipped"]`): a table this parser does not
+Read what can be read (parsers/_common.py `Skips`, `skipped`): a table this parser does not
 read (`-B`, `-w`, `-I ALL`, `-n SOCK`, `-F` ... in a `sar -A` capture) is skipped as a block, its
 header quoted and every row, `Average:` and `Summary:` ones included, counted, never guessed at. A
 `Summary:` block is a table like any other (its header says which); a `Summary:` row under a table
@@ -65,11 +65,8 @@ this parser reads (no sysstat 12.6-12.7 prints one) is skipped and quoted: the l
 an interval nor an average. A file holding no row of a read table (`sar -F` alone) is a ParseError
 "nothing readable" naming the first skipped header; sniff claims `sar -F` so that this is said.
 
-`df.attrs`: `skipped` (the `Skips`), `averages` (the `Average:` rows as records: host, table,
-instance and the table's metric columns; None for a missing value), `restarts` (records `timestamp`
-ISO UTC, `cpus`), `comments` (`COM` lines), `skipped_tables` (the distinct headers of tables not
-read), `unknown_columns` (header names of a read table this parser does not know), `dropped_lines`
-(a last line cut mid-write), `notes`, `cpus` (the last banner's `(N CPU)`, None without a banner).
+What it reads beside its rows: `EXTRAS` (below).
+
 Read by the table engine (parsers/_table.py: runs of rows read in bulk, a bad row named by its
 line): a header is the line after a blank line (sar prints one before each) whose fields after its
 label are words, none a number; `LINUX RESTART` and `COM` lines among the rows are no rows.
@@ -101,17 +98,19 @@ from ._table import ROW, STRUCTURE, Block, Layout, Skip, Table
 
 @dataclass(frozen=True)
 class SarExtras(Extras):
-    """What sar reads beside its rows (see `_common.Extras`)."""
+    """What sar reads beside its rows (see `_common.Extras`); `unknown_columns` lists header names of a
+    read table this parser does not know."""
 
-    # the `Average:` rows, as printed
+    # the `Average:` rows, as records: host, table, instance and the table's metric columns; None for a
+    # missing value
     averages: list[dict] = field(default_factory=list)
-    # LINUX RESTART lines
+    # LINUX RESTART lines, as records: `timestamp` (ISO UTC), `cpus`
     restarts: list = field(default_factory=list)
-    # COMMENT lines
+    # COMMENT (`COM`) lines
     comments: list = field(default_factory=list)
-    # tables not read (no schema for them)
+    # the distinct headers of tables not read (no schema for them)
     skipped_tables: list = field(default_factory=list)
-    # the banner's `(N CPU)`
+    # the last banner's `(N CPU)`; None without a banner
     cpus: int | None = None
 
 
@@ -304,8 +303,7 @@ def parse(source: _common.Source, *, host: str | None = None, tz: str = "UTC") -
         tz: the host's time zone: rows print wall-clock time of day.
 
     Returns:
-        A frame with exactly the `SCHEMA` columns; `attrs` `skipped`, `averages`, `restarts`,
-        `comments`, `skipped_tables`, `unknown_columns`, `dropped_lines`, `notes`, `cpus`.
+        A frame with exactly the `SCHEMA` columns, its attrs the `EXTRAS` fields.
 
     Raises:
         ParseError: garbage mid-file, a row whose field count does not match its header, an instance
