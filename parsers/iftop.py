@@ -33,7 +33,7 @@ often cut). iftop prints no time, so blocks are numbered, not timestamped. A blo
   (`interface: lo`, `IP address is: ...`, `IPv6 address is: ...`, `MAC address is: ...`) are known
   and passed over without making the capture partial (`interface:` must agree with `Listening on`).
   Any other line outside a block (a shell's or pcap's message) is skipped and counted
-  (`attrs["skipped"]`, parsers/_common.Skips): the capture is read, marked partial. Inside a block
+  (`skipped`, parsers/_common.Skips): the capture is read, marked partial. Inside a block
   an unknown line is still a ParseError naming it: it sits among rows whose numbers it could be.
 - Hosts: `-n` numeric; IPv6 with a port is printed `[fd99::1]:35930`. Ports are numbers with
   `-N`; without `-N` a service name (`:http`) leaves the port NA (said in `notes`). A host column
@@ -56,12 +56,8 @@ Schema (one row per connection line, blocks in file order):
 | rate_40s_bytes_s | float64 | over the last 40 s, bytes/s |
 | cumulative_bytes | float64 | bytes in that direction since iftop started |
 
-`df.attrs`: `totals` (one record per complete block: `block`, `send_{2s,10s,40s}_bytes_s`,
-`recv_...`, `total_...`, `peak_{send,recv,total}_bytes_s`, `cumulative_{send,recv,total}_bytes`),
-`interface` (from `Listening on`), `rate_unit` (`bytes` or `bits`, as printed),
-`dropped_lines` (a cut-off last line), `unknown_columns` (always empty), `notes` (an unfinished
-last block, service names), `skipped` (a `Skips`: unknown lines outside blocks). A file with no block
-and no connection read, but lines skipped, is refused naming its first skipped line.
+What it reads beside its rows: `EXTRAS` (below). A file with no block and no connection read, but
+lines skipped, is refused naming its first skipped line.
 
 The table engine (`_table`) cuts the capture and reads the connection lines by `_LAYOUT` (the `=>` line
 with its rank, the `<=` line without: `Layout.mixed`), in bulk or row by row naming a bad line; the
@@ -88,13 +84,16 @@ from ._table import ROW, Block, Layout, Skip, Table
 
 @dataclass(frozen=True)
 class IftopExtras(Extras):
-    """What iftop reads beside its rows (see `_common.Extras`)."""
+    """What iftop reads beside its rows (see `_common.Extras`); `unknown_columns` is always empty,
+    `notes` says an unfinished last block and service names, `skipped` counts unknown lines outside
+    blocks."""
 
-    # one record per screen: the Total send/receive/both rates
+    # one record per complete block: `block`, `send_{2s,10s,40s}_bytes_s`, `recv_...`, `total_...`,
+    # `peak_{send,recv,total}_bytes_s`, `cumulative_{send,recv,total}_bytes`
     totals: list[dict] = field(default_factory=list)
-    # as iftop's banner names it
+    # as iftop's banner names it (`Listening on`)
     interface: str | None = None
-    # bits or bytes per second, as printed
+    # `bytes` or `bits` (per second), as printed
     rate_unit: str | None = None
 
 
@@ -528,8 +527,7 @@ def parse(source: Source, *, host: str | None = None, tz: str = "UTC") -> pd.Dat
         tz: unused (iftop prints no time); accepted for the common parser signature.
 
     Returns:
-        A frame with exactly the `SCHEMA` columns; attrs `totals`, `interface`, `rate_unit`,
-        `dropped_lines`, `unknown_columns`, `notes`, `skipped`.
+        A frame with exactly the `SCHEMA` columns, its attrs the `EXTRAS` fields.
 
     Raises:
         ParseError: a line iftop does not print inside a block, a value without a known unit, packet

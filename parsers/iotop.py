@@ -58,10 +58,7 @@ Schema (one row per task line, in file order):
 | command | string | COMMAND verbatim |
 | thread | string | the `[...]` bracket ending COMMAND (`jbd2/sda2-8`, `raftstore-4-0`); NA if none |
 
-`df.attrs`: `totals` (one record per iteration: `iteration`, `clock` as printed, `clock_s`,
-`total_read_kb_s`, `total_write_kb_s`, `actual_read_kb_s`, `actual_write_kb_s`; None for a value
-not printed), `dropped_lines` (a last line cut off mid-write), `unknown_columns` (always empty: the
-header is fixed), `notes`.
+What it reads beside its rows: `EXTRAS` (below).
 
 Tested on: tests/fixtures/iotop/ (README.md there).
 """
@@ -86,9 +83,12 @@ from ._table import ROW, Block, Layout, Table
 
 @dataclass(frozen=True)
 class IotopExtras(Extras):
-    """What iotop reads beside its rows (see `_common.Extras`)."""
+    """What iotop reads beside its rows (see `_common.Extras`); `unknown_columns` is always empty (the
+    header is fixed)."""
 
-    # one record per iteration: its Total and Actual/Current lines
+    # one record per iteration, its Total and Actual/Current lines: `iteration`, `clock` as printed,
+    # `clock_s`, `total_read_kb_s`, `total_write_kb_s`, `actual_read_kb_s`, `actual_write_kb_s`; None
+    # for a value not printed
     totals: list[dict] = field(default_factory=list)
 
 
@@ -392,7 +392,7 @@ class _Iotop:
         return sods[: len(line)]
 
     def _records(self) -> list[dict]:
-        """`attrs["totals"]`: one record per Total line, with the Actual/Current line after it."""
+        """`IotopExtras.totals`: one record per Total line, with the Actual/Current line after it."""
         if not self.heads.rows:
             return []
         lines, total, values = self.head_lines, self.head_total, self.head_values
@@ -473,8 +473,7 @@ def parse(
             first clock is the one nearest it (`_common.capture_day`).
 
     Returns:
-        A frame with exactly the `SCHEMA` columns; `attrs` `totals`, `dropped_lines`,
-        `unknown_columns`, `notes`.
+        A frame with exactly the `SCHEMA` columns, its attrs the `EXTRAS` fields.
 
     Raises:
         ParseError: a line that is none of iotop's (named by number), a row before any `Total` line.

@@ -11,7 +11,7 @@ Reads:
 Each iteration is a summary (`top - 08:10:11 up 46 min,  0 user,  load average: ...`, `Tasks:` or
 `Threads:`, `%Cpu(s):`, `KiB|MiB|GiB Mem :`, `... Swap:`), a blank line, the column header
 (`PID USER PR NI VIRT RES SHR S %CPU %MEM TIME+ COMMAND`) and the rows. Columns are mapped by their
-header names; a header this parser does not know is listed in `df.attrs["unknown_columns"]` and its
+header names; a header this parser does not know is listed in `unknown_columns` and its
 values skipped. Rows are split on whitespace: every column before COMMAND is one word; COMMAND last
 is the rest of the line VERBATIM (spaces, `<script>`, non-ASCII; under LC_ALL=C top prints each byte
 of a non-ASCII argument as `?`).
@@ -55,12 +55,7 @@ the values with a suffix letter, which is converted; a capture whose scaling pri
 non-KiB values cannot be told apart and is read as KiB. TIME+ is `m:ss.hh` (minutes unbounded),
 then `mmmm:ss` (minutes:seconds) when it no longer fits, then `h,mm` (hours,minutes), `Nd+Nh`.
 
-`df.attrs`: `dropped_lines` (a last line cut off mid-write), `unknown_columns`, `notes` (iteration 0's
-cpu_pct is no interval figure; a table without summary), `summaries` (one record per iteration:
-iteration, clock, up (as printed), users, load_1/5/15, tasks_total/running/sleeping/stopped/zombie,
-threads_mode, cpu_us/sy/ni/id/wa/hi/si/st, mem_total/free/used/buff_cache_mib,
-swap_total/free/used_mib, mem_avail_mib: memory converted to MiB; NaN when absent or printed
-overflowed as `12345678+total`).
+What it reads beside its rows: `EXTRAS` (below).
 
 The table engine (parsers/_table.py) reads the rows: in bulk where it can prove its reader agrees,
 else row by row, naming a bad row; the summary lines are its aside lines, handed over in bulk. Rows
@@ -101,9 +96,13 @@ from ._table import ROW, Block, Layout, Numbers, Table
 
 @dataclass(frozen=True)
 class TopExtras(Extras):
-    """What top reads beside its rows (see `_common.Extras`)."""
+    """What top reads beside its rows (see `_common.Extras`); `notes` says that iteration 0's cpu_pct is
+    no interval figure, and when a table came without its summary."""
 
-    # one record per iteration: its summary lines (load, tasks, CPU, memory)
+    # one record per iteration, its summary lines: iteration, clock, up (as printed), users,
+    # load_1/5/15, tasks_total/running/sleeping/stopped/zombie, threads_mode, cpu_us/sy/ni/id/wa/hi/si/st,
+    # mem_total/free/used/buff_cache_mib, swap_total/free/used_mib, mem_avail_mib (memory converted to
+    # MiB); NaN when absent or printed overflowed as `12345678+total`
     summaries: list[dict] = field(default_factory=list)
 
 
@@ -260,8 +259,7 @@ def parse(
             the one nearest it (`_common.capture_day`); without it `timestamp` is NaT.
 
     Returns:
-        A frame with exactly the `SCHEMA` columns; attrs `dropped_lines`, `unknown_columns`,
-        `notes`, `summaries`.
+        A frame with exactly the `SCHEMA` columns, its attrs the `EXTRAS` fields.
 
     Raises:
         ParseError: not top output, another locale, a header without COMMAND last, a malformed line
