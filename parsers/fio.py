@@ -8,7 +8,7 @@ Reads the stdout of
 from fio 3.x (3.33 tested; latencies in ns: `lat_ns`, `clat_ns`, `slat_ns`) and fio 2.x (`lat`,
 `clat`, `slat` in µs, converted). Lines fio prints before the JSON on stdout, e.g.
 `note: both iodepth >= 1 and synchronous I/O engine are selected, queue depth will be capped at 1`,
-are kept in `attrs["preamble"]`; the JSON starts at the first line beginning with `{` and ends at the
+are kept in `preamble`; the JSON starts at the first line beginning with `{` and ends at the
 line holding only `}` (fio's pretty-printer puts the closing brace of the document alone at column 0).
 Several documents one after another (several runs appended to one file) give runs 0, 1, 2 ...
 `json+` only adds histogram `bins`, which are not read. The JSON does not depend on the locale.
@@ -41,11 +41,7 @@ after /1000. For `sync` rows fio times only the whole fsync call (`sync.lat_ns`)
 and `clat_*` columns both hold the fsync latency, and iops, bw, io_bytes, runtime are NaN. A
 percentile fio did not print (`--percentile_list` without it, `clat_percentiles=0`) is NaN.
 
-`df.attrs`: `fio_version` (first document), `runs` (number of documents), `global_options`
-(dict, first document; {} without global options), `job_options` ({jobname: dict}),
-`disk_util` (list of dicts per disk: run, name, read_ios, write_ios, read_merges, write_merges,
-read_ticks_ms, write_ticks_ms, in_queue_ms, util_pct), `preamble` (lines outside the JSON),
-`dropped_lines` (lines of a JSON document cut off at the end of the capture), `notes`.
+What it reads beside its rows: `EXTRAS` (below).
 Tested on: tests/fixtures/fio/ (see README.md there).
 """
 
@@ -64,19 +60,21 @@ from ._common import Extras, Lines, Source, coerce, empty_frame
 
 @dataclass(frozen=True)
 class FioExtras(Extras):
-    """What fio reads beside its rows (see `_common.Extras`)."""
+    """What fio reads beside its rows (see `_common.Extras`); `dropped_lines` counts the lines of a JSON
+    document cut off at the end of the capture."""
 
-    # as fio printed it
+    # as the first document prints it
     fio_version: str | None = None
-    # fio runs in the file
+    # fio runs (JSON documents) in the file
     runs: int = 0
-    # the job file's [global] options
+    # the job file's [global] options, from the first document; {} without global options
     global_options: dict = field(default_factory=dict)
-    # job -> its options
+    # jobname -> its options
     job_options: dict = field(default_factory=dict)
-    # fio's per-device utilisation records
+    # fio's per-device utilisation, one record per disk and run: run, name, read_ios, write_ios,
+    # read_merges, write_merges, read_ticks_ms, write_ticks_ms, in_queue_ms, util_pct
     disk_util: list[dict] = field(default_factory=list)
-    # lines before the first run
+    # lines outside the JSON (fio's notes before it)
     preamble: list[str] = field(default_factory=list)
 
 

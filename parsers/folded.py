@@ -18,8 +18,7 @@ Schema (one row per distinct stack):
 | leaf | string | last frame: the function the sample hit |
 | depth | Int64 | number of `;`-separated frames in `stack`, the comm included |
 
-attrs: `total_samples` (sum of count), `merged_lines` (lines summed into an earlier row),
-`dropped_lines` (a last line cut mid-write: its count may be cut too).
+What it reads beside its rows: `EXTRAS` (below).
 
 Public helpers for the flame graph and hotspot code: `stacks_frame` builds this frame from
 `(stack, count)` pairs (perf_script.py uses it), `flat_cum` gives per-function flat/cum samples.
@@ -40,9 +39,10 @@ from ._common import Extras, Lines, Source, coerce, empty_frame, feed_lines
 
 @dataclass(frozen=True)
 class FoldedExtras(Extras):
-    """What folded reads beside its rows (see `_common.Extras`)."""
+    """What folded reads beside its rows (see `_common.Extras`); `dropped_lines` is a last line cut
+    mid-write (its count may be cut too)."""
 
-    # samples over all stacks
+    # samples over all stacks (the sum of `count`)
     total_samples: int = 0
     # lines of a stack seen before, summed into it
     merged_lines: int = 0

@@ -24,7 +24,7 @@ its periodic lines were cumulative (phase "cumulative"), the lines after `Finish
 printed integer ms, no 50th/90th/Max and no tpmC line. Failed transactions are separate operations
 `NEW_ORDER_ERR`, `PAYMENT_ERR`, ... (tpmTotal excludes them). `--output json` (one JSON array per
 block, string values, `"Prefix": "[Current] "`) is read too; `--output table` is a ParseError (use
-plain). Fields are read by key, not position; unknown keys go to `df.attrs["unknown_columns"]`.
+plain). Fields are read by key, not position; unknown keys go to `unknown_columns`.
 Wait-time lines of `--wait` (`[Current] KEYINGTIME-NEW_ORDER - 18.0s`) are not rows.
 
 Columns (SCHEMA):
@@ -44,16 +44,8 @@ Columns (SCHEMA):
     sum_ms, lat_avg_ms, lat_p50_ms, lat_p90_ms, lat_p95_ms, lat_p99_ms, lat_p999_ms, lat_max_ms
                     float64  Sum(ms), Avg(ms), percentiles and Max in ms; NaN where a version prints none
 
-`df.attrs["runs"]`: one dict per run: `run`, `threads` (None: go-tpc does not print it; the caller
-knows), `summary` ({} without `[Summary]` lines or tpmC line: `tpmc`, `tpm_total`, `efficiency_pct`
-from the tpmC line (None without one), `count` and `errors` (sums of the non-error / `*_ERR` summary
-counts), `total_time_s` (largest summary Takes(s)), `lat_avg_ms` (Σsum_ms / Σcount over non-error
-summary ops), `lat_p95_ms` and `lat_p99_ms` (NEW_ORDER's), `tps` (count / total_time_s), `ops` (op ->
-{count, tpm, lat_avg_ms, lat_p95_ms})), `fatal` (the first line that says the run failed: `failed to
-ping db ...`, `panic: ...`, `[mysql] ...`, a worker that quit with `execute run failed ...`; a
-timestamped `[...] execute run failed` is one failed transaction, counted in `*_ERR`, not fatal) and
-`finished` (a `Finished` line was seen). `df.attrs["dropped_lines"]`: a last line without newline is
-dropped and counted (the capture was cut off), unless it is a fatal message.
+What it reads beside its rows: `EXTRAS` (below). A last line without newline is dropped and counted
+(`dropped_lines`: the capture was cut off), unless it is a fatal message.
 
 A block ends where the operation names stop ascending (go-tpc sorts them), where the phase changes and
 at `Finished`. A new run starts at a maxprocs line after a run's output, when per-interval or cumulative
@@ -84,7 +76,15 @@ from ._golines import GoReader, Malformed, column, nan_to_none
 class GotpcExtras(Extras):
     """What gotpc reads beside its rows (see `_common.Extras`)."""
 
-    # one record per run: its summary, settings, how it ended
+    # one record per run: `run`, `threads` (None: go-tpc does not print it; the caller knows), `summary`
+    # ({} without `[Summary]` lines or tpmC line: `tpmc`, `tpm_total`, `efficiency_pct` from the tpmC
+    # line (None without one), `count` and `errors` (sums of the non-error / `*_ERR` summary counts),
+    # `total_time_s` (largest summary Takes(s)), `lat_avg_ms` (Σsum_ms / Σcount over non-error summary
+    # ops), `lat_p95_ms` and `lat_p99_ms` (NEW_ORDER's), `tps` (count / total_time_s), `ops` (op ->
+    # {count, tpm, lat_avg_ms, lat_p95_ms})), `fatal` (the first line that says the run failed: `failed
+    # to ping db ...`, `panic: ...`, `[mysql] ...`, a worker that quit with `execute run failed ...`; a
+    # timestamped `[...] execute run failed` is one failed transaction, counted in `*_ERR`, not fatal)
+    # and `finished` (a `Finished` line was seen)
     runs: list[dict] = field(default_factory=list)
 
 
@@ -174,7 +174,7 @@ def sniff(text: str) -> bool:
 
 
 def parse(source: Source, *, host: str | None = None, tz: str = "UTC") -> pd.DataFrame:
-    """Transaction lines of every run in `source` as a typed frame; runs and their summaries in attrs.
+    """Transaction lines of every run in `source` as a typed frame; runs and their summaries in `EXTRAS`.
 
     `tz` is accepted for the common parser signature; go-tpc prints no wall-clock time on its lines.
     """

@@ -21,7 +21,7 @@ name; after `Run finished` the final block. Counts, OPS and percentiles are CUMU
 operation's first measurement, and so is `Takes(s)`: an operation first seen late (a `READ_ERROR` at the
 end of a run) has a small Takes(s) and a meaningless OPS. `TOTAL` aggregates the successful operations;
 failed ones are the separate operations `READ_ERROR`, `UPDATE_ERROR`, ... (not in TOTAL). Fields are
-read by key, not position; a key not in the tables below is listed in `df.attrs["unknown_columns"]`.
+read by key, not position; a key not in the tables below is listed in `unknown_columns`.
 
 Columns (SCHEMA):
     host            string   the host given to parse(), else NA
@@ -41,15 +41,9 @@ Columns (SCHEMA):
     lat_p9999_ms    float64  latencies printed in µs (`Avg(us)`, `99.9th(us)`) converted to ms;
                              NaN for keys a build does not print
 
-`df.attrs["runs"]`: one dict per run: `run`, `command` ("run"/"load" from the `command` property, else
-from `dotransactions`, else None), `threads` (the `threadcount` property, else None), `properties`
-(every printed property; values of keys containing password/passwd/pwd/secret/token are "***"),
-`finished_s` (from `Run finished, takes ...`, else None), `signal` ("terminated" from `Got signal
-[terminated] to exit.`, else None), `summary` (from the final block; {} without one: `ops_s`, `count`,
-`errors`, `lat_avg_ms`, `lat_p95_ms`, `lat_p99_ms`, `total_time_s`, `ops`; see `_summary`) and `fatal`
-(the first line that says go-ycsb failed: `create db ... failed ...`, `panic: ...`, else None).
-`df.attrs["dropped_lines"]`: a last line without newline (the capture was cut off; its numbers may be
-cut too) is dropped and counted, unless it is a fatal message (stderr alone ends without newline).
+What it reads beside its rows: `EXTRAS` (below). A last line without newline (the capture was cut
+off; its numbers may be cut too) is dropped and counted (`dropped_lines`), unless it is a fatal
+message (stderr alone ends without newline).
 
 A block ends where the operation names stop ascending (go-ycsb sorts them; a name repeats or goes back)
 and at the banner, star lines, `Got signal` and `Run finished`. A new run starts at a properties banner,
@@ -81,7 +75,14 @@ from ._golines import GoReader, Malformed, column, nan_to_none
 class GoycsbExtras(Extras):
     """What goycsb reads beside its rows (see `_common.Extras`)."""
 
-    # one record per run: its summary, settings, how it ended
+    # one record per run: `run`, `command` ("run"/"load" from the `command` property, else from
+    # `dotransactions`, else None), `threads` (the `threadcount` property, else None), `properties`
+    # (every printed property; values of keys containing password/passwd/pwd/secret/token are "***"),
+    # `finished_s` (from `Run finished, takes ...`, else None), `signal` ("terminated" from `Got signal
+    # [terminated] to exit.`, else None), `summary` (from the final block; {} without one: `ops_s`,
+    # `count`, `errors`, `lat_avg_ms`, `lat_p95_ms`, `lat_p99_ms`, `total_time_s`, `ops`; see `_summary`)
+    # and `fatal` (the first line that says go-ycsb failed: `create db ... failed ...`, `panic: ...`,
+    # else None)
     runs: list[dict] = field(default_factory=list)
 
 
@@ -185,7 +186,7 @@ def sniff(text: str) -> bool:
 
 
 def parse(source: Source, *, host: str | None = None, tz: str = "UTC") -> pd.DataFrame:
-    """Operation lines of every run in `source` as a typed frame; runs and their summaries in attrs.
+    """Operation lines of every run in `source` as a typed frame; runs and their summaries in `EXTRAS`.
 
     `tz` is accepted for the common parser signature; go-ycsb prints no wall-clock time.
     """

@@ -15,7 +15,7 @@ from sysbench 1.0.x (1.0.14, 1.0.20 checked), the 1.1/master summary layout (`Th
             errors: 0.00, reconnects:  0.00                                          (0.5, early 1.0)
 
 Fields are read by keyword, not position (`err/s` with or without its colon, `reads/s` of old 0.5
-builds); a keyword not in the tables below is listed in `df.attrs["unknown_columns"]`. `--rate` queue
+builds); a keyword not in the tables below is listed in `unknown_columns`. `--rate` queue
 lines (`[ 10s ] queue length: 0, concurrency: 12`) are not rows and are ignored.
 
 Columns (SCHEMA):
@@ -34,14 +34,7 @@ Columns (SCHEMA):
 
 Nothing is dropped or derived: warm-up and shutdown-tail lines stay (the analyzer trims them).
 
-`df.attrs["runs"]`: one dict per run, in order: `run`, `threads` (from `Number of threads: N`, else the
-largest `thds` seen), `version` ("1.0.20" from the banner, or None), `report_interval_s`, `percentile`,
-`summary` (printed totals, {} without a summary block: `transactions`, `tps`, `queries`, `qps`,
-`ignored_errors`, `reconnects`, `total_time_s`, `events`, `eps`, `lat_min_ms`, `lat_avg_ms`, `lat_max_ms`,
-`lat_sum_ms`, `lat_pNN_ms` named after the percentile; only the keys that were printed),
-`histogram` ([[value_ms, count], ...] with `--histogram=on`, else None), `unfinished_transactions`
-(forced shutdown) and `fatal` (the first `FATAL:` line). `df.attrs["dropped_lines"]`: lines dropped
-because the capture was cut off (a last line without newline, or a malformed last line).
+What it reads beside its rows: `EXTRAS` (below).
 
 A new run starts at a banner (`sysbench 1.0.20 ...`), at `Running the test with following options:`
 after a run's report lines, when report time goes backwards, and when report lines resume after a
@@ -67,9 +60,16 @@ from ._common import SNIFF_BYTES, Extras, Lines, Source, coerce, empty_frame, fe
 
 @dataclass(frozen=True)
 class SysbenchExtras(Extras):
-    """What sysbench reads beside its rows (see `_common.Extras`)."""
+    """What sysbench reads beside its rows (see `_common.Extras`); `dropped_lines` counts lines dropped
+    because the capture was cut off (a last line without newline, or a malformed last line)."""
 
-    # one record per run: its summary, settings, how it ended
+    # one record per run, in order: `run`, `threads` (from `Number of threads: N`, else the largest
+    # `thds` seen), `version` ("1.0.20" from the banner, or None), `report_interval_s`, `percentile`,
+    # `summary` (printed totals, {} without a summary block: `transactions`, `tps`, `queries`, `qps`,
+    # `ignored_errors`, `reconnects`, `total_time_s`, `events`, `eps`, `lat_min_ms`, `lat_avg_ms`,
+    # `lat_max_ms`, `lat_sum_ms`, `lat_pNN_ms` named after the percentile; only the keys that were
+    # printed), `histogram` ([[value_ms, count], ...] with `--histogram=on`, else None),
+    # `unfinished_transactions` (forced shutdown) and `fatal` (the first `FATAL:` line)
     runs: list[dict] = field(default_factory=list)
 
 
@@ -202,7 +202,7 @@ def sniff(text: str) -> bool:
 
 
 def parse(source: Source, *, host: str | None = None, tz: str = "UTC") -> pd.DataFrame:
-    """Report lines of every run in `source` as a typed frame; runs, summaries and histograms in attrs.
+    """Report lines of every run in `source` as a typed frame; runs, summaries and histograms in `EXTRAS`.
 
     `tz` is accepted for the common parser signature; sysbench prints no wall-clock time.
     """
