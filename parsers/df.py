@@ -20,7 +20,7 @@ Reads:
   numbers and is not kept (a note says so); the filesystem name is what precedes it.
 - df's own messages saved with stdout (`df -P -k /gone / > f 2>&1`: `df: /gone: No such file or
   directory`, `df: /mnt/nfs: Stale file handle`): lines starting `df: ` are skipped and counted
-  (`attrs["skipped"]`, parsers/_common.Skips), the capture read and marked partial (a filesystem
+  (`skipped`, parsers/_common.Skips), the capture read and marked partial (a filesystem
   asked for is missing). A file with no row read but such lines skipped is refused naming the first.
 
 Not read (ParseError naming the header): `df -h`/`-H` (rounded sizes whose base, 1024 or 1000, is not
@@ -48,9 +48,7 @@ capacity_pct leaves out the blocks reserved for root, so it exceeds used / size 
 the real fixture's `/`): it is what a writer sees, and what `disk.full` should read. Pseudo
 filesystems of size 0 print `-` there: NaN, never 0.
 
-`df.attrs`: `skipped` (df's messages), `dropped_lines` (a cut-off last line, or a wrapped name whose
-numbers never came), `block_size` (bytes per block the header named, None without a header), `notes`
-(conversions, localised header, -T).
+What it reads beside its rows: `EXTRAS` (below).
 
 df has no time: the capture time is the manifest's. Tested on: tests/fixtures/df/ (README.md there).
 """
@@ -70,9 +68,11 @@ from ._common import Extras, Lines, Skips, Source, coerce, empty_frame, feed_lin
 
 @dataclass(frozen=True)
 class DfExtras(Extras):
-    """What df reads beside its rows (see `_common.Extras`)."""
+    """What df reads beside its rows (see `_common.Extras`); `skipped` holds df's messages,
+    `dropped_lines` also counts a wrapped name whose numbers never came, `notes` says conversions, a
+    localised header, -T."""
 
-    # bytes per block of the size columns as printed
+    # bytes per block of the size columns as the header names it; None without a header
     block_size: int | None = None
 
 
@@ -135,7 +135,7 @@ def parse(source: Source, *, host: str | None = None, tz: str = "UTC") -> pd.Dat
         tz: unused (df prints no time); accepted for the common parser signature.
 
     Returns:
-        A frame with exactly the `SCHEMA` columns; attrs `dropped_lines`, `block_size`, `notes`.
+        A frame with exactly the `SCHEMA` columns, its attrs the `EXTRAS` fields.
 
     Raises:
         ParseError: no header before the rows, a header this parser does not read (`-h`, `-i`,

@@ -42,8 +42,7 @@ re-attached) leaves that device's interval NaN with a note, never a negative rat
 or disappearing between snapshots has rows only where both ends hold it. Lines that are neither a
 stamp nor a device line (a shell's error message) are skipped and counted (`Skips`); a device line
 with a non-numeric counter, or a device line before the first stamp, is a ParseError naming it.
-`df.attrs`: `snapshots`, `dropped_lines` (a last line cut off mid-write), `notes`, `skipped`.
-Tested on: tests/fixtures/diskstats/ (README.md there).
+What it reads beside its rows: `EXTRAS` (below). Tested on: tests/fixtures/diskstats/ (README.md there).
 """
 
 from __future__ import annotations
@@ -126,7 +125,7 @@ def parse(source: Source, *, host: str | None = None, tz: str = "UTC") -> pd.Dat
         tz: unused (the stamps are epoch seconds); kept for the common parser signature.
 
     Returns:
-        A frame with exactly the `SCHEMA` columns; attrs `snapshots`, `dropped_lines`, `notes`, `skipped`.
+        A frame with exactly the `SCHEMA` columns, its attrs the `EXTRAS` fields.
 
     Raises:
         ParseError: a device line before the first stamp or with a counter that is not a number;

@@ -13,7 +13,7 @@ this capture and is a ParseError naming the line. Inside a dump the sections are
 between dash lines; a known line whose numbers do not read (`Buffer pool size   abc`) is a ParseError;
 free text (queries, record dumps, foreign key errors, thread states) is skipped. A dump with no
 `END OF INNODB MONITOR OUTPUT` (the capture was cut, or the client killed) is dropped: its lines are
-counted in `attrs["dropped_lines"]` and said in `attrs["notes"]`.
+counted in `dropped_lines` and said in `notes`.
 
 Columns (SCHEMA), one row per complete dump; NaN/NA where the server printed no such line. Which
 server prints it: M = MariaDB 10.11, 8 = MySQL 8.0, 7 = MySQL 5.7 (the fixtures), else all three.
@@ -62,13 +62,7 @@ server prints it: M = MariaDB 10.11, 8 = MySQL 8.0, 7 = MySQL 5.7 (the fixtures)
 Counters "since start" are cumulative from server start; the `_per_s` figures are the server's own
 averages over `interval_s` (since the previous dump, whoever asked for it).
 
-`attrs` (for what is not a number):
-- `lock_waits`: one dict per transaction in LOCK WAIT: `timestamp` (its dump, ISO UTC), `trx_id`,
-  `thread_id`, `active_s`, `waited_s`, `query` (the first line of its statement), `lock` (the lock it
-  waits for: the line after `TRX HAS BEEN WAITING`), `table` (`db`.`table` from that line).
-- `deadlocks`: the distinct latest deadlocks seen: `at` (ISO UTC), `rolled_back` (`*** WE ROLL BACK
-  TRANSACTION (N)`: N, else None), `text` (the section as printed).
-- `dropped_lines`, `notes` as above.
+What it reads beside its rows (what is not a number): `EXTRAS` (below).
 
 Tested on: tests/fixtures/innodb_status/ (see README.md there: MariaDB 10.11 real, MySQL 5.7 and 8.0
 from the reference manual's examples; TiDB does not implement the statement).
@@ -93,9 +87,12 @@ from ._common import Extras, Lines, Source, coerce, empty_frame, to_utc
 class InnodbStatusExtras(Extras):
     """What innodb_status reads beside its rows (see `_common.Extras`)."""
 
-    # each transaction waiting for a lock, and on what
+    # one record per transaction in LOCK WAIT: `timestamp` (its dump, ISO UTC), `trx_id`, `thread_id`,
+    # `active_s`, `waited_s`, `query` (the first line of its statement), `lock` (the lock it waits for:
+    # the line after `TRX HAS BEEN WAITING`), `table` (`db`.`table` from that line)
     lock_waits: list[dict] = field(default_factory=list)
-    # the LATEST DETECTED DEADLOCK section's transactions
+    # the distinct latest deadlocks seen (LATEST DETECTED DEADLOCK): `at` (ISO UTC), `rolled_back`
+    # (`*** WE ROLL BACK TRANSACTION (N)`: N, else None), `text` (the section as printed)
     deadlocks: list[dict] = field(default_factory=list)
 
 

@@ -51,8 +51,7 @@ borders and the `Variable_name` header are taken aside and checked in order (bor
 rows, border), each distinct name and value judged once. A line of another program is an error but
 before a box: mysqladmin's own messages (`mysqladmin: ...`) are kept in `notes`.
 
-`df.attrs`: `runs` (number of blocks), `relative` (bool, as detected or given), `interval_s`,
-`dropped_lines` (a last line cut off mid-write), `notes`.
+What it reads beside its rows: `EXTRAS` (below).
 Tested on: tests/fixtures/mysqladmin/ (see README.md there).
 """
 
@@ -76,9 +75,9 @@ from .mysql_status import GAUGES as _SAMPLER_GAUGES
 class MysqladminExtras(Extras):
     """What mysqladmin reads beside its rows (see `_common.Extras`)."""
 
-    # mysqladmin runs in the file
+    # status blocks in the file
     runs: int = 0
-    # -r: values are per interval, not since start
+    # -r: values are per interval, not since start (as detected, or as `relative=` said)
     relative: bool = False
     # -i seconds
     interval_s: float | None = None

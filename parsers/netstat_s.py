@@ -38,7 +38,7 @@ section become `<Section><Name>` (`TcpExtTCPTimeouts`), as nstat names them.
 
 Gauges (no rate): `TcpCurrEstab`, `IpForwarding`, `IpDefaultTTL`, `TcpRtoAlgorithm`, `TcpRtoMin`,
 `TcpRtoMax`, `TcpMaxConn`. Lines that are none of the forms above (two numbers in one text, an error
-message) are skipped and counted (`Skips`). `df.attrs`: `snapshots`, `dropped_lines`, `notes`, `skipped`.
+message) are skipped and counted (`Skips`). What it reads beside its rows: `EXTRAS` (below).
 Tested on: tests/fixtures/netstat_s/ (README.md there).
 """
 
@@ -159,7 +159,7 @@ def parse(source: Source, *, host: str | None = None, tz: str = "UTC") -> pd.Dat
         tz: unused (the stamps are epoch seconds); kept for the common parser signature.
 
     Returns:
-        A frame with exactly the `SCHEMA` columns; attrs `snapshots`, `dropped_lines`, `notes`, `skipped`.
+        A frame with exactly the `SCHEMA` columns, its attrs the `EXTRAS` fields.
 
     Raises:
         ParseError: lines that are all unknown (no counter read).

@@ -26,7 +26,7 @@ In VMs the size can be below the RAM (the guest's firmware describes one node).
 
 Scripts often save `numactl --hardware; numactl --show` in one file (either order). `--show` prints
 the memory policy and bindings of the process that ran it (the script's shell, which the tools it
-starts inherit), read into `attrs["show"]`:
+starts inherit), read into `show`:
 
     policy: default                          (bind, interleave, preferred, local, preferred-many)
     preferred node: current                  (`0`, `0 (interleave next)`, `1 (preferred-many)`)
@@ -39,7 +39,7 @@ starts inherit), read into `attrs["show"]`:
 
 A kernel without NUMA makes `--show` print `physcpubind: ...` and `No NUMA support available on
 this system.`. A line of neither tool's form outside the distance matrix (a shell's message saved
-with `2>&1`) is skipped and counted (`attrs["skipped"]`, parsers/_common.Skips): the capture is read
+with `2>&1`) is skipped and counted (`skipped`, parsers/_common.Skips): the capture is read
 and marked partial; a file with no node, no `available:`/`No NUMA` line and no `--show` line, but
 lines skipped, is refused naming the first. A line that starts as numactl's own (`node `,
 `available:`) but does not match its form, or an unknown line inside the matrix, stays an error.
@@ -55,18 +55,7 @@ Schema (one row per node, in file order):
 | size_mb | float64 | memory of the node, MB as numactl prints (MiB: bytes >> 20) |
 | free_mb | float64 | free memory of the node, MB, at capture time |
 
-`df.attrs`:
-
-- `distances`: `{"nodes": [0, 1], "matrix": [[10, 21], [21, 10]]}`, rows and columns in `nodes`
-  order. These are ACPI SLIT distances, relative numbers where 10 means local access (21 reads
-  as "about 2.1 times the local cost"), **not nanoseconds**. Both lists are empty when the
-  capture has no complete matrix (no NUMA, no distance information, or a cut capture).
-- `available_nodes`: the count on the `available:` line (0 for `No NUMA available`, None when
-  the line is missing).
-- `show`: what `numactl --show` printed, `{}` without it: `policy` and `preferred_node` (str, as
-  printed), `interleavenode` (int), and each mask (`physcpubind`, `cpubind`, `nodebind`, `membind`,
-  `preferred`, `interleavemask`) as a list of ints.
-- `dropped_lines` (a cut-off last line), `notes`, `skipped` (a `Skips`).
+What it reads beside its rows: `EXTRAS` (below).
 
 Tested on: tests/fixtures/numactl/ (README.md there).
 """
@@ -88,11 +77,16 @@ from ._common import Extras, Lines, Skips, Source, coerce, empty_frame, feed_lin
 class NumactlExtras(Extras):
     """What numactl reads beside its rows (see `_common.Extras`)."""
 
-    # node -> node -> distance
+    # `{"nodes": [0, 1], "matrix": [[10, 21], [21, 10]]}`, rows and columns in `nodes` order: ACPI SLIT
+    # distances, relative numbers where 10 means local access (21 reads as "about 2.1 times the local
+    # cost"), **not nanoseconds**; both lists empty when the capture has no complete matrix (no NUMA, no
+    # distance information, or a cut capture)
     distances: dict = field(default_factory=dict)
-    # `available: N nodes`
+    # the count on the `available: N nodes` line; 0 for `No NUMA available`, None when it is missing
     available_nodes: int | None = None
-    # `numactl --show`'s policy, cpubind, nodebind, membind
+    # what `numactl --show` printed, {} without it: `policy` and `preferred_node` (str, as printed),
+    # `interleavenode` (int), and each mask (`physcpubind`, `cpubind`, `nodebind`, `membind`,
+    # `preferred`, `interleavemask`) as a list of ints
     show: dict = field(default_factory=dict)
 
 
@@ -149,8 +143,7 @@ def parse(source: Source, *, host: str | None = None, tz: str = "UTC") -> pd.Dat
         tz: unused (numactl prints no time); accepted for the common parser signature.
 
     Returns:
-        A frame with exactly the `SCHEMA` columns; attrs `distances`, `available_nodes`, `show`,
-        `dropped_lines`, `notes`, `skipped`.
+        A frame with exactly the `SCHEMA` columns, its attrs the `EXTRAS` fields.
 
     Raises:
         ParseError: a line inside the distance matrix that is no distance row, a node missing from

@@ -60,15 +60,13 @@ Exactly one of `pages` and `mb` is set per row (pages are never converted: the p
 the capture). A blank cell (no data for that node) is NaN.
 
 Lines of other output saved with numastat (a shell's message, `numastat -V`, another tool's lines)
-are skipped and counted (`attrs["skipped"]`, parsers/_common.Skips), the capture read and marked
+are skipped and counted (`skipped`, parsers/_common.Skips), the capture read and marked
 partial: before any table, and after a compatibility-mode table (a line that does not start with a
 lowercase row name ends it). Inside a titled table a line stays a ParseError naming it, and so does
 a compatibility row that starts like one (`numa_hit 12 x`); a file with no cell read but lines
 skipped is refused naming the first.
 
-`df.attrs`: `skipped`, `nodes` (sorted node numbers seen), `dropped_lines` (a cut-off last line),
-`unknown_columns` (always empty: headers are `Node N`/`nodeN`/`Total` or a ParseError), `notes`
-(skipped kernel tokens, `Found no processes ...`, `Table has no data.`, cut tables).
+What it reads beside its rows: `EXTRAS` (below).
 
 Tested on: tests/fixtures/numastat/ (README.md there).
 """
@@ -88,9 +86,11 @@ from ._table import ROW, Block, Layout, Table
 
 @dataclass(frozen=True)
 class NumastatExtras(Extras):
-    """What numastat reads beside its rows (see `_common.Extras`)."""
+    """What numastat reads beside its rows (see `_common.Extras`); `unknown_columns` is always empty
+    (headers are `Node N`/`nodeN`/`Total` or a ParseError), `notes` says skipped kernel tokens, `Found
+    no processes ...`, `Table has no data.`, cut tables."""
 
-    # the node columns, in order
+    # the node numbers seen, sorted
     nodes: list[str] = field(default_factory=list)
 
 
@@ -172,8 +172,7 @@ def parse(source: Source, *, host: str | None = None, tz: str = "UTC") -> pd.Dat
         tz: unused (numastat prints no time); accepted for the common parser signature.
 
     Returns:
-        A frame with exactly the `SCHEMA` columns; attrs `skipped`, `nodes`, `dropped_lines`,
-        `unknown_columns`, `notes`.
+        A frame with exactly the `SCHEMA` columns, its attrs the `EXTRAS` fields.
 
     Raises:
         ParseError: a line numastat does not print inside a titled table, a header that is not

@@ -24,7 +24,7 @@ ParseError naming its line, and a last line cut mid-write drops its whole sample
 lack the root) and is counted. Lines starting with `#` (`perf script --header`) are skipped.
 
 Schema: the folded frame of parsers/folded.py (host, stack, count, comm, leaf, depth), one row per
-distinct stack in first-seen order; attrs `total_samples`, `samples_without_stack`, `dropped_lines`.
+distinct stack in first-seen order. What it reads beside its rows: `EXTRAS` (below).
 Tested on: tests/fixtures/perf_script/ (see README.md there).
 """
 

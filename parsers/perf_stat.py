@@ -14,7 +14,7 @@ next (`--per-socket`/`--per-core` ids `S0`, `S0-D0-C1` are kept in `cpu`, their 
 `<not supported>` (no PMU, as in most VMs) and `<not counted>` give value NaN and say so in `status`.
 Multiplexing `(45.23%)` (perf 3.x: `[45.23%]`) goes to `running_pct`; perf prints no percentage when
 the counter ran the whole time, so a counted row without one is 100. `-r N` spreads `( +- 1.34% )`
-are not kept (attrs `runs` says the values are means). Lines before the first perf line (the target's
+are not kept (`runs` says the values are means). Lines before the first perf line (the target's
 own stderr, e.g. dd's `records in`) are skipped and counted; after it, an unknown line is a ParseError.
 
 en_US grouping (`4,010.58`, `32,840`) is read as such. Decimal-comma locales (de_DE `143,38 msec`,
@@ -37,10 +37,8 @@ Schema (one row per interval, cpu and event):
 | metric_unit | string | its text (`CPUs utilized`, `K/sec`, `insn per cycle`) |
 | ipc | float64 | on `instructions` rows: instructions / cycles of the same interval and cpu |
 
-IPC is a derived column (not attrs) so it follows intervals and CPUs; NaN where either counter is
-missing, not counted or zero. attrs: `header_generation` (`text`/`csv`), `target` (`'sleep 0.2'`,
-`system wide`), `runs`, `elapsed_s`, `user_s`, `sys_s`, `preamble_lines`, `notes` (perf's advice
-lines after the footer), `dropped_lines` (a last line cut mid-write).
+IPC is a derived column (not in `EXTRAS`) so it follows intervals and CPUs; NaN where either counter
+is missing, not counted or zero. What it reads beside its rows: `EXTRAS` (below).
 Tested on: tests/fixtures/perf_stat/ (see README.md there).
 """
 
@@ -60,7 +58,8 @@ from ._common import Extras, Lines, Source, coerce, empty_frame, feed_lines
 
 @dataclass(frozen=True)
 class PerfStatExtras(Extras):
-    """What perf_stat reads beside its rows (see `_common.Extras`)."""
+    """What perf_stat reads beside its rows (see `_common.Extras`); `notes` holds perf's advice lines
+    after the footer."""
 
     # `text` or `csv` (`-x,`)
     header_generation: str | None = None

@@ -25,12 +25,8 @@ Columns (one row per sample):
   `samples_count, cpu_nanoseconds` (CPU), `alloc_objects_count, alloc_space_bytes,
   inuse_objects_count, inuse_space_bytes` (heap, allocs), `goroutine_count`,
   `contentions_count, delay_nanoseconds` (mutex, block). SCHEMA lists the fixed columns only; the
-  value columns vary by profile and are named in attrs["value_columns"].
-attrs: sample_types ([{type, unit, column}]), value_columns, default_value_column (what
-`go tool pprof` shows by default: default_sample_type, else the last type), period, period_type
-(`type/unit`), duration_ns, time (tz-aware UTC Timestamp from time_nanos, None when unset),
-drop_frames, keep_frames (recorded, not applied: Go's runtime sets neither), comments,
-dropped_lines (always 0: a cut-off profile cannot be read in part and is a ParseError).
+  value columns vary by profile and are named in `value_columns`.
+What it reads beside its rows: `EXTRAS` (below).
 Errors name line 1 (a profile has no lines) and the byte offset in the reason.
 
 `top(frame, col)` is `go tool pprof -top` (function, flat, flat_pct, cum, cum_pct);
@@ -57,25 +53,27 @@ from ._common import Extras, coerce, empty_frame
 
 @dataclass(frozen=True)
 class PprofExtras(Extras):
-    """What pprof reads beside its rows (see `_common.Extras`)."""
+    """What pprof reads beside its rows (see `_common.Extras`); `dropped_lines` is always 0: a cut-off
+    profile cannot be read in part and is a ParseError."""
 
-    # (type, unit) of each sample value
+    # one {type, unit, column} per sample value
     sample_types: list = field(default_factory=list)
     # the frame's value columns
     value_columns: list[str] = field(default_factory=list)
-    # the one a flame graph draws
+    # the one a flame graph draws: what `go tool pprof` shows by default (default_sample_type, else the
+    # last type)
     default_value_column: str | None = None
     # the profile's sampling period
     period: int | None = None
-    # its type and unit
+    # its `type/unit`
     period_type: str | None = None
     # how long the profile ran
     duration_ns: int | None = None
-    # when it was taken (a UTC Timestamp)
+    # when it was taken: a tz-aware UTC Timestamp from time_nanos, None when unset
     time: object = None
-    # regex of frames pprof drops
+    # regex of frames pprof drops (recorded, not applied: Go's runtime sets neither)
     drop_frames: str | None = None
-    # regex of frames pprof keeps
+    # regex of frames pprof keeps (recorded, not applied)
     keep_frames: str | None = None
     # the profile's comments
     comments: list[str] = field(default_factory=list)

@@ -15,16 +15,14 @@ locale (checked under de_DE and zh_CN).
 
 Saved with stderr (`sysctl -a > f 2>&1`, or as a user: `sysctl: permission denied on key
 'kernel.cad_pid'`, `sysctl: cannot stat /proc/sys/...`): every line that is not `name = value` and
-does not start with a dotted name is skipped and counted (`attrs["skipped"]`, parsers/_common.Skips):
+does not start with a dotted name is skipped and counted (`skipped`, parsers/_common.Skips):
 the keys behind sysctl's messages were not read, so the capture is partial. A line that starts with a
 dotted name but is not `name = value` (`kern.ostype: FreeBSD`, BSD's form) stays a ParseError naming
 it; so does a file with no key read but lines skipped.
 
 Columns: host, key, value (string, verbatim), value_num (float64 when the value is one number,
 else NaN). No timestamp: the output carries no time (the manifest's `started_at` does).
-attrs: dropped_lines (a last line cut mid-write: its value may be cut too), skipped, and when
-`net.ipv4.ip_local_port_range` is present, port_range_low, port_range_high and ephemeral_ports
-(high - low + 1, the ports a client IP has per server ip:port).
+What it reads beside its rows: `EXTRAS` (below).
 Tested on: tests/fixtures/sysctl/ (see README.md there).
 """
 
@@ -41,13 +39,15 @@ from ._common import Extras, Lines, Skips, Source, coerce, empty_frame, feed_lin
 
 @dataclass(frozen=True)
 class SysctlExtras(Extras):
-    """What sysctl reads beside its rows (see `_common.Extras`)."""
+    """What sysctl reads beside its rows (see `_common.Extras`); `dropped_lines` is a last line cut
+    mid-write (its value may be cut too). The port fields are None without
+    `net.ipv4.ip_local_port_range`."""
 
     # net.ipv4.ip_local_port_range's first port
     port_range_low: int | None = None
     # its last port
     port_range_high: int | None = None
-    # ports in the range
+    # ports in the range (high - low + 1): the ports a client IP has per server ip:port
     ephemeral_ports: int | None = None
 
 

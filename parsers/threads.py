@@ -60,10 +60,7 @@ So per step and process, the average threads in a (state, syscall, wchan, thread
 delta with it; a thread first seen in an already sampled process counts from its start; `cpu_ns` and
 `run_delay_ns` are NA (`-` in the capture) when no thread of that name had a baseline yet.
 
-`df.attrs`: `dropped_lines` (a last line cut off mid-write), `notes` (the header's sampler line:
-mode, version, rate, interval, arch; processes gone), `sampler` (the header as a dict: `mode`
-python3|python2|awk, `rate_hz`, `interval_s`, `clk_tck`, `arch`, `busiest`, `refresh_s`, `watch`),
-`selected` (a list of {pid, process, why, cpu_ticks, at}).
+What it reads beside its rows: `EXTRAS` (below).
 
 A line that is none of these, a count or schedstat row before the first `=` line, or a capture
 without the `# perfkit-threads 1` header is a ParseError naming the line. Tested on:
@@ -83,11 +80,13 @@ from ._common import Extras, Lines, Source, coerce, empty_frame, feed_lines
 
 @dataclass(frozen=True)
 class ThreadsExtras(Extras):
-    """What threads reads beside its rows (see `_common.Extras`)."""
+    """What threads reads beside its rows (see `_common.Extras`); `notes` says the header's sampler
+    line (mode, version, rate, interval, arch) and processes gone."""
 
-    # the thread sampler's settings, from its header line
+    # the thread sampler's settings, from its header line: `mode` python3|python2|awk, `rate_hz`,
+    # `interval_s`, `clk_tck`, `arch`, `busiest`, `refresh_s`, `watch`
     sampler: dict = field(default_factory=dict)
-    # the processes it sampled
+    # the processes it sampled: one {pid, process, why, cpu_ticks, at} each
     selected: list = field(default_factory=list)
 
 
@@ -253,7 +252,7 @@ def parse(source: Source, *, host: str | None = None, tz: str = "UTC") -> pd.Dat
         tz: unused (the stamps are epoch seconds); kept for the common parser signature.
 
     Returns:
-        A frame with exactly the `SCHEMA` columns; attrs `dropped_lines`, `notes`, `sampler`, `selected`.
+        A frame with exactly the `SCHEMA` columns, its attrs the `EXTRAS` fields.
 
     Raises:
         ParseError: no header, an unknown line, a row before the first interval, a bad field.

@@ -42,8 +42,7 @@ Columns (SCHEMA), one row per tier per load level, in file order:
 | rt_ms | float64 | average response time the tier sees, its inner tiers included, in ms |
 | tps | float64 | throughput at that level (per second) when the file gives it, else NaN |
 
-`df.attrs`: `dropped_lines` (a last line cut mid-write), `unknown_columns` (CSV columns or YAML keys
-not read), `form` (`long`, `wide` or `yaml`).
+What it reads beside its rows: `EXTRAS` (below).
 
 Errors: ParseError with the line for a value that is not a number, a negative RT, concurrency that is
 not a whole number, a row with the wrong number of fields, invalid YAML or YAML of another shape.
@@ -68,9 +67,10 @@ from .sweep import ALIASES as _SWEEP_ALIASES
 
 @dataclass(frozen=True)
 class TiersExtras(Extras):
-    """What tiers reads beside its rows (see `_common.Extras`)."""
+    """What tiers reads beside its rows (see `_common.Extras`); `unknown_columns` lists CSV columns or
+    YAML keys not read."""
 
-    # which of the tiers file's forms it is
+    # which of the tiers file's forms it is: `long`, `wide` or `yaml`
     form: str | None = None
 
 
