@@ -15,13 +15,12 @@ import copy
 import dataclasses
 import resource
 import threading
-from dataclasses import asdict
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from perfkit import __version__
 from perfkit.archive import MANIFEST_VERSION
-from perfkit.manifest import HostOutcome, Record
+from perfkit.manifest import Controller, HostOutcome, InventoryHost, Manifest, Record
 
 if TYPE_CHECKING:
     from perfkit.transport import HostSpec
@@ -179,7 +178,7 @@ def manifest(
     aborted: bool = False,
     roles: dict[str, tuple[str, ...]] | None = None,
     extra_records: list[dict] | None = None,  # written elsewhere (the sweep's, the profiles'): as Records
-) -> dict[str, Any]:
+) -> Manifest:
     """The archive's manifest (format v1, design.md) from the records and outcomes of a run."""
     states = [o.status for o in outcomes.values()]
     if stop.reason == "disk_full":
@@ -197,39 +196,39 @@ def manifest(
         status = "partial"
         reason = "; ".join(f"{o.host}: {o.status}" for o in outcomes.values() if o.status != "ok")
     usage = resource.getrusage(resource.RUSAGE_SELF)
-    return {
-        "format_version": MANIFEST_VERSION,
-        "perfkit_version": __version__,
-        "run_id": opts.run_id,
-        "created_at": created,
-        "ended_at": now(),
-        "status": status,
-        "reason": reason,
-        "window_s": opts.window,
-        "interval_s": opts.interval,
-        "inventory": [
-            {
-                "name": h.name,
-                "hostname": h.hostname,
-                "port": h.port,
-                "user": h.user,
-                "accept_new_host_key": h.accept_new_host_key,
-                "roles": list((roles or {}).get(h.name, ())),
-            }
+    return Manifest(
+        format_version=MANIFEST_VERSION,
+        perfkit_version=__version__,
+        run_id=opts.run_id,
+        created_at=created,
+        ended_at=now(),
+        status=status,
+        reason=reason,
+        window_s=opts.window,
+        interval_s=opts.interval,
+        inventory=[
+            InventoryHost(
+                name=h.name,
+                hostname=h.hostname,
+                port=h.port,
+                user=h.user,
+                accept_new_host_key=h.accept_new_host_key,
+                roles=list((roles or {}).get(h.name, ())),
+            )
             for h in hosts
         ],
-        "hosts": [asdict(o) for o in outcomes.values()],
-        "controller": {
-            "cpu_s": round(usage.ru_utime + usage.ru_stime, 3),
-            "max_rss_kb": usage.ru_maxrss,
+        hosts=copy.deepcopy(list(outcomes.values())),  # as they were now: the manifest is their record
+        controller=Controller(
+            cpu_s=round(usage.ru_utime + usage.ru_stime, 3),
+            max_rss_kb=usage.ru_maxrss,
             # psutil's view during the window, when the local host was captured
-            "window_cpu_pct": next(
+            window_cpu_pct=next(
                 (o.perfkit_cpu_pct for o in outcomes.values() if o.perfkit_cpu_pct is not None), None
             ),
-        },
-        "captures": [r.to_dict() for rs in records.values() for r in rs]
-        + [_as_record(r).to_dict() for r in extra_records or []],
-    }
+        ),
+        captures=copy.deepcopy([r for rs in records.values() for r in rs])
+        + [_as_record(r) for r in extra_records or []],
+    )
 
 
 def _as_record(fields: dict[str, Any]) -> Record:

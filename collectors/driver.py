@@ -28,6 +28,7 @@ kept); the cool-down waits for every host's TIME_WAIT sockets.
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import hashlib
 import json
@@ -46,6 +47,7 @@ from typing import Any, Protocol
 from perfkit.archive import MANIFEST, PACKED_SUFFIXES, check_new_output, pack
 from perfkit.errors import ConfigError
 from perfkit.findings import count
+from perfkit.manifest import Manifest, StepOutcome, SweepRun
 from perfkit.transport import HostSpec, end_local_jobs
 
 from . import db_snapshot, session
@@ -153,39 +155,20 @@ def _too_few(threads: int, hosts: int) -> str:
 
 
 @dataclass
-class StepOutcome:
-    name: str
-    threads: int
-    time_s: int = 0
-    role: str = "step"  # step | probe | refine (adaptive sweeps)
-    status: str = "pending"  # ok | degraded | failed | interrupted | skipped
-    reason: str = ""
-    tps: float | None = None  # from the load generator's summary, for the adaptive search
-    lat_pct_ms: float | None = None
-    errors: float | None = None  # failed operations per transaction (LoadResult.failed)
-    started_at: str | None = None
-    ended_at: str | None = None
-    load_s: float = 0.0
-    warmup_s: float = 0.0
-    cooldown_s: float = 0.0
-    # TIME_WAIT sockets to the database when the step ended (all load hosts)
-    time_wait_after: int | None = None
-    # several load hosts: the spread of their tools' starts, and each one's run (host, threads, status,
-    # reason, tps, started_at)
-    start_skew_s: float | None = None
-    clients: list[dict[str, Any]] = field(default_factory=list)
-
-
-@dataclass
 class SweepResult:
     path: Path
-    manifest: dict[str, Any]
+    run: Manifest  # as written, but for a reason added when packing failed
     steps: list[StepOutcome] = field(default_factory=list)
     wall_s: float = 0.0
 
     @property
+    def manifest(self) -> dict[str, Any]:
+        """The manifest as JSON (what `manifest.json` holds)."""
+        return self.run.to_dict()
+
+    @property
     def exit_code(self) -> int:
-        status = self.manifest["status"]
+        status = self.run.status
         return {"complete": session.EXIT_OK, "interrupted": session.EXIT_INTERRUPTED}.get(
             status, session.EXIT_FAILED if status == "failed" else session.EXIT_PARTIAL
         )
@@ -371,24 +354,22 @@ def run_sweep(
         manifest = session._manifest(
             hosts, opts, created, records, outcomes, stop=stop, aborted=aborted, extra_records=extra
         )
-        manifest["window_s"] = None  # one window per step: see sweep.steps
-        manifest["sweep"] = {
-            "tool": lead.tool,
-            "tool_version": lead.version,
-            "plan": {**asdict(plan), "threads": list(plan.threads), **(plan_record or {})},
-            "adaptive": plan.adaptive is not None,
-            "steps": [asdict(s) for s in steps],
-            "stopped_because": stop.said() if stop.is_set() else planner.stopped_because,
-            "load_s": round(sum(s.load_s + s.warmup_s for s in steps), 3),
-            "cooldown_s": round(sum(s.cooldown_s for s in steps), 3),
-        }
-        manifest["status"], manifest["reason"] = _run_status(manifest, steps, stop)
-        wall = time.monotonic() - t_start
-        manifest["sweep"]["wall_s"] = round(wall, 3)
-        manifest["sweep"]["overhead_s"] = round(
-            wall - manifest["sweep"]["load_s"] - manifest["sweep"]["cooldown_s"], 3
+        manifest.window_s = None  # one window per step: see sweep.steps
+        manifest.sweep = sweep = SweepRun(
+            tool=lead.tool,
+            tool_version=lead.version,
+            plan={**asdict(plan), "threads": list(plan.threads), **(plan_record or {})},
+            adaptive=plan.adaptive is not None,
+            steps=copy.deepcopy(steps),
+            stopped_because=stop.said() if stop.is_set() else planner.stopped_because,
+            load_s=round(sum(s.load_s + s.warmup_s for s in steps), 3),
+            cooldown_s=round(sum(s.cooldown_s for s in steps), 3),
         )
-        (root / MANIFEST).write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")
+        manifest.status, manifest.reason = _run_status(manifest, steps, stop)
+        wall = time.monotonic() - t_start
+        sweep.wall_s = round(wall, 3)
+        sweep.overhead_s = round(wall - sweep.load_s - sweep.cooldown_s, 3)
+        (root / MANIFEST).write_text(json.dumps(manifest.to_dict(), indent=1) + "\n", encoding="utf-8")
         final = root
         if packed and not aborted:
             try:
@@ -397,7 +378,7 @@ def run_sweep(
                 final = out
             except OSError as exc:
                 why = f"not packed ({exc.strerror}): see {root}"
-                manifest["reason"] = f"{manifest['reason']}; {why}" if manifest["reason"] else why
+                manifest.reason = f"{manifest.reason}; {why}" if manifest.reason else why
         return SweepResult(final, manifest, steps, wall)
     finally:
         restore()
@@ -662,7 +643,7 @@ def _merge_outcome(total: session.HostOutcome, step: session.HostOutcome, name: 
         total.perfkit_rss_kb = max(total.perfkit_rss_kb or 0, step.perfkit_rss_kb or 0)
 
 
-def _run_status(manifest: dict, steps: list[StepOutcome], stop: session.Stop) -> tuple[str, str]:
+def _run_status(manifest: Manifest, steps: list[StepOutcome], stop: session.Stop) -> tuple[str, str]:
     if stop.reason == "disk_full":
         return "disk_full", "the archive's filesystem filled up; everything written before is kept"
     if stop.is_set():
@@ -671,12 +652,12 @@ def _run_status(manifest: dict, steps: list[StepOutcome], stop: session.Stop) ->
     bad = [s for s in steps if s.status not in ("ok",)]
     if all(s.status in ("failed", "skipped") for s in steps):
         return "failed", "; ".join(f"{s.name}: {s.reason}" for s in steps if s.reason)[:500]
-    hosts_bad = manifest["status"] not in ("complete",)
+    hosts_bad = manifest.status not in ("complete",)
     if not bad and not hosts_bad:
         return "complete", ""
     why = [f"{s.name}: {s.status} ({s.reason})" for s in bad]
     if hosts_bad:
-        why.append(manifest["reason"])
+        why.append(manifest.reason)
     return "partial", "; ".join(why)[:500]
 
 

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from perfkit.archive import check_new_output
 from perfkit.errors import PerfkitError
 from perfkit.findings import count
+from perfkit.manifest import SweepRun
 from perfkit.transport import LOCAL, HostSpec, connect
 
 from . import captures, driver, session
@@ -342,7 +343,7 @@ def run_plan(
             plan_record=record,
             progress=say,
         )
-        cleanup_error = _cleanup(lead) if plan.cleanup and result.manifest["status"] != "interrupted" else ""
+        cleanup_error = _cleanup(lead) if plan.cleanup and result.run.status != "interrupted" else ""
     if swept is not None:
         swept(result)
     report = None
@@ -384,17 +385,16 @@ def step_lines(result: driver.SweepResult) -> list[str]:
             f"{st.threads} ({'+'.join(str(c['threads']) for c in st.clients)})" if st.clients else st.threads
         )
         lines.append(f"{st.name:8s} {threads:>7} {st.time_s:4d}s {tps:>10s} {st.status:12s} {st.reason}")
+    sweep = result.run.sweep or SweepRun()  # run_sweep always writes one
     skews = [st.start_skew_s for st in result.steps if st.start_skew_s is not None]
     if skews:
-        plan = result.manifest["sweep"]["plan"]
+        plan = sweep.plan
         lines.append(
             f"load hosts {plan['load_host']}: threads {plan['threads_split']}; "
             f"their starts within {max(skews):.3f}s of each other"
         )
-    lines.append(
-        f"{count(len(result.steps), 'step')}; stopped: {result.manifest['sweep']['stopped_because']}"
-    )
-    lines.append(f"{result.manifest['status']}: wrote {result.path} in {result.wall_s:.0f}s")
+    lines.append(f"{count(len(result.steps), 'step')}; stopped: {sweep.stopped_because}")
+    lines.append(f"{result.run.status}: wrote {result.path} in {result.wall_s:.0f}s")
     return lines
 
 

@@ -32,7 +32,7 @@ from typing import Any
 
 from perfkit.archive import MANIFEST, PACKED_SUFFIXES, check_new_output, pack
 from perfkit.errors import ConfigError, PerfkitError
-from perfkit.manifest import ENV, HostOutcome, Record
+from perfkit.manifest import ENV, HostOutcome, Manifest, Record
 from perfkit.transport import HostSpec, Transport, connect, end_local_jobs
 
 from . import captures, pprof
@@ -153,12 +153,17 @@ class Options:
 @dataclass
 class Result:
     path: Path
-    manifest: dict[str, Any]
+    run: Manifest  # as written, but for a reason added when packing failed
     hosts: list[HostOutcome]
 
     @property
+    def manifest(self) -> dict[str, Any]:
+        """The manifest as JSON (what `manifest.json` holds)."""
+        return self.run.to_dict()
+
+    @property
     def exit_code(self) -> int:
-        status = self.manifest["status"]
+        status = self.run.status
         return {
             "complete": EXIT_OK,
             "partial": EXIT_PARTIAL,
@@ -288,15 +293,13 @@ def collect(
             roles=roles or {},
             extra_records=profile_records,
         )
-        (root / MANIFEST).write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")
+        (root / MANIFEST).write_text(json.dumps(manifest.to_dict(), indent=1) + "\n", encoding="utf-8")
         final = root
         if packed and not aborted:
             try:
                 pack(root, out)
             except OSError as exc:  # keep the unpacked run: it is complete and readable
-                manifest["reason"] = f"{manifest['reason']}; not packed ({exc.strerror}): see {root}".lstrip(
-                    "; "
-                )
+                manifest.reason = f"{manifest.reason}; not packed ({exc.strerror}): see {root}".lstrip("; ")
                 return Result(root, manifest, list(outcomes.values()))
             shutil.rmtree(staging, ignore_errors=True)
             final = out

@@ -16,6 +16,7 @@ from perfkit.collectors import captures, driver, plan
 from perfkit.collectors._load import LoadHost, LoadResult
 from perfkit.collectors.load_sysbench import Workload
 from perfkit.collectors.mysql_sampler import DbTarget
+from perfkit.manifest import Manifest
 from perfkit.transport import LOCAL, parse_host
 
 from .test_driver import CURVE, FakeRunner
@@ -29,7 +30,7 @@ def planned(monkeypatch) -> list[plan.SweepPlan]:
 
     def fake_run_plan(p: plan.SweepPlan, **_kw: object) -> plan.RunResult:
         seen.append(p)
-        return plan.RunResult(driver.SweepResult(p.output, {"status": "complete"}))
+        return plan.RunResult(driver.SweepResult(p.output, Manifest(status="complete")))
 
     monkeypatch.setattr(plan, "run_plan", fake_run_plan)
     monkeypatch.delenv("PERFKIT_MYSQL_PASSWORD", raising=False)
