@@ -589,9 +589,8 @@ def _findings_key(f: Finding) -> tuple[str, tuple[str, ...]]:
 
 def _plan(analysis: Analysis) -> dict[str, Any]:
     """How `perfkit run` drove the sweep (the manifest's sweep.plan); empty for a foreign archive."""
-    sweep = (analysis.dataset.manifest or {}).get("sweep")
-    plan = sweep.get("plan") if isinstance(sweep, dict) else None
-    return plan if isinstance(plan, dict) else {}
+    sweep = analysis.dataset.run.sweep
+    return sweep.plan if sweep else {}
 
 
 def _workload_warnings(base: Analysis, new: Analysis, sb: Sweep, sn: Sweep) -> list[str]:

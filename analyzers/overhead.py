@@ -18,6 +18,7 @@ import pandas as pd
 from perfkit.config import Thresholds
 from perfkit.dataset import Dataset
 from perfkit.findings import Finding, Skipped
+from perfkit.manifest import Controller
 
 from .io import Tasks, category, per_sample, per_value, program_name, tasks
 
@@ -90,20 +91,17 @@ def _iotop_total_write(by_host: dict[str | None, Tasks]) -> dict[str | None, flo
     return out
 
 
-def _manifest_cpu(ds: Dataset) -> tuple[dict[str | None, float], dict[str, Any]]:
+def _manifest_cpu(ds: Dataset) -> tuple[dict[str | None, float], Controller]:
     """host -> perfkit's own %CPU (psutil sampler, else the manifest's hosts[] record); controller."""
     own: dict[str | None, float] = {}
     for cap in ds.of("psutil"):
         col = cap.frame["perfkit_cpu_pct"].dropna()
         if len(col):
             own[cap.host] = max(own.get(cap.host, 0.0), float(col.mean()))
-    manifest = ds.manifest or {}
-    for rec in manifest.get("hosts") or []:
-        pct = rec.get("perfkit_cpu_pct")
-        if isinstance(rec, dict) and isinstance(pct, int | float) and rec.get("host") not in own:
-            own[rec.get("host")] = float(pct)
-    controller = manifest.get("controller") or {}
-    return own, controller if isinstance(controller, dict) else {}
+    for rec in ds.run.hosts:
+        if rec.perfkit_cpu_pct is not None and rec.host not in own:
+            own[rec.host or None] = rec.perfkit_cpu_pct
+    return own, ds.run.controller
 
 
 def overhead(ds: Dataset, sweep: Any, th: Thresholds) -> list[Finding] | Skipped:
@@ -151,8 +149,8 @@ def overhead(ds: Dataset, sweep: Any, th: Thresholds) -> list[Finding] | Skipped
                 ev["tools_write_share_pct"] = float(wr.sum() / io_total[host] * 100)
         if own_pct is not None:
             ev["perfkit_cpu_pct"] = own_pct
-        if controller.get("cpu_s") is not None:
-            ev["controller_cpu_s"] = controller["cpu_s"]
+        if controller.cpu_s is not None:
+            ev["controller_cpu_s"] = controller.cpu_s
         if cpu_src:
             ev["cpu_source"] = "; ".join(cpu_src)
         if wr_src:

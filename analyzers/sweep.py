@@ -170,9 +170,8 @@ def model(ds: Dataset, th: Thresholds) -> tuple[Sweep | None, list[Excluded]]:
     steps: list[Step] = []
     excluded: list[Excluded] = []
     tool = ""
-    manifest = ds.manifest or {}
     records = ds.records
-    swept = isinstance(manifest.get("sweep"), dict)  # made by `perfkit run`: every step is recorded
+    swept = ds.run.sweep is not None  # made by `perfkit run`: every step is recorded
     levels: dict[tuple[Any, ...], list[_HostRun]] = {}
     for kind, name in (("sysbench", "sysbench"), ("goycsb", "go-ycsb"), ("gotpc", "go-tpc")):
         for cap in ds.of(kind):
@@ -213,19 +212,17 @@ def model(ds: Dataset, th: Thresholds) -> tuple[Sweep | None, list[Excluded]]:
     elast = [(a, b, _elasticity(xa, xb, a, b)) for (a, xa), (b, xb) in zip(levels, levels[1:], strict=False)]
     knee = _knee(levels, elast, th["sweep.knee"]["min_elasticity"])
     sweep = Sweep(tool=tool, metric=metric, steps=steps, peak=peak, knee_threads=knee, elasticities=elast)
-    driven = (ds.manifest or {}).get("sweep")
-    if isinstance(driven, dict):
+    driven = ds.run.sweep
+    if driven is not None:
         sweep.run = {
-            "adaptive": bool(driven.get("adaptive")),
-            "steps_run": len(driven.get("steps") or []),
-            "stopped_because": driven.get("stopped_because"),
+            "adaptive": driven.adaptive,
+            "steps_run": len(driven.steps),
+            "stopped_because": driven.stopped_because,
             "failed_steps": [
-                f"{st.get('name')}: {st.get('status')} ({st.get('reason')})"
-                for st in driven.get("steps") or []
-                if st.get("status") not in ("ok",)
+                f"{st.name}: {st.status} ({st.reason})" for st in driven.steps if st.status != "ok"
             ],
         }
-        plan = driven.get("plan") if isinstance(driven.get("plan"), dict) else {}
+        plan = driven.plan
         if plan.get("threads_split"):  # several load hosts (perfkit run --client-host a,b)
             sweep.run.update(load_hosts=plan.get("load_host"), threads_split=plan["threads_split"])
     # A level where nothing completed is a measurement (a stall) but no point the USL can take:

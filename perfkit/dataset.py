@@ -20,7 +20,7 @@ import pandas as pd
 from perfkit import parsers, ptstalk
 from perfkit.archive import Archive, records_by_path
 from perfkit.errors import ParseError
-from perfkit.manifest import Record
+from perfkit.manifest import Manifest, Record
 from perfkit.parsers._common import Extras, ParseContext, Skips, head
 
 # Below this many bytes to parse, `jobs=None` parses in this process: a worker's start (a fresh
@@ -73,6 +73,16 @@ class Dataset:
     unparsed: list[dict[str, str]] = field(default_factory=list)
     problems: list[dict[str, str]] = field(default_factory=list)
     _records: tuple[dict | None, dict[str, Record]] | None = field(default=None, repr=False, compare=False)
+    _run: tuple[dict | None, Manifest] | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def run(self) -> Manifest:
+        """The manifest's top level, typed (`Manifest.from_dict`: a field of another JSON type reads
+        as absent; the empty Manifest for a foreign archive): the one place rules and reports read the
+        run's sweep, hosts and controller from. Made once per manifest."""
+        if self._run is None or self._run[0] is not self.manifest:
+            self._run = (self.manifest, Manifest.from_dict(self.manifest or {}))
+        return self._run[1]
 
     @property
     def records(self) -> dict[str, Record]:
@@ -134,10 +144,9 @@ class Dataset:
         for rec in self.records.values():
             if rec.step and rec.threads:
                 out.setdefault(rec.step, rec.threads)
-        sweep = (self.manifest or {}).get("sweep")
-        for st in (sweep.get("steps") or []) if isinstance(sweep, dict) else []:
-            if isinstance(st, dict) and st.get("name") and st.get("threads"):
-                out[str(st["name"])] = int(st["threads"])
+        for st in self.run.sweep.steps if self.run.sweep else []:
+            if st.name and st.threads:
+                out[st.name] = st.threads
         return out
 
     def inputs(self) -> dict[str, list[dict]]:

@@ -523,9 +523,8 @@ def compare_plot(runs: list[tuple[str, Any]]) -> Plot:
 
 
 def _profiles_by_step(analysis: Analysis) -> dict[tuple[str, str, int | None], Any]:
-    """(kind, file name, threads) -> a profile capture; threads from the run manifest's step names."""
-    steps = ((analysis.dataset.manifest or {}).get("sweep") or {}).get("steps") or []
-    threads = {s.get("name"): s.get("threads") for s in steps if isinstance(s, dict)}
+    """(kind, file name, threads) -> a profile capture; threads from the dataset's `step_threads`."""
+    threads = analysis.dataset.step_threads()
     out = {}
     for cap in analysis.dataset.captures:
         if cap.kind in ("folded", "perf_script", "pprof") and len(cap.frame):

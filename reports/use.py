@@ -514,16 +514,16 @@ def timeline(ds: Dataset, sweep: Any | None) -> Timeline:
 
 
 def _manifest_spans(ds: Dataset) -> list[StepSpan]:
-    sweep = (ds.manifest or {}).get("sweep")
+    sweep = ds.run.sweep
     out = []
-    for st in (sweep.get("steps") or []) if isinstance(sweep, dict) else []:
-        if st.get("started_at") and st.get("ended_at"):
+    for st in sweep.steps if sweep else []:
+        if st.started_at and st.ended_at:
             out.append(
                 StepSpan(
-                    name=str(st.get("name")),
-                    threads=st.get("threads"),
-                    start=pd.Timestamp(st["started_at"]),
-                    end=pd.Timestamp(st["ended_at"]),
+                    name=st.name,
+                    threads=st.threads,
+                    start=pd.Timestamp(st.started_at),
+                    end=pd.Timestamp(st.ended_at),
                 )
             )
     return out

@@ -9,11 +9,14 @@ import tarfile
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
 import pytest
 
+from perfkit.analyzers import overhead
 from perfkit.archive import open_archive
-from perfkit.dataset import load_dataset
+from perfkit.dataset import Dataset, load_dataset
 from perfkit.manifest import Manifest, Record
+from perfkit.reports import use
 
 from .conftest import FIXTURES, SEEDS_EXAMPLE
 
@@ -134,6 +137,12 @@ def test_a_manifest_written_now_is_its_type_written_and_reads_back_whole(tmp_pat
     assert back.window_s is None and back.interval_s == 1 and back.status == "complete"
 
 
+def test_a_foreign_archive_has_the_empty_manifest() -> None:
+    ds = Dataset(source="seed000", manifest=None)
+    assert ds.run == Manifest() and ds.run.sweep is None and ds.step_threads() == {}
+    assert Manifest().to_dict()["captures"] == [] and "sweep" not in Manifest().to_dict()
+
+
 def test_a_hostile_top_level_reads_as_absent() -> None:
     raw = {
         "format_version": 1,
@@ -179,3 +188,21 @@ def test_a_hostile_sweep_reads_as_absent() -> None:
         ("t0016", 16, "pending", None, None),
         ("t0032", 0, "failed", "2026-11-27T08:58:38.374Z", None),
     ]
+
+
+def test_readers_of_a_hostile_manifest_get_no_traceback() -> None:
+    # each of these raised AttributeError on an entry that is no object before the manifest was typed
+    manifest = {
+        "hosts": ["db1", {"host": "db2", "perfkit_cpu_pct": 4}],
+        "controller": {"cpu_s": "1.5"},
+        "sweep": {"steps": ["t0001", {"name": "t0016", "threads": 16, "started_at": "2026-11-27T08:58:38Z",
+                                      "ended_at": "2026-11-27T08:59:38Z"}]},
+    }  # fmt: skip
+    ds = Dataset(source="hostile", manifest=manifest)
+    own, controller = overhead._manifest_cpu(ds)
+    assert own == {"db2": 4.0} and controller.cpu_s is None
+    assert ds.step_threads() == {"t0016": 16}
+    [span] = use._manifest_spans(ds)
+    assert (span.name, span.threads, span.end - span.start) == ("t0016", 16, pd.Timedelta(seconds=60))
+    ds.manifest = {"sweep": {"steps": [{"name": "t0002", "threads": 2}]}}  # made again for a new manifest
+    assert ds.step_threads() == {"t0002": 2}
