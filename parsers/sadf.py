@@ -50,7 +50,7 @@ import calendar
 import re
 from array import array
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import datetime
 
 import numpy as np
 import pandas as pd
@@ -341,16 +341,4 @@ def _iso_stamps(texts: list[str], tz: str) -> np.ndarray | None:
     seconds = (start + day - 1) * 86400 + h * 3600 + mi * 60 + np.minimum(s, 59)
     if width == 23:
         return seconds * 1_000_000_000
-    return _wall_utc(seconds, tz)
-
-
-def _wall_utc(seconds: np.ndarray, tz: str) -> np.ndarray:
-    """UTC ns of wall-clock times `seconds` after 1970-01-01 in `tz`, as `_common.to_utc` gives them:
-    pandas localises every time the zone maps to one instant; a time skipped or repeated at a DST
-    change goes through `to_utc` (whose fold rule pandas does not have)."""
-    naive = seconds * 1_000_000_000
-    local = pd.DatetimeIndex(naive.view("M8[ns]")).tz_localize(tz, ambiguous="NaT", nonexistent="NaT")
-    ns = local.asi8.copy()
-    for k in np.flatnonzero(local.isna()).tolist():
-        ns[k] = _common.to_utc(datetime(1970, 1, 1) + timedelta(seconds=int(seconds[k])), tz).value
-    return ns
+    return _common.wall_utc(seconds, tz)

@@ -37,3 +37,12 @@ def test_a_clock_in_the_spring_gap_reads_as_to_utc_does() -> None:
 
 def test_no_rows() -> None:
     assert len(clock_stamps(np.array([], dtype=float), date(2026, 1, 1), "UTC")) == 0
+
+
+def test_a_clock_with_a_fraction_reads_as_to_utc_does() -> None:
+    # the whole clocks are localised at once, one with a fraction goes through to_utc (its rounding)
+    clocks = np.array([3600.0, 3600.25, 3600.25, 7200.0])
+    got = clock_stamps(clocks, date(2026, 7, 1), "Europe/Berlin")
+    midnight = datetime(2026, 7, 1)
+    assert list(got) == [to_utc(midnight + timedelta(seconds=float(s)), "Europe/Berlin") for s in clocks]
+    assert got[1] == pd.Timestamp("2026-06-30T23:00:00.25Z")
