@@ -116,12 +116,18 @@ def analyze(
     jobs: int | None,
 ) -> None:
     """Analyze an archive directory, a .tar.gz, or a single capture or sweep table (CSV)."""
-    from perfkit.pipeline import analyze_path, summary_lines, write_reports
-    from perfkit.reports import findings_json
+    from perfkit import _workers
+    from perfkit.archive import size_hint
 
-    result = analyze_path(
-        source, thresholds=thresholds, tz=tz, tiers=tiers, jobs=jobs, plots=outdir is not None
-    )
+    # the workers import the parsers (and the plots) while this process does and opens the archive
+    preload = ("perfkit.dataset", "perfkit.reports.plots") if outdir is not None else ("perfkit.dataset",)
+    with _workers.warmed(jobs, size_hint(source), preload):
+        from perfkit.pipeline import analyze_path, summary_lines, write_reports
+        from perfkit.reports import findings_json
+
+        result = analyze_path(
+            source, thresholds=thresholds, tz=tz, tiers=tiers, jobs=jobs, plots=outdir is not None
+        )
     if outdir is not None:
         written = write_reports(result, outdir)
     if as_json:

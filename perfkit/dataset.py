@@ -8,7 +8,6 @@ Nothing is dropped silently: a file no parser claims, or one whose parse failed,
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Iterator
 from contextlib import closing
 from dataclasses import dataclass, field
@@ -22,11 +21,6 @@ from perfkit.archive import Archive, records_by_path
 from perfkit.errors import ParseError
 from perfkit.manifest import Manifest, Record
 from perfkit.parsers._common import Extras, ParseContext, Skips, head
-
-# Below this many bytes to parse, `jobs=None` parses in this process: a worker's start (a fresh
-# interpreter importing the parsers, 1-2 s of CPU) costs more than it saves (measured on the 2-vCPU
-# lab VM: 138 MB of captures parsed in 3.6 s alone, 4.9 s with a worker started for them).
-AUTO_MIN_BYTES = 256 << 20
 
 # Kinds perfkit records on purpose without parsing them, and why.
 KEPT_UNPARSED = {
@@ -179,9 +173,8 @@ def load_dataset(
         tz: the captured hosts' time zone, for captures whose timestamps carry none (a manifest
             record's own `tz` wins).
         jobs: files parsed at once: N-1 worker processes and this one (`perfkit/_workers.py`); 1
-            parses in this process only; None: the CPUs this process may use, once the files to
-            parse reach `AUTO_MIN_BYTES`
-            (below that, starting the workers costs more than they save). The Dataset is the same
+            parses in this process only; None: `_workers.auto_jobs` of the bytes to parse (the
+            CPUs once there are enough to repay the workers' start). The Dataset is the same
             either way: captures and unread files in archive order, a file's ParseError the same
             line in `unparsed`.
         draw: a module-level function of a capture, called where the capture was parsed (in a
@@ -264,19 +257,17 @@ def _parse_all(
 ) -> Iterator[tuple[int, Capture | str]]:
     """(plan index, capture or ParseError message) for every read: in order in this process with one
     job (or one file), else as worker processes finish them, largest file first."""
+    from perfkit import _workers
+
     sizes = [_size(root / r.rel) for _, r in reads]
     if jobs is None:
-        # the CPUs this process may run on (taskset, a cpuset), not the machine's
-        cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-        jobs = cpus if sum(sizes) >= AUTO_MIN_BYTES else 1
+        jobs = _workers.auto_jobs(sum(sizes))
     # parse_file passed along, not looked up where it runs: a test puts a stand-in in its place
     args = [(parse_file, r, root / r.rel, draw) for _, r in reads]
     if jobs <= 1 or len(reads) <= 1:
         for (n, _), a in zip(reads, args, strict=True):
             yield n, read_capture(*a)
         return
-    from perfkit import _workers  # multiprocessing only when asked for
-
     tasks = [_workers.Task(r.rel, size, a) for (_, r), size, a in zip(reads, sizes, args, strict=True)]
     for i, result in _workers.run(read_capture, tasks, jobs):
         yield reads[i][0], result

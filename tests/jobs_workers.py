@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import signal
+import sys
 import time
 from pathlib import Path
 
@@ -41,3 +42,8 @@ def pid_after(delay_in_parent: float) -> int:
     if not _in_worker():
         time.sleep(delay_in_parent)
     return os.getpid()
+
+
+def loaded(name: str) -> tuple[int, bool]:
+    """This process's pid, and whether module `name` was imported here before this call."""
+    return os.getpid(), name in sys.modules

@@ -4,12 +4,14 @@ cleanly. Real fixture archives (tests/fixtures/archives/); no timed assertions."
 
 from __future__ import annotations
 
+import gzip
 import os
 import re
 import shutil
 import signal
 import subprocess
 import sys
+import tarfile
 import time
 from pathlib import Path
 
@@ -19,7 +21,7 @@ import pytest
 from click.testing import CliRunner
 
 from perfkit import _workers, dataset
-from perfkit.archive import open_archive
+from perfkit.archive import open_archive, size_hint
 from perfkit.cli import main
 from perfkit.dataset import load_dataset
 from perfkit.errors import AnalysisError
@@ -65,6 +67,47 @@ def test_workers_take_the_largest_tasks_first_and_are_fewer_than_the_tasks() -> 
     ran = dict(_workers.run(os.getpid, tasks[:2], jobs=8))  # 2 tasks: at most 1 worker
     assert len(set(ran.values())) <= 2
     assert not psutil.Process().children()  # every worker gone once the run is over
+
+
+def test_workers_started_ahead_import_first_and_are_the_ones_that_parse() -> None:
+    # the CLI starts them before it imports pandas and opens the archive: by the first file, the
+    # worker has imported what it was told to (matplotlib: nothing in the task's module imports it)
+    tasks = [_workers.Task("big", 50, ("matplotlib",)), _workers.Task("small", 1, ("matplotlib",))]
+    with _workers.warmed(2, 0, ("matplotlib",)):
+        ahead = [w.process.pid for w in _workers._warm]
+        assert len(ahead) == 1
+        ran = dict(_workers.run(jobs_workers.loaded, tasks, jobs=2))
+        assert ran[0] == (ahead[0], True)  # the largest went to the worker started ahead
+        assert not _workers._warm
+    assert not psutil.Process().children()
+    # more started than the parse wants (2 inputs: one worker), or a parse that wants none: each
+    # extra one is told to exit when the parse starts, the rest when the block ends
+    with _workers.warmed(4, 0, ()):
+        started = [w.process for w in _workers._warm]
+        assert len(started) == 3
+        list(_workers.run(jobs_workers.loaded, tasks, jobs=4))
+        assert all(p.poll() is not None for p in started)
+    with _workers.warmed(2, 0, ()):
+        idle = [w.process for w in _workers._warm]
+    assert len(idle) == 1 and idle[0].poll() is not None and not psutil.Process().children()
+
+
+def test_the_default_starts_workers_ahead_only_for_a_large_archive(tmp_path: Path) -> None:
+    with _workers.warmed(None, _workers.AUTO_MIN_BYTES - 1, ()):
+        assert not _workers._warm
+    with _workers.warmed(None, _workers.AUTO_MIN_BYTES, ()):
+        assert len(_workers._warm) == _workers.auto_jobs(_workers.AUTO_MIN_BYTES) - 1
+    # the size is known before the archive is opened: a directory's files, a gzip's trailer
+    (tmp_path / "run" / "h").mkdir(parents=True)
+    (tmp_path / "run" / "h" / "a.out").write_bytes(b"x" * 3000)
+    (tmp_path / "run" / "b.out").write_bytes(b"y" * 500)
+    assert size_hint(tmp_path / "run") == 3500
+    tgz = tmp_path / "run.tar.gz"
+    with tarfile.open(tgz, "w:gz") as tar:
+        tar.add(tmp_path / "run", arcname="run")
+    raw = len(gzip.decompress(tgz.read_bytes()))
+    assert raw >= 3500 + 3 * 512 and size_hint(tgz) == raw > tgz.stat().st_size
+    assert size_hint(tmp_path / "run" / "b.out") == 500 and size_hint(tmp_path / "gone") == 0
 
 
 def test_the_last_small_tasks_are_this_process_s(monkeypatch: pytest.MonkeyPatch) -> None:
