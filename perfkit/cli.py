@@ -522,7 +522,7 @@ def collect(
         click.echo(f"{'host':20s} {'status':12s} {'captures':>8s} {'bytes':>12s}  reason")
         for h in result.hosts:
             click.echo(f"{h.host:20s} {h.status:12s} {h.captures:8d} {h.bytes:12,d}  {h.reason}")
-        click.echo(f"{result.manifest['status']}: wrote {result.path}")
+        click.echo(f"{result.run.status}: wrote {result.path}")
     sys.exit(result.exit_code)
 
 
