@@ -153,6 +153,9 @@ class _Ps:
 
     structure_bytes = b""  # no structure lines: blank lines and repeated headers leave the rows in bulk
     header_words = (b"PID",)
+    # rows read at once: as fast as 8 MB, whose wide rows (their commands apart, their fields laid out
+    # again) held 20 MB more at the peak of a 100,000-process snapshot
+    chunk_bytes = 1 << 21
 
     def __init__(self, source: Source):
         numbers = Numbers()
