@@ -408,11 +408,16 @@ class Table:
         starts = np.concatenate(([0], ends[:-1] + 1))
         sample = np.bincount(buf[: 1 << 16], minlength=256)  # which bytes are rare: `_word_starts`
         if self._words:  # no Python step per header: a capture of small tables has one every few lines
-            at = np.unique(np.concatenate([_word_starts(buf, word, sample) for word in self._words]))
+            found = [_word_starts(buf, word, sample) for word in self._words]  # each in order
+            at = found[0] if len(found) == 1 else np.sort(np.concatenate(found))
         else:
             at = _mark_starts(b"\n\n" if self._after_blank else b"\n", raw, self._marks)
         self._after_blank = raw == b"\n" or raw.endswith(b"\n\n")
-        heads, first = np.unique(np.searchsorted(ends, at), return_index=True)  # header lines, first word
+        # the header lines, and the first mark of each: the marks in order, so without a sort (numastat's
+        # four `Node` a header, every 10 lines: np.unique's sorts were a tenth of its parse)
+        lines = np.searchsorted(ends, at)
+        first = np.flatnonzero(np.diff(lines, prepend=-1))
+        heads = lines[first]
         is_row = starts != ends  # blank lines are no rows
         for k in np.flatnonzero(is_row & (buf[starts] == 32) & (buf[ends - 1] == 32)).tolist():
             is_row[k] = bool(raw[starts[k] : ends[k]].strip())  # nor lines of blanks (vmstat's rows)
