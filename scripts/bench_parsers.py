@@ -909,8 +909,10 @@ def section(results: list[Result], base: dict, args: argparse.Namespace, wall_s:
             f"Input: generated captures (seeded RNG, layouts from tests/fixtures/), {spans}. Each contender "
             f"ran in a fresh interpreter; time is the parse only (imports excluded), best of {args.repeat} "
             "(see the runs below); "
-            "peak RSS is the VmHWM of that process (the highest of the runs). The first perfkit run checked "
-            "the row count.",
+            "peak RSS is the VmHWM of that process (the highest of the runs). perfkit's parse is the call "
+            "`perfkit analyze` makes, `parsers.parse(kind, path, context)` with a manifest's host, zone and "
+            "start (top and iotop are dated by it). The first perfkit run checked the row count and that "
+            "every row is dated.",
             "",
             "\n".join(rows),
             "",
