@@ -198,23 +198,11 @@ class Sysstat:
 
     def _utc_ns(self, days: np.ndarray, sods: np.ndarray) -> np.ndarray:
         """UTC ns of wall-clock times `days` after the banner's date plus `sods` seconds, as `stamp()`
-        gives them: numpy for every time the zone maps to one instant, `to_utc` for the rest (a
-        time skipped or repeated at a DST change)."""
+        gives them (`_common.wall_utc`: a time skipped or repeated at a DST change as `to_utc` reads it)."""
         assert self.date is not None
-        midnight = np.datetime64(self.date, "ns").astype(np.int64)
-        naive = midnight + (days * 86400 + sods) * 1_000_000_000
-        if self.tz == "UTC":
-            return naive
-        local = pd.DatetimeIndex(naive.view("M8[ns]")).tz_localize(
-            self.tz, ambiguous="NaT", nonexistent="NaT"
-        )
-        ns = local.asi8.copy()
-        for k in np.flatnonzero(local.isna()).tolist():
-            wall = datetime(self.date.year, self.date.month, self.date.day) + timedelta(
-                days=int(days[k]), seconds=int(sods[k])
-            )
-            ns[k] = _common.to_utc(wall, self.tz).value
-        return ns
+        midnight = int(np.datetime64(self.date, "s").astype(np.int64))
+        seconds = midnight + np.asarray(days, dtype=np.int64) * 86400 + np.asarray(sods, dtype=np.int64)
+        return seconds * 1_000_000_000 if self.tz == "UTC" else _common.wall_utc(seconds, self.tz)
 
     def number(self, line_no: int, line: str, token: str) -> float:
         """A value as printed, with the file's decimal mark; ParseError on anything else."""

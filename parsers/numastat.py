@@ -91,7 +91,7 @@ class NumastatExtras(Extras):
     no processes ...`, `Table has no data.`, cut tables."""
 
     # the node numbers seen, sorted
-    nodes: list[str] = field(default_factory=list)
+    nodes: list[int] = field(default_factory=list)
 
 
 EXTRAS = NumastatExtras
