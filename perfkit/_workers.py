@@ -203,8 +203,14 @@ def warmed(jobs: int | None, nbytes: int, preload: Sequence[str]) -> Iterator[No
     try:
         yield
     finally:
-        _dismiss(_warm)
-        _warm.clear()
+        cool()
+
+
+def cool() -> None:
+    """Workers started ahead and not taken by `run` told to exit now: the parse wants fewer, or none
+    (their interpreters' memory goes back before the frames are held, not when the analysis ends)."""
+    _dismiss(_warm)
+    _warm.clear()
 
 
 def run(fn: Callable[..., Any], tasks: Sequence[Task], jobs: int) -> Iterator[tuple[int, Any]]:
@@ -222,8 +228,7 @@ def run(fn: Callable[..., Any], tasks: Sequence[Task], jobs: int) -> Iterator[tu
     pending = deque(sorted(range(len(tasks)), key=lambda i: -tasks[i].size))
     wanted = max(0, min(jobs, len(tasks)) - 1)
     workers = [_warm.pop() if _warm else _start(()) for _ in range(wanted)]
-    _dismiss(_warm)  # started ahead for more inputs than there are: their memory goes back now
-    _warm.clear()
+    cool()  # started ahead for more inputs than there are
     feeder = _Feeder(fn, tasks, pending, workers)
     try:
         feeder.begin()

@@ -265,6 +265,7 @@ def _parse_all(
     # parse_file passed along, not looked up where it runs: a test puts a stand-in in its place
     args = [(parse_file, r, root / r.rel, draw) for _, r in reads]
     if jobs <= 1 or len(reads) <= 1:
+        _workers.cool()  # any started ahead are not needed
         for (n, _), a in zip(reads, args, strict=True):
             yield n, read_capture(*a)
         return

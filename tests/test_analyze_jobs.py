@@ -90,6 +90,12 @@ def test_workers_started_ahead_import_first_and_are_the_ones_that_parse() -> Non
     with _workers.warmed(2, 0, ()):
         idle = [w.process for w in _workers._warm]
     assert len(idle) == 1 and idle[0].poll() is not None and not psutil.Process().children()
+    # a parse that turns out to want none (below the default's threshold) ends them before it reads
+    with _workers.warmed(2, 0, ()):
+        idle = [w.process for w in _workers._warm]
+        with open_archive(ARCHIVES / "scn-db-write-iops") as archive:
+            load_dataset(archive, jobs=None)
+        assert len(idle) == 1 and idle[0].poll() is not None and not _workers._warm
 
 
 def test_the_default_starts_workers_ahead_only_for_a_large_archive(tmp_path: Path) -> None:
