@@ -9,7 +9,8 @@ child, and adds a resource-tracker process. `fork` copies a parent that may hold
 pool once a frame was touched) and can deadlock in the child; Python 3.12+ warns about it
 (DeprecationWarning). `forkserver` keeps one more interpreter with pandas loaded alive beside the
 workers for the whole run, which counts against the memory bound. A fresh interpreter costs each
-worker one import of the parsers (1-2 s of CPU on the 2-vCPU lab VM), paid by all workers at once.
+worker one import of the parsers (1-2 s of CPU on the 2-vCPU lab VM), paid by all workers at once;
+`analyze` starts them before its own imports (`warmed`), so the two overlap.
 
 **Transfer: pickle protocol 5 with out-of-band buffers over the worker's socket** (measured against
 in-band pickle, Arrow IPC and Parquet through a temp file on a 93 MB top -H frame:
@@ -227,7 +228,7 @@ def run(fn: Callable[..., Any], tasks: Sequence[Task], jobs: int) -> Iterator[tu
     """
     pending = deque(sorted(range(len(tasks)), key=lambda i: -tasks[i].size))
     wanted = max(0, min(jobs, len(tasks)) - 1)
-    workers = [_warm.pop() if _warm else _start(()) for _ in range(wanted)]
+    workers = [_take_warm() for _ in range(wanted)]
     cool()  # started ahead for more inputs than there are
     feeder = _Feeder(fn, tasks, pending, workers)
     try:
@@ -239,6 +240,16 @@ def run(fn: Callable[..., Any], tasks: Sequence[Task], jobs: int) -> Iterator[tu
     finally:
         feeder.stop()
         _end(workers)
+
+
+def _take_warm() -> _Worker:
+    """A worker started ahead that is still alive (one killed meanwhile is reaped), else a new one."""
+    while _warm:
+        w = _warm.pop()
+        if w.process.poll() is None:
+            return w
+        _end([w])
+    return _start(())
 
 
 def _unpack(item: tuple[int, Any] | BaseException) -> tuple[int, Any]:

@@ -80,6 +80,13 @@ def test_workers_started_ahead_import_first_and_are_the_ones_that_parse() -> Non
         assert ran[0] == (ahead[0], True)  # the largest went to the worker started ahead
         assert not _workers._warm
     assert not psutil.Process().children()
+    # one killed before the parse (the OOM killer, a user's kill): a new one takes its place
+    with _workers.warmed(2, 0, ()):
+        gone = _workers._warm[0].process
+        gone.kill()
+        gone.wait()
+        ran = dict(_workers.run(os.getpid, [_workers.Task("a", 2, ()), _workers.Task("b", 1, ())], jobs=2))
+        assert ran[0] not in (gone.pid, os.getpid())
     # more started than the parse wants (2 inputs: one worker), or a parse that wants none: each
     # extra one is told to exit when the parse starts, the rest when the block ends
     with _workers.warmed(4, 0, ()):
