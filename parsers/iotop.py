@@ -77,7 +77,18 @@ import pandas as pd
 from perfkit.errors import ParseError
 
 from ._chunks import Interned
-from ._common import Extras, Lines, Parts, Source, capture_day, clock_stamps, coerce, empty_frame, text_column
+from ._common import (
+    Extras,
+    Lines,
+    Parts,
+    Source,
+    capture_day,
+    clock_stamps,
+    coerce,
+    empty_frame,
+    source_size,
+    text_column,
+)
 from ._table import ROW, Block, Layout, Table
 
 
@@ -179,7 +190,9 @@ class _Iotop:
         self.pending: list[tuple[int, str]] = []  # lines among the rows taken for a command's, unchecked
         self.notes: list[tuple[int, str]] = []  # (line, note): in line order at the end
         self.pid = False  # a `PID` header was seen
-        self.parts = Parts(10)  # line, clock (s of day), tid, prio, user, read, write, swapin, io, command
+        # line, clock (s of day), tid, prio, user, read, write, swapin, io, command: written in place, with
+        # room for a row every 32 bytes of the capture (a task row takes 40 at least), not joined at the end
+        self.parts = Parts(10, capacity=source_size(source, self.table.lines) // 32)
         self.interned = {name: Interned() for name in ("prio", "user", "command")}
 
     # ------------------------------------------------------------ the format
