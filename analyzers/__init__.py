@@ -44,6 +44,16 @@ def is_context(f: Finding) -> bool:
     return top_writer and (f.severity == "info" or f.evidence.get("writer1_category") == "capture")
 
 
+def capture_views() -> dict[str, tuple[Callable, ...]]:
+    """kind -> the rules' per-capture steps (`Capture.view`), for `load_dataset(views=...)`: made
+    where each capture is parsed, in parallel with `--jobs`, instead of in this process when the rules
+    run. The ones worth it: which program and task each iotop/pidstat row is, which three rules ask
+    for (0.9 s of 2.4 s of rules on 4 hosts x 3 h, docs/benchmarks.md)."""
+    from .io import task_keys
+
+    return {"iotop": (task_keys,), "pidstat": (task_keys,)}
+
+
 @cache
 def rules() -> dict[str, Rule]:
     """rule id -> function, from every public module of this package."""

@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 from perfkit.config import Thresholds
-from perfkit.dataset import Dataset
+from perfkit.dataset import Capture, Dataset
 from perfkit.findings import Finding, Skipped
 
 # Interpreters whose first argument names the program (`python3 /usr/sbin/iotop -botqk`).
@@ -157,6 +157,35 @@ class Tasks:
     totals: dict[str, dict]  # iotop: interval -> Total/Actual KiB/s
 
 
+@dataclass(frozen=True)
+class TaskKeys:
+    """One iotop or pidstat capture's task rows keyed (`task_keys`): which rows are tasks, and each
+    one's program, task and interval."""
+
+    rows: np.ndarray | None  # positions of the task rows in the frame (pidstat -t: its processes); None: all
+    program: pd.Categorical
+    task: pd.Categorical  # `tid thread` (iotop) or `pid command` (pidstat)
+    interval: np.ndarray  # each row's interval, as a position in `names`
+    names: list[str]  # `path#iteration` (iotop) or `path#timestamp` (pidstat), in order of appearance
+
+
+def task_keys(cap: Capture) -> TaskKeys:
+    """The keys `tasks` groups a capture's rows by, made once per capture (`Capture.view`; in the
+    worker that parsed it, with `--jobs`): a Python call per distinct command, not per row."""
+    df = cap.frame
+    if cap.kind == "iotop":
+        codes, names = _intervals(cap.path, df["iteration"])
+        task = per_value(_iotop_task, df["tid"], df["thread"], df["command"])
+        return TaskKeys(None, per_value(program_name, df["command"]), task, codes, names)
+    # with -t, thread rows repeat their process's IO: the process rows are the tasks
+    threads = df["tid"].notna().to_numpy()
+    rows = np.flatnonzero(~threads) if threads.any() else None
+    procs = df.iloc[rows] if rows is not None else df
+    codes, names = _intervals(cap.path, procs["timestamp"])
+    task = per_value(_pidstat_task, procs["pid"], procs["command"])
+    return TaskKeys(rows, per_value(program_name, procs["command"]), task, codes, names)
+
+
 def tasks(ds: Dataset, kind: str) -> dict[str | None, Tasks]:
     """host -> one row per task and interval, from all captures of `kind` (iotop or pidstat).
 
@@ -169,45 +198,27 @@ def tasks(ds: Dataset, kind: str) -> dict[str | None, Tasks]:
     samples: dict[str | None, list[str]] = {}
     totals: dict[str | None, dict[str, dict]] = {}
     for cap in ds.of(kind):
+        keys = cap.view(task_keys)
+        df = cap.frame if keys.rows is None else cap.frame.iloc[keys.rows]
+        rows = pd.DataFrame(
+            {
+                "timestamp": df["timestamp"],
+                "program": keys.program,
+                "task": keys.task,
+                "write_kb_s": df["write_kb_s" if kind == "iotop" else "kb_wr_s"],
+                "read_kb_s": df["read_kb_s" if kind == "iotop" else "kb_rd_s"],
+                "cpu_pct": np.nan if kind == "iotop" else df["cpu_pct"],
+                "io_pct": df["io_pct"] if kind == "iotop" else np.nan,
+                "command": df["command"],
+                "source": cap.path,
+            }
+        )
+        seen = keys.names
         if kind == "iotop":
-            cols = ["iteration", "timestamp", "tid", "thread", "command", "write_kb_s", "read_kb_s", "io_pct"]
-            df = cap.frame[cols]
-            codes, names = _intervals(cap.path, df["iteration"])
-            rows = pd.DataFrame(
-                {
-                    "timestamp": df["timestamp"],
-                    "program": per_value(program_name, df["command"]),
-                    "task": per_value(_iotop_task, df["tid"], df["thread"], df["command"]),
-                    "write_kb_s": df["write_kb_s"],
-                    "read_kb_s": df["read_kb_s"],
-                    "cpu_pct": np.nan,
-                    "io_pct": df["io_pct"],
-                    "command": df["command"],
-                    "source": cap.path,
-                }
-            )
             tot = cap.extras.totals
-            seen = [f"{cap.path}#{t['iteration']}" for t in tot] or names
+            seen = [f"{cap.path}#{t['iteration']}" for t in tot] or keys.names
             totals.setdefault(cap.host, {}).update({f"{cap.path}#{t['iteration']}": t for t in tot})
-        else:
-            df = cap.frame[["tid", "timestamp", "pid", "command", "kb_wr_s", "kb_rd_s", "cpu_pct"]]
-            procs = df[df["tid"].isna()]  # with -t, thread rows repeat their process's IO
-            codes, names = _intervals(cap.path, procs["timestamp"])
-            rows = pd.DataFrame(
-                {
-                    "timestamp": procs["timestamp"],
-                    "program": per_value(program_name, procs["command"]),
-                    "task": per_value(_pidstat_task, procs["pid"], procs["command"]),
-                    "write_kb_s": procs["kb_wr_s"],
-                    "read_kb_s": procs["kb_rd_s"],
-                    "cpu_pct": procs["cpu_pct"],
-                    "io_pct": np.nan,
-                    "command": procs["command"],
-                    "source": cap.path,
-                }
-            )
-            seen = names
-        parts.setdefault(cap.host, []).append((rows, codes, names))
+        parts.setdefault(cap.host, []).append((rows, keys.interval, keys.names))
         samples.setdefault(cap.host, []).extend(seen)
     out = {}
     for host, caps in parts.items():

@@ -119,8 +119,10 @@ def analyze(
     from perfkit import _workers
     from perfkit.archive import size_hint
 
-    # the workers import the parsers (and the plots) while this process does and opens the archive
-    preload = ("perfkit.dataset", "perfkit.reports.plots") if outdir is not None else ("perfkit.dataset",)
+    # the workers import the parsers, the rules' per-capture views (and the plots) while this process
+    # does and opens the archive
+    preload = ("perfkit.dataset", "perfkit.analyzers.io")
+    preload += ("perfkit.reports.plots",) if outdir is not None else ()
     with _workers.warmed(jobs, size_hint(source), preload):
         from perfkit.pipeline import analyze_path, summary_lines, write_reports
         from perfkit.reports import findings_json

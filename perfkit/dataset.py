@@ -8,11 +8,11 @@ Nothing is dropped silently: a file no parser claims, or one whose parse failed,
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from contextlib import closing
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import closing, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pandas as pd
 
@@ -21,6 +21,14 @@ from perfkit.archive import Archive, records_by_path
 from perfkit.errors import ParseError
 from perfkit.manifest import Manifest, Record
 from perfkit.parsers._common import Extras, ParseContext, Skips, head
+
+T = TypeVar("T")
+
+# A view's cost, as the bytes a parse reads in its time: a plot takes 0.2-0.5 s whatever the capture's
+# size, as parsing 20-50 MB does (on the 2-vCPU lab VM, 3 h of vmstat, 1.6 MB, parses in 0.02 s and is
+# drawn in 0.24 s). Counted as bytes, the small captures with plots were parsed last, in this
+# process alone, after the workers had nothing left (1.4 s of 8.8 on 4 hosts x 3 h).
+_VIEW_BYTES = 25 << 20
 
 # Kinds perfkit records on purpose without parsing them, and why.
 KEPT_UNPARSED = {
@@ -40,12 +48,23 @@ class Capture:
     frame: pd.DataFrame
     # what its parser read beside the rows (its kind's `EXTRAS`); None: taken out of the frame's attrs
     extras: Extras = None  # type: ignore[assignment]
-    # what `load_dataset(draw=...)` made of it where it was parsed (the report's plot of it)
-    drawn: Any = None
+    # `view` results by function: made where the capture was parsed (`load_dataset(views=...)`)
+    _views: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if self.extras is None:
             self.extras = parsers.extras(self.kind, self.frame)
+
+    def view(self, fn: Callable[[Capture], T]) -> T:
+        """`fn(self)`, made once per capture: a rule's per-capture step (which program each task row
+        is, ...), which several rules share. Made in the worker that parsed the capture when
+        `load_dataset(views=...)` names `fn` for its kind, so it runs in parallel; else here, the
+        first time a rule or report asks. A view is kept as long as the capture: keys, codes, a
+        plot, never a copy of the frame's columns."""
+        key = view_key(fn)
+        if key not in self._views:
+            self._views[key] = fn(self)
+        return self._views[key]
 
     @property
     def dropped_lines(self) -> int:
@@ -55,6 +74,11 @@ class Capture:
     def skipped(self) -> Skips:
         """Lines its parser did not know and left out: the capture is partial when there are any."""
         return self.extras.skipped
+
+
+def view_key(fn: Callable[[Capture], Any]) -> str:
+    """The name a capture's view is kept under: the function's, which a worker sends by name too."""
+    return f"{fn.__module__}.{fn.__qualname__}"
 
 
 @dataclass
@@ -164,7 +188,11 @@ class Dataset:
 
 
 def load_dataset(
-    archive: Archive, *, tz: str = "UTC", jobs: int | None = 1, draw: Callable[[Capture], Any] | None = None
+    archive: Archive,
+    *,
+    tz: str = "UTC",
+    jobs: int | None = 1,
+    views: Mapping[str, Sequence[Callable[[Capture], Any]]] | None = None,
 ) -> Dataset:
     """Parse every file of an opened archive.
 
@@ -177,15 +205,16 @@ def load_dataset(
             CPUs once there are enough to repay the workers' start). The Dataset is the same
             either way: captures and unread files in archive order, a file's ParseError the same
             line in `unparsed`.
-        draw: a module-level function of a capture, called where the capture was parsed (in a
-            worker with N jobs: the report's per-capture plots are drawn in parallel too); what it
-            returns is the capture's `drawn`. It must not raise.
+        views: kind -> module-level functions of a capture made where it was parsed (`Capture.view`):
+            the rules' per-capture steps and the report's per-capture plots, in parallel with N
+            jobs. One that raises is left for the rule that asks for it (made again there, raising
+            in that rule only).
     """
     ds = Dataset(source=archive.name, manifest=archive.manifest, problems=list(archive.problems))
     plan = list(_plan(archive, tz))
     reads = [(n, entry) for n, entry in enumerate(plan) if isinstance(entry, _Read)]
     outcome: dict[int, Capture | str] = {}
-    with closing(_parse_all(archive.root, reads, jobs, draw)) as results:
+    with closing(_parse_all(archive.root, reads, jobs, views or {})) as results:
         for n, result in results:
             outcome[n] = result
     for n, entry in enumerate(plan):
@@ -253,7 +282,10 @@ def _plan(archive: Archive, tz: str) -> Iterator[_Read | dict[str, str]]:
 
 
 def _parse_all(
-    root: Path, reads: list[tuple[int, _Read]], jobs: int | None, draw: Callable[[Capture], Any] | None
+    root: Path,
+    reads: list[tuple[int, _Read]],
+    jobs: int | None,
+    views: Mapping[str, Sequence[Callable[[Capture], Any]]],
 ) -> Iterator[tuple[int, Capture | str]]:
     """(plan index, capture or ParseError message) for every read: in order in this process with one
     job (or one file), else as worker processes finish them, largest file first."""
@@ -263,28 +295,35 @@ def _parse_all(
     if jobs is None:
         jobs = _workers.auto_jobs(sum(sizes))
     # parse_file passed along, not looked up where it runs: a test puts a stand-in in its place
-    args = [(parse_file, r, root / r.rel, draw) for _, r in reads]
+    args = [(parse_file, r, root / r.rel, tuple(views.get(r.kind, ()))) for _, r in reads]
     if jobs <= 1 or len(reads) <= 1:
         _workers.cool()  # any started ahead are not needed
         for (n, _), a in zip(reads, args, strict=True):
             yield n, read_capture(*a)
         return
-    tasks = [_workers.Task(r.rel, size, a) for (_, r), size, a in zip(reads, sizes, args, strict=True)]
+    # a task's size orders the work (largest first) and sets the parent's tail: its bytes, and its
+    # views counted as the bytes a parse reads in their time
+    costs = [size + _VIEW_BYTES * len(a[-1]) for size, a in zip(sizes, args, strict=True)]
+    tasks = [_workers.Task(r.rel, cost, a) for (_, r), cost, a in zip(reads, costs, args, strict=True)]
     for i, result in _workers.run(read_capture, tasks, jobs):
         yield reads[i][0], result
 
 
 def read_capture(
-    parse: Callable[..., pd.DataFrame | str], read: _Read, path: Path, draw: Callable[[Capture], Any] | None
+    parse: Callable[..., pd.DataFrame | str],
+    read: _Read,
+    path: Path,
+    views: Sequence[Callable[[Capture], Any]] = (),
 ) -> Capture | str:
-    """One file as a capture (its frame and extras, and what `draw` made of it), or its ParseError
-    line: the one call made for a file, in this process or in a worker."""
+    """One file as a capture (its frame and extras, and its `views` made), or its ParseError line:
+    the one call made for a file, in this process or in a worker."""
     frame = parse(read.kind, path, read.context, read.rel)
     if isinstance(frame, str):
         return frame
     cap = Capture(path=read.rel, kind=read.kind, host=read.host, step=read.step, frame=frame)
-    if draw is not None:
-        cap.drawn = draw(cap)
+    for fn in views:
+        with suppress(Exception):  # left for the rule that asks: it fails there, alone
+            cap.view(fn)
     return cap
 
 

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 
-from perfkit.analyzers import Analysis, analyze, attempt, db, waits
+from perfkit.analyzers import Analysis, analyze, attempt, capture_views, db, waits
 from perfkit.analyzers.compare import Comparison, Group, compare
 from perfkit.analyzers.sweep import Step, Sweep
 from perfkit.analyzers.usl import UslFit
@@ -18,12 +19,12 @@ from perfkit.findings import Finding, RuleFailure, count, number
 from perfkit.reports import compare_html, compare_json, compare_md, findings_json, html, markdown, use
 from perfkit.reports.plots import (
     all_plots,
-    capture_plot,
     compare_flames,
     compare_plot,
     flame_graphs,
     standalone_svg,
 )
+from perfkit.reports.plots import capture_views as plot_views
 
 
 def analyze_path(
@@ -55,13 +56,22 @@ def analyze_path(
     tz = time_zone(tz)  # a typo would otherwise drop every capture that needs it as unreadable
     tier_capture = _tiers_capture(tiers) if tiers is not None else None
     with open_archive(source) as archive:
-        ds = load_dataset(archive, tz=tz, jobs=jobs, draw=capture_plot if plots else None)
+        ds = load_dataset(archive, tz=tz, jobs=jobs, views=_views(plots))
     if tier_capture is not None:
         ds.captures.append(tier_capture)
     if not ds.captures:
         reasons = "; ".join(f"{u['path']}: {u['reason']}" for u in ds.unparsed[:3]) or "it holds no files"
         raise AnalysisError(f"{source}: nothing perfkit can read ({reasons})")
     return analyze(ds, th)
+
+
+def _views(plots: bool) -> dict[str, tuple[Callable, ...]]:
+    """kind -> what is made of each capture where it is parsed: the rules' per-capture steps, and
+    with `plots` the capture's own plot."""
+    views = capture_views()
+    for kind, fns in (plot_views() if plots else {}).items():
+        views[kind] = views.get(kind, ()) + fns
+    return views
 
 
 def _tiers_capture(path: Path) -> Capture:

@@ -88,7 +88,7 @@ def all_plots(
             out.append(p)
     for kind in _CAPTURE_PLOTS:
         for i, cap in enumerate(ds.of(kind)):
-            done = cap.drawn if isinstance(cap.drawn, Drawn) else capture_plot(cap)
+            done = cap.view(capture_plot)  # drawn where it was parsed (`capture_views`), else now
             if done.failure and failed is None:
                 raise RuntimeError(done.failure)
             if done.failure:
@@ -107,9 +107,9 @@ class Drawn:
 
 
 def capture_plot(cap: Any) -> Drawn:
-    """The report's plot of one capture (iostat, vmstat), for `load_dataset(draw=...)`: drawn where
-    the capture was parsed, in a worker with `--jobs` (the plots of a 10-host day are a third of the
-    report's time). Never raises: what went wrong is in `failure`, for the report's failed parts."""
+    """The report's plot of one capture (iostat, vmstat), a capture view (`Capture.view`): drawn
+    where the capture was parsed, in a worker with `--jobs` (the plots of a 10-host day are a third of
+    the report's time). Never raises: what went wrong is in `failure`, for the report's failed parts."""
     draw = _CAPTURE_PLOTS.get(cap.kind)
     try:
         return Drawn(draw(cap) if draw is not None and len(cap.frame) else None)
@@ -476,6 +476,11 @@ def _vmstat_plot(cap) -> Plot:
 
 
 _CAPTURE_PLOTS: dict[str, Callable[[Any], Plot | None]] = {"iostat": _iostat_plot, "vmstat": _vmstat_plot}
+
+
+def capture_views() -> dict[str, tuple[Callable, ...]]:
+    """kind -> `capture_plot`, for `load_dataset(views=...)`: the kinds with a plot of their own."""
+    return {kind: (capture_plot,) for kind in _CAPTURE_PLOTS}
 
 
 def _during(cap) -> str:

@@ -21,16 +21,20 @@ import pytest
 from click.testing import CliRunner
 
 from perfkit import _workers, dataset
+from perfkit.analyzers import analyze
+from perfkit.analyzers.io import task_keys
 from perfkit.archive import open_archive, size_hint
 from perfkit.cli import main
-from perfkit.dataset import load_dataset
+from perfkit.config import load_thresholds
+from perfkit.dataset import load_dataset, view_key
 from perfkit.errors import AnalysisError
 from perfkit.pipeline import analyze_path, write_reports
 from perfkit.reports import findings_json
-from perfkit.reports.plots import Drawn
+from perfkit.reports.plots import Drawn, capture_plot
 from tests import jobs_workers
 
-ARCHIVES = Path(__file__).parent / "fixtures" / "archives"
+FIXTURES = Path(__file__).parent / "fixtures"
+ARCHIVES = FIXTURES / "archives"
 BAD_LINE = "hosts/localhost/t0004/vmstat.out"
 
 
@@ -149,8 +153,9 @@ def test_plots_drawn_where_the_captures_are_parsed_are_the_reports_plots(tmp_pat
     source = ARCHIVES / "scn-db-write-iops"
     early, late = analyze_path(source, jobs=2, plots=True), analyze_path(source, jobs=1)
     own = [c for c in early.dataset.captures if c.kind in ("iostat", "vmstat")]
-    assert len(own) >= 2 and all(isinstance(c.drawn, Drawn) and c.drawn.plot for c in own)
-    assert all(c.drawn is None for c in late.dataset.captures)
+    drawn = view_key(capture_plot)
+    assert len(own) >= 2 and all(isinstance(c._views[drawn], Drawn) and c._views[drawn].plot for c in own)
+    assert all(drawn not in c._views for c in late.dataset.captures)
     write_reports(early, tmp_path / "early")
     write_reports(late, tmp_path / "late")  # drawn now, in this process
 
@@ -256,3 +261,33 @@ def test_a_long_series_is_drawn_with_its_spikes_and_bounded() -> None:
     assert (np.diff(x) > 0).all()  # time order kept
     assert note == f"{n} samples drawn as the lowest and highest of every {int(np.ceil(n / 1000))}"
     assert plots._envelope(np.arange(10), np.arange(10.0))[2] == ""  # short: drawn as is
+
+
+def test_task_keys_made_where_the_captures_are_parsed_give_the_rules_findings(tmp_path: Path) -> None:
+    # which program and task each iotop / pidstat -t row is: made by the process that parsed the
+    # capture (a worker for the larger one), and the rules that read it say what they say unkeyed
+    for name in ("iotop/seed000-iotop-botq-actual.txt", "pidstat/sysstat-12.6-u-d-w-t-iso-oltp.txt"):
+        shutil.copy(FIXTURES / name, tmp_path / Path(name).name)
+    keyed = analyze_path(tmp_path, jobs=2)
+    caps = [c for c in keyed.dataset.captures if c.kind in ("iotop", "pidstat")]
+    assert sorted(c.kind for c in caps) == ["iotop", "pidstat"]
+    assert all(view_key(task_keys) in c._views for c in caps)
+    with open_archive(tmp_path) as archive:
+        plain = load_dataset(archive, jobs=1)  # no views: each rule that asks makes them
+    assert not any(c._views for c in plain.captures)
+    unkeyed = analyze(plain, load_thresholds(None))
+    assert unkeyed.findings == keyed.findings
+    assert {"io.top-writer", "collector.overhead"} <= {f.rule for f in keyed.findings}
+
+
+def _boom(cap: dataset.Capture) -> None:
+    raise ZeroDivisionError(cap.path)
+
+
+def test_a_view_that_raises_is_left_for_whoever_asks_for_it() -> None:
+    with open_archive(ARCHIVES / "scn-db-write-iops") as archive:
+        ds = load_dataset(archive, jobs=1, views={"vmstat": (_boom,)})  # the parse is not lost
+    caps = ds.of("vmstat")
+    assert caps and not any(c._views for c in caps)
+    with pytest.raises(ZeroDivisionError, match="vmstat"):
+        caps[0].view(_boom)  # raised in the rule (or plot) that asks: analyzers.attempt records it
