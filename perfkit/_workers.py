@@ -12,18 +12,17 @@ workers for the whole run, which counts against the memory bound. A fresh interp
 worker one import of the parsers (1-2 s of CPU on the 2-vCPU lab VM), paid by all workers at once;
 `analyze` starts them before its own imports (`warmed`), so the two overlap.
 
-**Transfer: pickle protocol 5 with out-of-band buffers over the worker's socket** (measured against
-in-band pickle, Arrow IPC and Parquet through a temp file on a 93 MB top -H frame:
-`scripts/bench_analyze.py --transfer`, docs/benchmarks.md: 119 MB more in the parent and 44 MB in
-the worker, against 243 / 215 MB in-band, 190 / 317 MB Arrow IPC, 322 / 207 MB Parquet, and the
-fastest of the four: 0.16 s, in-band 0.40 s, Arrow and Parquet 3.0-3.4 s). The worker
-pickles the result with `buffer_callback`, so the pickle itself holds only the frame's structure
-(dtypes, index, attrs) and each array's memory is handed over as a buffer: the worker writes it to
-the socket straight from the array, the parent reads it (`os.readv`) straight into a `bytearray` of
-its exact size, and the unpickled arrays (numpy and Arrow alike) use that `bytearray` as their
-memory. One copy in all, through the kernel; no serialised blob beside the frame on either side
-(in-band pickle doubles the frame in both processes; Arrow and Parquet convert it each way;
-`Connection.recv_bytes_into` would read through a growing `BytesIO`, two more copies).
+**Transfer: pickle protocol 5 with out-of-band buffers in shared memory** (measured against in-band
+pickle, the same buffers written through the socket, Arrow IPC and Parquet through a temp file on a
+93 MB top -H frame: `scripts/bench_analyze.py --transfer`, docs/benchmarks.md). The worker pickles the
+result with `buffer_callback`, so the pickle itself holds only the frame's structure (dtypes, index,
+attrs); each array's memory is copied once into one memfd, whose descriptor goes to the parent over
+the socket (SCM_RIGHTS). The parent maps it and the unpickled arrays (numpy and Arrow alike) use the
+mapping as their memory: one copy in all, made by the worker, in parallel. Through the socket, the
+parent itself allocated and read into a bytearray per array, 0.2 s per 200 MB on the lab VM, most
+of it faulting in fresh pages (0.21 s against 0.15 s for the 93 MB frame, all of it on the parent's
+side, which is the serial part of `analyze`). In-band pickle doubles the frame in both processes;
+Arrow and Parquet convert it each way (2.9-3.3 s).
 
 **Scheduling**: `jobs` calls at once, `jobs - 1` of them in workers and one in the parent, which
 would otherwise only wait (one interpreter fewer: its memory and its start). Every process takes the
