@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 import pandas as pd
 
 from perfkit import parsers, ptstalk
-from perfkit.archive import Archive, records_by_path
+from perfkit.archive import Archive, digest_mismatch, records_by_path
 from perfkit.errors import ParseError
 from perfkit.manifest import Manifest, Record
 from perfkit.parsers._common import Extras, ParseContext, Skips, head
@@ -214,9 +214,18 @@ def load_dataset(
     plan = list(_plan(archive, tz))
     reads = [(n, entry) for n, entry in enumerate(plan) if isinstance(entry, _Read)]
     outcome: dict[int, Capture | str] = {}
+    altered: dict[str, str] = {}
+    rel_of = {n: r.rel for n, r in reads}
     with closing(_parse_all(archive.root, reads, jobs, views or {})) as results:
-        for n, result in results:
+        for n, result, mismatch in results:
             outcome[n] = result
+            if mismatch:
+                altered[rel_of[n]] = mismatch
+    parsed = set(rel_of.values())
+    for rel, want in archive.unchecked.items():  # the files no parse read: hashed here
+        if rel not in parsed and (mismatch := digest_mismatch(archive.root / rel, want)):
+            altered[rel] = mismatch
+    ds.problems += [{"path": rel, "reason": altered[rel]} for rel in archive.unchecked if rel in altered]
     for n, entry in enumerate(plan):
         if not isinstance(entry, _Read):
             ds.unparsed.append(entry)
@@ -238,6 +247,7 @@ class _Read:
     host: str | None
     step: str | None
     context: ParseContext
+    sha256: Any = None  # its record's, compared where the file is read (`Archive.unchecked`)
 
 
 def _plan(archive: Archive, tz: str) -> Iterator[_Read | dict[str, str]]:
@@ -278,7 +288,7 @@ def _plan(archive: Archive, tz: str) -> Iterator[_Read | dict[str, str]]:
         # a pt-stalk file without a record: its collection's start dates samples printed without a time
         samples_from = pd.Timestamp(stalk[rel].started_at) if rec is None and rel in stalk else None
         context = ParseContext(host, file_tz, pd.Timestamp(started) if started else None, samples_from)
-        yield _Read(rel, kind, host, step, context)
+        yield _Read(rel, kind, host, step, context, archive.unchecked.get(rel))
 
 
 def _parse_all(
@@ -286,9 +296,9 @@ def _parse_all(
     reads: list[tuple[int, _Read]],
     jobs: int | None,
     views: Mapping[str, Sequence[Callable[[Capture], Any]]],
-) -> Iterator[tuple[int, Capture | str]]:
-    """(plan index, capture or ParseError message) for every read: in order in this process with one
-    job (or one file), else as worker processes finish them, largest file first."""
+) -> Iterator[tuple[int, Capture | str, str | None]]:
+    """(plan index, capture or ParseError message, sha256 mismatch) for every read: in order in this
+    process with one job (or one file), else as worker processes finish them, largest file first."""
     from perfkit import _workers
 
     sizes = [_size(root / r.rel) for _, r in reads]
@@ -299,14 +309,27 @@ def _parse_all(
     if jobs <= 1 or len(reads) <= 1:
         _workers.cool()  # any started ahead are not needed
         for (n, _), a in zip(reads, args, strict=True):
-            yield n, read_capture(*a)
+            yield n, *read_file(*a)
         return
     # a task's size orders the work (largest first) and sets the parent's tail: its bytes, and its
     # views counted as the bytes a parse reads in their time
     costs = [size + _VIEW_BYTES * len(a[-1]) for size, a in zip(sizes, args, strict=True)]
     tasks = [_workers.Task(r.rel, cost, a) for (_, r), cost, a in zip(reads, costs, args, strict=True)]
-    for i, result in _workers.run(read_capture, tasks, jobs):
-        yield reads[i][0], result
+    for i, (result, mismatch) in _workers.run(read_file, tasks, jobs):
+        yield reads[i][0], result, mismatch
+
+
+def read_file(
+    parse: Callable[..., pd.DataFrame | str],
+    read: _Read,
+    path: Path,
+    views: Sequence[Callable[[Capture], Any]] = (),
+) -> tuple[Capture | str, str | None]:
+    """`read_capture`, and the file's sha256 against its record's when `open_archive` left it
+    unchecked: the one call made for a file, in this process or in a worker (the digest is made in
+    parallel too, where the file is read anyway)."""
+    mismatch = digest_mismatch(path, read.sha256) if read.sha256 is not None else None
+    return read_capture(parse, read, path, views), mismatch
 
 
 def read_capture(
@@ -315,8 +338,7 @@ def read_capture(
     path: Path,
     views: Sequence[Callable[[Capture], Any]] = (),
 ) -> Capture | str:
-    """One file as a capture (its frame and extras, and its `views` made), or its ParseError line:
-    the one call made for a file, in this process or in a worker."""
+    """One file as a capture (its frame and extras, and its `views` made), or its ParseError line."""
     frame = parse(read.kind, path, read.context, read.rel)
     if isinstance(frame, str):
         return frame

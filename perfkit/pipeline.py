@@ -55,7 +55,7 @@ def analyze_path(
     th = load_thresholds(thresholds)
     tz = time_zone(tz)  # a typo would otherwise drop every capture that needs it as unreadable
     tier_capture = _tiers_capture(tiers) if tiers is not None else None
-    with open_archive(source) as archive:
+    with open_archive(source, digests=False) as archive:  # each file hashed where it is parsed
         ds = load_dataset(archive, tz=tz, jobs=jobs, views=_views(plots))
     if tier_capture is not None:
         ds.captures.append(tier_capture)

@@ -5,6 +5,7 @@ cleanly. Real fixture archives (tests/fixtures/archives/); no timed assertions."
 from __future__ import annotations
 
 import gzip
+import json
 import os
 import re
 import shutil
@@ -291,3 +292,29 @@ def test_a_view_that_raises_is_left_for_whoever_asks_for_it() -> None:
     assert caps and not any(c._views for c in caps)
     with pytest.raises(ZeroDivisionError, match="vmstat"):
         caps[0].view(_boom)  # raised in the rule (or plot) that asks: analyzers.attempt records it
+
+
+def test_files_hashed_where_they_are_parsed_report_what_the_archive_check_reports(tmp_path: Path) -> None:
+    # analyze leaves each capture's sha256 to the process that parses it (open_archive(digests=False));
+    # an altered capture, and an altered file no parser reads, are the same problems as when
+    # open_archive hashes them all itself
+    root = tmp_path / "run"
+    shutil.copytree(ARCHIVES / "scn-db-write-iops", root)
+    vmstat = root / "hosts/localhost/t0004/vmstat.out"
+    text = vmstat.read_text()
+    vmstat.write_text(text.replace(" 0 ", " 9 ", 1))  # the same size, other numbers
+    (root / "hosts/localhost/t0001/sa01").write_bytes(b"\x00binary sar file")
+    manifest = json.loads((root / "manifest.json").read_text())
+    manifest["captures"].append(
+        {"kind": "sa", "host": "localhost", "path": "hosts/localhost/t0001/sa01", "status": "ok"}
+        | {"bytes": 16, "sha256": "0" * 64}
+    )
+    (root / "manifest.json").write_text(json.dumps(manifest))
+    with open_archive(root) as archive:
+        eager = [p for p in archive.problems if "sha256" in p["reason"]]
+    assert [p["path"] for p in eager] == ["hosts/localhost/t0004/vmstat.out", "hosts/localhost/t0001/sa01"]
+    for jobs in (1, 2):
+        ds = analyze_path(root, jobs=jobs).dataset
+        assert [p for p in ds.problems if "sha256" in p["reason"]] == eager, jobs
+    with open_archive(root, digests=False) as archive:
+        assert not archive.problems and set(archive.unchecked) == {r["path"] for r in manifest["captures"]}
