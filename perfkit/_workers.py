@@ -19,10 +19,10 @@ result with `buffer_callback`, so the pickle itself holds only the frame's struc
 attrs); each array's memory is copied once into one memfd, whose descriptor goes to the parent over
 the socket (SCM_RIGHTS). The parent maps it and the unpickled arrays (numpy and Arrow alike) use the
 mapping as their memory: one copy in all, made by the worker, in parallel. Through the socket, the
-parent itself allocated and read into a bytearray per array, 0.2 s per 200 MB on the lab VM, most
-of it faulting in fresh pages (0.21 s against 0.15 s for the 93 MB frame, all of it on the parent's
-side, which is the serial part of `analyze`). In-band pickle doubles the frame in both processes;
-Arrow and Parquet convert it each way (2.9-3.3 s).
+parent itself allocated and read into a bytearray per array, most of it faulting in fresh pages: 0.13
+s of the parent's CPU for the 93 MB frame, against 0.05 s mapped (the parent's time is the serial
+part of `analyze`). In-band pickle doubles the frame in both processes; Arrow and Parquet convert it
+each way (3.0-3.2 s).
 
 **Scheduling**: `jobs` calls at once, `jobs - 1` of them in workers and one in the parent, which
 would otherwise only wait (one interpreter fewer: its memory and its start). Every process takes the

@@ -266,6 +266,7 @@ import pyarrow as pa
 from perfkit._workers import receive_result
 _, t0, frame_bytes = conn.recv()
 before = rss_kb()
+cpu0 = time.process_time()
 if method == "pickle in-band":
     df = conn.recv()
 elif method == "pickle 5 out-of-band, shared memory":
@@ -289,12 +290,14 @@ elif method == "Parquet temp file":
     df = pd.read_parquet(tmp)
     os.unlink(tmp)
 seconds = time.time() - t0
+parent_cpu = time.process_time() - cpu0  # the parent's own share: the serial part of `analyze`
 # a byte of every page of every array read: a mapped page counts in RSS once touched, as the rules do
 pickle.dumps(df, protocol=5, buffer_callback=lambda b: (b.raw()[::4096].tobytes(), True)[1])
 parent_extra = rss_kb("VmHWM:") - before
 _, child_extra = conn.recv()
 os.waitpid(pid, 0)
-print(json.dumps({"seconds": seconds, "frame_mb": frame_bytes / 2**20, "parent_extra_mb": parent_extra / 1024,
+print(json.dumps({"seconds": seconds, "parent_cpu_s": parent_cpu,
+                  "frame_mb": frame_bytes / 2**20, "parent_extra_mb": parent_extra / 1024,
                   "child_extra_mb": child_extra / 1024, "attrs": sorted(df.attrs), "rows": len(df)}))
 """
 METHODS = (
@@ -333,13 +336,13 @@ def transfer(args: argparse.Namespace) -> str:
         "RSS above each side's RSS just before the transfer (the frame itself is already counted on the "
         "worker's side; on the parent's side a frame's worth is the least any method can need).",
         "",
-        "| method | seconds | parent extra MB | worker extra MB | attrs kept |",
-        "|---|---:|---:|---:|---|",
+        "| method | seconds | parent CPU s | parent extra MB | worker extra MB | attrs kept |",
+        "|---|---:|---:|---:|---:|---|",
     ]
     for method, r in results.items():
         kept = "yes" if r["attrs"] else "no"
         lines.append(
-            f"| {method} | {r['seconds']:.2f} | {r['parent_extra_mb']:,.0f} | "
+            f"| {method} | {r['seconds']:.2f} | {r['parent_cpu_s']:.2f} | {r['parent_extra_mb']:,.0f} | "
             f"{r['child_extra_mb']:,.0f} | {kept} |"
         )
     cmd = "python scripts/bench_analyze.py --transfer" + (
