@@ -45,6 +45,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import functools
 import gc
 import importlib
 import mmap
@@ -58,6 +59,7 @@ import sys
 import tempfile
 import threading
 import traceback
+import weakref
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -108,9 +110,20 @@ class _Worker:
 _warm: list[_Worker] = []
 
 
-def send_result(conn: Connection, tag: int, obj: Any) -> None:
-    """Send `obj` as its pickle's structure, its out-of-band buffers copied once into one shared
-    memory file whose descriptor goes along (their places in it are in the message)."""
+@dataclass
+class _Packed:
+    """A result ready to send: its pickle's structure, where each out-of-band buffer sits in the
+    shared memory file, and that file's descriptor (None: no buffer holds a byte)."""
+
+    head: bytes
+    spans: list[tuple[int, int]]
+    fd: int | None
+
+
+def pack_result(obj: Any) -> _Packed:
+    """`obj` pickled with its out-of-band buffers copied once into one shared memory file. Made
+    before anything is sent, so that what fails here (no memory, no memfd) is the task's error,
+    raised in the parent, not a worker gone quiet."""
     buffers: list[pickle.PickleBuffer] = []
     head = pickle.dumps(obj, protocol=5, buffer_callback=buffers.append)
     views = [b.raw() for b in buffers]
@@ -118,17 +131,34 @@ def send_result(conn: Connection, tag: int, obj: Any) -> None:
     for v in views:
         spans.append((end, v.nbytes))
         end += -(-v.nbytes // _ALIGN) * _ALIGN  # each array starts aligned, as numpy's own memory does
-    conn.send(("ok", tag, head, spans))
     if not end:
-        return
+        return _Packed(head, spans, None)
     fd = _shared_file(end)
     try:
         with mmap.mmap(fd, end) as shared:
             for v, (at, n) in zip(views, spans, strict=True):
                 shared[at : at + n] = v
-        reduction.send_handle(conn, fd, 0)
+    except BaseException:
+        os.close(fd)
+        raise
+    return _Packed(head, spans, fd)
+
+
+def send_packed(conn: Connection, tag: int, packed: _Packed) -> None:
+    """The message, then the shared file's descriptor (SCM_RIGHTS); closed here once sent: the
+    parent's mapping keeps the memory, nothing of it stays in this process."""
+    try:
+        conn.send(("ok", tag, packed.head, packed.spans))
+        if packed.fd is not None:
+            reduction.send_handle(conn, packed.fd, 0)
     finally:
-        os.close(fd)  # the parent's mapping keeps the memory; nothing of it stays here
+        if packed.fd is not None:
+            os.close(packed.fd)
+
+
+def send_result(conn: Connection, tag: int, obj: Any) -> None:
+    """`pack_result` and `send_packed` at once."""
+    send_packed(conn, tag, pack_result(obj))
 
 
 def receive_result(conn: Connection) -> tuple[int, Any]:
@@ -138,22 +168,50 @@ def receive_result(conn: Connection) -> tuple[int, Any]:
         _, _tag, exc, remote = msg
         raise exc from RemoteTraceback(remote)
     _, tag, head, spans = msg
-    buffers: list[memoryview] = []
     end = max((at + n for at, n in spans), default=0)
-    if end:
-        try:
-            fd = reduction.recv_handle(conn)
-        except RuntimeError as exc:  # no descriptor came with the message: the worker is gone
-            raise EOFError(str(exc)) from exc
-        try:
-            # the arrays' memory from here on is the worker's copy, mapped: no copy on this side (a
-            # socket read into a bytearray cost the parent 0.2 s per 200 MB on the lab VM, most of it
-            # faulting in fresh pages; mapping them costs 0.01 s)
-            whole = memoryview(mmap.mmap(fd, end))
-        finally:
-            os.close(fd)
-        buffers = [whole[at : at + n] for at, n in spans]
-    return tag, pickle.loads(head, buffers=buffers)
+    if not end:  # no buffer, or only empty ones (an empty array still has its buffer)
+        return tag, pickle.loads(head, buffers=[bytearray() for _ in spans])
+    try:
+        fd = reduction.recv_handle(conn)
+    except RuntimeError as exc:  # no descriptor came with the message: the worker is gone
+        raise EOFError(str(exc)) from exc
+    try:
+        # the arrays' memory from here on is the worker's copy, mapped: no copy on this side (a
+        # socket read into a bytearray cost the parent 0.2 s per 200 MB on the lab VM, most of it
+        # faulting in fresh pages; mapping them costs 0.01 s)
+        whole = _map(fd, end)
+    finally:
+        os.close(fd)
+    return tag, pickle.loads(head, buffers=[whole[at : at + n] for at, n in spans])
+
+
+def _map(fd: int, size: int) -> memoryview:
+    """`size` bytes of `fd` mapped shared and writable, unmapped once nothing uses them. Not
+    `mmap.mmap`: before Python 3.13 (`trackfd=False`) it keeps a duplicate of `fd` open as long as
+    the mapping, one descriptor per capture held, and an archive of 10 hosts x 16 steps holds more
+    captures than the usual limit of 1,024 open files."""
+    libc = _libc()
+    addr = libc.mmap(None, size, mmap.PROT_READ | mmap.PROT_WRITE, mmap.MAP_SHARED, fd, 0)
+    if addr is None or addr == ctypes.c_void_p(-1).value:  # MAP_FAILED
+        err = ctypes.get_errno()
+        raise OSError(err, os.strerror(err))
+    memory = (ctypes.c_ubyte * size).from_address(addr)
+    # the arrays hold views of `memory`; when the last one goes, so does the mapping. Never at exit:
+    # the process's end unmaps it, and an array freed after that must not point at freed memory.
+    weakref.finalize(memory, libc.munmap, addr, size).atexit = False
+    return memoryview(memory).cast("B")
+
+
+@functools.cache
+def _libc() -> ctypes.CDLL:
+    libc = ctypes.CDLL(None, use_errno=True)
+    # void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t offset): off_t is 64-bit on
+    # the LP64 systems perfkit runs on, as c_long is
+    libc.mmap.restype = ctypes.c_void_p
+    libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, *[ctypes.c_int] * 3, ctypes.c_long]
+    libc.munmap.restype = ctypes.c_int
+    libc.munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
+    return libc
 
 
 def _shared_file(size: int) -> int:
@@ -187,12 +245,11 @@ def _serve(fd: int, preload: Sequence[str] = ()) -> None:
                 return
             tag, fn, args = msg
             try:
-                result = fn(*args)
+                packed = pack_result(fn(*args))  # the result itself is freed once packed
             except BaseException as exc:  # noqa: BLE001  (handed to the parent, raised there)
                 conn.send(("raised", tag, *_portable(exc)))
                 continue
-            send_result(conn, tag, result)
-            del result
+            send_packed(conn, tag, packed)
             _give_back()
     except (EOFError, OSError):
         return  # the parent died or closed the pipe: nobody to report to

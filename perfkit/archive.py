@@ -36,7 +36,7 @@ import tarfile
 import tempfile
 import unicodedata
 import zlib
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -102,9 +102,10 @@ class Archive:
         manifest: The parsed `manifest.json` (format v1), or None for a foreign archive.
         files: POSIX paths, relative to `root`, of every regular file; sorted; manifest excluded.
         problems: `{"path", "reason"}` for what was not read or does not match the manifest
-            (absent or altered captures, symlinks and special files in a directory input).
-        unchecked: path -> its record's sha256, for the files whose digest `open_archive(digests=
-            False)` left to whoever reads them (`digest_mismatch`): their size was checked.
+            (absent or altered captures, symlinks and special files in a directory input; with
+            `digests=False`, a capture altered but not resized is found by `problems_with`).
+        unchecked: the records whose sha256 `open_archive(digests=False)` left to whoever reads
+            their files (their size was checked): `problems_with` adds what they find.
     """
 
     name: str
@@ -112,12 +113,34 @@ class Archive:
     manifest: dict[str, Any] | None
     files: list[str]
     problems: list[dict[str, str]]
-    unchecked: dict[str, Any] = field(default_factory=dict)
+    unchecked: list[Unchecked] = field(default_factory=list)
 
     @property
     def records(self) -> dict[str, Record]:
         """The manifest's capture records, keyed by the relative path of the file each describes."""
         return records_by_path(self.manifest, self.name)
+
+    def problems_with(self, digests: Mapping[str, tuple[str | None, str]]) -> list[dict[str, str]]:
+        """`problems` and the sha256 mismatches of the `unchecked` records, each where `open_archive`
+        would have listed it (the manifest's order). `digests`: `file_digest` of the files already
+        read, by path; the others are hashed here."""
+        out, known = list(self.problems), dict(digests)
+        for u in reversed(self.unchecked):  # from the end: each insertion leaves the earlier `at` right
+            if u.path not in known:
+                known[u.path] = file_digest(self.root / u.path)
+            reason = _digest_problem(u.sha256, known[u.path])
+            if reason:
+                out.insert(u.at, {"path": u.path, "reason": reason})
+        return out
+
+
+@dataclass(frozen=True)
+class Unchecked:
+    """A capture record whose sha256 `open_archive(digests=False)` left to whoever reads the file."""
+
+    path: str
+    sha256: Any  # the record's, as written
+    at: int  # where in `Archive.problems` a mismatch goes: the manifest's order
 
 
 def records_by_path(manifest: dict[str, Any] | None, name: str) -> dict[str, Record]:
@@ -768,14 +791,14 @@ def _check_records(
     known: list[dict[str, str]],
     shown: str,
     digests: bool,
-) -> tuple[list[dict[str, str]], dict[str, Any]]:
+) -> tuple[list[dict[str, str]], list[Unchecked]]:
     """Problems where the manifest's capture records and the files disagree, and (without `digests`)
     the sha256 left unchecked by path.
 
     Files nobody listed are not problems: they are sniffed like a foreign archive's. A path already
     in `known` (e.g. a symlink skipped in a directory input) is not reported twice.
     """
-    unchecked: dict[str, Any] = {}
+    unchecked: list[Unchecked] = []
     if manifest is None:
         return [], unchecked
     present = set(files)
@@ -798,7 +821,7 @@ def _check_records(
             if mismatch:
                 out.append({"path": rel, "reason": mismatch})
             elif not digests and rec.get("sha256") is not None:
-                unchecked[rel] = rec["sha256"]
+                unchecked.append(Unchecked(rel, rec["sha256"], len(known) + len(out)))
     return out, unchecked
 
 
@@ -839,27 +862,33 @@ def _verify(path: Path, rec: dict[str, Any], digests: bool) -> str | None:
             return f"size mismatch: manifest says {_show_value(want_size)} bytes, file has {size}"
         if want_sha is None or not digests:
             return None
-        return _digest_of(f, want_sha)
+        return _digest_problem(want_sha, (_sha256(f), ""))
 
 
-def digest_mismatch(path: Path, want_sha: Any) -> str | None:
-    """A file's sha256 against its record's (`Archive.unchecked`): a reason string on mismatch, or
-    when the file cannot be read. Callable in any process: it needs only the path."""
+def file_digest(path: Path) -> tuple[str | None, str]:
+    """A file's sha256 (hex), or None and why it cannot be read: made wherever the file is read, in
+    any process (`Archive.problems_with` compares it with the record's)."""
     try:
         fd = _open_regular(path)
     except _Unreadable as e:
-        return str(e)
+        return None, str(e)
     if fd is None:
-        return "listed in manifest but absent"
+        return None, "listed in manifest but absent"
     with os.fdopen(fd, "rb") as f:
-        return _digest_of(f, want_sha)
+        return _sha256(f), ""
 
 
-def _digest_of(f: BinaryIO, want_sha: Any) -> str | None:
+def _sha256(f: BinaryIO) -> str:
     digest = hashlib.sha256()
     while chunk := f.read(_CHUNK):
         digest.update(chunk)
-    actual = digest.hexdigest()
+    return digest.hexdigest()
+
+
+def _digest_problem(want_sha: Any, digest: tuple[str | None, str]) -> str | None:
+    actual, unreadable = digest
+    if actual is None:
+        return unreadable
     if not isinstance(want_sha, str) or want_sha.lower() != actual:
         return f"sha256 mismatch: manifest says {_show_value(want_sha)}, file has {actual}"
     return None

@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 import pandas as pd
 
 from perfkit import parsers, ptstalk
-from perfkit.archive import Archive, digest_mismatch, records_by_path
+from perfkit.archive import Archive, file_digest, records_by_path
 from perfkit.errors import ParseError
 from perfkit.manifest import Manifest, Record
 from perfkit.parsers._common import Extras, ParseContext, Skips, head
@@ -214,18 +214,14 @@ def load_dataset(
     plan = list(_plan(archive, tz))
     reads = [(n, entry) for n, entry in enumerate(plan) if isinstance(entry, _Read)]
     outcome: dict[int, Capture | str] = {}
-    altered: dict[str, str] = {}
+    digests: dict[str, tuple[str | None, str]] = {}
     rel_of = {n: r.rel for n, r in reads}
     with closing(_parse_all(archive.root, reads, jobs, views or {})) as results:
-        for n, result, mismatch in results:
+        for n, result, digest in results:
             outcome[n] = result
-            if mismatch:
-                altered[rel_of[n]] = mismatch
-    parsed = set(rel_of.values())
-    for rel, want in archive.unchecked.items():  # the files no parse read: hashed here
-        if rel not in parsed and (mismatch := digest_mismatch(archive.root / rel, want)):
-            altered[rel] = mismatch
-    ds.problems += [{"path": rel, "reason": altered[rel]} for rel in archive.unchecked if rel in altered]
+            if digest is not None:
+                digests[rel_of[n]] = digest
+    ds.problems = archive.problems_with(digests)  # the files no parse read are hashed here
     for n, entry in enumerate(plan):
         if not isinstance(entry, _Read):
             ds.unparsed.append(entry)
@@ -247,13 +243,14 @@ class _Read:
     host: str | None
     step: str | None
     context: ParseContext
-    sha256: Any = None  # its record's, compared where the file is read (`Archive.unchecked`)
+    hashed: bool = False  # its sha256 made where it is read (`Archive.unchecked`)
 
 
 def _plan(archive: Archive, tz: str) -> Iterator[_Read | dict[str, str]]:
     """Each file of the archive in order: what to parse it as, or its `unparsed` entry (no parse needed
     to know: not collected, no parser for its kind, nobody claims it)."""
     records = archive.records
+    unchecked = {u.path for u in archive.unchecked}
     stderr_of = {r.stderr_path: p for p, r in records.items() if r.stderr_path}
     stalk = ptstalk.collection([f for f in archive.files if f not in records], archive.root, tz)
     for rel in archive.files:
@@ -288,7 +285,7 @@ def _plan(archive: Archive, tz: str) -> Iterator[_Read | dict[str, str]]:
         # a pt-stalk file without a record: its collection's start dates samples printed without a time
         samples_from = pd.Timestamp(stalk[rel].started_at) if rec is None and rel in stalk else None
         context = ParseContext(host, file_tz, pd.Timestamp(started) if started else None, samples_from)
-        yield _Read(rel, kind, host, step, context, archive.unchecked.get(rel))
+        yield _Read(rel, kind, host, step, context, rel in unchecked)
 
 
 def _parse_all(
@@ -296,9 +293,9 @@ def _parse_all(
     reads: list[tuple[int, _Read]],
     jobs: int | None,
     views: Mapping[str, Sequence[Callable[[Capture], Any]]],
-) -> Iterator[tuple[int, Capture | str, str | None]]:
-    """(plan index, capture or ParseError message, sha256 mismatch) for every read: in order in this
-    process with one job (or one file), else as worker processes finish them, largest file first."""
+) -> Iterator[tuple[int, Capture | str, tuple[str | None, str] | None]]:
+    """(plan index, capture or ParseError message, `file_digest` or None) for every read: in order in
+    this process with one job (or one file), else as worker processes finish them, largest first."""
     from perfkit import _workers
 
     sizes = [_size(root / r.rel) for _, r in reads]
@@ -315,8 +312,8 @@ def _parse_all(
     # views counted as the bytes a parse reads in their time
     costs = [size + _VIEW_BYTES * len(a[-1]) for size, a in zip(sizes, args, strict=True)]
     tasks = [_workers.Task(r.rel, cost, a) for (_, r), cost, a in zip(reads, costs, args, strict=True)]
-    for i, (result, mismatch) in _workers.run(read_file, tasks, jobs):
-        yield reads[i][0], result, mismatch
+    for i, (result, digest) in _workers.run(read_file, tasks, jobs):
+        yield reads[i][0], result, digest
 
 
 def read_file(
@@ -324,12 +321,12 @@ def read_file(
     read: _Read,
     path: Path,
     views: Sequence[Callable[[Capture], Any]] = (),
-) -> tuple[Capture | str, str | None]:
-    """`read_capture`, and the file's sha256 against its record's when `open_archive` left it
-    unchecked: the one call made for a file, in this process or in a worker (the digest is made in
-    parallel too, where the file is read anyway)."""
-    mismatch = digest_mismatch(path, read.sha256) if read.sha256 is not None else None
-    return read_capture(parse, read, path, views), mismatch
+) -> tuple[Capture | str, tuple[str | None, str] | None]:
+    """`read_capture`, and the file's `file_digest` when `open_archive` left its record's unchecked:
+    the one call made for a file, in this process or in a worker (the digest is made in parallel
+    too, where the file is read anyway)."""
+    digest = file_digest(path) if read.hashed else None
+    return read_capture(parse, read, path, views), digest
 
 
 def read_capture(

@@ -47,3 +47,14 @@ def pid_after(delay_in_parent: float) -> int:
 def loaded(name: str) -> tuple[int, bool]:
     """This process's pid, and whether module `name` was imported here before this call."""
     return os.getpid(), name in sys.modules
+
+
+class Unpicklable:
+    """A result no worker can send back: pickling it raises."""
+
+    def __reduce__(self) -> tuple:
+        raise TypeError("cannot pickle this result")
+
+
+def unpicklable(_: str) -> Unpicklable:
+    return Unpicklable()
