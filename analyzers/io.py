@@ -197,9 +197,13 @@ def tasks(ds: Dataset, kind: str) -> dict[str | None, Tasks]:
     parts: dict[str | None, list[tuple[pd.DataFrame, np.ndarray, list[str]]]] = {}
     samples: dict[str | None, list[str]] = {}
     totals: dict[str | None, dict[str, dict]] = {}
+    if kind == "iotop":
+        cols = ["timestamp", "write_kb_s", "read_kb_s", "io_pct", "command"]
+    else:
+        cols = ["timestamp", "kb_wr_s", "kb_rd_s", "cpu_pct", "command"]
     for cap in ds.of(kind):
         keys = cap.view(task_keys)
-        df = cap.frame if keys.rows is None else cap.frame.iloc[keys.rows]
+        df = cap.frame[cols] if keys.rows is None else cap.frame[cols].iloc[keys.rows]
         rows = pd.DataFrame(
             {
                 "timestamp": df["timestamp"],
