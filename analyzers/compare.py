@@ -300,11 +300,6 @@ def _waits_mean(runs: Sequence[Sequence[WaitProfile]]) -> dict[tuple[str, str, i
     return out
 
 
-def wait_changes(base: Sequence[WaitProfile], new: Sequence[WaitProfile]) -> list[WaitChange]:
-    """The named processes' wait profiles both runs have at the same thread count."""
-    return _wait_changes(_waits_keyed(base), _waits_keyed(new))
-
-
 def _wait_changes(kb: dict, kn: dict) -> list[WaitChange]:
     return [WaitChange(k[0] or None, k[1], k[2], kb[k], kn[k]) for k in sorted(kb.keys() & kn.keys())]
 

@@ -58,13 +58,6 @@ def steps_by_name(ds: Dataset, sweep: Any) -> dict[str, Any]:
     return out
 
 
-def _step_label(step: str | None, steps: dict[str, Any]) -> str:
-    if step is None:
-        return "the capture"
-    s = steps.get(step)
-    return f"{step} ({count(s.threads, 'thread')})" if s is not None else step
-
-
 def _mpstat_idle(ds: Dataset, cap: Capture, rows: pd.DataFrame) -> pd.Series | None:
     """mpstat's `all` idle + iowait at vmstat's sample times, for a vmstat that printed no `id`."""
     for mp in ds.of("mpstat"):

@@ -141,10 +141,6 @@ class Layout:
     sep: str | None = None
     mixed: bool = False
 
-    @property
-    def text_fields(self) -> list[int]:
-        return [i for i, k in enumerate(self.kinds) if k == "t"]
-
 
 @dataclass(frozen=True)
 class Skip:
