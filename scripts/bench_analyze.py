@@ -11,7 +11,9 @@ the fastest of `--repeat` runs kept, and records:
 - peak memory of the whole process tree: psutil samples the command and every process under it
   (perfkit's parse workers) every 50 ms and sums their PSS (a page shared by k processes counts 1/k
   in each: the tree's own memory, what the target is judged on) and their RSS (a shared page counted
-  once per process, the Python binary and libraries mapped in each worker: an upper bound);
+  once per process, the Python binary and libraries mapped in each worker: an upper bound); both
+  with the results a worker handed over and the parent has mapped but not touched yet, which RSS
+  leaves out (the memfd's pages exist all the same);
 - the size of report.html and of the whole output directory.
 
 Acceptance (issue 19): default jobs wall time <= 0.6x the `--jobs 1` time on this 2-vCPU machine, tree
@@ -76,6 +78,12 @@ def build(root: Path, hosts: int, hours: float, seed: int) -> int:
     return lines
 
 
+def _unseen_results(p) -> int:
+    """Bytes of a process's mapped worker results (perfkit/_workers.py: memfds) that RSS does not
+    count: a mapped page counts once the process touches it, yet the worker wrote every page of it."""
+    return sum(m.size - m.rss for m in p.memory_maps(grouped=True) if "perfkit-result" in m.path)
+
+
 def measure(archive: Path, out: Path, jobs: int | None) -> dict:
     """`perfkit analyze` as a whole process: wall time, the tree's peak RSS (sum over the command and
     its descendants, sampled), the parent's own, the workers seen, the report's size."""
@@ -106,11 +114,12 @@ def measure(archive: Path, out: Path, jobs: int | None) -> dict:
         for p in procs:
             try:
                 mem = p.memory_full_info()  # rss and pss (a shared page divided among its sharers)
+                unseen = _unseen_results(p)
             except psutil.NoSuchProcess:
                 continue
-            rss = mem.rss
+            rss = mem.rss + unseen
             total += rss
-            pss += mem.pss
+            pss += mem.pss + unseen
             if p.pid == proc.pid:
                 peak_main = max(peak_main, rss)
             else:
@@ -190,7 +199,9 @@ def section(results: list[dict], args: argparse.Namespace, wall_s: float) -> str
             "every 50 ms with psutil, the highest over all runs. PSS divides a page shared by k "
             "processes (the interpreter and libraries each worker maps) among them: the tree's own "
             "memory, which the target is judged on; the RSS sum counts such a page once per process "
-            "(an upper bound). Parent: the `perfkit` process's own RSS.",
+            "(an upper bound). Both count the results a worker handed over in shared memory that the "
+            "parent has mapped but not yet touched (RSS leaves such pages out; they exist all the same). "
+            "Parent: the `perfkit` process's own RSS, with those pages.",
             "",
             "| archive | jobs | wall s | tree peak PSS MB | tree peak RSS MB | parent peak RSS MB | workers "
             "| report.html KB | output dir KB |",
@@ -278,7 +289,10 @@ elif method == "pickle 5 out-of-band, socket":  # read into a bytearray of each 
         buf = bytearray(n)
         view, got = memoryview(buf), 0
         while got < n:
-            got += os.readv(conn.fileno(), [view[got:]])
+            k = os.readv(conn.fileno(), [view[got:]])
+            if not k:
+                raise EOFError("the worker died")
+            got += k
         bufs.append(buf)
     df = pickle.loads(head, buffers=bufs)
 elif method == "Arrow IPC":
@@ -292,7 +306,8 @@ elif method == "Parquet temp file":
 seconds = time.time() - t0
 parent_cpu = time.process_time() - cpu0  # the parent's own share: the serial part of `analyze`
 # a byte of every page of every array read: a mapped page counts in RSS once touched, as the rules do
-pickle.dumps(df, protocol=5, buffer_callback=lambda b: (b.raw()[::4096].tobytes(), True)[1])
+# (the callback's false value keeps each buffer out of band: nothing copied)
+pickle.dumps(df, protocol=5, buffer_callback=lambda b: (b.raw()[::4096].tobytes(), False)[1])
 parent_extra = rss_kb("VmHWM:") - before
 _, child_extra = conn.recv()
 os.waitpid(pid, 0)
