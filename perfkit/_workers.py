@@ -17,11 +17,12 @@ pickle, the same buffers written through the socket, Arrow IPC and Parquet throu
 93 MB top -H frame: `scripts/bench_analyze.py --transfer`, docs/benchmarks.md). The worker pickles the
 result with `buffer_callback`, so the pickle itself holds only the frame's structure (dtypes, index,
 attrs); each array's memory is copied once into one memfd, whose descriptor goes to the parent over
-the socket (SCM_RIGHTS). The parent maps it and the unpickled arrays (numpy and Arrow alike) use the
-mapping as their memory: one copy in all, made by the worker, in parallel. Through the socket, the
-parent itself allocated and read into a bytearray per array, most of it faulting in fresh pages: 0.13
-s of the parent's CPU for the 93 MB frame, against 0.05 s mapped (the parent's time is the serial
-part of `analyze`). In-band pickle doubles the frame in both processes; Arrow and Parquet convert it
+the socket (SCM_RIGHTS). The parent maps it (`_map`: no descriptor kept open per mapping) and the
+unpickled arrays (numpy and Arrow alike) use the mapping as their memory, which goes with the last of
+them: one copy in all, made by the worker, in parallel. Through the socket, the parent itself
+allocated and read into a bytearray per array, most of it faulting in fresh pages: 0.10-0.13 s of the
+parent's CPU for the 93 MB frame, against 0.04-0.05 s mapped (the parent's time is the serial part of
+`analyze`). In-band pickle doubles the frame in both processes; Arrow and Parquet convert it
 each way (3.0-3.2 s).
 
 **Scheduling**: `jobs` calls at once, `jobs - 1` of them in workers and one in the parent, which
