@@ -335,9 +335,13 @@ def test_files_hashed_where_they_are_parsed_report_what_the_archive_check_report
 def test_results_mapped_from_workers_hold_no_descriptor_and_go_with_their_arrays() -> None:
     # each result's arrays are a mapping of the worker's memfd: held as long as the arrays, without
     # one open file each (mmap.mmap kept a descriptor per mapping: 1,024 captures ran out of them)
+    def mapped() -> int:
+        return Path("/proc/self/maps").read_text().count("perfkit-result")
+
     a, b = socket.socketpair()
     out, into = Connection(a.detach()), Connection(b.detach())
-    fds = len(os.listdir("/proc/self/fd"))
+    gc.collect()  # results of earlier tests in this process, not held any more: unmapped
+    fds, before = len(os.listdir("/proc/self/fd")), mapped()
     kept = []
     for i in range(40):
         frame = pd.DataFrame({"x": np.arange(1000.0) + i, "s": pd.array(["a", None] * 500, dtype="string")})
@@ -346,15 +350,11 @@ def test_results_mapped_from_workers_hold_no_descriptor_and_go_with_their_arrays
         assert tag == i and got.equals(frame)
         kept.append(got)
     assert len(os.listdir("/proc/self/fd")) == fds
-
-    def mapped() -> int:
-        return Path("/proc/self/maps").read_text().count("perfkit-result")
-
-    assert mapped() == 40
+    assert mapped() == before + 40
     kept.clear()
     del got
     gc.collect()
-    assert mapped() == 0
+    assert mapped() == before
     _workers.send_result(out, 41, np.array([], dtype=float))  # buffers of no byte: no memfd at all
     tag, got = _workers.receive_result(into)
     assert tag == 41 and got.dtype == float and len(got) == 0
@@ -367,3 +367,20 @@ def test_a_result_that_cannot_be_sent_is_the_task_s_error_not_a_dead_worker() ->
     with pytest.raises(TypeError, match="cannot pickle this result"):
         list(_workers.run(jobs_workers.unpicklable, tasks, jobs=2))
     assert not psutil.Process().children()
+
+
+def test_without_memfd_results_come_back_through_an_unlinked_temporary_file(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # macOS and the BSDs have no memfd_create: the same mapping, of a file removed once opened
+    monkeypatch.delattr(os, "memfd_create")
+    a, b = socket.socketpair()
+    out, into = Connection(a.detach()), Connection(b.detach())
+    frame = pd.DataFrame({"x": np.arange(5000.0), "s": pd.array(["a", "bb"] * 2500, dtype="string")})
+    _workers.send_result(out, 7, frame)
+    tag, got = _workers.receive_result(into)
+    assert tag == 7 and got.equals(frame)
+    maps = [line for line in Path("/proc/self/maps").read_text().splitlines() if "perfkit-result-" in line]
+    assert maps and all(line.endswith("(deleted)") for line in maps)
+    out.close()
+    into.close()
