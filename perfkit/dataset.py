@@ -322,28 +322,19 @@ def read_file(
     path: Path,
     views: Sequence[Callable[[Capture], Any]] = (),
 ) -> tuple[Capture | str, tuple[str | None, str] | None]:
-    """`read_capture`, and the file's `file_digest` when `open_archive` left its record's unchecked:
-    the one call made for a file, in this process or in a worker (the digest is made in parallel
-    too, where the file is read anyway)."""
+    """One file as a capture (its frame and extras, and its `views` made) or its ParseError line,
+    and its `file_digest` when `open_archive` left its record's sha256 unchecked: the one call made
+    for a file, in this process or in a worker (the digest made in parallel too, where the file is
+    read anyway)."""
     digest = file_digest(path) if read.hashed else None
-    return read_capture(parse, read, path, views), digest
-
-
-def read_capture(
-    parse: Callable[..., pd.DataFrame | str],
-    read: _Read,
-    path: Path,
-    views: Sequence[Callable[[Capture], Any]] = (),
-) -> Capture | str:
-    """One file as a capture (its frame and extras, and its `views` made), or its ParseError line."""
     frame = parse(read.kind, path, read.context, read.rel)
     if isinstance(frame, str):
-        return frame
+        return frame, digest
     cap = Capture(path=read.rel, kind=read.kind, host=read.host, step=read.step, frame=frame)
     for fn in views:
         with suppress(Exception):  # left for the rule that asks: it fails there, alone
             cap.view(fn)
-    return cap
+    return cap, digest
 
 
 def parse_file(kind: str, path: Path, context: ParseContext, rel: str) -> pd.DataFrame | str:
