@@ -186,6 +186,13 @@ def task_keys(cap: Capture) -> TaskKeys:
     return TaskKeys(rows, per_value(program_name, procs["command"]), task, codes, names)
 
 
+# Each task row's figures, from its capture's column (None: the kind prints none).
+_TASK_COLUMNS: dict[str, dict[str, str | None]] = {
+    "iotop": {"write_kb_s": "write_kb_s", "read_kb_s": "read_kb_s", "cpu_pct": None, "io_pct": "io_pct"},
+    "pidstat": {"write_kb_s": "kb_wr_s", "read_kb_s": "kb_rd_s", "cpu_pct": "cpu_pct", "io_pct": None},
+}
+
+
 def tasks(ds: Dataset, kind: str) -> dict[str | None, Tasks]:
     """host -> one row per task and interval, from all captures of `kind` (iotop or pidstat).
 
@@ -197,10 +204,8 @@ def tasks(ds: Dataset, kind: str) -> dict[str | None, Tasks]:
     parts: dict[str | None, list[tuple[pd.DataFrame, np.ndarray, list[str]]]] = {}
     samples: dict[str | None, list[str]] = {}
     totals: dict[str | None, dict[str, dict]] = {}
-    if kind == "iotop":
-        cols = ["timestamp", "write_kb_s", "read_kb_s", "io_pct", "command"]
-    else:
-        cols = ["timestamp", "kb_wr_s", "kb_rd_s", "cpu_pct", "command"]
+    named = _TASK_COLUMNS[kind]
+    cols = ["timestamp", "command", *(c for c in named.values() if c)]
     for cap in ds.of(kind):
         keys = cap.view(task_keys)
         df = cap.frame[cols] if keys.rows is None else cap.frame[cols].iloc[keys.rows]
@@ -209,10 +214,7 @@ def tasks(ds: Dataset, kind: str) -> dict[str | None, Tasks]:
                 "timestamp": df["timestamp"],
                 "program": keys.program,
                 "task": keys.task,
-                "write_kb_s": df["write_kb_s" if kind == "iotop" else "kb_wr_s"],
-                "read_kb_s": df["read_kb_s" if kind == "iotop" else "kb_rd_s"],
-                "cpu_pct": np.nan if kind == "iotop" else df["cpu_pct"],
-                "io_pct": df["io_pct"] if kind == "iotop" else np.nan,
+                **{col: df[c] if c else np.nan for col, c in named.items()},
                 "command": df["command"],
                 "source": cap.path,
             }
