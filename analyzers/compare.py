@@ -62,7 +62,6 @@ from typing import Any, Protocol
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 from perfkit.findings import SEVERITIES, Finding
 
@@ -458,6 +457,14 @@ def _mean_variance(x: np.ndarray) -> float:
     return float(x.var(ddof=1)) / n * (1 + rho) / (1 - rho)
 
 
+def _t_quantile(q: float, df: float) -> float:
+    """Student's t quantile. scipy.stats is imported here, not with this module: `analyze` imports
+    the module (through the pipeline) and never compares, and scipy.stats takes 0.4 s to import."""
+    from scipy import stats
+
+    return float(stats.t.ppf(q, df))
+
+
 def interval_pct(base: np.ndarray, new: np.ndarray, level: float = LEVEL) -> tuple[float, float]:
     """The `level` interval of (mean(new) − mean(base)) / mean(base) × 100: Welch's t on the two
     runs' interval means, each variance corrected for autocorrelation (`_mean_variance`), degrees of
@@ -472,7 +479,7 @@ def interval_pct(base: np.ndarray, new: np.ndarray, level: float = LEVEL) -> tup
         return diff / mb * 100, diff / mb * 100
     eb, en = len(base), len(new)
     df = (vb + vn) ** 2 / (vb**2 / (eb - 1) + vn**2 / (en - 1))
-    half = float(stats.t.ppf(0.5 + level / 2, df)) * se
+    half = _t_quantile(0.5 + level / 2, df) * se
     return (diff - half) / mb * 100, (diff + half) / mb * 100
 
 
@@ -528,7 +535,7 @@ def between_runs(
         return Change(mb, mn, pct, None, None, why, **kw)
     # Welch–Satterthwaite on the difference of the means; a side with no spread adds no term
     df = (vb + vn) ** 2 / sum(v * v / (k - 1) for v, k in ((vb, len(b)), (vn, len(n))) if v > 0)
-    t = float(stats.t.ppf(0.5 + level / 2, df))
+    t = _t_quantile(0.5 + level / 2, df)
     ratio = fieller_ratio(mb, mn, vb, vn, t)
     if ratio is None:
         why = "the base runs' mean is not clear of zero: the interval of the ratio is unbounded"

@@ -14,7 +14,6 @@ import warnings
 from dataclasses import asdict, dataclass
 
 import numpy as np
-from scipy.optimize import OptimizeWarning, curve_fit
 
 NEGLIGIBLE = 1e-4
 
@@ -64,6 +63,8 @@ def fit(n: np.ndarray | list[float], x: np.ndarray | list[float]) -> UslFit:
         raise ValueError("USL fit needs positive concurrency and throughput")
     if len(np.unique(n_arr)) < 3:
         raise ValueError("USL fit needs at least 3 distinct concurrency levels")
+    from scipy.optimize import OptimizeWarning, curve_fit  # here: 0.3 s to import, and only a sweep fits
+
     # λ is at least the best per-worker throughput seen; start there with no contention or coherency.
     lam0 = float(np.max(x_arr / n_arr))
     best = None

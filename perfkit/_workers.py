@@ -238,6 +238,9 @@ def _serve(fd: int, preload: Sequence[str] = ()) -> None:
     for name in preload:
         with contextlib.suppress(Exception):  # a call that needs it raises its error in the parent
             importlib.import_module(name)
+    # the modules live as long as we do: out of the collector's sight, the full collection after each
+    # result (`_give_back`) walks only that result's garbage (0.05 s a call with them, 0.1 ms without)
+    gc.freeze()
     conn = Connection(fd)
     try:
         while True:

@@ -7,6 +7,7 @@ it is parse_file."""
 
 from __future__ import annotations
 
+import gc
 import os
 import signal
 import sys
@@ -47,6 +48,11 @@ def pid_after(delay_in_parent: float) -> int:
 def loaded(name: str) -> tuple[int, bool]:
     """This process's pid, and whether module `name` was imported here before this call."""
     return os.getpid(), name in sys.modules
+
+
+def frozen(_: str) -> tuple[int, int]:
+    """This process's pid, and how many objects the garbage collector has been told to skip."""
+    return os.getpid(), gc.get_freeze_count()
 
 
 class Unpicklable:

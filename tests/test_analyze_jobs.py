@@ -114,6 +114,25 @@ def test_workers_started_ahead_import_first_and_are_the_ones_that_parse() -> Non
         assert len(idle) == 1 and idle[0].poll() is not None and not _workers._warm
 
 
+def test_a_worker_s_imports_are_out_of_the_collector_s_sight_and_analyze_imports_no_scipy() -> None:
+    # a full collection after each result walks only what the task made, not the modules imported
+    with _workers.warmed(2, 0, ("perfkit.dataset",)):
+        ran = dict(
+            _workers.run(
+                jobs_workers.frozen, [_workers.Task("a", 2, ("a",)), _workers.Task("b", 1, ("b",))], 2
+            )
+        )
+    (worker, frozen), (parent, _) = ran[0], ran[1]
+    assert worker != parent == os.getpid() and frozen > 10_000
+    # scipy (0.7 s to import) only where a sweep is fitted or runs are compared
+    code = (
+        "import sys, perfkit.cli, perfkit.pipeline, perfkit.dataset, perfkit.analyzers.io, "
+        "perfkit.reports.plots; print(sorted({m.split('.')[0] for m in sys.modules} & {'scipy'}))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
+
+
 def test_the_default_starts_workers_ahead_only_for_a_large_archive(tmp_path: Path) -> None:
     with _workers.warmed(None, _workers.AUTO_MIN_BYTES - 1, ()):
         assert not _workers._warm
