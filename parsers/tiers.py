@@ -169,13 +169,17 @@ def _csv(
     names = _split(head_line, sep)
     names = [n.strip('"').lower() for n in names]
     col = {n: i for i, n in reversed(list(enumerate(names)))}  # first of a repeated name wins
+    tiers = [(i, t) for i, n in enumerate(names) if (t := _wide_tier(n)) is not None]
+    # the form was told from the header split at any separator; its columns are read at the first one
+    # found, so a header that mixes them (`threads\tapp_ms,db_ms`) no longer has them all
+    if _csv_form(names) != form:
+        raise lines.error(head_no, head_line, f"the header's columns are not all separated by {sep!r}")
     threads_at = next(i for i, n in enumerate(names) if n in _THREADS)
     tps_at = next((i for i, n in enumerate(names) if n in _TPS), None)
     if form == "long":
         used = {threads_at, col["tier"], col["rt_ms"], tps_at}
-        tiers: list[tuple[int, str]] = []
+        tiers = []
     else:
-        tiers = [(i, t) for i, n in enumerate(names) if (t := _wide_tier(n)) is not None]
         used = {threads_at, tps_at, *(i for i, _ in tiers)}
     unknown = [n for i, n in enumerate(names) if i not in used]
     order: dict[str, int] = {t: k for k, (_, t) in enumerate(tiers)}

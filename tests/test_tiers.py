@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from perfkit.errors import ParseError
@@ -94,6 +94,7 @@ TEXTS = [(FIXTURES / "tiers" / n).read_text() for n, _ in SEED003]
 
 @settings(max_examples=200, deadline=None)
 @given(st.sampled_from(TEXTS), st.integers(0, 400), st.text(max_size=20))
+@example("threads,pts_ms,mhpt_ms,drds_ms\n3000,290,225,6\n", 0, "0\t")  # a tab before the first comma
 def test_mutated_tiers_files_parse_or_raise_parse_error(text: str, at: int, junk: str) -> None:
     mutated = text[:at] + junk + text[at:]
     try:
