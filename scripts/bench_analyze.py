@@ -33,7 +33,6 @@ holding the frame, with the memory each side needs beyond the frame itself.
 from __future__ import annotations
 
 import argparse
-import compileall
 import json
 import os
 import shutil
@@ -47,7 +46,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bench_rules  # noqa: E402
-from bench_parse import write_section  # noqa: E402
+from bench_parse import write_bytecode, write_section  # noqa: E402
 from bench_parsers import KINDS, code_version, machine  # noqa: E402
 
 SECTION = "analyze: parallel parse (--jobs)"
@@ -435,10 +434,7 @@ def main(argv: list[str] | None = None) -> int:
     else:
         if not (os.cpu_count() or 1) > 1:
             print("warning: one CPU: the default jobs is 1 here", file=sys.stderr)
-        # perfkit's bytecode written first, as installing it does: an environment with
-        # PYTHONDONTWRITEBYTECODE (this lab's) would otherwise compile its modules in every run
-        for package in ("perfkit", "parsers", "analyzers", "collectors", "reports"):
-            compileall.compile_dir(ROOT / package, quiet=1)
+        write_bytecode()
         results = [bench_archive(args.hosts, args.hours, args), bench_archive(1, args.big_hours, args)]
         text, title = section(results, args, time.monotonic() - started), SECTION
     print(text)
