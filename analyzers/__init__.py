@@ -48,10 +48,17 @@ def capture_views() -> dict[str, tuple[Callable, ...]]:
     """kind -> the rules' per-capture steps (`Capture.view`), for `load_dataset(views=...)`: made
     where each capture is parsed, in parallel with `--jobs`, instead of in this process when the rules
     run. The ones worth it: which program and task each iotop/pidstat row is, which three rules ask
-    for (0.9 s of 2.4 s of rules on 4 hosts x 3 h, docs/benchmarks.md)."""
+    for (0.9 s of 2.4 s of rules on 4 hosts x 3 h, docs/benchmarks.md); which rows each busy device of
+    an iostat/diskstats capture has, which the two disk rules ask for (and innodb's redo rule)."""
+    from .disk import device_rows
     from .io import task_keys
 
-    return {"iotop": (task_keys,), "pidstat": (task_keys,)}
+    return {
+        "iotop": (task_keys,),
+        "pidstat": (task_keys,),
+        "iostat": (device_rows,),
+        "diskstats": (device_rows,),
+    }
 
 
 @cache

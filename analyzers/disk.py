@@ -17,12 +17,31 @@ import numpy as np
 import pandas as pd
 
 from perfkit.config import Thresholds
-from perfkit.dataset import Dataset
+from perfkit.dataset import Capture, Dataset
 from perfkit.findings import Finding, Skipped
+
+# what the disk rules read of an iostat or diskstats frame
+_READ = ["timestamp", "r_s", "w_s", "f_s", "rkb_s", "wkb_s", "areq_kb", "aqu_sz", "await_ms", "util_pct"]
+
+
+def device_rows(cap: Capture) -> list[tuple[str, np.ndarray]]:
+    """(device, the positions of its rows) for each device of an iostat or diskstats capture with real
+    IO (1 IO/s or more on average), the since-boot report left out, devices by name. A capture view
+    (`capture_views`): made where the capture is parsed, once for every rule that asks."""
+    df = cap.frame
+    codes, names = pd.factorize(df["device"], sort=True)  # NA: -1, left out
+    keep = np.flatnonzero((codes >= 0) & ~df["since_boot"].to_numpy(dtype=bool, na_value=False))
+    codes = codes[keep]
+    iops = df["r_s"].fillna(0).to_numpy(dtype=float)[keep] + df["w_s"].fillna(0).to_numpy(dtype=float)[keep]
+    count = np.bincount(codes, minlength=len(names))
+    mean = np.bincount(codes, weights=iops, minlength=len(names)) / np.maximum(count, 1)
+    by_device = np.split(keep[np.argsort(codes, kind="stable")], np.cumsum(count)[:-1])
+    return [(str(names[d]), by_device[d]) for d in np.flatnonzero((count > 0) & (mean >= 1))]
 
 
 def _busy_devices(ds: Dataset) -> list[tuple[str | None, str, pd.DataFrame, str]]:
-    """(host, device, rows, path) for each device with real IO, since-boot report dropped.
+    """(host, device, rows, path) for each device with real IO (`device_rows`), with the columns the
+    disk rules read and `iops`.
 
     diskstats rows count only for a (host, step) without an iostat capture: pt-stalk takes both of
     the same window, and one device must not be judged twice."""
@@ -30,11 +49,12 @@ def _busy_devices(ds: Dataset) -> list[tuple[str | None, str, pd.DataFrame, str]
     with_iostat = {(c.host, c.step) for c in ds.of("iostat")}
     caps = ds.of("iostat") + [c for c in ds.of("diskstats") if (c.host, c.step) not in with_iostat]
     for cap in caps:
-        df = cap.frame[~cap.frame["since_boot"]]
-        for dev, rows in df.groupby("device", sort=True):
-            iops = rows["r_s"].fillna(0) + rows["w_s"].fillna(0)
-            if iops.mean() >= 1:
-                out.append((cap.host, str(dev), rows.assign(iops=iops), cap.path))
+        read = cap.frame[_READ]
+        for dev, at in cap.view(device_rows):
+            rows = read.take(at)
+            out.append(
+                (cap.host, dev, rows.assign(iops=rows["r_s"].fillna(0) + rows["w_s"].fillna(0)), cap.path)
+            )
     return out
 
 

@@ -24,11 +24,6 @@ from perfkit.parsers._common import Extras, ParseContext, Skips, head
 
 T = TypeVar("T")
 
-# A view's cost, as the bytes a parse reads in its time: a plot takes 0.2-0.5 s whatever the capture's
-# size, as parsing 20-50 MB does (on the 2-vCPU lab VM, 3 h of vmstat, 1.6 MB, parses in 0.02 s and is
-# drawn in 0.24 s). Counted as bytes, the small captures with plots were parsed last, in this
-# process alone, after the workers had nothing left (1.4 s of 8.8 on 4 hosts x 3 h).
-_VIEW_BYTES = 25 << 20
 
 # Kinds perfkit records on purpose without parsing them, and why.
 KEPT_UNPARSED = {
@@ -74,6 +69,13 @@ class Capture:
     def skipped(self) -> Skips:
         """Lines its parser did not know and left out: the capture is partial when there are any."""
         return self.extras.skipped
+
+
+def view_cost(fn: Callable[[Capture], Any]) -> int:
+    """What a view costs beyond its capture's parse, as the bytes a parse reads in its time: its
+    `fixed_bytes` (a plot's drawing: `reports.plots.capture_plot`), else nothing (a view that runs over
+    the frame, as the rules' do, takes a time its capture's size already says)."""
+    return getattr(fn, "fixed_bytes", 0)
 
 
 def view_key(fn: Callable[[Capture], Any]) -> str:
@@ -308,9 +310,9 @@ def _parse_all(
         for (n, _), a in zip(reads, args, strict=True):
             yield n, *read_file(*a)
         return
-    # a task's size orders the work (largest first) and sets the parent's tail: its bytes, and its
-    # views counted as the bytes a parse reads in their time
-    costs = [size + _VIEW_BYTES * len(a[-1]) for size, a in zip(sizes, args, strict=True)]
+    # a task's size orders the work (largest first) and sets the parent's tail: its bytes, and what its
+    # views cost beyond them (`view_cost`)
+    costs = [size + sum(map(view_cost, a[-1])) for size, a in zip(sizes, args, strict=True)]
     tasks = [_workers.Task(r.rel, cost, a) for (_, r), cost, a in zip(reads, costs, args, strict=True)]
     for i, (result, digest) in _workers.run(read_file, tasks, jobs):
         yield reads[i][0], result, digest

@@ -88,6 +88,22 @@ def test_since_boot_report_is_ignored() -> None:
     assert disk.saturated(ds, None, TH) == []
 
 
+def test_device_rows_are_each_busy_device_s_rows_in_file_order() -> None:
+    # the view both rules read: devices by name, the since-boot report and idle devices left out
+    frame = pd.DataFrame(
+        {
+            "device": pd.array(["sdb", "sda", "sdc", "sdb", "sda", None, "sdc", "sdb"], dtype="string"),
+            "since_boot": [True, True, True, False, False, False, False, False],
+            "r_s": [9.0, 9.0, 9.0, 0.5, 2.0, 5.0, 0.2, None],
+            "w_s": [9.0, 9.0, 9.0, 1.0, None, 5.0, 0.3, 3.0],
+        }
+    )
+    cap = Capture("iostat.out", "iostat", "db1", None, frame)
+    rows = [(dev, at.tolist()) for dev, at in disk.device_rows(cap)]
+    assert rows == [("sda", [4]), ("sdb", [3, 7])]  # sdc: 0.5 IO/s; the NA device is no device
+    assert cap.view(disk.device_rows) is cap.view(disk.device_rows)  # made once
+
+
 # ---------------------------------------------------------------- disk.full
 
 FIXTURES = Path(__file__).parent / "fixtures"
