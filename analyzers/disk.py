@@ -18,7 +18,7 @@ import pandas as pd
 
 from perfkit.config import Thresholds
 from perfkit.dataset import Capture, Dataset
-from perfkit.findings import Finding, Skipped
+from perfkit.findings import Finding, Skipped, number
 
 # what the disk rules read of an iostat or diskstats frame
 _READ = ["timestamp", "r_s", "w_s", "f_s", "rkb_s", "wkb_s", "areq_kb", "aqu_sz", "await_ms", "util_pct"]
@@ -102,12 +102,12 @@ def serial_small_io(ds: Dataset, sweep: Any, th: Thresholds) -> list[Finding] | 
                 severity="warning",
                 hosts=[host] if host else [],
                 window=_window(match),
-                title=f"{dev}: one small synchronous IO at a time, ≈{ceiling:.0f} IOPS ceiling",
+                title=f"{dev}: one small synchronous IO at a time, ≈{number(ceiling)} IOPS ceiling",
                 summary=(
                     f"{dev} is {ev['util_pct_median']:.0f}% busy with a queue of "
-                    f"{ev['aqu_sz_median']:.2f} and {ev['request_kb_median']:.1f} kB requests at {aw:.2f} ms "
-                    f"each ({iops:.0f} IOPS) in {len(match)} of {len(busy)} busy samples: a serial stream "
-                    f"tops out at 1000 / {aw:.2f} ms ≈ {ceiling:.0f} IOPS."
+                    f"{ev['aqu_sz_median']:.2f} and {ev['request_kb_median']:.1f} kB requests at "
+                    f"{number(aw)} ms each ({number(iops)} IOPS) in {len(match)} of {len(busy)} busy "
+                    f"samples: a serial stream tops out at 1000 / {number(aw)} ms ≈ {number(ceiling)} IOPS."
                 ),
                 evidence=ev,
                 explanation=(
@@ -166,13 +166,13 @@ def saturated(ds: Dataset, sweep: Any, th: Thresholds) -> list[Finding] | Skippe
                 severity="critical",
                 hosts=[host] if host else [],
                 window=_window(match),
-                title=f"{dev} is saturated: {ev['aqu_sz_median']:.1f} IOs queued, await {aw:.1f} ms vs "
-                f"{svc:.1f} ms service",
+                # `number`: a fast device's figures are fractions of a millisecond (0.2 vs 0.013 ms)
+                title=f"{dev} is saturated: {ev['aqu_sz_median']:.1f} IOs queued, await {number(aw)} ms vs "
+                f"{number(svc)} ms service",
                 summary=(
-                    f"{dev} ran {ev['iops_median']:.0f} IOPS with a queue of {ev['aqu_sz_median']:.1f}: "
-                    "each IO "
-                    f"waited {aw:.1f} ms for {svc:.1f} ms of service ({aw / svc:.1f}×) in {len(match)} of "
-                    f"{len(rows)} samples."
+                    f"{dev} ran {number(ev['iops_median'])} IOPS with a queue of {ev['aqu_sz_median']:.1f}: "
+                    f"each IO waited {number(aw)} ms for {number(svc)} ms of service ({aw / svc:.1f}×) in "
+                    f"{len(match)} of {len(rows)} samples."
                 ),
                 evidence=ev,
                 explanation=(
