@@ -12,6 +12,11 @@ whole window of `perfkit collect --local --profile minimal`:
   0.013 ms of service per IO.
 
 Each run's evidence is checked against the archive's own iostat text, read here without perfkit.
+
+io.top-writer, with the default profile (iotop): a program that lives through the window copies
+about 10 MB/s of zeros from a pipe into a file in the test's temporary directory (a copy that ends
+between two iotop samples is never seen by iotop). `cp` is a backup tool: the rule warns; the same
+bytes written by `dd` (no category: what an application writes) are only named (info).
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ from pathlib import Path
 import psutil
 import pytest
 
+from perfkit.findings import Finding
 from perfkit.pipeline import analyze_path
 
 pytestmark = pytest.mark.lab
@@ -66,6 +72,19 @@ def loop_device(tmp: Path) -> Iterator[str]:
         assert not attached.stdout.strip(), f"loop device left attached: {attached.stdout}"
 
 
+def collect(out: Path, profile: str) -> Path:
+    """`perfkit collect --local` of `WINDOW_S` seconds into the directory `out`."""
+    res = subprocess.run(
+        [sys.executable, "-c", "from perfkit.cli import main; main()"]
+        + ["collect", "--local", "--profile", profile, "-d", str(WINDOW_S), "-o", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert res.returncode == 0, res.stdout + res.stderr
+    return out
+
+
 def collect_under_io(tmp: Path, dev: str, iodepth: int) -> Path:
     """`perfkit collect --local` while fio writes to /dev/`dev` `iodepth` IOs at a time, from before
     the window opens to after it closes; the archive directory."""
@@ -79,15 +98,7 @@ def collect_under_io(tmp: Path, dev: str, iodepth: int) -> Path:
             stderr=err,
         )
     try:
-        out = tmp / f"iodepth{iodepth}"
-        res = subprocess.run(
-            [sys.executable, "-c", "from perfkit.cli import main; main()"]
-            + ["collect", "--local", "--profile", "minimal", "-d", str(WINDOW_S), "-o", str(out)],
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
-        assert res.returncode == 0, res.stdout + res.stderr
+        out = collect(tmp / f"iodepth{iodepth}", "minimal")
         assert fio.poll() is None, f"fio ended before the window did: {log.read_text()}"
         return out
     finally:
@@ -157,3 +168,52 @@ def test_saturated_on_sixteen_at_once(tmp_path: Path) -> None:
         assert ev["aqu_sz_median"] == statistics.median(r["aqu-sz"] for r in rows)
     assert f"{dev} is saturated" in f.title and " 0.0 ms service" not in f.title
     assert not findings(archive, "disk.serial-small-io", dev)  # the control of the test above
+
+
+def collect_under_copy(tmp: Path, writer: str) -> tuple[Path, int]:
+    """`perfkit collect --local` (default profile) while `writer` (`cp` or `dd`) copies 1 MiB of zeros
+    every 0.1 s from a pipe into a file; the archive and the bytes the file got."""
+    dst = tmp / "copy.img"
+    sink = {"cp": f"cp /dev/stdin {dst}", "dd": f"dd of={dst} bs=64k status=none"}[writer]
+    feeder = subprocess.Popen(
+        ["sh", "-c", f"while :; do head -c 1048576 /dev/zero; sleep 0.1; done | {sink}"],
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    try:
+        time.sleep(0.5)  # the writer has started and written before the window opens
+        out = collect(tmp / writer, "default")
+        assert feeder.poll() is None, "the copy ended before the window did"
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(feeder.pid, 9)
+        feeder.wait(timeout=30)
+    size = dst.stat().st_size
+    dst.unlink()
+    return out, size
+
+
+def _top_writer(archive: Path, size: int, writer: str) -> Finding:
+    """The io.top-writer finding, its top writer `writer` and its rate checked against the file's size."""
+    [f] = [f for f in analyze_path(archive).findings if f.rule == "io.top-writer"]
+    ev = f.evidence
+    assert ev["writer1"] == writer and ev["writer1_write_share_pct"] >= 90
+    # what iotop saw the writer write over the window is part of what the file got (the writer ran
+    # before and after it: 0.5 s before, the archive's writing after), most of it
+    seen = ev["writer1_write_kb_s_mean"] * ev["intervals"] * 1024
+    assert 0.5 * size <= seen <= 1.1 * size, (seen, size)
+    assert ev["writer1_write_kb_s_mean"] >= 1024  # the rate a warning needs
+    return f
+
+
+def test_top_writer_warns_on_a_backup_tool(tmp_path: Path) -> None:
+    archive, size = collect_under_copy(tmp_path, "cp")
+    f = _top_writer(archive, size, "cp")
+    assert f.severity == "warning" and f.evidence["writer1_category"] == "backup"
+    assert f.title.startswith("Top writer: cp (backup)")
+
+
+def test_top_writer_names_an_application_without_warning(tmp_path: Path) -> None:
+    archive, size = collect_under_copy(tmp_path, "dd")
+    f = _top_writer(archive, size, "dd")
+    assert f.severity == "info" and f.evidence["writer1_category"] == "other"
