@@ -576,7 +576,7 @@ def _io_waits(ds: Dataset, sweep: Any) -> dict[tuple, tuple[float, str, float | 
     sampled = set()
     for p in waits.profiles(ds, sweep):
         sampled.add((p.host, p.step))
-        if category(p.process) == "database":
+        if category(p.process) == "database" and not p.served_nothing:  # an idle server's parked IO thread
             out[(p.host, p.step, p.process, p.pid)] = (
                 p.classes.get("io", 0.0),
                 "thread sampler",

@@ -154,3 +154,23 @@ def test_a_wait_must_hold_where_the_load_is_heaviest() -> None:
             cap.frame.loc[cap.frame["pid"] == DB, "state"] = "R"
     found = waits.wait_profile(ds, knee_at_1, th)
     assert [f for f in found if f.evidence["pid"] == DB] == []
+
+
+IDLE = FIXTURES / "archives" / "idle-server-window"
+
+
+def test_an_idle_server_outside_a_sweep_waits_for_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`perfkit collect --local -d 6` of the idle lab VM (tests/fixtures/archives/idle-server-window):
+    MariaDB's background threads asleep on futexes, io_uring and poll, no sweep to take them out as
+    standing. It used 0.0001 cores (schedstat): it served nothing, so no finding says its threads wait
+    on locks (wait.profile) or on IO behind a ceiling above the idle disk (io.throttled)."""
+    result = analyze_path(IDLE)
+    [db] = [p for p in waits.profiles(result.dataset) if p.process == "mariadbd"]
+    assert db.cpu_measured and db.classes["cpu"] < 0.0002 and db.served_nothing and not db.baseline
+    assert db.classes["lock"] == 6.0 and db.classes["io"] == 1.0  # the parked threads, as sampled
+    rules = {f.rule for f in result.findings}
+    assert not rules & {"wait.profile", "io.throttled"}, rules
+    # the CPU bar is what keeps them silent: without it both warned, io.throttled first
+    monkeypatch.setattr(waits, "IDLE_CPU_CORES", 0.0)
+    warned = [f.rule for f in analyze_path(IDLE).findings if f.severity == "warning"]
+    assert warned == ["io.throttled", "wait.profile"]
