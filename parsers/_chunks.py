@@ -3,13 +3,13 @@
 Their fast paths read whole chunks of lines with one regex each, or hand whole runs of data rows to
 pandas, instead of a Python call per line:
 
-- `text_chunks`/`walk_text` (perf_stat) cut the text into chunks of whole lines and walk the
-  irregular ones line by line with the parser's own `feed`;
+- `text_chunks`/`walk_text` (perf_stat) cut the text into chunks of whole lines, and walk a cut last
+  line with the parser's own `feed`;
 - `ByteScan` (the sysstat tables) finds the few structure lines (headers, banners, blanks) of a
   table capture by regex over multi-MB byte chunks and hands the runs of data rows between them
   over as bytes, never as one Python string per line;
 - `Interned` builds string columns without one object per row; `byte_windows` takes fixed-width
-  byte windows at many offsets (perf stat's tokens).
+  byte windows at many offsets (perf stat's fields).
 """
 
 from __future__ import annotations

@@ -51,6 +51,8 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from ._chunks import Interned, byte_windows, has_cr, text_chunks, walk_text
 from ._common import Extras, Lines, Source, coerce, empty_frame, feed_lines
@@ -94,53 +96,152 @@ SCHEMA: dict[str, str] = {
     "ipc": "float64",
 }
 _LOCALE = "decimal comma: capture not taken under LC_ALL=C"
-_HEADER = re.compile(r"^Performance counter stats for (.*?)(?:\s+\((\d+) runs\))?:?$")
+_HEADER = re.compile(r"^Performance counter stats for (.*?)(?:\s+\(([0-9]+) runs\))?:?$")
 _INTERVAL_HEADER = re.compile(r"^#\s+time\b")
 _FOOTER = re.compile(
-    r"^(\d+(?:[.,]\d+)?)(?:\s+\+-\s+[\d.,]+)?\s+seconds\s+(time elapsed|user|sys)"
-    r"(?:\s+\(\s*\+-\s*[\d.,]+%\s*\))?$"
+    r"^([0-9]+(?:[.,][0-9]+)?)(?:\s+\+-\s+[0-9.,]+)?\s+seconds\s+(time elapsed|user|sys)"
+    r"(?:\s+\(\s*\+-\s*[0-9.,]+%\s*\))?$"
 )
-_TIME = re.compile(r"^\d+\.\d{9}$")  # perf prints the -I time as %lu.%09lu in every locale
-_AGGR = re.compile(r"^(?:CPU\d+|S\d+(?:-D\d+)?(?:-C\d+)?|N\d+)$")
-_PLAIN = re.compile(r"^\d+(?:\.\d+)?$")
-_GROUPED = re.compile(r"^\d{1,3}(?:,\d{3})+(?:\.\d+)?$")  # en_US thousands separators
-_DOT_GROUPED = re.compile(r"^\d{1,3}(?:\.\d{3})+$")  # de_DE grouping of an integer count
+_TIME = re.compile(r"^[0-9]+\.[0-9]{9}$")  # perf prints the -I time as %lu.%09lu in every locale
+_AGGR = re.compile(r"^(?:CPU[0-9]+|S[0-9]+(?:-D[0-9]+)?(?:-C[0-9]+)?|N[0-9]+)$")
+# ASCII digits only (`\d` takes `٣`): what these let through is converted by Arrow, and a line of
+# another skeleton's digits must not read
+_PLAIN = re.compile(r"^[0-9]+(?:\.[0-9]+)?$")
+_GROUPED = re.compile(r"^[0-9]{1,3}(?:,[0-9]{3})+(?:\.[0-9]+)?$")  # en_US thousands separators
+_DOT_GROUPED = re.compile(r"^[0-9]{1,3}(?:\.[0-9]{3})+$")  # de_DE grouping of an integer count
 _EVENT = re.compile(r"^[A-Za-z_][^\s]*$")
 _UNIT = re.compile(r"^[A-Za-z%/]*$")
 _OLD_UNIT = re.compile(r"^\((\w+)\)$")
-_PCT_TAIL = re.compile(r"\s*[(\[]\s*(\d+(?:[.,]\d+)?)%\s*[)\]]\s*$")
-_SPREAD = re.compile(r"\(\s*\+-\s*[\d.,]+%\s*\)")
-_METRIC = re.compile(r"^(-?[\d.,]+|nan|inf|-inf)\s*(.*)$")
-_DE_CSV = re.compile(r",[A-Za-z][^,]*,\d+,\d{1,3},\d{2}(?:,|$)")  # run-time, then pct `100,00`
+_PCT_TAIL = re.compile(r"\s*[(\[]\s*([0-9]+(?:[.,][0-9]+)?)%\s*[)\]]\s*$")
+_SPREAD = re.compile(r"\(\s*\+-\s*[0-9.,]+%\s*\)")
+_METRIC = re.compile(r"^(-?[0-9.,]+|nan|inf|-inf)\s*(.*)$")
+_DE_CSV = re.compile(r",[A-Za-z][^,]*,[0-9]+,[0-9]{1,3},[0-9]{2}(?:,|$)")  # run-time, then pct `100,00`
 _NOT = {"<not supported>": "not supported", "<not counted>": "not counted"}
-# The common `-I` line of perf 5.x/6.x under LC_ALL=C, read by one regex: time, a plain count (or
-# `<not supported>`), an optional unit, the event, an optional `# value unit` metric whose words are
-# one space apart (as `_text_row` joins them). Anything else (a cpu column, a percentage, grouping,
-# spreads, a count with a point but no unit) goes through `_text_row`, which knows every form.
-_FAST_ROW = re.compile(
-    r"^(\d+\.\d{9}) +(?:(\d+(?:\.\d+)?)|(<not supported>)) +(?:([A-Za-z%/]+) +)?([A-Za-z_][^\s#(\[]*)"
-    r"(?: +#(?: +(-?\d+(?:\.\d+)?)(?: +([^\s(\[]+(?: [^\s(\[]+)*))?)?)?$"
-)
-
-# A chunk of `-I` rows and `# time` headers is read at once as bytes (`_chunk_rows`): numpy splits it
-# into space-separated tokens and checks each row against `_FAST_ROW`'s grammar token by token, a bit
-# stricter: only ASCII, the event and the metric's words in `_EVENT_CH`/`_WORD_CH` (`[^\s#(\[]`,
-# `[^\s(\[]`), numbers of at most 15 digits (converted exactly from their digits), and a count with a
-# point only before a unit and an event (without one it is a perf 3.x msec clock or a de_DE count,
-# which `_text_row` decides). A chunk with any other line is walked line by line.
-_CHUNK_HEAD = re.compile(r"#[ \t]+time\b")
-_EVENT_CH = r"[\x21\x22\x24-\x27\x29-\x5a\x5c-\x7e]"
-_WORD_CH = r"[\x21-\x27\x29-\x5a\x5c-\x7e]"
-_UNIT_TEXT = re.compile(r"[A-Za-z%/]+")
-_EVENT_TEXT = re.compile(rf"[A-Za-z_]{_EVENT_CH}*")
-_WORDS_TEXT = re.compile(rf"{_WORD_CH}+(?: {_WORD_CH}+)*")
-_SOLID = bytes(0 if b in b" \n" else 1 for b in range(256))  # `bytes.translate`: 1 in a token
-# spaces around a chunk's bytes: its fixed-width windows (17 bytes up to a number's end, `<not supported>`,
-# 8-byte words from a text's start) stay inside
-_PAD = 32
-_BLOCK = 8
-_NOT_SUPPORTED = np.frombuffer(b"<not supported>", dtype=np.uint8)
 _STRING_COLS = ("cpu", "event", "unit", "status", "metric_unit")
+_TOKEN = re.compile(r"\S+")
+# Digits made alike: two text lines with the same skeleton have every other character in the same
+# place, so the one grammar (`_plan`) read on one of them says where each field is in all of them.
+_SKELETON = str.maketrans("0123456789", "0" * 10)
+_DIGIT = re.compile("[0-9]")  # what `_SKELETON` makes alike
+_BLOCK = 16  # `text_chunks`' chunks read as one block
+_WALK_LINES = 50_000  # lines of a stream (or a capture with CR line ends) read as one block
+
+Span = tuple[int, int]  # a field's place in its line: [start, end) in characters
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """Where a text event line's fields are (spans of the line), or their value where the line's form
+    fixes it: the same for every line of its skeleton."""
+
+    interval: Span | None
+    cpu: Span | None
+    value: Span | None  # None: `<not supported>` / `<not counted>`
+    grouped: bool  # the value has en_US thousands separators
+    unit: Span | str | None  # perf 3.x clocks: "msec", which the line does not print
+    event: Span
+    status: str
+    running: Span | float  # the multiplexing percentage, or 100 (ran all the time) / NaN
+    metric_value: Span | None
+    metric_unit: Span | None  # its words, blanks between them made one
+
+
+def _plan(line: str) -> _Plan | str:
+    """The grammar of a text event line (perf 3.x to 6.x, `-I`, `-A`, `--per-socket`, `-r`): where its
+    fields are, or why it is no such line. The only place a text row is read: every line of the same
+    skeleton (`_SKELETON`) has its fields in the same places, so `_Block` asks this once per skeleton."""
+    s = line
+    for text in _NOT:  # one token, the same length: the places stay
+        s = s.replace(text, text.replace(" ", "_"))
+    running: Span | float = math.nan
+    tail = _PCT_TAIL.search(s)
+    if tail:
+        if "," in tail[1]:
+            return _LOCALE
+        running = tail.span(1)
+        s = s[: tail.start()]
+    s = _SPREAD.sub(lambda m: " " * len(m[0]), s)  # `( +- 1.34% )`: not kept
+    hash_at = s.find("#")
+    toks = [m.span() for m in _TOKEN.finditer(s, 0, len(s) if hash_at < 0 else hash_at)]
+
+    def text(span: Span) -> str:
+        return s[span[0] : span[1]]
+
+    interval = None
+    if (
+        len(toks) >= 2
+        and _TIME.match(text(toks[0]))
+        and (_is_value(text(toks[1])) or _AGGR.match(text(toks[1])))
+    ):
+        interval = toks.pop(0)
+    cpu = None
+    if toks and _AGGR.match(text(toks[0])):
+        cpu = toks.pop(0)
+        if (
+            not text(cpu).startswith("CPU")
+            and len(toks) >= 2
+            and text(toks[0]).isdigit()
+            and _is_value(text(toks[1]))
+        ):
+            toks.pop(0)  # --per-socket/--per-core: how many CPUs the aggregate covers
+    first = text(toks[0]) if toks else ""
+    if "," in first and re.match(r"^[0-9.,]+$", first) and not _GROUPED.match(first):
+        return _LOCALE  # de_DE `143,38` or `1.234,56`
+    if len(toks) < 2 or not _is_value(first):
+        return "not a perf stat event line"
+    raw = toks.pop(0)
+    old_unit = None
+    if len(toks) >= 2 and _OLD_UNIT.match(text(toks[-1])):
+        start, end = toks.pop()
+        old_unit = (start + 1, end - 1)  # `(msec)`: the word inside
+    if len(toks) == 1:
+        unit, event = old_unit, toks[0]
+    elif len(toks) == 2 and old_unit is None and _UNIT.match(text(toks[0])):
+        unit, event = toks
+    else:
+        return "not a perf stat event line"
+    name = text(event)
+    if not _EVENT.match(name):
+        return f"not a perf stat event name: {name!r}"
+    status = _NOT.get(text(raw).replace("_", " "), "counted")
+    value, grouped, unit_text = None, False, text(unit) if unit else ""
+    if status == "counted":
+        if not unit_text and _DOT_GROUPED.match(first) and not name.endswith("clock"):
+            return _LOCALE  # C prints counts without a decimal point
+        if _GROUPED.match(first):
+            grouped = True
+        elif "," in first:
+            return _LOCALE
+        elif not _PLAIN.match(first):
+            return f"not a perf stat value: {first!r}"
+        value = raw
+        running = 100.0 if isinstance(running, float) else running  # perf omits it when it ran throughout
+        if not unit_text and name.endswith("clock") and "." in first:
+            unit = "msec"  # perf 3.x printed clock events in msec without saying so
+    else:
+        running = math.nan
+    metric_value, metric_unit = None, None
+    if hash_at >= 0:
+        right = s[hash_at + 1 :]
+        start = hash_at + 1 + len(right) - len(right.lstrip())
+        right = right.strip()
+        m = _METRIC.match(right)
+        if m is None:
+            metric_unit = (start, start + len(right)) if right else None
+        else:
+            if "," in m[1]:
+                return _LOCALE  # perf never groups metric values
+            try:
+                float(m[1])
+            except ValueError:
+                return f"not a metric value: {m[1]!r}"
+            metric_value = (start + m.start(1), start + m.end(1))
+            metric_unit = (start + m.start(2), start + m.end(2)) if m[2] else None
+    return _Plan(interval, cpu, value, grouped, unit, event, status, running, metric_value, metric_unit)
+
+
+def _is_value(tok: str) -> bool:
+    return tok in ("<not_supported>", "<not_counted>") or bool(_PLAIN.match(tok) or _GROUPED.match(tok))
 
 
 def sniff(text: str) -> bool:
@@ -156,7 +257,8 @@ def sniff(text: str) -> bool:
 
 
 class _Report:
-    """State of one walk over a capture: the mode, the rows so far and the attrs."""
+    """State of one walk over the lines that are no text rows (headers, comments, the footer, `-x,`
+    rows, the target's own stderr): the mode, the `-x,` rows so far and the attrs."""
 
     def __init__(self) -> None:
         self.mode: str | None = None
@@ -165,6 +267,11 @@ class _Report:
         self.first_preamble: tuple[int, str] | None = None
         self.after_footer = False
 
+    @property
+    def rows_in_bulk(self) -> bool:
+        """Whether text rows here are the report's (read by `_Block`), not the target's or perf's advice."""
+        return self.mode == "text" and not self.after_footer
+
     def add(self, row: tuple) -> None:
         for key, val in zip(self.cols, row, strict=True):
             self.cols[key].append(val)
@@ -172,11 +279,6 @@ class _Report:
     def feed(self, line_no: int, line: str, lines: Lines) -> None:
         s = line.strip()
         if not s:
-            return
-        m = _FAST_ROW.match(s) if self.mode == "text" and not self.after_footer else None
-        # a count with a point and no unit is a perf 3.x msec clock or a de_DE count: `_text_row` decides
-        if m is not None and (m[2] is None or m[4] is not None or "." not in m[2]):
-            self._fast_row(m)
             return
         head = _HEADER.match(s)
         if head:
@@ -204,9 +306,9 @@ class _Report:
         if self.after_footer:
             self.attrs["notes"].append(s)  # perf's advice (`Some events weren't counted...`)
             return
-        if self.mode == "text":
-            self.add(_text_row(s, lines, line_no, line))
-            return
+        if self.mode == "text":  # `_Block` hands over no line `_plan` reads: this one is none
+            why = _plan(line)
+            raise lines.error(line_no, line, why if isinstance(why, str) else "not a perf stat event line")
         if _DE_CSV.search(s):
             raise lines.error(line_no, line, _LOCALE)
         row = _csv_row(s)
@@ -217,21 +319,6 @@ class _Report:
             raise lines.error(line_no, line, "not a `perf stat -x,` row")
         else:
             self._preamble(line_no, line)
-
-    def _fast_row(self, m: re.Match[str]) -> None:
-        """The row `_text_row` gives for a line `_FAST_ROW` matched, without its token walk."""
-        c = self.cols
-        counted = m[2] is not None
-        metric = m[6]
-        c["interval_s"].append(float(m[1]))
-        c["cpu"].append(None)
-        c["event"].append(m[5])
-        c["value"].append(float(m[2]) if counted else math.nan)
-        c["unit"].append(m[4])
-        c["running_pct"].append(100.0 if counted else math.nan)
-        c["status"].append("counted" if counted else "not supported")
-        c["metric_value"].append(float(metric) if metric is not None else math.nan)
-        c["metric_unit"].append(m[7])
 
     def _preamble(self, line_no: int, line: str) -> None:
         self.attrs["preamble_lines"] += 1  # type: ignore[operator]
@@ -254,12 +341,13 @@ def parse(source: Source, *, host: str | None = None, tz: str = "UTC") -> pd.Dat
         ParseError: no perf stat report in the text, a malformed line after the report began, or a
             decimal-comma locale.
     """
-    rep = _Report()
-    segments = _Segments()
-    lines = _fast(source, rep, segments)
-    if lines is None:  # a stream, or CR line ends: the line walk over the whole capture
-        rep, segments = _Report(), _Segments()
-        lines = feed_lines(source, KIND, rep.feed, rep.cut)
+    block = _Block()
+    lines = block.read_chunks(source)
+    if lines is None:  # a stream, or CR line ends: line by line (as `Lines` counts them), in blocks
+        block = _Block()
+        lines = feed_lines(source, KIND, block.feed, block.rep.cut)
+        block.flush(lines)
+    rep, segments = block.rep, block.segments
     segments.flush(rep)
     if rep.mode is None and rep.first_preamble is not None:
         raise lines.error(
@@ -283,15 +371,16 @@ def parse(source: Source, *, host: str | None = None, tz: str = "UTC") -> pd.Dat
 
 
 class _Segments:
-    """Rows as arrays, in file order: chunks read by `_CHUNK_ROW`, and the line walk's rows between
-    them (flushed from `_Report.cols`). String columns are codes into one `Interned` table each."""
+    """Rows as arrays, in file order: the text rows of each block (`_Block`) and the `-x,` rows the
+    walk read between them (flushed from `_Report.cols`). String columns are codes into one
+    `Interned` table each."""
 
     def __init__(self) -> None:
         self.strings = {k: Interned() for k in _STRING_COLS}
         self.parts: dict[str, list[np.ndarray]] = {k: [] for k in SCHEMA if k not in ("host", "ipc")}
 
     def flush(self, rep: _Report) -> None:
-        """Move the line walk's rows so far into the arrays."""
+        """Move the walk's rows so far into the arrays."""
         if not rep.cols["event"]:
             return
         for k, v in rep.cols.items():
@@ -301,7 +390,6 @@ class _Segments:
             v.clear()
 
     def add_rows(self, cols: dict[str, np.ndarray]) -> None:
-        """Rows read by `_chunk_rows`, after the line walk's rows before them."""
         for k, v in cols.items():
             self.parts[k].append(v)
 
@@ -312,40 +400,129 @@ class _Segments:
         }
 
 
-def _fast(source: Source, rep: _Report, segments: _Segments) -> Lines | None:
-    """Read a path or string a block of chunks at a time: a block of only `-I` rows and `# time` headers
-    (the body of a `perf stat -I` capture) at once (`_chunk_rows`), any other by the line walk; None for
-    a stream or a capture with CR line ends (the caller walks it whole)."""
-    chunks = text_chunks(source)
-    if chunks is None:
-        return None
-    lines = Lines(source, KIND)
-    first_no = 1
-    try:
-        for chunk in _blocks(chunks):
-            if has_cr(chunk):
-                return None
-            body = chunk[: chunk.rfind("\n") + 1]  # a cut last line is the line walk's
-            start = 0
-            if rep.mode is None:  # the walk finds the header (and skips a preamble) line by line
-                while rep.mode is None and start < len(body):
-                    end = body.index("\n", start) + 1
-                    rep.feed(first_no + body.count("\n", 0, start), body[start : end - 1], lines)
-                    start = end
-            rest = body[start:]
-            n_lines = chunk.count("\n")
-            if rest and _fast_chunk(rest, rep, segments):
-                start = len(body)
-            line_no = first_no + (n_lines if start == len(body) else chunk.count("\n", 0, start))
-            walk_text(chunk[start:], line_no, lines, rep.feed, rep.cut)
-            first_no += n_lines
-    except OSError:
-        return None  # the line walk raises it as a ParseError
-    return lines
+class _Block:
+    """Reads a capture a block of whole lines at a time. Lines are grouped by skeleton; `_plan` reads
+    one line of each, and says whether they are text rows and where their fields are: the rows of a
+    skeleton are then cut out of the block as one character matrix, a field its columns, its numbers
+    converted by Arrow (correctly rounded, as `float()`). Every other line, in order, goes to the walk
+    (`_Report.feed`), which keeps the mode: text rows count only in the report (`rows_in_bulk`)."""
+
+    def __init__(self) -> None:
+        self.rep = _Report()
+        self.segments = _Segments()
+        self.pending: list[str] = []
+        self.first_no = 1
+
+    def read_chunks(self, source: Source) -> Lines | None:
+        """A path's or a string's blocks; None for a stream or a capture with CR line ends."""
+        chunks = text_chunks(source)
+        if chunks is None:
+            return None
+        lines = Lines(source, KIND)
+        first_no = 1
+        try:
+            for chunk in _joined(chunks):
+                if has_cr(chunk):
+                    return None
+                body = chunk[: chunk.rfind("\n") + 1]  # a cut last line is the walk's
+                self.read(body, first_no, lines)
+                first_no += body.count("\n")  # a cut line is the capture's last
+                walk_text(chunk[len(body) :], first_no, lines, self.rep.feed, self.rep.cut)
+        except OSError:
+            return None  # the line walk raises it as a ParseError
+        return lines
+
+    def feed(self, line_no: int, line: str, lines: Lines) -> None:
+        """`feed_lines`' call: lines gathered into blocks."""
+        if not self.pending:
+            self.first_no = line_no
+        self.pending.append(line)
+        if len(self.pending) >= _WALK_LINES:
+            self.flush(lines)
+
+    def flush(self, lines: Lines) -> None:
+        if self.pending:
+            self.read("\n".join(self.pending) + "\n", self.first_no, lines)
+            self.pending.clear()
+
+    def read(self, body: str, first_no: int, lines: Lines) -> None:
+        """The lines of `body` (each ending with a line end), the first numbered `first_no`."""
+        text = _Text(body)
+        codes, uniques = pd.factorize(np.array(body.translate(_SKELETON).split("\n")[:-1], dtype=object))
+        plans = [self._plan_of(text.line(i)) for i in np.unique(codes, return_index=True)[1].tolist()]
+        is_row = np.array([p is not None for p in plans], dtype=bool)[codes]
+        bulk = np.zeros(len(codes), dtype=bool)
+        rep, start = self.rep, 0
+        for i in [*np.flatnonzero(~is_row).tolist(), len(codes)]:
+            if rep.rows_in_bulk:
+                bulk[start:i] = True
+            else:  # the target's stderr before the report, perf's advice after it: the walk's
+                for j in range(start, i):
+                    rep.feed(first_no + j, text.line(j), lines)
+            if i < len(codes):
+                rep.feed(first_no + i, text.line(i), lines)
+            start = i + 1
+        rows = np.flatnonzero(bulk & is_row)
+        if len(rows):
+            self.segments.flush(rep)
+            self.segments.add_rows(self._rows(text, rows, codes[rows], plans))
+
+    @staticmethod
+    def _plan_of(line: str) -> _Plan | None:
+        """The line's plan if it is a text row; None for a line the walk reads (or refuses)."""
+        s = line.strip()
+        if not s or s.startswith("#") or _HEADER.match(s) or _FOOTER.match(s):
+            return None
+        plan = _plan(line)
+        return plan if isinstance(plan, _Plan) else None
+
+    def _rows(
+        self, text: _Text, rows: np.ndarray, codes: np.ndarray, plans: list[_Plan | None]
+    ) -> dict[str, np.ndarray]:
+        """The columns of the text rows `rows` (lines of the block; `codes` their skeletons), in order."""
+        strings = self.segments.strings
+        out = {
+            k: np.full(len(rows), -1, dtype=np.int64) if k in strings else np.full(len(rows), np.nan)
+            for k in self.segments.parts
+        }
+        order = np.argsort(codes, kind="stable")
+        for at in np.split(order, np.flatnonzero(np.diff(codes[order])) + 1):  # one skeleton's rows
+            plan = plans[codes[at[0]]]
+            if plan is None:
+                continue  # no row: not in `rows`
+            field = _Fields(text, rows[at], strings)
+            out["interval_s"][at] = field.number(plan.interval)
+            out["cpu"][at] = field.code("cpu", plan.cpu)
+            out["event"][at] = field.code("event", plan.event)
+            out["value"][at] = field.number(plan.value, plan.grouped)
+            out["unit"][at] = field.code("unit", plan.unit)
+            out["running_pct"][at] = (
+                field.number(plan.running) if isinstance(plan.running, tuple) else plan.running
+            )
+            out["status"][at] = strings["status"].code(plan.status)
+            out["metric_value"][at] = field.number(plan.metric_value)
+            out["metric_unit"][at] = field.code("metric_unit", plan.metric_unit, words=True)
+        return out
 
 
-def _blocks(chunks: Iterator[str]) -> Iterator[str]:
-    """Chunks joined `_BLOCK` at a time: numpy's cost per call is then spread over more rows."""
+class _Text:
+    """A block's characters as one array (a byte each when ASCII, else a UTF-32 unit each: a line's
+    spans index it either way) and where its lines start and end."""
+
+    def __init__(self, body: str) -> None:
+        self.body, self.wide = body, not body.isascii()
+        self.chars = np.frombuffer(
+            body.encode("utf-32-le" if self.wide else "ascii"), dtype=np.uint32 if self.wide else np.uint8
+        )
+        self.ends = np.flatnonzero(self.chars == 10)
+        self.starts = np.concatenate(([0], self.ends[:-1] + 1))
+
+    def line(self, i: int) -> str:
+        return self.body[self.starts[i] : self.ends[i]]
+
+
+def _joined(chunks: Iterator[str]) -> Iterator[str]:
+    """Chunks joined `_BLOCK` at a time: a block costs a few calls per skeleton, whatever its size."""
     batch: list[str] = []
     for chunk in chunks:
         batch.append(chunk)
@@ -356,175 +533,54 @@ def _blocks(chunks: Iterator[str]) -> Iterator[str]:
         yield "".join(batch)
 
 
-def _fast_chunk(text: str, rep: _Report, segments: _Segments) -> bool:
-    """Add the rows of `text` if it is only `-I` rows and `# time` headers in the text mode; else False."""
-    if rep.mode != "text" or rep.after_footer:
-        return False
-    cols = _chunk_rows(text, segments.strings)
-    if cols is None:
-        return False
-    segments.flush(rep)
-    segments.add_rows(cols)
-    return True
+class _Fields:
+    """The fields of one skeleton's rows (`rows`: lines of the block), read at the places its plan says."""
+
+    def __init__(self, text: _Text, rows: np.ndarray, strings: dict[str, Interned]) -> None:
+        self.text, self.rows, self.strings = text, rows, strings
+        self.line = text.line(int(rows[0]))  # every row is as long, its digits elsewhere the same
+
+    def cells(self, span: Span) -> np.ndarray:
+        """The field's characters, a row each."""
+        return byte_windows(self.text.chars, self.text.starts[self.rows] + span[0], span[1] - span[0])
+
+    def number(self, span: Span | None, grouped: bool = False) -> np.ndarray | float:
+        return math.nan if span is None else _numbers(self.cells(span), self.text.wide, grouped)
+
+    def code(self, k: str, span: Span | str | None, words: bool = False) -> np.ndarray | int:
+        """Codes of the column's texts: -1 (NA) for no span, one code for a text the form fixes or for a
+        field without a digit (the same in every row), else each row's."""
+        if span is None:
+            return -1
+        if isinstance(span, str):
+            return self.strings[k].code(span)
+        text = self.line[span[0] : span[1]]
+        if not _DIGIT.search(text):
+            return self.strings[k].code(_text(text, words))
+        return _codes(self.cells(span), self.text.wide, self.strings[k], words)
 
 
-def _chunk_rows(text: str, strings: dict[str, Interned]) -> dict[str, np.ndarray] | None:
-    """The rows of `text` (whole lines) as `_Report._fast_row` makes them (string columns as codes of
-    `strings`), if every line is a `# time` header (`_CHUNK_HEAD`) or a row of the grammar of
-    `_FAST_ROW`, tokens separated by spaces: time, count (or `<not supported>`), unit (optional: a
-    count with a point needs one), event, then optionally `#`, the metric value and its words (one
-    space apart). None otherwise."""
-    if not text.isascii():
-        return None
-    pad = b" " * _PAD
-    raw = b"".join((pad, text.encode("ascii"), pad))
-    buf = np.frombuffer(raw, dtype=np.uint8)
-    ends = np.flatnonzero(buf == 10)
-    starts = np.concatenate(([_PAD], ends[:-1] + 1))
-    head = buf[starts] == ord("#")
-    heads = zip(starts[head] - _PAD, ends[head] - _PAD, strict=True)
-    if head.all() or not all(_CHUNK_HEAD.match(text, start, end) for start, end in heads):
-        return None
-    # tokens: runs of bytes other than space and newline (the pads make them start and end inside)
-    solid = np.frombuffer(raw.translate(_SOLID), dtype=bool)
-    edges = np.flatnonzero(solid[1:] != solid[:-1]) + 1
-    tok_start, tok_end = edges[0::2], edges[1::2]
-    if not len(tok_start):
-        return None
-    # the rows: k their first token, n their token count
-    k = np.searchsorted(tok_start, starts[~head])
-    n = np.searchsorted(tok_start, ends[~head]) - k
+def _text(text: str, words: bool) -> str:
+    return " ".join(text.split()) if words else text
 
-    def token(j: np.ndarray | int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Whether each row has a token `j`, and its start and end."""
-        at = np.minimum(k + j, len(tok_start) - 1)
-        return j < n, tok_start[at], tok_end[at]
 
-    def hash_at(j: np.ndarray) -> np.ndarray:
-        has, start, end = token(j)
-        return has & (end - start == 1) & (buf[start] == ord("#"))
+def _numbers(cells: np.ndarray, wide: bool, grouped: bool) -> np.ndarray:
+    """The numbers of a field's characters (one row each: digits, `.`, en_US `,`, or `nan`/`inf`)."""
+    texts = pa.array(np.ascontiguousarray(cells).view(f"{'U' if wide else 'S'}{cells.shape[1]}").ravel())
+    if not wide:
+        texts = texts.cast(pa.string())
+    if grouped:
+        texts = pc.replace_substring(texts, ",", "")
+    return pc.cast(texts, pa.float64()).to_numpy(zero_copy_only=False)
 
-    has, start, end = token(1)
-    not_sup = np.zeros(len(k), dtype=bool)
-    maybe = np.flatnonzero(has & (end - start == 4) & (buf[start] == ord("<")))
-    after = np.minimum(k[maybe] + 2, len(tok_start) - 1)  # if the bytes match: `supported>`, all of it
-    not_sup[maybe] = (byte_windows(buf, start[maybe], len(_NOT_SUPPORTED)) == _NOT_SUPPORTED).all(axis=1) & (
-        tok_end[after] - tok_start[after] == 10
+
+def _codes(cells: np.ndarray, wide: bool, interned: Interned, words: bool) -> np.ndarray:
+    """`interned` codes of a text field's characters (one row each), each distinct text read once."""
+    local, uniques = pd.factorize(
+        np.ascontiguousarray(cells).view(f"{'U' if wide else 'S'}{cells.shape[1]}").ravel()
     )
-    i = 2 + not_sup  # the token after the count: the unit if two tokens come before `#` (or the end)
-    with_unit = (n > i + 1) & ~hash_at(i + 1)
-    tail = i + 1 + with_unit  # where `#` may be
-    n_tail = n - tail
-    if not ((n > i) & ((n_tail == 0) | hash_at(tail))).all():
-        return None
-    counted = ~not_sup
-    count, mval = k[counted] + 1, (k + tail + 1)[n_tail >= 2]
-    # the rows of an interval share its time: each run of one text is read once
-    new = np.ones(len(k), dtype=bool)
-    length = tok_end[k] - tok_start[k]
-    width = int(length.max())
-    if width > 17:
-        return None  # 16 digits at least
-    windows = byte_windows(buf, tok_end[k] - width, width)
-    times = np.where(np.arange(width) >= (width - length)[:, None], windows, 0)
-    new[1:] = (times[1:] != times[:-1]).any(axis=1)
-    interval = _number(buf, tok_start[k][new], tok_end[k][new], signed=False)
-    value = _number(buf, tok_start[count], tok_end[count], signed=False)
-    metric = _number(buf, tok_start[mval], tok_end[mval], signed=True)
-    if interval is None or value is None or metric is None:
-        return None
-    # the time has nine decimals; a count with a point is a perf 3.x clock or de_DE without a unit
-    if (interval[1] != 9).any() or (value[1][~with_unit[counted]] != 0).any():
-        return None
-    interval_s = interval[0][np.cumsum(new) - 1]
-    unit, event = (k + i)[with_unit], k + i + with_unit
-    worded = n_tail >= 3
-    words_from, words_to = (k + tail + 2)[worded], (k + n - 1)[worded]
-    events = _codes(strings["event"], _EVENT_TEXT, buf, tok_start[event], tok_end[event])
-    units = _codes(strings["unit"], _UNIT_TEXT, buf, tok_start[unit], tok_end[unit])
-    metric_units = _codes(strings["metric_unit"], _WORDS_TEXT, buf, tok_start[words_from], tok_end[words_to])
-    if events is None or units is None or metric_units is None:
-        return None
-    status = strings["status"]
-    return {
-        "interval_s": interval_s,
-        "cpu": np.full(len(k), -1, dtype=np.int64),
-        "event": events,
-        "value": _scatter(value[0], counted, np.nan),
-        "unit": _scatter(units, with_unit, -1),
-        "running_pct": np.where(counted, 100.0, np.nan),
-        "status": np.where(counted, status.code("counted"), status.code("not supported")),
-        "metric_value": _scatter(metric[0], n_tail >= 2, np.nan),
-        "metric_unit": _scatter(metric_units, worded, -1),
-    }
-
-
-def _scatter(values: np.ndarray, where: np.ndarray, missing: float) -> np.ndarray:
-    """`values` at the places `where` is true, `missing` elsewhere."""
-    out = np.full(len(where), missing, dtype=values.dtype)
-    out[where] = values
-    return out
-
-
-def _number(
-    buf: np.ndarray, start: np.ndarray, end: np.ndarray, *, signed: bool
-) -> tuple[np.ndarray, np.ndarray] | None:
-    """`float` of the tokens `buf[start:end]` and their decimal places, if each is `[0-9]+(\\.[0-9]+)?`
-    (with `-?` first if `signed`) of at most 15 digits; else None. The value comes from the digits:
-    as one integer (exact in float64), divided by a power of ten, it rounds as `float` rounds the text."""
-    if not len(start):
-        return np.empty(0), np.empty(0, dtype=np.int64)
-    length = end - start
-    width = int(length.max())
-    if width > 17:
-        return None  # 16 digits at least
-    col = np.arange(width)
-    window = byte_windows(buf, end - width, width)  # right-aligned: a token's last byte in the last column
-    lead = width - length  # the column of its first byte
-    digit = (col >= lead[:, None]) & (window - ord("0") < 10)
-    point = (col >= lead[:, None]) & (window == ord("."))
-    sign = window[np.arange(len(start)), lead] == ord("-") if signed else np.zeros(len(start), dtype=bool)
-    n_digits, n_points = digit.sum(axis=1), point.sum(axis=1)
-    at_point = np.where(n_points > 0, point.argmax(axis=1), -1)
-    # only digits, the sign and one point at most, with a digit before it (not the sign) and after it
-    if (n_digits + n_points + sign != length).any() or (n_points > 1).any() or (n_digits > 15).any():
-        return None
-    if (n_digits == 0).any() or (
-        (n_points > 0) & ((at_point <= lead + sign) | (at_point == width - 1))
-    ).any():
-        return None
-    places = np.where(n_points > 0, width - 1 - at_point, 0)
-    # the digits as one integer, the point read as a 0 digit (then taken out): at most 17 digits
-    whole = np.where(digit, window & 15, 0).astype(np.int64) @ 10 ** np.arange(width - 1, -1, -1)
-    low = whole % 10**places
-    mantissa = np.where(n_points > 0, (whole - low) // 10 + low, whole)  # < 10**15: exact as a float
-    number = mantissa / 10.0**places
-    return np.where(sign, -number, number), places
-
-
-def _codes(
-    interned: Interned, grammar: re.Pattern[str], buf: np.ndarray, start: np.ndarray, end: np.ndarray
-) -> np.ndarray | None:
-    """`interned` codes of the texts `buf[start:end]` (ASCII), told apart by a hash of their bytes;
-    None if one does not match `grammar` or two texts share a hash (then the chunk is walked)."""
-    if not len(start):
-        return np.empty(0, dtype=np.int64)
-    words = -(-int((end - start).max()) // 8)
-    window = byte_windows(buf, start, 8 * words)
-    window[np.arange(8 * words) >= (end - start)[:, None]] = 0
-    columns = window.view(np.uint64)
-    key = columns[:, 0].copy()
-    for j in range(1, words):
-        key = key * np.uint64(0x9E3779B97F4A7C15) + columns[:, j]  # wraps around: a hash
-    codes, uniques = pd.factorize(key)
-    sample = np.empty(len(uniques), dtype=np.int64)
-    sample[codes] = np.arange(len(codes))  # a row of each hash
-    if words > 1 and (window != window[sample[codes]]).any():
-        return None
-    texts = [buf[start[row] : end[row]].tobytes().decode("ascii") for row in sample]
-    if not all(grammar.fullmatch(text) for text in texts):
-        return None
-    return np.array([interned.code(text) for text in texts], dtype=np.int64)[codes]
+    table = [_text(u if wide else u.decode("ascii"), words) for u in uniques]
+    return np.array([interned.code(t or "") for t in table], dtype=np.int64)[local]
 
 
 def _ipc(cols: dict[str, np.ndarray], events: list[str]) -> np.ndarray:
@@ -548,87 +604,9 @@ def _ipc(cols: dict[str, np.ndarray], events: list[str]) -> np.ndarray:
     return out
 
 
-def _value(tok: str, lines: Lines, line_no: int, line: str) -> float:
-    if _PLAIN.match(tok):
-        return float(tok)
-    if _GROUPED.match(tok):
-        return float(tok.replace(",", ""))
-    if "," in tok:
-        raise lines.error(line_no, line, _LOCALE)
-    raise lines.error(line_no, line, f"not a perf stat value: {tok!r}")
-
-
-def _text_row(s: str, lines: Lines, line_no: int, line: str) -> tuple:
-    """One text event line -> (interval_s, cpu, event, value, unit, pct, status, mval, munit)."""
-    for text, _ in _NOT.items():
-        s = s.replace(text, text.replace(" ", "_"))
-    running = math.nan
-    tail = _PCT_TAIL.search(s)
-    if tail:
-        if "," in tail[1]:
-            raise lines.error(line_no, line, _LOCALE)
-        running = float(tail[1])
-        s = s[: tail.start()]
-    left, _, right = _SPREAD.sub(" ", s).partition("#")
-    toks = left.split()
-    interval = math.nan
-    if len(toks) >= 2 and _TIME.match(toks[0]) and (_is_value(toks[1]) or _AGGR.match(toks[1])):
-        interval = float(toks.pop(0))
-    cpu = None
-    if toks and _AGGR.match(toks[0]):
-        cpu = toks.pop(0)
-        if not cpu.startswith("CPU") and len(toks) >= 2 and toks[0].isdigit() and _is_value(toks[1]):
-            toks.pop(0)  # --per-socket/--per-core: how many CPUs the aggregate covers
-    if toks and "," in toks[0] and re.match(r"^[\d.,]+$", toks[0]) and not _GROUPED.match(toks[0]):
-        raise lines.error(line_no, line, _LOCALE)  # de_DE `143,38` or `1.234,56`
-    if len(toks) < 2 or not _is_value(toks[0]):
-        raise lines.error(line_no, line, "not a perf stat event line")
-    raw = toks.pop(0)
-    old_unit = None
-    if len(toks) >= 2 and _OLD_UNIT.match(toks[-1]):
-        old_unit = _OLD_UNIT.match(toks.pop())[1]  # type: ignore[index]
-    if len(toks) == 1:
-        unit, event = old_unit or "", toks[0]
-    elif len(toks) == 2 and old_unit is None and _UNIT.match(toks[0]):
-        unit, event = toks
-    else:
-        raise lines.error(line_no, line, "not a perf stat event line")
-    if not _EVENT.match(event):
-        raise lines.error(line_no, line, f"not a perf stat event name: {event!r}")
-    status = _NOT.get(raw.replace("_", " "), "counted")
-    if status != "counted":
-        value, running = math.nan, math.nan
-    else:
-        if not unit and _DOT_GROUPED.match(raw) and not event.endswith("clock"):
-            raise lines.error(line_no, line, _LOCALE)  # C prints counts without a decimal point
-        value = _value(raw, lines, line_no, line)
-        if math.isnan(running):
-            running = 100.0  # perf omits the percentage when the counter ran all the time
-        if not unit and event.endswith("clock") and "." in raw:
-            unit = "msec"  # perf 3.x printed clock events in msec without saying so
-    mval, munit = math.nan, None
-    right = right.strip()
-    if right:
-        m = _METRIC.match(right)
-        if m:
-            if "," in m[1]:
-                raise lines.error(line_no, line, _LOCALE)  # perf never groups metric values
-            try:
-                mval = float(m[1])
-            except ValueError:
-                raise lines.error(line_no, line, f"not a metric value: {m[1]!r}") from None
-            munit = " ".join(m[2].split()) or None
-        else:
-            munit = " ".join(right.split())
-    return interval, cpu, event, value, unit or None, running, status, mval, munit
-
-
-def _is_value(tok: str) -> bool:
-    return tok in ("<not_supported>", "<not_counted>") or bool(_PLAIN.match(tok) or _GROUPED.match(tok))
-
-
 def _csv_row(s: str) -> tuple | None:
-    """One `-x,` row -> the same tuple as `_text_row`, or None when the line is no such row."""
+    """One `-x,` row -> (interval_s, cpu, event, value, unit, pct, status, mval, munit), or None when the
+    line is no such row."""
     f = [x.strip() for x in s.split(",")]
     interval = math.nan
     if len(f) >= 4 and _TIME.match(f[0]) and (f[1] in _NOT or _PLAIN.match(f[1]) or _AGGR.match(f[1])):

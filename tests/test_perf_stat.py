@@ -163,3 +163,36 @@ def test_sniff() -> None:
     for path in FIXTURES.glob("*/*.txt"):
         if path.parent.name != "perf_stat":
             assert not perf_stat.sniff(path.read_text(errors="replace")), path
+
+
+def test_rows_of_one_skeleton_keep_their_own_digits() -> None:
+    """`perf stat -I 1000 -a -A` over 12 CPUs for 3 s, written here in perf 6.1's layout: CPU0..CPU9
+    share a skeleton (digits made alike), as do CPU10/CPU11, many counts of one width, multiplexed
+    and not. Every row's numbers and cpu are its own line's, read here with `str.split`."""
+    lines = ["#           time CPU                    counts unit events"]
+    for t in range(1, 4):
+        for cpu in range(12):
+            head, clock = f"{t + 0.000123456:16.9f} CPU{cpu:<4}", 1000 + 7 * t + cpu
+            lines.append(f"{head} {clock:>14}.{cpu:02d} msec cpu-clock   #  1.{cpu:03d} CPUs utilized")
+            lines.append(f"{head} {31 * t + cpu:>17}      cycles   #  {cpu}.5 GHz  ({50 + cpu}.25%)")
+    df = perf_stat.parse("\n".join(lines) + "\n")
+    assert len(df) == 72
+    for (_, row), line in zip(df.iterrows(), lines[1:], strict=True):
+        toks = line.split()
+        assert (
+            row["interval_s"] == float(toks[0]) and row["cpu"] == toks[1] and row["value"] == float(toks[2])
+        )
+        if row["event"] == "cycles":
+            assert row["metric_value"] == float(toks[5]) and row["running_pct"] == float(toks[7][1:-2])
+        else:
+            assert (
+                row["unit"] == "msec" and row["metric_value"] == float(toks[6]) and row["running_pct"] == 100
+            )
+
+
+def test_digits_other_than_ascii_are_refused_naming_the_line() -> None:
+    """Python's float() reads `٣` as 3; perf prints ASCII digits only, so such a count is no number."""
+    text = "\n Performance counter stats for 'ls':\n\n     ٣٣      context-switches\n"
+    with pytest.raises(ParseError, match="not a perf stat event line") as info:
+        perf_stat.parse(text)
+    assert info.value.line_no == 4
