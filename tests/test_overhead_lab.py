@@ -1,0 +1,103 @@
+"""collector.overhead on a host made heavy to capture, against the same host without the load.
+
+A host with many threads (a JVM, TiKV's pools) makes `top -H` and iotop render every thread every
+second. Here one Python process holds 10,000 sleeping threads (64 KiB stacks; killed however the test
+ends) while `perfkit collect --local -d 6` runs with the default profile: on the lab VM top took
+19 % and iotop 22 % of a core, over the rule's 10 %. The control is the same collection without
+that process (a few hundred threads on the host): silent.
+
+The evidence is checked against the archive's own pidstat text, read here without perfkit.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from perfkit.pipeline import analyze_path
+
+pytestmark = pytest.mark.lab
+
+THREADS = 10_000
+WINDOW_S = 6
+HOLDER = f"""
+import threading, time
+threading.stack_size(65536)
+for _ in range({THREADS}):
+    threading.Thread(target=time.sleep, args=(3600,), daemon=True).start()
+print("ready", flush=True)
+time.sleep(3600)
+"""
+
+
+@contextlib.contextmanager
+def many_threads() -> Iterator[int]:
+    """A process holding `THREADS` sleeping threads, killed when the block ends; its pid."""
+    proc = subprocess.Popen([sys.executable, "-c", HOLDER], stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
+        yield proc.pid
+    finally:
+        proc.kill()
+        proc.communicate(timeout=30)
+
+
+def collect(out: Path) -> Path:
+    res = subprocess.run(
+        [sys.executable, "-c", "from perfkit.cli import main; main()"]
+        + ["collect", "--local", "-d", str(WINDOW_S), "-o", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+    assert res.returncode == 0, res.stdout + res.stderr
+    return out
+
+
+def raw_cpu(archive: Path, command: str) -> list[float]:
+    """`command`'s %CPU in each interval of the archive's `pidstat -u` table (its Average row left out)."""
+    [path] = archive.glob("hosts/*/pidstat.out")
+    header: list[str] = []
+    values = []
+    for line in path.read_text().splitlines():
+        words = line.split()
+        if "UID" in words:  # each table's header: -u's has %CPU, -d's and -w's do not
+            header = words
+        elif (
+            "%CPU" in header and len(words) == len(header) and words[-1] == command and words[0] != "Average:"
+        ):
+            values.append(float(words[header.index("%CPU")]))
+    return values
+
+
+def test_a_host_of_many_threads_makes_top_and_iotop_heavy(tmp_path: Path) -> None:
+    with many_threads() as pid:
+        assert len(list(Path(f"/proc/{pid}/task").iterdir())) > THREADS
+        time.sleep(0.5)
+        archive = collect(tmp_path / "heavy")
+    [f] = [f for f in analyze_path(archive).findings if f.rule == "collector.overhead"]
+    ev = f.evidence
+    assert f.severity == "warning" and "top" in f.title
+    top = raw_cpu(archive, "top")
+    assert len(top) >= WINDOW_S - 1
+    assert (
+        ev["top_cpu_pct_mean"] == pytest.approx(statistics.mean(top), abs=0.01)
+        and ev["top_cpu_pct_mean"] > 10
+    )
+    assert ev["tools_cpu_pct_mean"] >= ev["top_cpu_pct_mean"]
+    assert ev["cpu_source"].endswith("pidstat.out")
+
+
+def test_the_same_host_without_them_is_light_to_capture(tmp_path: Path) -> None:
+    archive = collect(tmp_path / "light")
+    result = analyze_path(archive)
+    assert "collector.overhead" not in {f.rule for f in result.findings}
+    top = raw_cpu(archive, "top")
+    assert top and statistics.mean(top) < 10  # what the rule read, under its bar
