@@ -568,6 +568,16 @@ def swapping(ds: Dataset, sweep: Any, th: Thresholds) -> list[Finding] | Skipped
             ev["steps"] = ", ".join(names)
         if any(h[0].kind == "psutil" for h in hits):
             ev["free_is"] = "available memory (psutil)"
+        # the host could have kept every swapped page in RAM: its RAM did not push them out, a limit on
+        # a group of processes did (a cgroup's memory.max: a container, a systemd slice), or one full
+        # NUMA node
+        ev["free_exceeds_swap"] = bool(ev["free_kb_median"] > ev["swpd_kb_max"])
+        local = (
+            " More memory was free than in swap: not the host's RAM but a memory limit on the swapping "
+            "processes' cgroup (a container, a systemd slice) or one full NUMA node pushed them out."
+            if ev["free_exceeds_swap"]
+            else ""
+        )
         out.append(
             Finding(
                 rule=rule,
@@ -583,6 +593,7 @@ def swapping(ds: Dataset, sweep: Any, th: Thresholds) -> list[Finding] | Skipped
                     f"{ev['free_kb_median'] / 1024:.0f} MiB free and "
                     f"{ev['swpd_kb_max'] / 1024:.0f} MiB in swap"
                     + (f" in steps {ev['steps']}." if names else ".")
+                    + local
                 ),
                 evidence=ev,
                 explanation=(
@@ -593,6 +604,15 @@ def swapping(ds: Dataset, sweep: Any, th: Thresholds) -> list[Finding] | Skipped
                     "sized for more memory than the host has (buffer pool, block cache) does this under load."
                 ),
                 next_steps=[
+                    *(
+                        [
+                            "Read the swapping processes' cgroup limit: the group in /proc/PID/cgroup, its "
+                            "memory.max and memory.events (v2) or memory.limit_in_bytes and memory.failcnt "
+                            "(v1); docker --memory, Kubernetes resources.limits.memory."
+                        ]
+                        if ev["free_exceeds_swap"]
+                        else []
+                    ),
                     "Find who uses the memory and who is swapped: ps aux --sort=-rss, "
                     "grep VmSwap /proc/*/status, smem -s swap.",
                     "Size the caches to fit: innodb_buffer_pool_size, TiKV storage.block-cache.capacity, "

@@ -315,6 +315,13 @@ def test_swap_in_during_the_load_fires() -> None:
         512,
     )
     assert ev["free_kb_median"] == 81234 and f.severity == "critical"
+    # 79 MiB free, 512 MiB in swap: the host's RAM was short, no cgroup limit is suggested
+    assert ev["free_exceeds_swap"] is False and "cgroup" not in f.summary + f.next_steps[0]
+    # 8 GiB free, the same 512 MiB in swap: what pushed the pages out was no lack of RAM
+    roomy = [r.replace(" 81234 ", " 8388608 ") for r in rows]
+    [g] = cpu.swapping(vm_ds(vm_text(roomy), cpus=False), None, TH)
+    assert g.evidence["free_exceeds_swap"] is True
+    assert "memory limit on the swapping processes' cgroup" in g.summary and "memory.max" in g.next_steps[0]
     # a stricter share: 4 of 5 samples is below 0.9
     assert cpu.swapping(vm_ds(vm_text(rows), cpus=False), None, with_th("mem.swapping", min_share=0.9)) == []
 

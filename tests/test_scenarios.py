@@ -103,6 +103,26 @@ def test_v2_io_group_writes_io_max_and_reads_wios(fake_v2: Layout) -> None:
     assert (root / "cgroup.subtree_control").read_text() == "io memory\n"
 
 
+def test_memory_groups_write_their_limit(
+    fake_v2: Layout, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    g = Group(PREFIX + "u4-hog", ("memory",), fake_v2)
+    g.create()
+    assert g.enabled == []  # memory already on in the fake root's subtree
+    g.set_memory_limit(64 << 20)
+    assert (fake_v2.v2 / (PREFIX + "u4-hog") / "memory.max").read_text() == str(64 << 20)  # type: ignore[operator]
+    assert g.release() == []
+    v1_root = tmp_path / "v1-memory"
+    v1_root.mkdir()
+    (v1_root / "tasks").write_text("")
+    g1 = Group(PREFIX + "u5-hog", ("memory",), Layout(v1={"memory": v1_root}))
+    assert g1.version == 1 and g1.dirs == {"memory": v1_root / (PREFIX + "u5-hog")}
+    g1.create()
+    g1.set_memory_limit(32 << 20)
+    assert (v1_root / (PREFIX + "u5-hog") / "memory.limit_in_bytes").read_text() == str(32 << 20)
+    assert g1.release() == []
+
+
 def test_a_group_never_removes_a_dir_it_did_not_make(fake_v2: Layout) -> None:
     root = fake_v2.v2
     assert root is not None

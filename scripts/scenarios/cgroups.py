@@ -6,14 +6,14 @@ Every group the lab makes is named `PREFIX<run id>-<role>` directly under the hi
 
 - **v1** (controllers mounted one per directory, as on this machine kind): a group is one directory
   per controller it needs (`cpu` + `cpuacct` for a CPU quota and its accounting, `blkio` for an IO
-  limit). A process is moved by writing **every thread id** to `tasks` (threads created later
-  inherit their creator's group); a thread created while the ids are written is caught by going
-  over `/proc/PID/task` again until every thread is in. Counters: `cpu.stat` (`throttled_time` in
-  ns), `cpuacct.usage` (ns), `blkio.throttle.io_serviced`.
+  limit, `memory` for a memory limit). A process is moved by writing **every thread id** to `tasks`
+  (threads created later inherit their creator's group); a thread created while the ids are written
+  is caught by going over `/proc/PID/task` again until every thread is in. Counters: `cpu.stat`
+  (`throttled_time` in ns), `cpuacct.usage` (ns), `blkio.throttle.io_serviced`.
 - **v2** (unified): one directory; the pid goes to `cgroup.procs` (all its threads move), the limits
-  are `cpu.max` and `io.max`, the counters `cpu.stat` (`usage_usec`, `throttled_usec`) and `io.stat`.
-  A controller missing from the root's `cgroup.subtree_control` is enabled for the run and disabled
-  again at the end.
+  are `cpu.max`, `io.max` and `memory.max`, the counters `cpu.stat` (`usage_usec`, `throttled_usec`)
+  and `io.stat`. A controller missing from the root's `cgroup.subtree_control` is enabled for the run
+  and disabled again at the end.
 
 Paths are parameters (`Layout`), so the v2 file writes are unit-tested on a directory tree where the
 machine has no v2 controllers (this one: the v2 hierarchy holds none; remounting is not an option).
@@ -47,9 +47,9 @@ class Layout:
     v2_controllers: frozenset[str] = frozenset()
 
     def pick(self, need: str, version: int | None = None) -> int:
-        """The cgroup version that offers `need` ("cpu" or "io"): v1 first (a controller bound to v1
-        is not available in v2 at the same time), or `version` when asked; CgroupError otherwise."""
-        v1_name = {"cpu": "cpu", "io": "blkio"}[need]
+        """The cgroup version that offers `need` ("cpu", "io" or "memory"): v1 first (a controller bound
+        to v1 is not available in v2 at the same time), or `version` when asked; CgroupError otherwise."""
+        v1_name = {"cpu": "cpu", "io": "blkio", "memory": "memory"}[need]
         have_v1 = v1_name in self.v1 and (need != "cpu" or "cpuacct" in self.v1)
         have_v2 = self.v2 is not None and need in self.v2_controllers
         if version == 1 or (version is None and have_v1):
@@ -146,7 +146,8 @@ class Group:
             raise CgroupError(f"{needs} are split between cgroup v1 and v2 here: not supported")
         self.version = int(versions.pop() or 0)
         if self.version == 1:
-            ctrls = sorted({c for n in needs for c in ({"cpu": ("cpu", "cpuacct"), "io": ("blkio",)}[n])})
+            v1_ctrls = {"cpu": ("cpu", "cpuacct"), "io": ("blkio",), "memory": ("memory",)}
+            ctrls = sorted({c for n in needs for c in v1_ctrls[n]})
             self.roots = {c: layout.v1[c] for c in ctrls}
         else:
             if layout.v2 is None:
@@ -201,6 +202,14 @@ class Group:
             _write(self.dirs["blkio"] / "blkio.throttle.write_iops_device", f"{maj}:{mnr} {iops}")
         else:
             _write(self.dirs["unified"] / "io.max", f"{maj}:{mnr} wiops={iops}")
+
+    def set_memory_limit(self, nbytes: int) -> None:
+        """The most memory the group's processes may hold in RAM; beyond it the kernel reclaims theirs
+        (anonymous pages go to swap when there is swap: the group's own limit on swap is left off)."""
+        if self.version == 1:
+            _write(self.dirs["memory"] / "memory.limit_in_bytes", str(nbytes))
+        else:
+            _write(self.dirs["unified"] / "memory.max", str(nbytes))
 
     # ------------------------------------------------------------------ membership
 
