@@ -34,8 +34,10 @@ from .conftest import ROOT
 
 THREADS, TIME_S = "1,8", 4
 # other numbers than the runs (0.5 core, 40 IOPS) and tests/test_limits_rules.py's: the rules
-# must find the limit that is there, not a figure they were tuned on
-DB_QUOTA, CLIENT_QUOTA, IOPS = 0.3, 0.25, 25
+# must find the limit that is there, not a figure they were tuned on. The client's quota binds at one
+# thread too: sysbench alone at 1 thread takes ~0.25 cores here (25,000 point selects a second on a
+# fast day), so a 0.25-core quota held it in some runs and not in others
+DB_QUOTA, CLIENT_QUOTA, IOPS = 0.3, 0.1, 25
 DB_CPU_WORKLOAD = "oltp_read_write"
 CLI = [sys.executable, "-m", "scripts.scenarios"]
 
