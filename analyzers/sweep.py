@@ -940,16 +940,17 @@ def underdriven(ds: Dataset, sweep: Sweep | None, th: Thresholds) -> list[Findin
     if low:
         worst = min(low, key=lambda t: t[1] / t[0].threads)
         s, inflight, how = worst
+        shown = _fmt(inflight, 1 if inflight >= 1 else 2)  # a rate limit leaves a fraction of one
         out.append(
             Finding(
                 rule="load.underdriven",
                 severity="warning",
-                title=f"Only {inflight:.0f} requests in flight with {count(s.threads, 'thread')}",
+                title=f"Only {shown} requests in flight with {count(s.threads, 'thread')}",
                 summary=(
                     f"At {count(s.threads, 'thread')}, {how.replace('TPS', sweep.metric.upper())} = "
                     f"{_fmt(s.tps)} × "
                     f"{_fmt((inflight / s.tps) * 1000)} ms "
-                    f"= {inflight:.1f} requests in the system, {inflight / s.threads * 100:.0f}% of the "
+                    f"= {shown} requests in the system, {inflight / s.threads * 100:.0f}% of the "
                     f"configured concurrency ({len(low)} of {len(sweep.steps)} steps below "
                     f"{lim['min_concurrency_ratio'] * 100:.0f}%)."
                 ),

@@ -1,10 +1,17 @@
 """End to end on this machine: a real sysbench sweep against MariaDB while iostat and vmstat run,
-laid out the way seed 000's shell script does it, then `perfkit analyze` on the directory."""
+laid out the way seed 000's shell script does it, then `perfkit analyze` on the directory.
+
+The same sweep with sysbench's `--rate` (a load generator that sends a fixed rate, as a client with
+think time does) leaves most of its threads idle: `load.underdriven`, whose control is the closed
+loop above (every thread in a transaction).
+"""
 
 from __future__ import annotations
 
 import os
+import re
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -55,6 +62,93 @@ def sweep_dir(lab_mariadb: Path, tmp_path_factory: pytest.TempPathFactory) -> Pa
         for p in captures:
             p.wait(timeout=30)
     return run
+
+
+def sysbench_sweep(
+    run: Path,
+    cfg: Path,
+    extra: tuple[str, ...] = (),
+    threads: tuple[int, ...] = THREADS,
+    seconds: int = SECONDS,
+) -> Path:
+    """`sysbench_<threads>.log` for each of `threads`, as seed 000's script writes them."""
+    env = {**os.environ, "LC_ALL": "C"}
+    for t in threads:
+        with open(run / f"sysbench_{t}.log", "w") as log:
+            subprocess.run(
+                ["sysbench", "oltp_read_only", f"--config-file={cfg}", "--tables=2", "--table-size=10000"]
+                + [f"--threads={t}", f"--time={seconds}", "--report-interval=1", *extra, "run"],
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                env=env,
+                timeout=60,
+                check=True,
+            )
+    return run
+
+
+RATE = 50  # transactions a second, whatever the threads
+
+
+def test_a_rate_limited_load_is_underdriven(lab_mariadb: Path, tmp_path: Path) -> None:
+    run = sysbench_sweep(tmp_path, lab_mariadb, (f"--rate={RATE}",))
+    result = analyze_path(run)
+    [f] = [f for f in result.findings if f.rule == "load.underdriven"]
+    ev = f.evidence
+    # the worst step: the most threads, TPS held at the rate, a few ms each: well under one in flight
+    assert ev["threads"] == 16 and ev["tps"] == pytest.approx(RATE, rel=0.2)
+    assert ev["in_flight"] < 0.5 * ev["threads"] and ev["method"] == "TPS × average RT"
+    assert [t for t, _ in ev["steps"]] == list(THREADS)  # every step: even 1 thread waits for its turn
+    assert f.title == f"Only {ev['in_flight']:.2f} requests in flight with 16 threads"  # not "Only 0"
+    # Little's law with sysbench's own summary: its average latency times the step's TPS (the mean of
+    # the steady intervals, within 10 % of the summary's over the whole run)
+    text = (run / "sysbench_16.log").read_text()
+    tps = float(re.search(r"transactions:\s+\d+\s+\(([\d.]+) per sec", text)[1])  # type: ignore[index]
+    avg_ms = float(re.search(r"avg:\s+([\d.]+)", text)[1])  # type: ignore[index]
+    assert ev["tps"] == pytest.approx(tps, rel=0.1)
+    assert ev["in_flight"] == pytest.approx(ev["tps"] * avg_ms / 1000, rel=1e-9)
+
+
+# Another job on the host, busy 2 s then idle 2 s (a batch, a backup's compression): two processes a
+# CPU, so that in a busy phase sysbench and MariaDB get a third of the machine
+BURSTS = """
+import time
+while True:
+    end = time.monotonic() + 2
+    while time.monotonic() < end:
+        pass
+    time.sleep(2)
+"""
+STEADY_S = 12
+
+
+def _tps_by_second(log: Path) -> dict[float, float]:
+    """sysbench's per-interval reports: `[ 3s ] thds: 4 tps: 1234.56 ...` -> {3.0: 1234.56}."""
+    found = re.findall(r"^\[ (\d+)s \] thds: \d+ tps: ([\d.]+)", log.read_text(), re.M)
+    return {float(t): float(x) for t, x in found}
+
+
+def test_bursts_of_other_work_make_a_step_unstable(lab_mariadb: Path, tmp_path: Path) -> None:
+    hogs = [subprocess.Popen([sys.executable, "-c", BURSTS]) for _ in range(2 * (os.cpu_count() or 2))]
+    try:
+        run = sysbench_sweep(tmp_path, lab_mariadb, threads=(4,), seconds=STEADY_S)
+    finally:
+        for h in hogs:
+            h.kill()
+            h.wait(timeout=30)
+    [f] = [f for f in analyze_path(run).findings if f.rule == "sweep.unstable"]
+    ev = f.evidence
+    assert ev["threads"] == 4 and ev["cv_pct"] > 20 and len(ev["intervals"]) >= 5
+    reported = _tps_by_second(run / "sysbench_4.log")
+    assert all(tps == pytest.approx(reported[t], abs=0.01) for t, tps in ev["intervals"])
+
+
+def test_the_same_step_alone_is_stable(lab_mariadb: Path, tmp_path: Path) -> None:
+    run = sysbench_sweep(tmp_path, lab_mariadb, threads=(4,), seconds=STEADY_S)
+    result = analyze_path(run)
+    [step] = result.sweep.steps
+    assert step.stable is True and step.cv_pct is not None and step.cv_pct < 20
+    assert "sweep.unstable" not in {f.rule for f in result.findings}
 
 
 def test_real_sweep_is_analyzed(sweep_dir: Path, tmp_path: Path) -> None:
