@@ -576,7 +576,8 @@ def _io_waits(ds: Dataset, sweep: Any) -> dict[tuple, tuple[float, str, float | 
     sampled = set()
     for p in waits.profiles(ds, sweep):
         sampled.add((p.host, p.step))
-        if category(p.process) == "database" and not p.served_nothing:  # an idle server's parked IO thread
+        idle = sweep is None and p.served_nothing  # no load, no CPU: its IO thread is parked (waits.py)
+        if category(p.process) == "database" and not idle:
             out[(p.host, p.step, p.process, p.pid)] = (
                 p.classes.get("io", 0.0),
                 "thread sampler",

@@ -24,10 +24,12 @@ or a capture outside a sweep, has no such baseline: only the `idle` class is idl
 profile says so (`baseline: false`). What tells an idle server there is the CPU it used: schedstat's
 CPU time, exact where the sampler read it. An idle MariaDB's 6-8 background threads asleep on futexes,
 io_uring and poll used 0.0001 cores; the lightest real load seen here (40 write IOPS allowed to the
-server, 11 TPS) 0.008. Below `IDLE_CPU_CORES` the process served nothing (`served_nothing`), so its
-waiting threads wait for no request: neither wait.profile nor io.throttled (analyzers/limits.py)
-judges it, and the report's table still shows them. Without schedstat, R samples are too few to tell
-(a process at 0.008 cores is on a CPU in 1 of 125 thread samples) and every profile is judged.
+server, 11 TPS) 0.008. Where no load is known (no load generator's output: `perfkit collect` alone),
+a process below `IDLE_CPU_CORES` served nothing (`served_nothing`): its waiting threads wait for no
+request, so neither wait.profile nor io.throttled (analyzers/limits.py) judges it, and the report's
+table still shows them. With a load, a server at no CPU is stalled, not idle (every session behind one
+lock): it is judged, its standing threads taken out by the baseline. Without schedstat, R samples are
+too few to tell (a process at 0.008 cores is on a CPU in 1 of 125 thread samples): judged.
 """
 
 from __future__ import annotations
@@ -373,8 +375,8 @@ def wait_profile(ds: Dataset, sweep: Any | None, th: dict[str, dict[str, Any]]) 
             judged = [max(group, key=lambda p: p.threads or 0)]
         hits = []
         for p in judged:
-            if p.served_nothing:
-                continue  # its waiting threads are parked (module docstring)
+            if sweep is None and p.served_nothing:
+                continue  # no load, no CPU: its waiting threads are parked (module docstring)
             active = p.active
             # waiting for a CPU is the CPU's story (cpu.saturated, cpu.throttled): here, the rest
             waiting = sum(p.classes.get(c, 0.0) for c in OFF_CPU)

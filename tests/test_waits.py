@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -174,3 +175,12 @@ def test_an_idle_server_outside_a_sweep_waits_for_nothing(monkeypatch: pytest.Mo
     monkeypatch.setattr(waits, "IDLE_CPU_CORES", 0.0)
     warned = [f.rule for f in analyze_path(IDLE).findings if f.severity == "warning"]
     assert warned == ["io.throttled", "wait.profile"]
+
+
+def test_a_server_at_no_cpu_under_a_load_is_judged() -> None:
+    """With a load known (a sweep), a server that used no CPU is stalled, not idle: the same capture is
+    judged then (here with no knee, as a one-window foreign archive gives)."""
+    result = analyze_path(IDLE)
+    with_load = SimpleNamespace(knee_threads=None)
+    [f] = waits.wait_profile(result.dataset, with_load, default_thresholds())
+    assert f.evidence["process"] == "mariadbd" and f.evidence["dominant"] == "lock"
