@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import subprocess
-from collections.abc import Callable
+import sys
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +46,38 @@ def lab_password(cfg: Path) -> str:
         if line.startswith("mysql-password="):
             return line.split("=", 1)[1]
     pytest.fail(f"{cfg} has no mysql-password= line (re-run scripts/lab.sh)")
+
+
+def collect_local(
+    out: Path, seconds: int, profile: str | None = None, prefix: Sequence[str] = (), timeout: float = 180
+) -> Path:
+    """`perfkit collect --local -d seconds -o out` as a user runs it, in a process of its own (after
+    `prefix`, e.g. `ip netns exec NS`); `out` once it exits 0, else the test fails with its output."""
+    args = ["collect", "--local", "-d", str(seconds), "-o", str(out)]
+    if profile is not None:
+        args += ["--profile", profile]
+    res = subprocess.run(
+        [*prefix, sys.executable, "-c", "from perfkit.cli import main; main()", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=ROOT,
+    )
+    assert res.returncode == 0, res.stdout + res.stderr
+    return out
+
+
+@contextlib.contextmanager
+def python_process(code: str, *args: str) -> Iterator[int]:
+    """`code` run by Python with `args`, once it printed `ready`: its pid. Killed when the block
+    ends, however it ends."""
+    proc = subprocess.Popen([sys.executable, "-c", code, *args], stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
+        yield proc.pid
+    finally:
+        proc.kill()
+        proc.communicate(timeout=30)
 
 
 def row_by_row(parse: Callable[..., Any], source: object, **kwargs: object) -> Any:

@@ -26,7 +26,6 @@ import os
 import shutil
 import statistics
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -36,6 +35,8 @@ import pytest
 
 from perfkit.findings import Finding
 from perfkit.pipeline import analyze_path
+
+from .conftest import collect_local
 
 pytestmark = pytest.mark.lab
 
@@ -72,19 +73,6 @@ def loop_device(tmp: Path) -> Iterator[str]:
         assert not attached.stdout.strip(), f"loop device left attached: {attached.stdout}"
 
 
-def collect(out: Path, profile: str) -> Path:
-    """`perfkit collect --local` of `WINDOW_S` seconds into the directory `out`."""
-    res = subprocess.run(
-        [sys.executable, "-c", "from perfkit.cli import main; main()"]
-        + ["collect", "--local", "--profile", profile, "-d", str(WINDOW_S), "-o", str(out)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert res.returncode == 0, res.stdout + res.stderr
-    return out
-
-
 def collect_under_io(tmp: Path, dev: str, iodepth: int) -> Path:
     """`perfkit collect --local` while fio writes to /dev/`dev` `iodepth` IOs at a time, from before
     the window opens to after it closes; the archive directory."""
@@ -98,7 +86,7 @@ def collect_under_io(tmp: Path, dev: str, iodepth: int) -> Path:
             stderr=err,
         )
     try:
-        out = collect(tmp / f"iodepth{iodepth}", "minimal")
+        out = collect_local(tmp / f"iodepth{iodepth}", WINDOW_S, "minimal")
         assert fio.poll() is None, f"fio ended before the window did: {log.read_text()}"
         return out
     finally:
@@ -182,7 +170,7 @@ def collect_under_copy(tmp: Path, writer: str) -> tuple[Path, int]:
     )
     try:
         time.sleep(0.5)  # the writer has started and written before the window opens
-        out = collect(tmp / writer, "default")
+        out = collect_local(tmp / writer, WINDOW_S)
         assert feeder.poll() is None, "the copy ended before the window did"
     finally:
         with contextlib.suppress(ProcessLookupError):

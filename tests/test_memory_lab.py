@@ -19,7 +19,6 @@ import os
 import shutil
 import statistics
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -27,6 +26,8 @@ import pytest
 
 from perfkit.pipeline import analyze_path
 from scripts.scenarios.cgroups import PREFIX, Group, detect
+
+from .conftest import collect_local, python_process
 
 pytestmark = pytest.mark.lab
 
@@ -76,25 +77,8 @@ def swap_file(tmp: Path) -> Iterator[Path]:
 def hog(group: Group | None) -> Iterator[int]:
     """The process writing over `HOG_MB` MiB, in `group` when given; killed when the block ends."""
     join = str(group.tasks_file()[0]) if group is not None else ""
-    proc = subprocess.Popen([sys.executable, "-c", HOG, str(HOG_MB), join], stdout=subprocess.PIPE, text=True)
-    try:
-        assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
-        yield proc.pid
-    finally:
-        proc.kill()
-        proc.communicate(timeout=30)
-
-
-def collect(out: Path) -> Path:
-    res = subprocess.run(
-        [sys.executable, "-c", "from perfkit.cli import main; main()"]
-        + ["collect", "--local", "--profile", "minimal", "-d", str(WINDOW_S), "-o", str(out)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert res.returncode == 0, res.stdout + res.stderr
-    return out
+    with python_process(HOG, str(HOG_MB), join) as pid:
+        yield pid
 
 
 def raw_vmstat(archive: Path) -> list[dict[str, float]]:
@@ -118,7 +102,7 @@ def test_a_process_over_its_memory_limit_swaps(tmp_path: Path) -> None:
             group.create()
             group.set_memory_limit(LIMIT_MB << 20)
             with hog(group):
-                archive = collect(tmp_path / "limited")
+                archive = collect_local(tmp_path / "limited", WINDOW_S, "minimal")
         finally:
             assert group.release() == []
     [f] = [f for f in analyze_path(archive).findings if f.rule == "mem.swapping"]
@@ -134,6 +118,6 @@ def test_a_process_over_its_memory_limit_swaps(tmp_path: Path) -> None:
 def test_the_same_process_without_a_limit_does_not_swap(tmp_path: Path) -> None:
     _need()
     with swap_file(tmp_path), hog(None):
-        archive = collect(tmp_path / "free")
+        archive = collect_local(tmp_path / "free", WINDOW_S, "minimal")
     assert "mem.swapping" not in {f.rule for f in analyze_path(archive).findings}
     assert all(r["si"] == r["so"] == 0 for r in raw_vmstat(archive))

@@ -36,6 +36,8 @@ from perfkit.collectors import captures
 from perfkit.parsers import netstat_s
 from perfkit.pipeline import analyze_path
 
+from .conftest import collect_local
+
 pytestmark = pytest.mark.lab
 
 PORT = 5001
@@ -182,17 +184,7 @@ def process_in(ns: str, code: str, *args: str, ready: bool = False) -> Iterator[
 
 def collect_in(ns: str, out: Path) -> Path:
     """`perfkit collect --local --profile minimal` run inside `ns`; the archive's path."""
-    archive = out / "run.tar.gz"
-    res = subprocess.run(
-        ["ip", "netns", "exec", ns, sys.executable, "-c", "from perfkit.cli import main; main()"]
-        + ["collect", "--local", "--profile", "minimal", "-d", str(WINDOW_S), "-o", str(archive)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=Path(__file__).parents[1],
-    )
-    assert res.returncode == 0, res.stdout + res.stderr
-    return archive
+    return collect_local(out / "run.tar.gz", WINDOW_S, "minimal", prefix=("ip", "netns", "exec", ns))
 
 
 def raw_counters(archive: Path) -> dict[str, list[float]]:

@@ -11,17 +11,15 @@ The evidence is checked against the archive's own pidstat text, read here withou
 
 from __future__ import annotations
 
-import contextlib
 import statistics
-import subprocess
-import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from perfkit.pipeline import analyze_path
+
+from .conftest import collect_local, python_process
 
 pytestmark = pytest.mark.lab
 
@@ -35,30 +33,6 @@ for _ in range({THREADS}):
 print("ready", flush=True)
 time.sleep(3600)
 """
-
-
-@contextlib.contextmanager
-def many_threads() -> Iterator[int]:
-    """A process holding `THREADS` sleeping threads, killed when the block ends; its pid."""
-    proc = subprocess.Popen([sys.executable, "-c", HOLDER], stdout=subprocess.PIPE, text=True)
-    try:
-        assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
-        yield proc.pid
-    finally:
-        proc.kill()
-        proc.communicate(timeout=30)
-
-
-def collect(out: Path) -> Path:
-    res = subprocess.run(
-        [sys.executable, "-c", "from perfkit.cli import main; main()"]
-        + ["collect", "--local", "-d", str(WINDOW_S), "-o", str(out)],
-        capture_output=True,
-        text=True,
-        timeout=180,
-    )
-    assert res.returncode == 0, res.stdout + res.stderr
-    return out
 
 
 def raw_cpu(archive: Path, command: str) -> list[float]:
@@ -78,10 +52,10 @@ def raw_cpu(archive: Path, command: str) -> list[float]:
 
 
 def test_a_host_of_many_threads_makes_top_and_iotop_heavy(tmp_path: Path) -> None:
-    with many_threads() as pid:
+    with python_process(HOLDER) as pid:
         assert len(list(Path(f"/proc/{pid}/task").iterdir())) > THREADS
         time.sleep(0.5)
-        archive = collect(tmp_path / "heavy")
+        archive = collect_local(tmp_path / "heavy", WINDOW_S)
     [f] = [f for f in analyze_path(archive).findings if f.rule == "collector.overhead"]
     ev = f.evidence
     assert f.severity == "warning" and "top" in f.title
@@ -96,7 +70,7 @@ def test_a_host_of_many_threads_makes_top_and_iotop_heavy(tmp_path: Path) -> Non
 
 
 def test_the_same_host_without_them_is_light_to_capture(tmp_path: Path) -> None:
-    archive = collect(tmp_path / "light")
+    archive = collect_local(tmp_path / "light", WINDOW_S)
     result = analyze_path(archive)
     assert "collector.overhead" not in {f.rule for f in result.findings}
     top = raw_cpu(archive, "top")
