@@ -157,12 +157,14 @@ class ByteScan:
         *,
         empty: bool = True,
         row_bytes: bytes | None = None,
+        read_bytes: int | None = None,
     ):
         self.lines = Lines(source, kind)  # the path, and `error()` for the parser
         self.cut: tuple[int, str] | None = None
         self._source = source
         self._marks = marks
         self._empty = empty
+        self._read_bytes = read_bytes
         self._row_first: np.ndarray | None = None
         if row_bytes is not None:
             self._row_first = np.zeros(256, dtype=bool)
@@ -184,8 +186,11 @@ class ByteScan:
             if cut == 0:
                 rest = block
                 continue
-            rest = block[cut:]
-            line_no = yield from self._split(_lf(block[:cut]), line_no)
+            # no name left on the read block or its copies while the parser works on its lines: a few
+            # MB off the peak (each is a chunk's size)
+            rest, whole = block[cut:], block[:cut]
+            raw = block = None
+            line_no = yield from self._split(_lf(whole), line_no)
         if not rest:
             return
         # no LF after the last line: the lines of `rest` end at CRs, the last one at none (or at a CR,
@@ -253,22 +258,23 @@ class ByteScan:
 
     def _raw(self) -> Iterator[bytes]:
         src = self._source
+        size = _CHUNK_BYTES if self._read_bytes is None else min(_CHUNK_BYTES, self._read_bytes)
         if self.lines.path is not None and isinstance(src, str | Path):
             try:
                 fh = open(src, "rb")  # noqa: SIM115 - closed below
             except OSError as exc:
                 raise self.lines.error(0, "", f"cannot read: {exc.strerror}") from None
             with fh:
-                while data := fh.read(_CHUNK_BYTES):
+                while data := fh.read(size):
                     yield data
         elif isinstance(src, str):
-            for start in range(0, len(src), _CHUNK_BYTES):
-                yield src[start : start + _CHUNK_BYTES].encode("utf-8", "surrogatepass")
+            for start in range(0, len(src), size):
+                yield src[start : start + size].encode("utf-8", "surrogatepass")
         elif isinstance(src, io.TextIOBase) or hasattr(src, "encoding"):
-            while text := src.read(_CHUNK_BYTES):  # type: ignore[union-attr]
+            while text := src.read(size):  # type: ignore[union-attr]
                 yield text.encode("utf-8", "surrogatepass")
         else:
-            while data := src.read(_CHUNK_BYTES):  # type: ignore[union-attr]
+            while data := src.read(size):  # type: ignore[union-attr]
                 yield data
 
 

@@ -341,7 +341,7 @@ class Table:
         row_bytes = getattr(self.fmt, "row_bytes", None)
         if row_bytes is None:  # every byte but the structure lines' first bytes
             row_bytes = bytes(sorted(set(range(256)) - set(self.fmt.structure_bytes)))
-        scan = ByteScan(self.source, self.kind, row_bytes=row_bytes)
+        scan = ByteScan(self.source, self.kind, row_bytes=row_bytes, read_bytes=self._chunk_bytes)
         self.lines = scan.lines
         for item in scan:
             if isinstance(item, Rows):
