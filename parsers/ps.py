@@ -262,9 +262,11 @@ class _Ps:
                 data[col] = pd.arrays.IntegerArray(values, np.zeros(n, dtype=bool))
             else:
                 data[col] = values
-        for col, cats in self.texts.items():
+        while self.texts:  # each column's chunks let go once it is built: one text column held twice
+            col, cats = self.texts.popitem()
             if cats:
                 cat = cats[0] if len(cats) == 1 else pd.api.types.union_categoricals(cats)
+                del cats
                 data[col] = text_column(cat.categories.tolist(), cat.codes)
         if self.seconds:
             data["cpu_time_s"] = np.concatenate(self.seconds)
