@@ -170,6 +170,7 @@ class _Ss:
     aside_words = (b"Total:", b"TCP:", b"timewait:")
     aside_joined = True
     blank_ends = True  # rows after the table's blank line are other output
+    chunk_bytes = 1 << 20  # rows read at once: 8 MB chunks peaked 30 MB higher, no faster
 
     def __init__(self, source: Source):
         self.source = source
@@ -179,7 +180,11 @@ class _Ss:
         # row's header line (-1 for the other lines); written in place, room made for a number every
         # two bytes (a day of the loop is 2 M numbers: a list of small arrays per column, joined at
         # the end, held them twice, on a heap of freed chunks: peak RSS 311 MB for a 26 MB file)
-        self.numbers = Parts(4, capacity=source_size(source, self.table.lines) // 2)
+        size = source_size(source, self.table.lines)
+        self.numbers = Parts(4, capacity=size // 2)
+        # line numbers in 4 bytes where the file is known to have fewer lines than that holds: the
+        # numbers' columns are most of the parse's memory
+        self._line_dtype = np.int32 if 0 < size < 2**31 - 1 else np.int64
         self.headers: list[tuple[np.ndarray, str]] = []  # transport header lines, with their text
         self.errors: list[tuple[int, str, str, bool]] = []  # (line, text, reason, own: a capture's line)
         self.unknown: list[tuple[int, str]] = []
@@ -316,12 +321,17 @@ class _Ss:
     def _add(self, field: int, nos: np.ndarray, values: np.ndarray, heads: np.ndarray | None = None) -> None:
         if len(nos):
             n = len(nos)
+            # counts and epoch seconds fit 4 bytes (a larger one makes `numbers` a list of chunks again,
+            # joined as int64 at the end)
+            values = np.asarray(values, dtype=np.int64)
             self.numbers.add(
                 [
                     np.full(n, field, dtype=np.int8),
-                    np.asarray(nos, dtype=np.int64),
-                    np.asarray(values, dtype=np.int64),
-                    np.full(n, -1, dtype=np.int64) if heads is None else np.asarray(heads, dtype=np.int64),
+                    np.asarray(nos, dtype=self._line_dtype),
+                    values.astype(np.int32) if values.max() < 2**31 and values.min() >= -(2**31) else values,
+                    np.full(n, -1, dtype=self._line_dtype)
+                    if heads is None
+                    else heads.astype(self._line_dtype),
                 ]
             )
 
@@ -355,13 +365,11 @@ class _Ss:
             )
         first_lines = line_nos[starts]
         epochs = np.where(fields[starts] == _STAMP_F, values[starts], -1)
-        block = np.searchsorted(first_lines, line_nos, side="right") - 1
+        # a table's rows are its header's block's: one under a header in another block (or in none, before
+        # the first summary) is other output (`stray`), as is a header in none
+        block, stray = _block_of(first_lines, line_nos, heads)
         if ((block < 0) & (heads < 0)).any():
             errors.append((int(line_nos[(block < 0) & (heads < 0)].min()), "", _NOT_SS, False))
-        # a table's rows are its header's block's: one under a header in another block (or in none, before
-        # the first summary) is other output, as is a header in none
-        row = heads >= 0
-        stray = row & (np.searchsorted(first_lines, heads, side="right") - 1 != block)
         if stray.any() and before is None:
             lines = np.unique(line_nos[stray])
             self._skip(lines, [self._text(k) for k in lines[:SKIP_QUOTES].tolist()])
@@ -373,9 +381,14 @@ class _Ss:
         if stray.any():
             fields, line_nos, values, block = (a[~stray] for a in (fields, line_nos, values, block))
         # a value twice in one block; the `*` row repeats `(kernel N)`: it must agree
-        key = np.where(fields == _ROW_F, _KERNEL_F, fields) + block * len(_FIELDS)
-        if len(key) and np.bincount(key[block >= 0]).max(initial=0) > 1:
-            errors += self._twice(key, fields, line_nos, values)
+        kernel = np.where(fields == _ROW_F, _KERNEL_F, fields)
+        known = block >= 0
+        # field by field: one count a block each, not one a block and field at once (27 x as large)
+        if any(
+            np.bincount(block[known & (kernel == f)]).max(initial=0) > 1
+            for f in np.flatnonzero(np.bincount(kernel)).tolist()
+        ):
+            errors += self._twice(kernel + block.astype(np.int64) * len(_FIELDS), fields, line_nos, values)
         head_block = np.searchsorted(first_lines, heads, side="right") - 1
         twice = np.flatnonzero((head_block[1:] == head_block[:-1]) & (head_block[1:] >= 0)) + 1
         for k in twice[:1].tolist():
@@ -439,19 +452,35 @@ class _Ss:
             "timestamp": pd.to_datetime(stamp, unit="s", utc=True).as_unit("ns"),
             "host": text_column([host], np.zeros(n, dtype=np.intp)),
         }
-        # a field's values as rows of one table (field x block): each printed once (or agreeing: `*`)
+        # each field's values by block: each printed once (or agreeing: `*`); field by field, so that no
+        # temporary is as long as all the numbers
         keep = (block >= 0) & (block < n)
-        at = np.where(fields == _ROW_F, _KERNEL_F, fields)[keep].astype(np.int64) * n + block[keep]
-        table = np.zeros(len(_FIELDS) * n, dtype=np.int64)
-        table[at] = values[keep]
-        missing = np.ones(len(_FIELDS) * n, dtype=bool)
-        missing[at] = False
+        kernel = np.where(fields == _ROW_F, _KERNEL_F, fields)
         for name in COUNTS:
-            f = _FIELD[name] * n
-            data[name] = pd.arrays.IntegerArray(table[f : f + n], missing[f : f + n])
+            mine = keep & (kernel == _FIELD[name])
+            at = block[mine]
+            column, missing = np.zeros(n, dtype=np.int64), np.ones(n, dtype=bool)
+            column[at], missing[at] = values[mine], False
+            data[name] = pd.arrays.IntegerArray(column, missing)
         df = pd.DataFrame(data, copy=False)
         df.attrs.update(attrs)
         return df
+
+
+def _block_of(
+    first_lines: np.ndarray, line_nos: np.ndarray, heads: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """The block each number's line is in (-1: before the first), in `line_nos`' dtype, and whether it is
+    a table row whose header (`heads`, -1: none) is in another block. 256 k numbers at a time, so
+    that no temporary is 8 bytes for each of all the numbers (a day of the loop: 2 M numbers)."""
+    block = np.empty(len(line_nos), dtype=line_nos.dtype)
+    stray = np.empty(len(line_nos), dtype=bool)
+    step = 1 << 18
+    for lo in range(0, len(line_nos), step):
+        part, head = block[lo : lo + step], heads[lo : lo + step]
+        part[:] = np.searchsorted(first_lines, line_nos[lo : lo + step], side="right") - 1
+        stray[lo : lo + step] = (head >= 0) & (np.searchsorted(first_lines, head, side="right") - 1 != part)
+    return block, stray
 
 
 def _shapes(
