@@ -238,3 +238,22 @@ def test_blocks_without_a_transport_table_are_read() -> None:
     df = ss.parse(text)
     assert len(df) == 4 and df["tcp_timewait"].eq(49850).all() and df["timewait_sockets"].eq(49850).all()
     assert df["tcp_sockets"].isna().all()  # no table, no per-transport counts
+
+
+def test_counts_past_four_bytes_keep_their_value(tmp_path: Path) -> None:
+    """Numbers are kept in 4 bytes while they fit: a count past 2**31 in a later block (and a stream,
+    whose line count is unknown) must come out exact all the same."""
+    text = (S / "iproute2-6.1-loop-timewait.txt").read_text()
+    big = 5_000_000_123
+    later = text.replace("TCP:   252 (estab 6,", f"TCP:   {big} (estab 6,", 1)
+    assert later != text
+    path = tmp_path / "ss.out"
+    path.write_text(text + later)
+    with path.open() as stream:
+        frames = [ss.parse(path), ss.parse(stream)]
+    for df in frames:
+        assert len(df) == 8 and df.loc[6, "tcp_total"] == big
+        assert (
+            df.loc[2, "tcp_total"] == 252
+            and df["tcp_estab"].tolist() == ss.parse(text)["tcp_estab"].tolist() * 2
+        )
