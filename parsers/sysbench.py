@@ -37,8 +37,9 @@ Nothing is dropped or derived: warm-up and shutdown-tail lines stay (the analyze
 What it reads beside its rows: `EXTRAS` (below).
 
 A new run starts at a banner (`sysbench 1.0.20 ...`), at `Running the test with following options:`
-after a run's report lines, when report time goes backwards, and when report lines resume after a
-summary block (several runs appended to one log, as in seeds/000).
+after a run's report lines, when report time goes backwards (not when it repeats: a late reporter
+prints two lines of one second), and when report lines resume after a summary block (several runs
+appended to one log, as in seeds/000).
 
 Errors: ParseError naming the line for a malformed report, summary or histogram line that is not the
 last line, for binary garbage, and for text without any sysbench structure. Empty input gives an
@@ -364,7 +365,9 @@ class _Reader:
         if not threads.is_integer() or not 0 <= threads < 2**53:
             raise _Malformed("thds is not a whole number (below 2**53)")
         run = self.cur
-        if run.sections or (run.last_time is not None and time_s <= run.last_time):
+        # the same time again is the same run: a reporter that missed its second (sysbench stopped or
+        # starved for longer than the interval) prints the late report and the one due at once
+        if run.sections or (run.last_time is not None and time_s < run.last_time):
             run = self.new_run()
         run.touched = True
         run.rows += 1

@@ -89,6 +89,19 @@ def test_multi_run_file_split_at_banners() -> None:
     assert df.groupby("run")["threads"].first().tolist() == [1, 4, 16]
 
 
+def test_a_second_printed_twice_is_the_same_run() -> None:
+    """sysbench stopped a second at a time: after each stop its reporter prints the late report and
+    the one due at once with the same second. One run, every line a row in the printed order."""
+    path = FIX / "1.0.20-ro-client-stopped.txt"
+    df = sysbench.parse(path)
+    assert len(runs(df)) == 1 and df["run"].eq(0).all()
+    printed = [ln for ln in path.read_text().splitlines() if ln.startswith("[ ")]
+    assert len(df) == len(printed) == 12
+    assert df["time_s"].tolist() == [float(ln.split("s ]")[0][2:]) for ln in printed]
+    assert df["time_s"].tolist()[1:3] == [3.0, 3.0] and df["tps"].tolist()[1:3] == [847.64, 1591.05]
+    assert runs(df)[0]["summary"]["transactions"] == 12004
+
+
 def test_err_s_counts_deadlocks() -> None:
     df = sysbench.parse(FIX / "1.0.20-rw-t4-summary.txt")
     assert df["errors_s"].tolist() == [1.0, 0.0, 0.0, 0.0, 0.0]
