@@ -44,6 +44,7 @@ class Step:
     stable: bool | None = None  # None: no intervals to judge by
     drift_pct: float | None = None
     cv_pct: float | None = None
+    trend_r2: float | None = None  # the share of the intervals' variation the linear trend explains
     source: str = ""
     run: int | None = None
     intervals: pd.DataFrame | None = None  # steady-state interval rows (time_s, tps, lat_ms, ...)
@@ -575,7 +576,7 @@ def _load_step(path: str, frame: pd.DataFrame, run: dict, th: Thresholds) -> Ste
     )
     lim = th["sweep.unstable"]
     if len(steady) >= max(3, lim["min_intervals"]):
-        step.drift_pct, step.cv_pct = _drift(steady), _cv(steady["tps"])
+        (step.drift_pct, step.trend_r2), step.cv_pct = _drift(steady), _cv(steady["tps"])
         step.stable = abs(step.drift_pct) <= lim["max_drift_pct"] and step.cv_pct <= lim["max_cv_pct"]
     return step
 
@@ -640,13 +641,16 @@ def _knee(levels: list[tuple[int, float]], elast: list[tuple[int, int, float]], 
     return None
 
 
-def _drift(steady: pd.DataFrame) -> float:
-    """Linear trend of TPS across the step, as a percentage of its mean."""
+def _drift(steady: pd.DataFrame) -> tuple[float, float]:
+    """Linear trend of TPS across the step, as a percentage of its mean, and the share of the
+    intervals' variation it explains (R²: near 1 a fall or a rise, near 0 a swing around a level)."""
     t, x = steady["time_s"].to_numpy(float), steady["tps"].to_numpy(float)
     if np.ptp(t) == 0 or x.mean() == 0:
-        return 0.0
-    slope = np.polyfit(t, x, 1)[0]
-    return float(slope * np.ptp(t) / x.mean() * 100)
+        return 0.0, 0.0
+    slope, icept = np.polyfit(t, x, 1)
+    spread = float(((x - x.mean()) ** 2).sum())
+    r2 = 1 - float(((x - (slope * t + icept)) ** 2).sum()) / spread if spread else 0.0
+    return float(slope * np.ptp(t) / x.mean() * 100), r2
 
 
 def _cv(x: pd.Series) -> float:
@@ -854,7 +858,7 @@ def not_saturated(ds: Dataset, sweep: Sweep | None, th: Thresholds) -> list[Find
 
 
 def unstable(ds: Dataset, sweep: Sweep | None, th: Thresholds) -> list[Finding] | Skipped:
-    """Throughput drifts or collapses inside one step."""
+    """Throughput drifts, collapses or swings inside one step."""
     if sweep is None:
         return Skipped("sweep.unstable", NO_LOAD)
     judged = [s for s in sweep.steps if s.stable is not None]
@@ -865,56 +869,91 @@ def unstable(ds: Dataset, sweep: Sweep | None, th: Thresholds) -> list[Finding] 
             f"no step has {need} steady per-interval reports "
             "(run longer, or sysbench with a shorter --report-interval)",
         )
+    lim = th["sweep.unstable"]
     out = []
     for s in judged:
         if s.stable:
             continue
         iv = s.all_intervals if s.all_intervals is not None else s.intervals
-        first, last = float(s.intervals["tps"].iloc[0]), float(s.intervals["tps"].iloc[-1])
-        collapse = s.drift_pct is not None and s.drift_pct <= -th["sweep.unstable"]["max_drift_pct"]
-        lat = s.intervals["lat_ms"].dropna()
-        lat_note = (
-            f"; p{s.lat_pct:g} latency {_fmt(float(lat.iloc[0]))} → {_fmt(float(lat.iloc[-1]))} ms"
-            if len(lat) >= 2 and s.lat_pct
-            else ""
-        )
+        tps, lat = s.intervals["tps"], s.intervals["lat_ms"].dropna()
+        first, last = float(tps.iloc[0]), float(tps.iloc[-1])
+        drift, r2 = s.drift_pct or 0.0, s.trend_r2 or 0.0
+        # a trend the intervals follow is a fall (or a climb); variation around a level is a swing
+        swing = r2 < lim["min_trend_r2"]
+        collapse = not swing and drift <= -lim["max_drift_pct"]
+        evidence = {
+            "threads": s.threads,
+            "drift_pct": s.drift_pct,
+            "trend_r2": round(r2, 3),
+            "cv_pct": s.cv_pct,
+            "tps_first": first,
+            "tps_last": last,
+            "tps_min": float(tps.min()),
+            "tps_max": float(tps.max()),
+            "intervals": [
+                [float(t), round(float(x), 2)] for t, x in zip(iv["time_s"], iv["tps"], strict=True)
+            ],
+            "source": s.source,
+        }
+        at = f"At {count(s.threads, 'thread')}"
+        if swing:
+            title = f"Throughput swings inside the {s.threads}-thread step"
+            lat_note = (
+                f"; p{s.lat_pct:g} latency up to {_fmt(float(lat.max()))} ms"
+                if len(lat) and s.lat_pct
+                else ""
+            )
+            summary = (
+                f"{at} TPS swung between {_fmt(evidence['tps_min'])} and {_fmt(evidence['tps_max'])} from "
+                f"one interval to the next (variation {s.cv_pct:.0f}% of its mean; a trend explains "
+                f"{r2:.0%} of it){lat_note}."
+            )
+        else:
+            shape = "collapses" if collapse else "is unstable"
+            title = f"Throughput {shape} inside the {s.threads}-thread step"
+            lat_note = (
+                f"; p{s.lat_pct:g} latency {_fmt(float(lat.iloc[0]))} → {_fmt(float(lat.iloc[-1]))} ms"
+                if len(lat) >= 2 and s.lat_pct
+                else ""
+            )
+            summary = (
+                f"{at} TPS went from {_fmt(first)} to {_fmt(last)} within the step "
+                f"(trend {drift:+.0f}% of its mean, variation {s.cv_pct:.0f}%){lat_note}."
+            )
         out.append(
             Finding(
                 rule="sweep.unstable",
                 severity="warning",
-                title=(
-                    f"Throughput collapses inside the {s.threads}-thread step"
-                    if collapse
-                    else f"Throughput is unstable inside the {s.threads}-thread step"
-                ),
-                summary=(
-                    f"At {count(s.threads, 'thread')} TPS went from {_fmt(first)} to {_fmt(last)} "
-                    "within the step "
-                    f"(trend {s.drift_pct:+.0f}% of its mean, variation {s.cv_pct:.0f}%){lat_note}."
-                ),
-                evidence={
-                    "threads": s.threads,
-                    "drift_pct": s.drift_pct,
-                    "cv_pct": s.cv_pct,
-                    "tps_first": first,
-                    "tps_last": last,
-                    "intervals": [
-                        [float(t), round(float(x), 2)] for t, x in zip(iv["time_s"], iv["tps"], strict=True)
-                    ],
-                    "source": s.source,
-                },
+                title=title,
+                summary=summary,
+                evidence=evidence,
                 explanation=(
                     "A step's mean means little when throughput moves inside it. A steady fall with "
                     "latency rising is the system degrading under that load (queues growing without "
                     "bound, memory or cache exhaustion, compaction or flush debt, throttling); a fall with "
-                    "latency falling too means the load itself stopped arriving."
+                    "latency falling too means the load itself stopped arriving. Swings from one interval "
+                    "to the next around a level are stalls: something stops the work for part of an "
+                    "interval and lets it go, the client (a GC or VM pause, a starved load host) when the "
+                    "server's captures stay calm in the low intervals, the server (a flush or checkpoint "
+                    "stall, a lock held across a batch, a CPU quota's period) when its queues grow in them."
                 ),
-                next_steps=[
-                    f"Look at host captures over the {s.threads}-thread step's window: what grows "
-                    "while TPS falls (run queue, await, swap, memory)?",
-                    "Run the step longer to see whether it settles or keeps falling.",
-                    "Keep the load below this level in production; its mean TPS is not sustainable.",
-                ],
+                next_steps=(
+                    [
+                        f"Line the low intervals of the {s.threads}-thread step up with the host captures "
+                        "(1 s samples): run queue, IO wait, the database's threads on the server; CPU and "
+                        "pauses on the load host.",
+                        "Check the load host: client.saturated or cpu.throttled on it, steal time (vmstat "
+                        "st) on a VM, the load generator's own GC.",
+                        "Report the step by its percentiles, not its mean, until the stalls are gone.",
+                    ]
+                    if swing
+                    else [
+                        f"Look at host captures over the {s.threads}-thread step's window: what grows "
+                        "while TPS falls (run queue, await, swap, memory)?",
+                        "Run the step longer to see whether it settles or keeps falling.",
+                        "Keep the load below this level in production; its mean TPS is not sustainable.",
+                    ]
+                ),
             )
         )
     return out

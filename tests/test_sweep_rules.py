@@ -235,3 +235,26 @@ def test_real_sysbench_intervals_without_a_server_do_not_fall_together() -> None
     ds = Dataset("x", None, [Capture("seed000.log", "sysbench", None, None, frame)])
     under = [f for f in analyze(ds, default_thresholds()).findings if f.rule == "load.underdriven"]
     assert not any("fall together" in f.title for f in under)
+
+
+def _unstable(path: str) -> list:
+    from perfkit.parsers import sysbench as sb
+
+    frame = sb.parse(FIXTURES / "sysbench" / path)
+    ds = Dataset("x", None, [Capture(path, "sysbench", None, None, frame)])
+    return [f for f in analyze(ds, default_thresholds()).findings if f.rule == "sweep.unstable"]
+
+
+def test_a_step_that_swings_is_told_from_one_that_collapses() -> None:
+    # sysbench stopped a second in every two: TPS alternates around a level (no trend to speak of)
+    [f] = _unstable("1.0.20-ro-client-stopped.txt")
+    ev = f.evidence
+    assert f.title == "Throughput swings inside the 4-thread step"
+    assert ev["trend_r2"] < 0.5 and ev["cv_pct"] > 20
+    # the steady intervals (the first second dropped as warm-up), as printed
+    assert (ev["tps_min"], ev["tps_max"]) == (846.85, 1846.0)
+    assert "swung between 846.9 and 1,846.0" in f.summary and "p95 latency up to 995.5 ms" in f.summary
+    assert "stalls" in f.explanation and any("low intervals" in s for s in f.next_steps)
+    # seed 000's 1200-thread run falls along its trend (856 -> 435 TPS): a collapse, not a swing
+    [g] = [g for g in _unstable("seed000-write-only-multi-run.txt") if g.evidence["threads"] == 1200]
+    assert g.title == "Throughput collapses inside the 1200-thread step" and g.evidence["trend_r2"] > 0.8
