@@ -4,13 +4,19 @@ laid out the way seed 000's shell script does it, then `perfkit analyze` on the 
 The same sweep with sysbench's `--rate` (a load generator that sends a fixed rate, as a client with
 think time does) leaves most of its threads idle: `load.underdriven`, whose control is the closed
 loop above (every thread in a transaction).
+
+A step whose load generator is frozen a second in every two (SIGSTOP / SIGCONT) swings from zero to
+full throughput: `sweep.unstable`, whose control is the same step left alone.
 """
 
 from __future__ import annotations
 
+import math
 import os
 import re
+import signal
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -106,6 +112,66 @@ def test_a_rate_limited_load_is_underdriven(lab_mariadb: Path, tmp_path: Path) -
     avg_ms = float(re.search(r"avg:\s+([\d.]+)", text)[1])  # type: ignore[index]
     assert ev["tps"] == pytest.approx(tps, rel=0.1)
     assert ev["in_flight"] == pytest.approx(ev["tps"] * avg_ms / 1000, rel=1e-9)
+
+
+STEADY_S = 12
+PAUSE_S, PERIOD_S = 1.0, 2.0  # the load generator frozen a second in every two
+
+
+def _reports(log: Path) -> list[tuple[float, float]]:
+    """sysbench's per-interval reports in order: `[ 3s ] thds: 4 tps: 1234.56 ...` -> (3.0, 1234.56)."""
+    found = re.findall(r"^\[ (\d+)s \] thds: \d+ tps: ([\d.]+)", log.read_text(), re.M)
+    return [(float(t), float(x)) for t, x in found]
+
+
+def test_a_load_generator_that_stalls_makes_its_step_unstable(lab_mariadb: Path, tmp_path: Path) -> None:
+    """sysbench stopped (SIGSTOP) for a second in every two, then let go on (SIGCONT): a client VM
+    paused by its hypervisor, a GC pause. It is sent SIGCONT however the test ends."""
+    log = tmp_path / "sysbench_4.log"
+    with open(log, "w") as out:
+        proc = subprocess.Popen(
+            ["sysbench", "oltp_read_only", f"--config-file={lab_mariadb}", "--tables=2", "--table-size=10000"]
+            + ["--threads=4", f"--time={STEADY_S}", "--report-interval=1", "run"],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env={**os.environ, "LC_ALL": "C"},
+        )
+    paused = 0
+    try:
+        time.sleep(PERIOD_S)  # connected and past its first report
+        while proc.poll() is None:
+            proc.send_signal(signal.SIGSTOP)
+            paused += 1
+            time.sleep(PAUSE_S)
+            proc.send_signal(signal.SIGCONT)
+            time.sleep(PERIOD_S - PAUSE_S)
+        assert proc.wait(timeout=60) == 0, log.read_text()[-2000:]
+    finally:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGCONT)
+            proc.kill()
+            proc.wait(timeout=30)
+    assert paused >= 4
+    result = analyze_path(tmp_path)
+    [step] = result.sweep.steps  # one run: a second printed twice after a stop starts none
+    [f] = [f for f in result.findings if f.rule == "sweep.unstable"]
+    ev = f.evidence
+    assert ev["threads"] == 4 and ev["cv_pct"] > 20 and step.cv_pct == ev["cv_pct"]
+    # around a level, not along a trend: a swing (stalls), not a collapse
+    assert f.title == "Throughput swings inside the 4-thread step" and ev["trend_r2"] < 0.5
+    # every report as sysbench printed it, in order; after a stop the late one ran at about half the rate
+    reports = _reports(log)
+    assert ev["intervals"] == [[t, x] for t, x in reports] and len(reports) >= STEADY_S - 2
+    steady = [x for _, x in reports[math.ceil(len(reports) * 0.1) :]]  # a tenth is warm-up (thresholds.yaml)
+    assert (ev["tps_min"], ev["tps_max"]) == (min(steady), max(steady)) and min(steady) < 0.65 * max(steady)
+
+
+def test_the_same_step_alone_is_stable(lab_mariadb: Path, tmp_path: Path) -> None:
+    run = sysbench_sweep(tmp_path, lab_mariadb, threads=(4,), seconds=STEADY_S)
+    result = analyze_path(run)
+    [step] = result.sweep.steps
+    assert step.stable is True and step.cv_pct is not None and step.cv_pct < 20
+    assert "sweep.unstable" not in {f.rule for f in result.findings}
 
 
 def test_real_sweep_is_analyzed(sweep_dir: Path, tmp_path: Path) -> None:
