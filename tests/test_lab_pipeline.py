@@ -114,7 +114,7 @@ def test_a_rate_limited_load_is_underdriven(lab_mariadb: Path, tmp_path: Path) -
     assert ev["in_flight"] == pytest.approx(ev["tps"] * avg_ms / 1000, rel=1e-9)
 
 
-STEADY_S = 12
+STEADY_S = 8
 PAUSE_S, PERIOD_S = 1.0, 2.0  # the load generator frozen a second in every two
 
 
