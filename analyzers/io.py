@@ -132,6 +132,9 @@ def per_value(fn: Any, *columns: pd.Series) -> pd.Categorical:
     return pd.Categorical.from_codes(np.array([at[v] for v in values], dtype=np.int64)[codes], categories)
 
 
+FIRST_ITERATION = 1  # iotop's: parsers/iotop.py numbers iterations from 1, rows before any Total line 0
+
+
 def _intervals(path: str, values: pd.Series) -> tuple[np.ndarray, list[str]]:
     """For each row the position of its interval in the names `path#value` (`path#?` when missing),
     in order of first appearance, and those names; each distinct value formatted once."""
@@ -174,9 +177,15 @@ def task_keys(cap: Capture) -> TaskKeys:
     worker that parsed it, with `--jobs`): a Python call per distinct command, not per row."""
     df = cap.frame
     if cap.kind == "iotop":
+        # iotop's first iteration is measured over the moment since iotop started, not an interval:
+        # a writer of 10 MB/s read 199 MB/s there, one 1 MiB write in a few ms. Left out where the
+        # capture begins with it (`from_start`), as vmstat's since-boot line is
+        later = (df["iteration"] != FIRST_ITERATION).fillna(True).to_numpy() | (not cap.extras.from_start)
+        rows = None if later.all() else np.flatnonzero(later)
+        df = df if rows is None else df.iloc[rows]
         codes, names = _intervals(cap.path, df["iteration"])
         task = per_value(_iotop_task, df["tid"], df["thread"], df["command"])
-        return TaskKeys(None, per_value(program_name, df["command"]), task, codes, names)
+        return TaskKeys(rows, per_value(program_name, df["command"]), task, codes, names)
     # with -t, thread rows repeat their process's IO: the process rows are the tasks
     threads = df["tid"].notna().to_numpy()
     rows = np.flatnonzero(~threads) if threads.any() else None
@@ -225,7 +234,9 @@ def tasks(ds: Dataset, kind: str) -> dict[str | None, Tasks]:
         )
         seen = keys.names
         if kind == "iotop":
-            tot = cap.extras.totals
+            tot = [
+                t for t in cap.extras.totals if t["iteration"] != FIRST_ITERATION or not cap.extras.from_start
+            ]
             seen = [f"{cap.path}#{t['iteration']}" for t in tot] or keys.names
             totals.setdefault(cap.host, {}).update({f"{cap.path}#{t['iteration']}": t for t in tot})
         parts.setdefault(cap.host, []).append((rows, keys.interval, keys.names))

@@ -101,6 +101,10 @@ class IotopExtras(Extras):
     # `clock_s`, `total_read_kb_s`, `total_write_kb_s`, `actual_read_kb_s`, `actual_write_kb_s`; None
     # for a value not printed
     totals: list[dict] = field(default_factory=list)
+    # the capture begins with iotop's first iteration: its column header under the first Total lines
+    # (with `-q`, as perfkit runs it, iotop prints it there only; seed 000's excerpt has none). That
+    # iteration's rates are measured over the moment since iotop started, not an interval
+    from_start: bool = False
 
 
 EXTRAS = IotopExtras
@@ -183,6 +187,7 @@ class _Iotop:
         self.head_clocks: list[str] = []
         self.total_lines: list[int] = []
         self.others: list[int] = []  # lines that are iotop's own but no task row, in order
+        self.header_lines: list[int] = []
         self.last_row = 0  # the last task row handed over so far
         self.last_joined = 0  # the last line joined to a command
         self.joined: dict[int, list[str]] = {}  # a task row's line -> its command's next lines
@@ -202,6 +207,7 @@ class _Iotop:
             return ROW  # a command line holding `TID PRIO USER`
         self._continued(_NONE)
         bisect.insort(self.others, line_no)
+        self.header_lines.append(line_no)
         if m[1] == "PID" and not self.pid:
             self.pid = True
             self.notes.append((line_no, "header says PID: rows are processes (iotop -P), `tid` holds PIDs"))
@@ -340,6 +346,7 @@ class _Iotop:
             )
         attrs = {
             "totals": self._records(),
+            "from_start": self._from_start(),
             "dropped_lines": int(self.table.cut is not None),
             "unknown_columns": [],
             "notes": notes,
@@ -403,6 +410,13 @@ class _Iotop:
         sods[timed] = values + 86400 * np.cumsum(back > _ROLLOVER_S)
         self.head_s = sods[len(line) :]
         return sods[: len(line)]
+
+    def _from_start(self) -> bool:
+        """`IotopExtras.from_start`: a column header after the first Total line, before the second."""
+        if not self.total_lines:
+            return False
+        end = self.total_lines[1] if len(self.total_lines) > 1 else float("inf")
+        return any(self.total_lines[0] < h < end for h in self.header_lines)
 
     def _records(self) -> list[dict]:
         """`IotopExtras.totals`: one record per Total line, with the Actual/Current line after it."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import re
 from pathlib import Path
 
 import pytest
@@ -61,6 +62,21 @@ def test_seed000_capture_tool_is_the_top_writer() -> None:
     # jbd2 writes 0 B/s itself but waits on the disk 42.33 % of the time: the journal commits
     assert ev["io_wait_top_task"] == "418 jbd2/sda2-8" and ev["io_wait_top_pct_mean"] == 42.33
     assert "jbd2/sda2-8" in f.summary
+
+
+def test_iotops_first_iteration_is_left_out_where_the_capture_begins_with_it() -> None:
+    """iotop's first iteration spans the moment since iotop started (dd, writing 10 MB/s throughout,
+    is absent from it); its header under the first Total lines says the capture begins there. The
+    rates are those of the iterations after it, as printed."""
+    path = FIX / "iotop" / "iotop-0.6-botqk-from-start.txt"
+    capture = cap("iotop", path, host="localhost")
+    assert capture.extras.from_start and not cap("iotop", SEED000).extras.from_start
+    [f] = io.top_writer(ds(capture), None, TH)
+    ev = f.evidence
+    printed = re.findall(r" ([\d.]+) K/s \?unavailable\?  dd of=", path.read_text())
+    later = [float(x) for x in printed]  # one a second from the second iteration: none in the first
+    assert ev["writer1"] == "dd" and ev["intervals"] == len(later) == 4
+    assert ev["writer1_write_kb_s_mean"] == pytest.approx(sum(later) / 4)
 
 
 def test_database_as_top_writer_is_info() -> None:
