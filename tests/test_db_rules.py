@@ -211,6 +211,7 @@ def scenario(name: str, out: Path, *more: str) -> tuple[dict, list[Finding]]:
         "1,8,32",
         "--time",
         "6",
+        "--no-analyze",  # analyzed below, in this process
         *more,
     ]
     proc = subprocess.run([*cmd, "-o", str(out)], cwd=ROOT, capture_output=True, text=True, timeout=600)

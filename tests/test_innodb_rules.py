@@ -348,6 +348,7 @@ def _scenario(name: str, out: str) -> tuple[dict, tuple[Finding, ...]]:
     rules read the status samples (one a second) inside a step's load window past its warm-up, and a
     4 s step held 2, db.log-wait's least (CI once got fewer: the small redo log's finding was lost)."""
     cmd = [sys.executable, "-m", "scripts.scenarios", "run", name, "--threads", "1,8", "--time", "6"]
+    cmd.append("--no-analyze")  # analyzed below, in this process
     proc = subprocess.run([*cmd, "-o", out], cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-2000:]
     info = json.loads((Path(out) / "scenario.json").read_text())

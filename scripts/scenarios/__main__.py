@@ -32,6 +32,11 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--table-size", type=int, help="rows per table (default 10,000; hot-rows 4)")
     run.add_argument("--tables", type=int, default=1)
     run.add_argument("--profile", choices=("default", "minimal"), default="default")
+    run.add_argument(
+        "--no-analyze",
+        action="store_true",
+        help="leave out `perfkit analyze` (the caller analyzes the archive)",
+    )
     clean = sub.add_parser(
         "cleanup", help="remove what an earlier crashed run left (instances, dirs, cgroups)"
     )
@@ -61,6 +66,7 @@ def main(argv: list[str] | None = None) -> int:
                 tables=args.tables,
                 table_size=args.table_size,
                 profile=args.profile,
+                analyze=not args.no_analyze,
             )
     except (KeyboardInterrupt, Interrupted) as exc:
         what = "SIGINT" if isinstance(exc, KeyboardInterrupt) else str(exc)

@@ -359,9 +359,12 @@ def run_scenario(
     table_size: int | None = None,
     profile: str = "default",
     layout: Layout | None = None,
+    analyze: bool = True,
     log: Callable[[str], None] = lambda m: print(f"scenarios: {m}", file=sys.stderr, flush=True),
 ) -> dict[str, Any]:
-    """Run scenario `name` into the new directory `out`; scenario.json's content (also written there)."""
+    """Run scenario `name` into the new directory `out`; scenario.json's content (also written there).
+    `analyze=False` leaves out `perfkit analyze` (report/, `perfkit_analyze`): for a caller that
+    analyzes the archive itself."""
     if name not in SCENARIOS:
         raise ScenarioError(f"unknown scenario {name!r}: one of {', '.join(SCENARIOS)}")
     sc = SCENARIOS[name]
@@ -485,6 +488,8 @@ def run_scenario(
         record["totals"] = _totals(monitor.samples)
         record["timeline"] = monitor.samples
 
+        if not analyze:
+            return record
         log(f"{name}: perfkit analyze")
         rc = run_perfkit(
             [*PERFKIT, "analyze", str(out / "archive"), "-o", str(out / "report")],
