@@ -98,7 +98,8 @@ def test_db_rules_judge_each_collection_window_from_its_mysqladmin_series() -> N
         last = max(raw["Uptime"])
         # the window's deltas are the raw counters' first to last block, 1 s apart
         assert lock.threads is None and lock.seconds == last
-        assert lock.lock_time_s * 1000 == raw["Innodb_row_lock_time"][last] - raw["Innodb_row_lock_time"][0]
+        lock_ms = raw["Innodb_row_lock_time"][last] - raw["Innodb_row_lock_time"][0]
+        assert lock.lock_time_s == pytest.approx(lock_ms / 1000, rel=1e-12)  # not `* 1000 ==`: float rounding
         assert lock.lock_waits == raw["Innodb_row_lock_waits"][last] - raw["Innodb_row_lock_waits"][0]
         txn = sum(raw[k][last] - raw[k][0] for k in ("Com_commit", "Com_rollback")) / last
         assert lock.transactions_s == pytest.approx(txn) and lock.basis == "Com_commit + Com_rollback"
@@ -222,9 +223,11 @@ def test_lab_pt_stalk_on_hot_rows_is_lock_contention(lab_mariadb: Path, tmp_path
     prefix = mysqladmin.name.removesuffix("-mysqladmin")
     assert ev["window_name"] == prefix and ev["threads"] is None
     assert f["summary"].startswith(f"In the window {prefix}, ")
-    # the lock time is the raw counter's growth over the window's samples, 1 s apart
+    # the lock time is the raw counter's growth (ms) over the window's samples, 1 s apart, in seconds
+    # (to float precision: 16.059 * 1000 is not 16059 in floats)
     raw = _status(mysqladmin)["Innodb_row_lock_time"]
-    assert ev["lock_time_s"] * 1000 == raw[max(raw)] - raw[0] and ev["seconds"] == max(raw)
+    assert ev["lock_time_s"] == pytest.approx((raw[max(raw)] - raw[0]) / 1000, rel=1e-12)
+    assert ev["seconds"] == max(raw)
     assert ev["lock_waiting"] >= 0.5 and ev["lock_waiting_share"] >= 0.1  # measured here: about 2 of 15
 
 
