@@ -25,6 +25,7 @@ import pytest
 from perfkit.pipeline import analyze_path
 
 from .conftest import need_tool
+from .test_lab_pipeline import sysbench_sweep
 
 pytestmark = pytest.mark.lab
 
@@ -54,16 +55,7 @@ def step_with_captures(run: Path, cfg: Path, switcher: bool) -> Path:
                 subprocess.Popen(["vmstat", "-t", "1", window], stdout=vm_out, env=env),
                 subprocess.Popen(["pidstat", "-w", "1", window], stdout=pid_out, env=env),
             ]
-            with open(run / "sysbench_4.log", "w") as log:
-                subprocess.run(
-                    ["sysbench", "oltp_read_only", f"--config-file={cfg}", "--tables=2", "--table-size=10000"]
-                    + ["--threads=4", f"--time={SECONDS}", "--report-interval=1", f"--rate={RATE}", "run"],
-                    stdout=log,
-                    stderr=subprocess.STDOUT,
-                    env=env,
-                    timeout=60,
-                    check=True,
-                )
+            sysbench_sweep(run, cfg, (f"--rate={RATE}",), threads=(4,), seconds=SECONDS)
             for p in captures:
                 p.wait(timeout=30)
         assert pong is None or pong.poll() is None, "the ping-pong ended before the step did"
