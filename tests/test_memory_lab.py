@@ -6,8 +6,8 @@ v1 here), and a Python process that joins the group before it allocates 160 MiB 
 one byte a page over it, again and again: the kernel keeps 64 MiB of it in RAM and swaps the rest
 out and back in. `perfkit collect --local --profile minimal -d 6` runs meanwhile. On the lab VM:
 si and so about 270 MB/s in every sample, 160 MiB in swap, 22 GiB free. The control is the same
-process outside the group: 0 swapped. The swap file and the group are removed however the test
-ends (`swapoff` first), and the process killed.
+process outside the group: nothing swapped here, a few pages once on CI, under the rule's bar. The
+swap file and the group are removed however the test ends (`swapoff` first), and the process killed.
 
 The evidence is checked against the archive's own vmstat text, read here without perfkit.
 """
@@ -24,6 +24,7 @@ from pathlib import Path
 
 import pytest
 
+from perfkit.config import default_thresholds
 from perfkit.pipeline import analyze_path
 from scripts.scenarios.cgroups import PREFIX, Group, detect
 
@@ -120,4 +121,10 @@ def test_the_same_process_without_a_limit_does_not_swap(tmp_path: Path) -> None:
     with swap_file(tmp_path), hog(None):
         archive = collect_local(tmp_path / "free", WINDOW_S, "minimal")
     assert "mem.swapping" not in {f.rule for f in analyze_path(archive).findings}
-    assert all(r["si"] == r["so"] == 0 for r in raw_vmstat(archive))
+    # with swap on, the kernel may page out a few idle pages of anything, limit or none (CI saw it
+    # once): the control is silent because the samples stay under the rule's bar, read from the text
+    bar, rows = default_thresholds()["mem.swapping"], raw_vmstat(archive)
+    swapping = [r for r in rows if max(r["si"], r["so"]) >= bar["min_kb_s"]]
+    assert rows and (len(swapping) < bar["min_samples"] or len(swapping) < bar["min_share"] * len(rows)), rows
+    # and far from the limited run's hundreds of MB/s: a few pages at most
+    assert max(max(r["si"], r["so"]) for r in rows) < 1024, rows
