@@ -6,13 +6,18 @@ name the sweep's knee and say the CPU is the saturated resource (issue 6's accep
 
 from __future__ import annotations
 
+import itertools
 import json
+import math
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+
+from perfkit.config import default_thresholds
 
 from .conftest import lab_password
 
@@ -41,8 +46,20 @@ def test_a_real_sysbench_sweep_names_the_knee_and_the_saturated_cpu(
     )
     assert proc.returncode == 0, proc.stderr[-2000:]
     doc = json.loads((out / "findings.json").read_text())
-    knee = doc["sweep"]["knee_threads"]
-    assert knee is not None and 1 < knee <= 16, doc["sweep"]
+    # each step's throughput is sysbench's own, within the warm-up the steady mean leaves out
+    steps = [(s["threads"], s["tps"]) for s in doc["sweep"]["steps"]]
+    assert [n for n, _ in steps] == [1, 2, 4, 8, 16, 32]
+    for n, tps in steps:
+        text = (archive / "load" / f"t{n:04d}" / "sysbench.out").read_text()
+        summary = float(re.search(r"transactions:\s+\d+\s+\(([\d.]+) per sec", text)[1])  # type: ignore[index]
+        assert tps == pytest.approx(summary, rel=0.1), (n, tps, summary)
+    # two CPUs shared by mysqld and sysbench: scaling stops early, at or before the peak. Where exactly
+    # depends on the machine (4 threads here, 1 on a CI machine whose 2 threads gave under 1.23x), so the
+    # knee is checked against its definition: the last level before d ln X / d ln N first falls
+    # under the bar
+    knee, bar = doc["sweep"]["knee_threads"], default_thresholds()["sweep.knee"]["min_elasticity"]
+    falls = [a for (a, xa), (b, xb) in itertools.pairwise(steps) if math.log(xb / xa) / math.log(b / a) < bar]
+    assert knee is not None and knee == falls[0] <= doc["sweep"]["peak"]["threads"], doc["sweep"]
     cpu = [f for f in doc["findings"] if f["rule"] == "cpu.saturated"]
     assert cpu, [(f["rule"], f["summary"]) for f in doc["findings"]]
     assert cpu[0]["hosts"] == ["localhost"] and cpu[0]["evidence"]["cpus"] == os.cpu_count()
