@@ -18,7 +18,7 @@ import pandas as pd
 
 from perfkit.config import Thresholds
 from perfkit.dataset import Capture, Dataset
-from perfkit.findings import Finding, Skipped, number
+from perfkit.findings import Finding, Skipped, data_size, number
 
 # what the disk rules read of an iostat or diskstats frame
 _READ = ["timestamp", "r_s", "w_s", "f_s", "rkb_s", "wkb_s", "areq_kb", "aqu_sz", "await_ms", "util_pct"]
@@ -292,10 +292,10 @@ def full(ds: Dataset, sweep: Any, th: Thresholds) -> list[Finding] | Skipped:
                 rule="disk.full",
                 severity=severity,
                 hosts=[host] if host else [],
-                title=f"{mount} is {cap_pct:.0f}% full, {free_gib:.1f} GiB free{holder}",
+                title=f"{mount} is {cap_pct:.0f}% full, {data_size(r['avail_kb'] * 1024)} free{holder}",
                 summary=(
-                    f"{fs} on {mount}{holder} is {cap_pct:.0f}% full: {free_gib:.2f} GiB free of "
-                    f"{size_gib:.2f} GiB."
+                    f"{fs} on {mount}{holder} is {cap_pct:.0f}% full: {data_size(r['avail_kb'] * 1024)} free "
+                    f"of {data_size(r['size_kb'] * 1024)}."
                 ),
                 evidence=ev,
                 explanation=(

@@ -48,7 +48,7 @@ from typing import Any
 import pandas as pd
 
 from perfkit.dataset import Dataset
-from perfkit.findings import Finding, Skipped, count
+from perfkit.findings import Finding, Skipped, count, data_size
 
 from . import disk
 from .db import (
@@ -280,11 +280,6 @@ def buffer_pool_miss(
     return out
 
 
-def _mib(n: float) -> str:
-    mib = n / 2**20
-    return f"{mib:,.0f} MiB" if mib >= 10 else (f"{mib:.1f} MiB" if mib >= 1 else f"{n / 2**10:,.0f} KiB")
-
-
 def _pool_finding(
     host: str,
     steps: list[PoolStep],
@@ -299,7 +294,7 @@ def _pool_finding(
     growth = s.reads_s / low.reads_s if low is not s and low.reads_s > 0 else None
     size = variables.get("innodb_buffer_pool_size")
     pool = (
-        f"a {_mib(size)} pool ({s.pages_total:,.0f} pages)"
+        f"a {data_size(size)} pool ({s.pages_total:,.0f} pages)"
         if isinstance(size, float) and s.pages_total
         else (f"a pool of {s.pages_total:,.0f} pages" if s.pages_total else "the pool")
     )
@@ -624,11 +619,11 @@ def _log_finding(
         buf = variables.get("innodb_log_buffer_size")
         parts.append(
             f"{s.log_waits_s:,.1f} waits a second for log buffer space{per}"
-            + (f" with a {_mib(buf)} innodb_log_buffer_size" if isinstance(buf, float) else "")
+            + (f" with a {data_size(buf)} innodb_log_buffer_size" if isinstance(buf, float) else "")
         )
     if "checkpoint" in causes:
         holds = (
-            f"; the log ({_mib(capacity)}, {capacity_basis}) holds {log_seconds:.1f} s of the "
+            f"; the log ({data_size(capacity)}, {capacity_basis}) holds {log_seconds:.1f} s of the "
             f"{rate / 2**20:.2f} MiB of redo written a second"
             if log_seconds is not None and capacity is not None and rate is not None
             else ""

@@ -120,6 +120,17 @@ def number(value: Any) -> str:
     return f"{value:,.0f}" if abs(value) >= 1000 else f"{value:.4g}"
 
 
+def data_size(n_bytes: float) -> str:
+    """A size as a person writes it: `7.9 GiB`, `32 MiB`, `6.0 MiB`, `512 KiB` (binary units, three
+    significant digits or so: a 32 MiB remainder is not `0.0 GiB`)."""
+    gib, mib = n_bytes / 2**30, n_bytes / 2**20
+    if gib >= 1:
+        return f"{gib:,.0f} GiB" if gib >= 100 else f"{gib:.1f} GiB"
+    if mib >= 1:
+        return f"{mib:,.0f} MiB" if mib >= 10 else f"{mib:.1f} MiB"
+    return f"{n_bytes / 2**10:,.0f} KiB"
+
+
 def count(n: int, noun: str, plural: str | None = None) -> str:
     """`1 thread`, `4 threads`: a count with its noun in the right number."""
     return f"{n:,} {noun if n == 1 else plural or noun + 's'}"

@@ -29,7 +29,7 @@ from perfkit.cli import EXIT_INCOMPLETE, EXIT_INTERRUPTED, main
 from perfkit.config import default_thresholds, load_thresholds, threshold_problem, time_zone
 from perfkit.dataset import Capture, Dataset, load_dataset
 from perfkit.errors import ConfigError
-from perfkit.findings import Finding, count, number
+from perfkit.findings import Finding, count, data_size, number
 from perfkit.parsers import sweep as sweep_parser
 from perfkit.pipeline import analyze_path, summary_lines, write_reports
 
@@ -313,6 +313,9 @@ def test_numbers_are_printed_as_people_write_them(tmp_path: Path) -> None:
         "n/a",
     ]
     assert (count(1, "thread"), count(4, "thread"), count(1, "step")) == ("1 thread", "4 threads", "1 step")
+    # sizes: what is left of a full disk is not "0.0 GiB" (the disk-full lab test's 32 MiB)
+    sizes = (7.9 * 2**30, 250 * 2**30, (32 << 20) - 4096, 6 << 20, 512 << 10)
+    assert [data_size(n) for n in sizes] == ["7.9 GiB", "250 GiB", "32 MiB", "6.0 MiB", "512 KiB"]
     sweep = tmp_path / "sweep.csv"
     sweep.write_text("threads,tps,lat_avg_ms\n1,11337,0.5\n2,18860.4,0.6\n4,19001,1.1\n8,12000,3\n")
     result = analyze_path(sweep)
