@@ -70,9 +70,11 @@ def cpu_seconds(pid: int) -> float | None:
 class Instance:
     """One throwaway mariadbd. `base` must be new; use start(), then stop() whatever happened."""
 
-    def __init__(self, base: Path, *, port: int | None = None, extra: tuple[str, ...] = ()):
+    def __init__(
+        self, base: Path, *, port: int | None = None, extra: tuple[str, ...] = (), datadir: Path | None = None
+    ):
         self.base = base
-        self.datadir = base / "data"
+        self.datadir = datadir or base / "data"  # elsewhere: on a filesystem of the scenario's own
         self.sock = base / "sock"
         self.pidfile = base / "pid"
         self.errlog = base / "error.log"
@@ -192,27 +194,30 @@ class Instance:
     def stop(self) -> list[str]:
         """Stop mariadbd by its pid file (else the pid it started with) and remove the base dir.
         Never raises: returns the problems."""
-        problems = stop_by_pidfile(self.base, child=self.proc)
+        problems = stop_by_pidfile(self.base, child=self.proc, datadir=self.datadir)
         if not problems:
             with contextlib.suppress(FileNotFoundError):
                 shutil.rmtree(self.base)
         return problems
 
 
-def _ours(pid: int, base: Path) -> bool:
-    """Whether `pid` is a mariadbd serving a datadir under `base` (not some other process by now)."""
+def _ours(pid: int, base: Path, datadir: Path | None = None) -> bool:
+    """Whether `pid` is a mariadbd serving `datadir` (by default `base`'s), not some other process
+    by now."""
     argv = cmdline(pid)
-    return bool(argv) and any(a == f"--datadir={base / 'data'}" for a in argv)
+    return bool(argv) and any(a == f"--datadir={datadir or base / 'data'}" for a in argv)
 
 
-def stop_by_pidfile(base: Path, child: subprocess.Popen[bytes] | None = None) -> list[str]:
+def stop_by_pidfile(
+    base: Path, child: subprocess.Popen[bytes] | None = None, datadir: Path | None = None
+) -> list[str]:
     """SIGTERM the mariadbd of `base` (pid file, else `child`), wait for it, SIGKILL after STOP_S."""
     pid: int | None = None
     with contextlib.suppress(OSError, ValueError):
         pid = int((base / "pid").read_text().split()[0])
     if pid is None and child is not None and child.poll() is None:
         pid = child.pid
-    if pid is None or not _ours(pid, base):
+    if pid is None or not _ours(pid, base, datadir):
         if child is not None:
             with contextlib.suppress(ProcessLookupError, ChildProcessError, subprocess.TimeoutExpired):
                 child.wait(timeout=1)
