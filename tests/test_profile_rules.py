@@ -91,6 +91,11 @@ def test_family_threshold_override() -> None:
 def test_families() -> None:
     assert profile.family("runtime.futex") == "lock"
     assert profile.family("sync.(*Mutex).lockSlow") == "lock"
+    # Go 1.24 moved the mutex to internal/sync; its fast path (inlined Lock/Unlock) is no waiting
+    assert profile.family("internal/sync.(*Mutex).lockSlow") == "lock"
+    assert profile.family("runtime.procyieldAsm") == "lock"
+    assert profile.family("internal/sync.(*Mutex).Lock") is None
+    assert profile.family("sync.(*RWMutex).RUnlock") is None
     assert profile.family("native_queued_spin_lock_slowpath") == "lock"
     assert profile.family("runtime.gcBgMarkWorker") == "gc"
     assert profile.family("syscall.Syscall6") == "syscall"
