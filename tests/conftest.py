@@ -28,6 +28,34 @@ def need_tool(name: str) -> str:
 
 
 @pytest.fixture(scope="session")
+def pprof_target(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """tests/pprof_target/main.go built once (a small Go service serving net/http/pprof)."""
+    go = need_tool("go")
+    out = tmp_path_factory.mktemp("pprof") / "pprof-target"
+    subprocess.run(
+        [go, "build", "-o", str(out), str(ROOT / "tests" / "pprof_target" / "main.go")],
+        check=True,
+        capture_output=True,
+        timeout=300,
+        env={**os.environ, "GOFLAGS": "-mod=mod"},
+    )
+    return out
+
+
+@contextlib.contextmanager
+def go_service(binary: Path, *mode: str) -> Iterator[str]:
+    """The pprof target running (`mode`: md5, lock, lock-own; see main.go): its base URL. Killed when
+    the block ends, however it ends."""
+    proc = subprocess.Popen([str(binary), "0", *mode], stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None
+        yield f"http://127.0.0.1:{int(proc.stdout.readline())}"
+    finally:
+        proc.kill()
+        proc.communicate(timeout=30)
+
+
+@pytest.fixture(scope="session")
 def lab_mariadb() -> Path:
     """The lab's sysbench config file (0600, holds the password), after checking MariaDB answers."""
     cfg = LAB_DIR / "sb.cfg"
@@ -49,11 +77,17 @@ def lab_password(cfg: Path) -> str:
 
 
 def collect_local(
-    out: Path, seconds: int, profile: str | None = None, prefix: Sequence[str] = (), timeout: float = 180
+    out: Path,
+    seconds: int,
+    profile: str | None = None,
+    prefix: Sequence[str] = (),
+    timeout: float = 180,
+    extra: Sequence[str] = (),
 ) -> Path:
-    """`perfkit collect --local -d seconds -o out` as a user runs it, in a process of its own (after
-    `prefix`, e.g. `ip netns exec NS`); `out` once it exits 0, else the test fails with its output."""
-    args = ["collect", "--local", "-d", str(seconds), "-o", str(out)]
+    """`perfkit collect --local -d seconds -o out [extra]` as a user runs it, in a process of its own
+    (after `prefix`, e.g. `ip netns exec NS`); `out` once it exits 0, else the test fails with its
+    output."""
+    args = ["collect", "--local", "-d", str(seconds), "-o", str(out), *extra]
     if profile is not None:
         args += ["--profile", profile]
     res = subprocess.run(

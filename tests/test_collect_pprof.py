@@ -5,10 +5,9 @@ from __future__ import annotations
 
 import gzip
 import http.server
-import os
-import subprocess
 import threading
 import zipfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -16,29 +15,16 @@ import pytest
 from perfkit.archive import open_archive
 from perfkit.collectors import pprof, session
 
-from .conftest import ROOT, need_tool
+from .conftest import go_service
 from .sshd import free_port
 
 pytestmark = pytest.mark.lab
 
 
 @pytest.fixture(scope="module")
-def go_service(tmp_path_factory: pytest.TempPathFactory):
-    go = need_tool("go")
-    out = tmp_path_factory.mktemp("pprof") / "pprof-target"
-    subprocess.run(
-        [go, "build", "-o", str(out), str(ROOT / "tests" / "pprof_target" / "main.go")],
-        check=True,
-        capture_output=True,
-        timeout=300,
-        env={**os.environ, "GOFLAGS": "-mod=mod"},
-    )
-    proc = subprocess.Popen([str(out), "0"], stdout=subprocess.PIPE, text=True)
-    port = int(proc.stdout.readline())
-    yield f"http://127.0.0.1:{port}"
-    proc.kill()
-    proc.wait()
-    proc.stdout.close()
+def go_url(pprof_target: Path) -> Iterator[str]:
+    with go_service(pprof_target) as url:
+        yield url
 
 
 class _Svg(http.server.BaseHTTPRequestHandler):
@@ -53,14 +39,14 @@ class _Svg(http.server.BaseHTTPRequestHandler):
         pass
 
 
-def test_profiles_from_a_go_service(go_service: str, tmp_path: Path) -> None:
-    opts = session.Options(window=2, specs=(), pprof=(go_service,), run_id="pprof-ok")
+def test_profiles_from_a_go_service(go_url: str, tmp_path: Path) -> None:
+    opts = session.Options(window=2, specs=(), pprof=(go_url,), run_id="pprof-ok")
     res = session.collect([], tmp_path / "run", opts)
     recs = {r["id"]: r for r in res.manifest["captures"]}
     assert set(recs) == {"pprof-cpu", "pprof-heap", "pprof-goroutine", "pprof-mutex"}
     assert all(r["status"] == "ok" and r["kind"] == "pprof" for r in recs.values()), recs
     assert recs["pprof-cpu"]["command"].endswith("/debug/pprof/profile?seconds=2")
-    host = go_service.removeprefix("http://")
+    host = go_url.removeprefix("http://")
     data = (tmp_path / "run" / "hosts" / host / "pprof-cpu.out").read_bytes()
     assert len(data) == recs["pprof-cpu"]["bytes"] and gzip.decompress(data)  # a real gzip protobuf
     assert res.manifest["status"] == "complete" and res.exit_code == 0
@@ -93,8 +79,8 @@ def test_bad_urls_are_refused_before_anything_runs(url: str) -> None:
         session.Options(window=1, specs=(), pprof=(url,))
 
 
-def test_tidb_debug_zip_spans_the_window_and_lists_its_members(go_service: str, tmp_path: Path) -> None:
-    opts = session.Options(window=2, specs=(), tidb_zip=(go_service,), run_id="tidb-zip")
+def test_tidb_debug_zip_spans_the_window_and_lists_its_members(go_url: str, tmp_path: Path) -> None:
+    opts = session.Options(window=2, specs=(), tidb_zip=(go_url,), run_id="tidb-zip")
     res = session.collect([], tmp_path / "run", opts)
     [rec] = res.manifest["captures"]
     assert rec["id"] == "tidb-debug-zip" and rec["kind"] == "tidb_zip" and rec["status"] == "ok", rec
@@ -114,9 +100,9 @@ def test_pprof_and_tidb_zip_on_one_service_are_refused() -> None:
         session.Options(window=1, specs=(), pprof=("http://db:10080",), tidb_zip=("http://db:10080/",))
 
 
-def test_a_zip_endpoint_answering_gzip_is_failed(go_service: str, tmp_path: Path) -> None:
+def test_a_zip_endpoint_answering_gzip_is_failed(go_url: str, tmp_path: Path) -> None:
     out = tmp_path / "x.out"
-    rec = pprof.fetch(f"{go_service}/debug/pprof/heap", out, 10, pprof.ZIP_MAGIC)
+    rec = pprof.fetch(f"{go_url}/debug/pprof/heap", out, 10, pprof.ZIP_MAGIC)
     assert rec["status"] == "failed" and rec["reason"] == "not a zip: got gzip data"
 
 
