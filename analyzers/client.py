@@ -7,7 +7,8 @@ issues #51/#482: the client's CPU caps the TPS). Two signs, read on the host tha
 and the OS captures alike):
 
 - the host: CPU idle (idle + iowait, vmstat or mpstat) near zero, or a vmstat run queue well above its
-  CPU count (threads waiting for a CPU, so every request starts late);
+  CPU count (threads waiting for a CPU, so every request starts late) that PSI confirms where it was
+  captured (/proc/pressure/cpu `some`: the share of time a task waited, against vmstat's one instant);
 - the load process itself (top): its CPU at the limit of what its threads (or the CPUs) can use — a
   client that is its own bottleneck even on an otherwise idle machine.
 
@@ -57,6 +58,7 @@ class _Step:
     idle_pct: float | None = None
     idle_from: str = ""
     runq: float | None = None
+    cpu_pressure_pct: float | None = None  # PSI cpu some: the share of time a task waited for a CPU
     samples: int = 0
     window: tuple[str, str] | None = None
     proc_cpu_pct: float | None = None
@@ -65,6 +67,7 @@ class _Step:
     top_other: str | None = None
     top_other_cpu_pct: float | None = None
     quota_cores: float | None = None  # the load process's cgroup CPU quota, where it has one
+    cpus_allowed: int | None = None  # the CPUs it may run on, where fewer than the host's (affinity)
     waits_on_server: float | None = None  # its active threads' share waiting on the network (sampler)
     active_threads: float | None = None
     step_threads: int | None = None  # the step's, of which `threads` is this host's share
@@ -78,7 +81,7 @@ def saturated(ds: Dataset, sweep: Any, th: Thresholds) -> list[Finding] | Skippe
     hosts = sorted({c.host for _, c in loads if c.host})
     if not hosts:
         return Skipped(RULE, "the load generator's host is unknown (no manifest records its host)")
-    os_kinds = ("vmstat", "mpstat", "top", "nproc")
+    os_kinds = ("vmstat", "mpstat", "top", "nproc", "psi")
     if not any(c.host in hosts for k in os_kinds[:3] for c in ds.of(k)):
         return Skipped(
             RULE, f"no vmstat, mpstat or top capture of the load-generator host ({', '.join(hosts)})"
@@ -101,6 +104,7 @@ def saturated(ds: Dataset, sweep: Any, th: Thresholds) -> list[Finding] | Skippe
             same = [c for k in os_kinds for c in ds.of(k) if c.host == host and c.step == cap.step]
             _measure(st, same, lim)
             _quota(st, [c for c in ds.of("cgroup") if c.host == host and c.step == cap.step])
+            _affinity(st, [c for c in ds.of("affinity") if c.host == host and c.step == cap.step])
             _waits(st, [p for p in profiles if p.host == host and p.step == cap.step])
             judged.append(st)
         # a busy host is not the load's ceiling while the load's own threads wait on the server
@@ -147,7 +151,7 @@ def _name_the_limit(found: list[Finding], hosts: list[str]) -> list[Finding]:
 
 
 def _measure(st: _Step, caps: list[Capture], lim: dict[str, Any]) -> None:
-    by = {k: [c for c in caps if c.kind == k] for k in ("vmstat", "mpstat", "top", "nproc")}
+    by = {k: [c for c in caps if c.kind == k] for k in ("vmstat", "mpstat", "top", "nproc", "psi")}
     vm = pd.concat([c.frame[~c.frame["since_boot"].astype(bool)] for c in by["vmstat"]] or [pd.DataFrame()])
     if len(vm) >= lim["min_samples"]:
         st.idle_pct = float((vm["id"].astype(float) + vm["wa"].astype(float).fillna(0)).median())
@@ -166,6 +170,12 @@ def _measure(st: _Step, caps: list[Capture], lim: dict[str, Any]) -> None:
             st.sources += [c.path for c in by["mpstat"]]
     for c in by["top"]:
         _process(st, c, lim)
+    psi = pd.concat([c.frame for c in by["psi"]] or [pd.DataFrame()])
+    if len(psi):
+        some = psi.loc[(psi["resource"] == "cpu") & (psi["scope"] == "some"), "stall_pct"].dropna()
+        if len(some) >= lim["min_samples"]:
+            st.cpu_pressure_pct = float(some.median())
+            st.sources += [c.path for c in by["psi"]]
 
 
 def _process(st: _Step, cap: Capture, lim: dict[str, Any]) -> None:
@@ -200,7 +210,11 @@ def _process(st: _Step, cap: Capture, lim: dict[str, Any]) -> None:
 def _host_bound(s: _Step, lim: dict[str, Any]) -> bool:
     if s.idle_pct is not None and s.idle_pct <= lim["max_idle_pct"]:
         return True
-    return s.runq is not None and bool(s.cpus) and s.runq >= lim["min_runq_per_cpu"] * s.cpus  # type: ignore[operator]
+    queued = s.runq is not None and bool(s.cpus) and s.runq >= lim["min_runq_per_cpu"] * s.cpus  # type: ignore[operator]
+    # vmstat's r is one instant a second, the instant every 1 s capture (top, pidstat, iotop, mpstat)
+    # wakes too: 4 on 2 CPUs at 45 % idle beside a 1-thread sysbench, where PSI's delta says a task
+    # waited for a CPU 3 % of the time. Where PSI is captured, it confirms the queue or not.
+    return queued and (s.cpu_pressure_pct is None or s.cpu_pressure_pct >= lim["min_cpu_pressure_pct"])
 
 
 def _quota(st: _Step, caps: list[Capture]) -> None:
@@ -215,6 +229,21 @@ def _quota(st: _Step, caps: list[Capture]) -> None:
         if len(quota) and len(period) and float(period.iloc[0]) > 0:
             st.quota_cores = float(quota.iloc[0]) / float(period.iloc[0])
             limit = st.quota_cores * 100
+            st.proc_limit_pct = min(st.proc_limit_pct, limit) if st.proc_limit_pct else limit
+            st.sources.append(cap.path)
+            return
+
+
+def _affinity(st: _Step, caps: list[Capture]) -> None:
+    """The CPUs the load process may run on (the `affinity` capture: taskset, numactl, a cpuset),
+    where fewer than the host's: pinned, it is at its ceiling on those, not on its threads or the
+    host's CPUs, and the host's other CPUs may sit idle meanwhile."""
+    for cap in caps:
+        rows = cap.frame[cap.frame["process"].map(lambda name: category(str(name)) == "load generator")]
+        allowed = rows["cpu_count"].dropna()
+        if len(allowed) and (not st.cpus or int(allowed.min()) < st.cpus):
+            st.cpus_allowed = int(allowed.min())
+            limit = st.cpus_allowed * 100.0
             st.proc_limit_pct = min(st.proc_limit_pct, limit) if st.proc_limit_pct else limit
             st.sources.append(cap.path)
             return
@@ -260,9 +289,13 @@ def _finding(hot: list[_Step], judged: list[_Step], lim: dict[str, Any]) -> Find
         parts.append(f"CPU idle {first.idle_pct:.0f}%")
     if first.runq is not None:
         parts.append(f"run queue {first.runq:.0f}" + (f" on {first.cpus} CPUs" if first.cpus else ""))
+    if first.cpu_pressure_pct is not None:
+        parts.append(f"a task waiting for a CPU {first.cpu_pressure_pct:.0f}% of the time (PSI)")
     if first.proc_cpu_pct is not None:
         limit = f" of a possible {first.proc_limit_pct:.0f}%" if first.proc_limit_pct else ""
         quota = f" (its cgroup's quota: {first.quota_cores:.2f} cores)" if first.quota_cores else ""
+        if first.cpus_allowed:
+            quota += f" (allowed to run on {count(first.cpus_allowed, 'CPU')} of {first.cpus or '?'})"
         parts.append(f"{tool} itself at {first.proc_cpu_pct:.0f}% CPU{limit}{quota}")
     shared = (
         f" The host is shared: {first.top_other} used {first.top_other_cpu_pct:.0f}% CPU beside the load."
@@ -282,6 +315,7 @@ def _finding(hot: list[_Step], judged: list[_Step], lim: dict[str, Any]) -> Find
         "idle_pct_median": first.idle_pct,
         "idle_from": first.idle_from or None,
         "run_queue_median": first.runq,
+        "cpu_pressure_pct_median": first.cpu_pressure_pct,
         "samples": first.samples,
         "load_process_cpu_pct_median": first.proc_cpu_pct,
         "load_process_threads": first.proc_threads,
@@ -291,6 +325,7 @@ def _finding(hot: list[_Step], judged: list[_Step], lim: dict[str, Any]) -> Find
         "host_bound": host_bound,
         "process_bound": proc_bound,
         "load_process_quota_cores": first.quota_cores,
+        "load_process_cpus_allowed": first.cpus_allowed,
         "load_process_active_threads": first.active_threads,
         "load_process_server_wait_share": first.waits_on_server,
         "saturated_steps": [s.step or s.threads for s in sorted(hot, key=lambda s: s.threads or 0)],
@@ -319,8 +354,19 @@ def _finding(hot: list[_Step], judged: list[_Step], lim: dict[str, Any]) -> Find
                 if proc_bound
                 else "Here the host's CPUs are used up; whoever uses them, the load is throttled."
             )
+            + (
+                f" It may run on {count(first.cpus_allowed, 'CPU')} only (taskset, numactl or a cpuset): "
+                "the host's other CPUs cannot help it."
+                if first.cpus_allowed
+                else ""
+            )
         ),
         next_steps=[
+            *(
+                [f"Let {tool} run on more CPUs: check taskset -p PID, numactl and the cpuset of its cgroup."]
+                if first.cpus_allowed
+                else []
+            ),
             "Run the load from more or bigger client machines (several go-ycsb/sysbench hosts) and check "
             "that throughput rises.",
             "Keep the load generator off the database hosts; pin it away from the server's CPUs.",

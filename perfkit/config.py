@@ -67,7 +67,7 @@ def load_thresholds(path: Path | None = None) -> Thresholds:
 # refused. Checked in order; anything else (rates, sizes, ratios, growth) must not be negative.
 _COUNTS = re.compile(r"(^|_)(samples|intervals|iterations|hot_threads|n)$")  # whole, at least 1
 _SHARE_OF_ONE = re.compile(r"(^|_)(share|fraction)$")  # 0-1
-_PERCENT_OF_WHOLE = re.compile(r"(util|idle|capacity|share|steal|wait|tolerance|drop|flat)_pct$")
+_PERCENT_OF_WHOLE = re.compile(r"(util|idle|capacity|share|steal|wait|tolerance|drop|flat|pressure)_pct$")
 
 
 def threshold_problem(key: str, value: float) -> str | None:

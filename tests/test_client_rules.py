@@ -10,7 +10,7 @@ from perfkit.analyzers import client
 from perfkit.analyzers import sweep as sweep_model
 from perfkit.config import default_thresholds
 from perfkit.dataset import Capture, Dataset
-from perfkit.parsers import nproc, sysbench, top, vmstat
+from perfkit.parsers import affinity, nproc, psi, sysbench, top, vmstat
 
 from .conftest import FIXTURES
 
@@ -153,3 +153,62 @@ def test_a_load_run_the_sweep_left_out_is_not_judged(tmp_path: Path) -> None:
     assert [e.source for e in result.excluded_steps] == ["load/t0016/sysbench.out"]
     [f] = [f for f in result.findings if f.rule == "client.saturated"]
     assert "t0016" not in f.evidence["saturated_steps"] and f.evidence["steps_judged"] == 2
+
+
+# ---------------------------------------------------------------- the run queue, confirmed by PSI
+
+STEPS = FIXTURES / "client"
+_KINDS = {
+    "vmstat.out": ("vmstat", vmstat),
+    "psi.out": ("psi", psi),
+    "nproc.out": ("nproc", nproc),
+    "top.out": ("top", top),
+    "affinity.out": ("affinity", affinity),
+}
+
+
+def one_step(name: str, *files: str) -> Dataset:
+    """A real step's load output and the named captures of its host (tests/fixtures/client)."""
+    d, step = STEPS / name, name.rsplit("-", 1)[1]
+    caps = [
+        Capture(
+            f"load/{step}/sysbench.out", "sysbench", "localhost", step, sysbench.parse(d / "sysbench.out")
+        )
+    ]
+    for f in files:
+        kind, mod = _KINDS[f]
+        caps.append(
+            Capture(
+                f"hosts/localhost/{step}/{f}", kind, "localhost", step, mod.parse(d / f, host="localhost")
+            )
+        )
+    return Dataset("x", None, caps)
+
+
+def test_a_run_queue_that_psi_does_not_confirm_is_no_saturation() -> None:
+    # vmstat after the since-boot row: r 4,2,2,4,4 (median 4, twice the 2 CPUs), id + wa 42-50 %
+    [f] = run(one_step("sweep-t0001", "vmstat.out", "nproc.out"))
+    ev = f.evidence
+    assert ev["run_queue_median"] == 4 and ev["idle_pct_median"] == 48 and ev["cpus"] == 2
+    assert ev["host_bound"] and ev["cpu_pressure_pct_median"] is None
+    # PSI: cpu some total grew 33,196 / 31,869 / 53,351 / 44,017 us over the 4 seconds after the first
+    # stamp (3.3, 3.2, 5.3, 4.4 %): a task waited for a CPU 4 % of the time, so the queue was an instant
+    assert run(one_step("sweep-t0001", "vmstat.out", "nproc.out", "psi.out")) == []
+
+
+def test_a_load_generator_pinned_to_one_cpu_is_at_its_ceiling_there() -> None:
+    pinned = ("vmstat.out", "nproc.out", "psi.out", "top.out")
+    [f] = run(one_step("pinned-t0008", *pinned, "affinity.out"))
+    ev = f.evidence
+    # affinity: sysbench (pid 29784) Cpus_allowed_list 0, of the 2 CPUs nproc counts; top -H: its
+    # threads at 96.1, 108, 111, 106.8 % in the screens after the first, median 107.4 % of 100 %
+    assert ev["load_process_cpus_allowed"] == 1 and ev["load_process_cpu_limit_pct"] == 100
+    assert ev["load_process_cpu_pct_median"] == pytest.approx(107.4)
+    assert ev["process_bound"] and f.severity == "critical"
+    assert "allowed to run on 1 CPU of 2" in f.summary and "taskset" in f.next_steps[0]
+    # PSI confirms vmstat's queue here: 89.2, 86.7, 90.2, 45.2 % of each second (median 88.2)
+    assert ev["run_queue_median"] == 10 and ev["cpu_pressure_pct_median"] == pytest.approx(88.17, abs=0.01)
+    # without the affinity capture its ceiling is its threads or the CPUs: 200 %, not reached
+    [g] = run(one_step("pinned-t0008", *pinned))
+    assert g.evidence["load_process_cpu_limit_pct"] == 200 and not g.evidence["process_bound"]
+    assert g.evidence["load_process_cpus_allowed"] is None and g.severity == "warning"
