@@ -15,6 +15,7 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from perfkit.analyzers import Analysis
 from perfkit.errors import PerfkitError
 from perfkit.pipeline import analyze_path, summary_lines, write_reports
 
@@ -40,19 +41,21 @@ HOST_CAPTURES = [
 SETTINGS = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
-def _outcome(source: Path) -> None:
-    """Analyze and write the reports; a PerfkitError (one line) is the only other way out."""
+def _outcome(source: Path) -> Analysis | None:
+    """Analyze and write the reports: the analysis, or None after a PerfkitError (one line), the only
+    other way out."""
     try:
         result = analyze_path(source)
     except PerfkitError as exc:
         assert "\n" not in str(exc) and str(exc)
-        return
+        return None
     assert result.failed == [], result.failed
     summary_lines(result)
     with tempfile.TemporaryDirectory() as out:
         write_reports(result, Path(out))
         doc = json.loads((Path(out) / "findings.json").read_text())
         assert doc["complete"] is True
+    return result
 
 
 # ---------------------------------------------------------------- sweep tables
@@ -120,10 +123,8 @@ def test_no_peak_or_knee_from_a_failed_step(
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp) / "run"
         _write_run(root, steps, hosts)
-        _outcome(root)
-        try:
-            result = analyze_path(root)
-        except PerfkitError:
+        result = _outcome(root)
+        if result is None:
             return  # _outcome checked it is one clear line
         # a level exists only from a step that ran to the end by perfkit's record and by its output
         usable = {f"load/{name}/sysbench.out" for name, ok in _names(steps) if ok}
