@@ -57,8 +57,9 @@ def test_goroutines_on_one_mutex_spend_their_time_in_its_slow_path(
     assert f.severity == "warning" and ev["family"] == "lock" and ev["family_flat_pct"] >= bar
     pct, n = lock_pct(rows)
     assert ev["family_flat_pct"] == pytest.approx(pct, abs=0.005 * n + 1e-9)
-    # the slow path is where the convoy spends the most: pprof's top function
-    assert rows[0][0] == "internal/sync.(*Mutex).lockSlow" and "lock contention" in f.explanation
+    # the mutex's slow path is in it (lockSlow first here; under load procyield came first once)
+    slow = {name for name, _, pct, _, _ in rows if family(name) == "lock" and float(pct) > 0}
+    assert "internal/sync.(*Mutex).lockSlow" in slow and "lock contention" in f.explanation
 
 
 def test_goroutines_with_mutexes_of_their_own_do_not(pprof_target: Path, tmp_path: Path) -> None:
