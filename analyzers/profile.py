@@ -46,7 +46,7 @@ FAMILIES: tuple[tuple[str, re.Pattern[str], str], ...] = (
         "lock",
         # Go's sync mutexes by their slow paths only: the fast path (an atomic, inlined into the
         # caller's Lock/Unlock frames) is time spent locking, not waiting; an uncontended loop of
-        # Lock/Unlock is 70 % "in" them, a convoy of 8 goroutines on one mutex only 31 % (Go 1.26,
+        # Lock/Unlock is 82 % "in" them, a convoy of 8 goroutines on one mutex only 35 % (Go 1.26,
         # tests/test_profile_lab.py). Since Go 1.24 the mutex lives in internal/sync.
         re.compile(
             r"(?:^runtime\.(?:futex|lock2?|unlock2?|semacquire\w*|semrelease\w*|procyield\w*|osyield)$|"
