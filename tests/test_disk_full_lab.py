@@ -1,7 +1,7 @@
 """disk.full on a real MariaDB whose data dir's filesystem is filled, against the same one with room.
 
 A throwaway mariadbd (scripts/scenarios/instance.py) keeps its data dir on an ext4 filesystem of its
-own: an 8 GiB sparse file mounted through a loop device in a `perfkit-scn-*` dir under /var/tmp
+own: an 8 GiB sparse file mounted through a loop device in a `perfkit-test-diskfull-*` dir under /var/tmp
 (ext4 without its inode tables zeroed, so it costs a few MB of the host's disk). `perfkit collect
 --local -d 2` runs twice as a user runs it: first with the filesystem as made (7.5 GiB free, the
 control), then after `fallocate` took all but 32 MiB of what the mysql user may write (ext4 keeps
@@ -25,7 +25,6 @@ import pytest
 
 from perfkit.config import default_thresholds
 from perfkit.pipeline import analyze_path
-from scripts.scenarios.cgroups import PREFIX
 from scripts.scenarios.instance import BASE_DIR, Instance, mariadbd_pids
 
 from .conftest import collect_local
@@ -70,8 +69,9 @@ def mariadb_on_own_fs() -> Iterator[tuple[Instance, Path]]:
         pytest.skip("mount and mariadbd --user=mysql need root")
     for tool in ("mkfs.ext4", "mount", "umount", "fallocate", "mariadbd", "mariadb-install-db"):
         assert shutil.which(tool), f"{tool} not installed (scripts/lab.sh installs it)"
-    # under /var/tmp with the scenarios' prefix, not pytest's 0700 tmp: mysql must reach its files
-    top = Path(tempfile.mkdtemp(prefix=f"{PREFIX}diskfull-", dir=BASE_DIR))
+    # under /var/tmp, not pytest's 0700 tmp: mysql must reach its files. Not with the scenarios'
+    # prefix: their `cleanup` would remove a crashed run's dir with the filesystem still mounted in it
+    top = Path(tempfile.mkdtemp(prefix="perfkit-test-diskfull-", dir=BASE_DIR))
     try:
         top.chmod(0o755)
         (top / "inst").mkdir()
@@ -79,9 +79,10 @@ def mariadb_on_own_fs() -> Iterator[tuple[Instance, Path]]:
             inst = Instance(top / "inst", datadir=mount / "data")
             try:
                 inst.start()
+                assert mariadbd_pids(inst.base, inst.datadir) == [inst.pid]  # what the check after sees
                 yield inst, mount
             finally:
-                assert inst.stop() == [] and mariadbd_pids(top / "inst") == []
+                assert inst.stop() == [] and mariadbd_pids(inst.base, inst.datadir) == []
     finally:
         shutil.rmtree(top, ignore_errors=True)
 

@@ -263,10 +263,10 @@ def write_owner(base: Path) -> None:
     (base / "owner").write_text(f"{os.getpid()} {proc_start_time(os.getpid())}\n")
 
 
-def mariadbd_pids(base: Path) -> list[int]:
-    """Live mariadbd processes serving a datadir under `base` (what a test checks is gone)."""
+def mariadbd_pids(base: Path, datadir: Path | None = None) -> list[int]:
+    """Live mariadbd processes serving `datadir` (by default `base`'s): what a test checks is gone."""
     pids = []
     for entry in os.listdir("/proc"):
-        if entry.isdigit() and _ours(int(entry), base) and _alive(int(entry), None):
+        if entry.isdigit() and _ours(int(entry), base, datadir) and _alive(int(entry), None):
             pids.append(int(entry))
     return pids
