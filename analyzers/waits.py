@@ -16,25 +16,33 @@ A thread sample is classed by what the kernel says the thread was doing:
 What is active: a database parks background threads on futexes and sockets whatever the load, and
 those are no wait of a request. With a sweep, for a process that lives through it (a server: the same
 pid at every step; a load generator starts anew each step and all its threads are the load's), a
-combination's *standing* part (the least average
-threads it held at any step of the sweep) is counted as idle, and only what a step adds over it as
-active: 10 InnoDB threads parked on futexes at every step are idle, the 15 more at 16 threads are
-commits waiting behind the log flush. A thread in state D is never parked: always active. One step,
-or a capture outside a sweep, has no such baseline: only the `idle` class is idle then, and the
-profile says so (`baseline: false`). What tells an idle server there is the CPU it used: schedstat's
-CPU time, exact where the sampler read it. An idle MariaDB's 6-8 background threads asleep on futexes,
-io_uring and poll used 0.0001 cores; the lightest real load seen here (40 write IOPS allowed to the
-server, 11 TPS) 0.008. Where no load is known (no load generator's output: `perfkit collect` alone),
-a process below `IDLE_CPU_CORES` served nothing (`served_nothing`): its waiting threads wait for no
-request, so neither wait.profile nor io.throttled (analyzers/limits.py) judges it, and the report's
-table still shows them. With a load, a server at no CPU is stalled, not idle (every session behind one
-lock): it is judged, its standing threads taken out by the baseline. Without schedstat, R samples are
-too few to tell (a process at 0.008 cores is on a CPU in 1 of 125 thread samples): judged.
+combination's *standing* part (the least average threads it held at any step of the sweep) is counted
+as idle, and only what a step adds over it as active: 10 InnoDB threads parked on futexes at every
+step are idle, the 15 more at 16 threads are commits waiting behind the log flush. The steps must run
+two loads at least: steps of one thread count (`--repeat`) all hold the load's own waits. A sweep of
+one thread count gets its other level from `perfkit run`'s rest window, the threads sampled with no
+load before the first step (step `rest`, manifest.REST_STEP): one of the baseline's steps, never a
+profile returned. (One step at 4 threads without it: MariaDB's io_uring reaper, asleep in
+io_uring_enter at rest as under load, was 1.0 thread in IO wait, and the 7.4 on futexes (11 at rest)
+lock waits.) A thread in state D is never parked: always active. A capture outside a sweep (`perfkit
+collect`), or one load without a rest window, has no such baseline: only the `idle` class is idle
+then, and the profile says so (`baseline: false`).
+
+What tells an idle server there is the CPU it used: schedstat's CPU time, exact where the sampler
+read it. An idle MariaDB's 6-8 background threads asleep on futexes, io_uring and poll used 0.0001
+cores; the lightest real load seen here (40 write IOPS allowed to the server, 11 TPS) 0.008. Where no
+load is known (no load generator's output: `perfkit collect` alone), a process below `IDLE_CPU_CORES`
+served nothing (`served_nothing`): its waiting threads wait for no request, so neither wait.profile
+nor io.throttled (analyzers/limits.py) judges it, and the report's table still shows them. With a
+load, a server at no CPU is stalled, not idle (every session behind one lock): it is judged, its
+standing threads taken out by the baseline. Without schedstat, R samples are too few to tell (a
+process at 0.008 cores is on a CPU in 1 of 125 thread samples): judged.
 """
 
 from __future__ import annotations
 
 import math
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -42,6 +50,7 @@ import pandas as pd
 
 from perfkit.dataset import Dataset
 from perfkit.findings import Finding, Skipped, count
+from perfkit.manifest import REST_STEP
 
 # Below this much CPU (schedstat, cores) over a window a process served nothing (module docstring).
 IDLE_CPU_CORES = 0.002
@@ -181,7 +190,8 @@ class WaitProfile:
 
 
 def profiles(ds: Dataset, sweep: Any | None = None, top_n: int = 8) -> list[WaitProfile]:
-    """Every process's wait profile per step (the `threads` captures), in step and host order."""
+    """Every process's wait profile per step (the `threads` captures), in step and host order; the
+    rest window only sets the baseline (module docstring)."""
     step_threads = ds.step_threads()
     raw: list[tuple[WaitProfile, pd.DataFrame]] = []
     for cap in ds.of("threads"):
@@ -232,7 +242,7 @@ def profiles(ds: Dataset, sweep: Any | None = None, top_n: int = 8) -> list[Wait
             }
             for r in shown.itertuples(index=False)
         ]
-    return [p for p, _ in raw]
+    return [p for p, _ in raw if p.step != REST_STEP]
 
 
 def _cpu_split(p: WaitProfile, combos: pd.DataFrame, sched: pd.DataFrame) -> None:
@@ -255,21 +265,24 @@ def _cpu_split(p: WaitProfile, combos: pd.DataFrame, sched: pd.DataFrame) -> Non
 
 
 def _apply_baseline(raw: list[tuple[WaitProfile, pd.DataFrame]]) -> None:
-    """Move each combination's standing part (its least average threads over the sweep's steps, per
-    host and process name; 0 when a step lacks it) from its class to `idle`."""
+    """Move each combination's standing part (its least average threads over the sweep's steps and
+    its rest window, per host and process; 0 when a step lacks it) from its class to `idle`."""
     seen: dict[tuple, dict[tuple, list[float]]] = {}
     steps: dict[tuple, int] = {}
+    levels: dict[tuple, set] = {}  # the loads the steps ran: two at least, or the rest and one
     key_of = _baseline_keys([p for p, _ in raw])
     for p, combos in raw:
         key = key_of[id(p)]
         if p.step is None or key is None:
             continue
         steps[key] = steps.get(key, 0) + 1
+        levels.setdefault(key, set()).add(p.step if p.step == REST_STEP else p.threads or p.step)
         for combo, avg in zip(_combos(combos), combos["avg"], strict=True):
             seen.setdefault(key, {}).setdefault(combo, []).append(float(avg))
     for p, combos in raw:
         key = key_of[id(p)]
-        if p.step is None or key is None or steps.get(key, 0) < 2:
+        # steps of one load (`--repeat` of one thread count) all hold the load's waits: none is standing
+        if p.step is None or key is None or len(levels.get(key, ())) < 2:
             continue
         p.baseline = True
         for combo, wait in zip(_combos(combos), combos["wait"], strict=True):
@@ -390,10 +403,16 @@ def wait_profile(ds: Dataset, sweep: Any | None, th: dict[str, dict[str, Any]]) 
 
 
 def _by_process(profs: list[WaitProfile]) -> dict[tuple, list[WaitProfile]]:
+    """The profiles of one process over the steps: a server by its pid, a load generator (a new pid
+    each step) by its name, unless another process of that name ran in the same step (a scenario's
+    throwaway MariaDB beside the lab's own: one step, two servers)."""
     keys = _baseline_keys(profs)
+    named = Counter((p.host, p.process, p.step) for p in profs)
     grouped: dict[tuple, list[WaitProfile]] = {}
     for p in profs:
-        grouped.setdefault(keys[id(p)] or (p.host, p.process), []).append(p)
+        alone = named[(p.host, p.process, p.step)] == 1
+        key = keys[id(p)] or ((p.host, p.process) if alone else (p.host, p.process, p.pid))
+        grouped.setdefault(key, []).append(p)
     return {k: sorted(v, key=lambda p: (p.threads or 0, p.step or "")) for k, v in grouped.items()}
 
 

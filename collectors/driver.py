@@ -47,7 +47,7 @@ from typing import Any, Protocol
 from perfkit.archive import MANIFEST, PACKED_SUFFIXES, check_new_output, pack
 from perfkit.errors import ConfigError
 from perfkit.findings import count
-from perfkit.manifest import Manifest, StepOutcome, SweepRun
+from perfkit.manifest import REST_S, REST_STEP, Manifest, StepOutcome, SweepRun
 from perfkit.transport import HostSpec, end_local_jobs
 
 from . import db_snapshot, session
@@ -111,6 +111,8 @@ class Plan:
     # started afresh each time, so a sweep holds its own run-to-run spread (`perfkit compare` judges
     # a change against it); a drift over the sweep falls on every thread count alike.
     repeats: int = 1
+    # Seconds of thread sampling with no load before a sweep of one thread count (`_rest`); 0: none
+    rest_s: int = REST_S
 
     def __post_init__(self) -> None:
         if self.adaptive is None and (not self.threads or any(t < 1 for t in self.threads)):
@@ -119,8 +121,11 @@ class Plan:
             raise PlanError("--threads", "threads: a count appears twice")
         if self.time_s < 1:
             raise PlanError("--time", "a step lasts at least 1 s")
-        if self.warmup_s < 0 or self.cooldown_max_s < 0:
-            raise PlanError("--warmup" if self.warmup_s < 0 else "--cooldown-max", "must be ≥ 0 s")
+        for option, value in (("--warmup", self.warmup_s), ("--cooldown-max", self.cooldown_max_s)):
+            if value < 0:
+                raise PlanError(option, "must be ≥ 0 s")
+        if self.rest_s < 0:
+            raise PlanError("--rest", "must be ≥ 0 s")
         if self.on_failure not in ("stop", "continue"):
             raise PlanError("--on-failure", "on_failure: stop or continue")
         if self.repeats < 1 or (self.repeats > 1 and self.adaptive is not None):
@@ -314,6 +319,7 @@ def run_sweep(
         baselines = [c.host.time_wait_to(port) for c in clients]
         aborted = False
         try:
+            _rest(root, hosts, opts, plan, stop, connector, records, outcomes)
             while not stop.is_set() and (step := planner.next(steps)) is not None:
                 if steps:
                     _cool_down(steps[-1], clients, port, plan.cooldown_max_s, stop, baselines)
@@ -435,11 +441,7 @@ def _run_step(
     step.load_s = round(time.monotonic() - t0, 3)
     snapshots = [_snapshot_record(root, t, step.name) for t in snaps.finish()] if snaps is not None else []
     capture.join()
-    for cap in captured:
-        for host, recs in cap.records.items():
-            records.setdefault(host, []).extend(recs)
-        for host, o in cap.outcomes.items():
-            _merge_outcome(outcomes.setdefault(host, session.HostOutcome(host)), o, step.name)
+    _keep(captured, records, outcomes, step.name)
     _judge_step(step, clients, split, [res for _rel, res in loads], stop)
     if late:
         step.reason = "; ".join(x for x in (step.reason, late) if x)
@@ -461,6 +463,43 @@ def _run_step(
         )
         out.append(rec)
     return warmups + out + snapshots
+
+
+def _rest(
+    root: Path,
+    hosts: list[HostSpec],
+    opts: session.Options,
+    plan: Plan,
+    stop: session.Stop,
+    connector: Callable[[HostSpec], session.Transport],
+    records: dict[str, list[session.Record]],
+    outcomes: dict[str, session.HostOutcome],
+) -> None:
+    """The servers' threads before any load, as step REST_STEP: the thread sampler alone for
+    `plan.rest_s`. What a server parks whatever the load (background pools on futexes, the io_uring
+    reaper) is told from the load's own waits by it (analyzers/waits.py). Only a sweep of one thread
+    count needs it: steps at two or more counts show it themselves (the least each combination held),
+    and such a sweep spends no time on it."""
+    specs = tuple(s for s in opts.specs if s.id == "threads")
+    levels = len(set(plan.threads)) if plan.adaptive is None else 2
+    if not hosts or not specs or not plan.rest_s or levels > 1 or stop.is_set():
+        return
+    rest = _with(opts, window=plan.rest_s, step=REST_STEP, specs=specs, sampler=False, pprof=(), tidb_zip=())
+    _keep([session.capture(hosts, root, rest, stop=stop, connector=connector)], records, outcomes, REST_STEP)
+
+
+def _keep(
+    captured: list[session.Captured],
+    records: dict[str, list[session.Record]],
+    outcomes: dict[str, session.HostOutcome],
+    name: str,
+) -> None:
+    """A window's records and outcomes merged into the sweep's."""
+    for cap in captured:
+        for host, recs in cap.records.items():
+            records.setdefault(host, []).extend(recs)
+        for host, o in cap.outcomes.items():
+            _merge_outcome(outcomes.setdefault(host, session.HostOutcome(host)), o, name)
 
 
 class _StepEnd:

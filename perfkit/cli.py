@@ -24,6 +24,7 @@ from perfkit import __version__
 from perfkit.archive import check_new_output, printable
 from perfkit.config import LOAD_ROLE
 from perfkit.errors import PerfkitError
+from perfkit.manifest import REST_S
 
 EXIT_ERROR = 1
 EXIT_FINDINGS = 4
@@ -644,6 +645,15 @@ def _run_options(tool: str, default_db: str) -> Any:
             help="Longest wait between steps for TIME_WAIT sockets to drain.",
         ),
         click.option(
+            "--rest",
+            "rest_s",
+            type=click.IntRange(0),
+            default=REST_S,
+            show_default=True,
+            help="A sweep of one thread count: seconds of thread sampling with no load before it, which "
+            "tell the threads a server parks whatever the load from the load's own waits (0: none).",
+        ),
+        click.option(
             "--repeat",
             "repeats",
             type=click.IntRange(1),
@@ -843,6 +853,7 @@ def _sweep_plan(kw: dict[str, Any], load: Any, *, hint: str, database: bool = Tr
             cooldown_max_s=kw["cooldown_max"],
             on_failure=kw["on_failure"],
             repeats=kw["repeats"],
+            rest_s=kw["rest_s"],
         )
 
         ssh = (kw["ssh_config"], kw["known_hosts"], kw["identity"], kw["accept_new_host_key"])

@@ -126,6 +126,12 @@ class Controller(_Typed):
     window_cpu_pct: float | None = None  # psutil's view during the window, when the local host was captured
 
 
+# The step name of the window before a sweep's first step: the thread sampler alone, no load
+# (collectors/driver.py `_rest`); a server's standing threads for analyzers/waits.py.
+REST_STEP = "rest"
+REST_S = 2  # its default length (driver.Plan.rest_s, `run --rest`): 4 thread samples at 2 Hz
+
+
 @dataclass
 class StepOutcome(_Typed):
     """One step of a sweep (`perfkit run`), as collectors/driver.py ran it."""

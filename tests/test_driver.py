@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from datetime import datetime
 from pathlib import Path
 
 import pytest
@@ -10,6 +11,8 @@ import pytest
 from perfkit.collectors import captures, driver, session
 from perfkit.collectors._load import LoadHost, LoadResult
 from perfkit.errors import PerfkitError
+from perfkit.manifest import REST_STEP
+from perfkit.transport import LOCAL
 
 # A curve like oltp_read_write on this 2-vCPU VM: the peak at 4 threads, a slow decline after it.
 CURVE = {1: 200, 2: 380, 3: 600, 4: 820, 5: 805, 6: 790, 8: 780, 11: 760, 16: 700, 32: 650, 64: 600, 128: 560}
@@ -143,3 +146,39 @@ def test_an_archive_that_appears_during_the_sweep_is_not_replaced(tmp_path: Path
     assert (tmp_path / "run.tar.gz").read_bytes() == b"written meanwhile"
     [staging] = tmp_path.glob("perfkit-run-*")
     assert res.path == staging / "meanwhile" and "not packed (File exists)" in res.manifest["reason"]
+
+
+THREADS_ONLY = tuple(s for s in captures.MINIMAL if s.id == "threads")
+
+
+@pytest.mark.parametrize(
+    ("plan", "rest"),
+    [
+        (driver.Plan(threads=(4,), time_s=1, cooldown_max_s=0), True),
+        (driver.Plan(threads=(4,), time_s=1, cooldown_max_s=0, repeats=2), True),
+        (driver.Plan(threads=(1, 2), time_s=1, cooldown_max_s=0), False),
+        (driver.Plan(threads=(4,), time_s=1, cooldown_max_s=0, rest_s=0), False),
+    ],
+)
+def test_a_sweep_of_one_thread_count_samples_the_threads_at_rest_first(
+    tmp_path: Path, plan: driver.Plan, rest: bool
+) -> None:
+    """The real thread sampler on this machine, the fake load: a sweep of one thread count (repeated
+    or not) has no lighter step to show what a server parks whatever the load, so its threads are
+    sampled for `rest_s` seconds before the first step (analyzers/waits.py's baseline); steps at two
+    counts show it themselves."""
+    opts = session.Options(window=1, specs=THREADS_ONLY)
+    res = driver.run_sweep(FakeRunner(CURVE), plan, tmp_path / "run", hosts=[LOCAL], opts=opts)
+    recs = [r for r in res.manifest["captures"] if r.get("step") == REST_STEP]
+    assert res.manifest["sweep"]["plan"]["rest_s"] == plan.rest_s
+    if not rest:
+        assert recs == [] and not (tmp_path / "run" / "hosts" / "localhost" / REST_STEP).exists()
+        return
+    [rec] = recs
+    assert (rec["kind"], rec["status"], rec["path"]) == ("threads", "ok", "hosts/localhost/rest/threads.out")
+    text = (tmp_path / "run" / rec["path"]).read_text()
+    # one report a second of the window, each before the first step's load began
+    stamps = [float(line.split()[1]) for line in text.splitlines() if line.startswith("= ")]
+    assert len(stamps) >= plan.rest_s
+    first = datetime.fromisoformat(res.manifest["sweep"]["steps"][0]["started_at"]).timestamp()
+    assert max(stamps) <= first

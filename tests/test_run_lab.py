@@ -257,3 +257,32 @@ def test_an_unreachable_database_fails_in_preflight(lab_mariadb: Path, tmp_path:
     assert proc.returncode == 1 and "error 2003" in proc.stderr and "nothing answers there" in proc.stderr
     assert f"127.0.0.1:{port}" in proc.stderr and "Traceback" not in proc.stderr
     assert not (tmp_path / "never").exists()
+
+
+def test_a_one_step_run_tells_the_parked_threads_from_the_load(lab_mariadb: Path, tmp_path: Path) -> None:
+    """One step of point selects, the lab MariaDB's CPU the limit. The rest window before it shows
+    what the server parks whatever the load (its io_uring reaper, its futex-parked pools): without it
+    perfkit warned that the server waited on IO behind a ceiling (io.throttled) and on locks
+    (wait.profile)."""
+    out = tmp_path / "one"
+    one = ["--tables", "2", "--table-size", "10000", "--threads", "4", "--time", "3"]
+    proc = subprocess.run(
+        [*CLI, "run", "sysbench", "--mysql-user", "perfkit", *one, "--workload", "oltp_point_select"]
+        + ["-o", str(out)],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PERFKIT_MYSQL_PASSWORD": lab_password(lab_mariadb)},
+        timeout=120,
+        cwd=tmp_path,
+    )
+    assert proc.returncode == session.EXIT_OK, proc.stderr[-2000:]
+    m = json.loads((out / "manifest.json").read_text())
+    [rest] = [r for r in m["captures"] if r.get("step") == "rest"]
+    assert (rest["kind"], rest["status"]) == ("threads", "ok")
+    assert [s["name"] for s in m["sweep"]["steps"]] == ["t0004"]  # the rest is no step of the sweep
+    doc = json.loads((tmp_path / "one-report" / "findings.json").read_text())
+    [db] = [w for w in doc["waits"] if w["process"] == "mariadbd"]
+    assert (db["step"], db["baseline"]) == ("t0004", True)
+    # what is left of its IO and lock waits is the load's own (none while the CPU is the limit)
+    assert db["classes"]["io"] < 0.5 and db["classes"]["lock"] < 2.0, db
+    assert not {f["rule"] for f in doc["findings"]} & {"io.throttled", "wait.profile"}, doc["findings"]

@@ -184,3 +184,73 @@ def test_a_server_at_no_cpu_under_a_load_is_judged() -> None:
     with_load = SimpleNamespace(knee_threads=None)
     [f] = waits.wait_profile(result.dataset, with_load, default_thresholds())
     assert f.evidence["process"] == "mariadbd" and f.evidence["dominant"] == "lock"
+
+
+# `perfkit run sysbench --mysql-user perfkit --tables 2 --table-size 10000 --time 5 --threads 4
+# --workload oltp_point_select -o DIR` against the lab MariaDB (tests/fixtures/archives/README.md): one
+# step, the 2-vCPU host CPU-bound, and the rest window before it
+ONE_STEP = FIXTURES / "archives" / "one-step-point-select"
+LAB_DB = 25969
+# `python3 -m scripts.scenarios run db-write-iops --threads 8 --time 5 -o DIR`: one step of 8 threads
+# against a throwaway MariaDB held to 40 write IOPS, the lab's own idle one beside it
+ONE_STEP_IO = FIXTURES / "archives" / "scn-db-write-iops-one-step"
+IO_DB = 30848
+
+
+def _avg_threads(threads_out: Path, pid: int, syscall: str, wchan: str) -> float:
+    """A combination's average threads, read from the thread sampler's text without perfkit: its `c`
+    lines' counts over the samples of the `=` lines."""
+    lines = threads_out.read_text().splitlines()
+    samples = sum(int(x.split()[3]) for x in lines if x.startswith("= "))
+    counts = [x.split("\t") for x in lines if x.startswith("c\t")]
+    return sum(int(c[5]) for c in counts if (int(c[1]), c[3], c[4]) == (pid, syscall, wchan)) / samples
+
+
+def test_a_one_step_sweep_takes_the_parked_threads_from_its_rest_window() -> None:
+    """A sweep of one thread count has no lighter step to show what the server parks whatever the
+    load: the rest window before it does. Without it, perfkit took MariaDB's io_uring reaper for a
+    thread in IO wait behind a ceiling above the idle disk (io.throttled) and its parked futex
+    threads for lock waits (wait.profile), on a host whose CPU was the limit."""
+    rest, step = (ONE_STEP / "hosts" / "localhost" / s / "threads.out" for s in ("rest", "t0004"))
+    result = analyze_path(ONE_STEP)
+    [db] = [p for p in waits.profiles(result.dataset) if p.pid == LAB_DB]
+    assert (db.step, db.threads, db.baseline) == ("t0004", 4, True)  # the rest is no profile of its own
+    reaper = ("426", "io_cqring_wait")  # io_uring_enter, waiting for completions at rest as under load
+    assert _avg_threads(rest, LAB_DB, *reaper) == _avg_threads(step, LAB_DB, *reaper) == 1.0
+    assert db.classes["io"] == 0.0
+    futex = ("202", "futex_do_wait")
+    parked, held = _avg_threads(rest, LAB_DB, *futex), _avg_threads(step, LAB_DB, *futex)
+    assert (parked, held) == (11.0, 7.4) and db.classes["lock"] == 0.0  # fewer under the load than at rest
+    rules = {f.rule for f in result.findings}
+    assert "cpu.saturated" in rules and not rules & {"io.throttled", "wait.profile"}, rules
+    # the same archive without its rest window: both false alarms
+    ds = result.dataset
+    ds.captures = [c for c in ds.captures if c.step != "rest"]
+    warned = {f.rule for f in analyze(ds, default_thresholds()).findings if f.severity == "warning"}
+    assert {"io.throttled", "wait.profile"} <= warned
+
+
+def test_a_one_step_sweep_under_an_io_limit_still_names_its_waits() -> None:
+    """The rest window takes out only what was parked: the IO-limited server's commits queued behind
+    the log flush are still its wait, judged apart from the lab's idle MariaDB in the same step."""
+    rest, step = (ONE_STEP_IO / "hosts" / "localhost" / s / "threads.out" for s in ("rest", "t0008"))
+    result = analyze_path(ONE_STEP_IO)
+    found = {f.rule: f for f in result.findings}
+    io = found["io.throttled"].evidence
+    assert (io["pid"], io["limit_key"], io["limit"]) == (IO_DB, "write_max_iops", 40)
+    ev = found["wait.profile"].evidence
+    futex = ("202", "futex_do_wait")
+    queued = _avg_threads(step, IO_DB, *futex) - _avg_threads(rest, IO_DB, *futex)
+    assert (ev["pid"], ev["threads"], ev["dominant"], ev["baseline"]) == (IO_DB, 8, "lock", True)
+    assert ev["dominant_threads"] == pytest.approx(queued) and queued >= 7.0
+
+
+def test_repeated_steps_of_one_load_have_no_standing_part(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Steps of one thread count (`--repeat`) all hold the load's waits, so the least of them is no
+    standing part: the sweep above, its steps read as three runs of 16 threads, keeps its 25.0
+    futex threads as lock waits instead of taking 25.0 out."""
+    from perfkit.dataset import Dataset
+
+    monkeypatch.setattr(Dataset, "step_threads", lambda self: dict.fromkeys(("t0001", "t0004", "t0016"), 16))
+    high = _profiles()[("t0016", DB)]
+    assert not high.baseline and high.classes["lock"] == pytest.approx(25.0)
