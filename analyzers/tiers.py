@@ -158,6 +158,11 @@ def localized(ds: Dataset, sweep: Any, th: Thresholds) -> list[Finding] | Skippe
         "sources": sorted({t.source for t in tiers}),
     }
     rt_line = ", ".join(f"{t.name} {_f(t.rt_ms[a])} → {_f(t.rt_ms[b])} ms" for t in tiers)
+    own_rt = (
+        f"{tier.name}'s own RT ({tier.name} minus {inner})"
+        if inner
+        else f"{tier.name}'s RT (the innermost tier measured)"
+    )
     return [
         Finding(
             rule=RULE,
@@ -166,8 +171,7 @@ def localized(ds: Dataset, sweep: Any, th: Thresholds) -> list[Finding] | Skippe
             summary=(
                 f"From {a} to {b} threads throughput changed {x_change:+.0f}% "
                 f"({_f(tps[a])} → {_f(tps[b])}/s) "
-                f"while RT went {rt_line}: {tier.name}'s own RT ({tier.name} minus "
-                f"{inner or 'nothing inside it'}) grew {_f(own[a][i])} → {_f(own[b][i])} ms, "
+                f"while RT went {rt_line}: {own_rt} grew {_f(own[a][i])} → {_f(own[b][i])} ms, "
                 f"{growth[i] / total * 100:.0f}% of the end-to-end growth of {_f(total)} ms."
             ),
             evidence=ev,

@@ -49,6 +49,7 @@ def test_seed003_points_between_the_client_and_the_application(name: str) -> Non
         5000 / 0.499
     )
     assert "between pts and mhpt" in f.title and f.severity == "warning"
+    assert "pts's own RT (pts minus mhpt) grew 65.0 → 304 ms" in f.summary
 
 
 def test_sweep_client_rt_with_file_tiers() -> None:
@@ -74,6 +75,7 @@ def test_database_growing_names_the_database() -> None:
     # db's own RT 6 -> 215 (+209) is all of the end-to-end growth 290 -> 499; app's own 219 -> 215
     assert f.evidence["bottleneck_tier"] == "db" and f.evidence["next_inner_tier"] is None
     assert f.evidence["own_rt_growth_ms"] == 209 and "inside db" in f.title
+    assert "db's RT (the innermost tier measured) grew 6.0 → 215 ms, 100% of the end-to-end growth" in f.summary
 
 
 def test_flat_tiers_fire_nothing() -> None:
