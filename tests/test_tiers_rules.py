@@ -75,7 +75,7 @@ def test_database_growing_names_the_database() -> None:
     # db's own RT 6 -> 215 (+209) is all of the end-to-end growth 290 -> 499; app's own 219 -> 215
     assert f.evidence["bottleneck_tier"] == "db" and f.evidence["next_inner_tier"] is None
     assert f.evidence["own_rt_growth_ms"] == 209 and "inside db" in f.title
-    assert "db's RT (the innermost tier measured) grew 6.0 → 215 ms, 100% of the end-to-end growth" in f.summary
+    assert "db's RT (the innermost tier measured) grew 6.0 → 215 ms, 100% of the end-to-end" in f.summary
 
 
 def test_flat_tiers_fire_nothing() -> None:
