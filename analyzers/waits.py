@@ -6,11 +6,17 @@ A thread sample is classed by what the kernel says the thread was doing:
 - cpu: state R (on a CPU or runnable); with schedstat, split into `cpu` (on a CPU) and `cpu_wait`
   (runnable, waiting for one: the run delay).
 - io: state D (uninterruptible: disk, fsync) unless its wait channel is a kernel lock; asleep in an IO
-  syscall (fsync, fdatasync, io_uring_enter, io_getevents, pread64, ...).
+  syscall (fsync, fdatasync, io_submit, pread64, ...).
 - lock: futex (user-space locks and condition variables: InnoDB mutexes, group commit, row locks),
   flock, fcntl, semop; state D in a kernel mutex or rwsem.
 - net: poll, select, epoll_wait, recv*, send*, accept, connect, and read/write asleep (sockets, pipes).
-- idle: asleep on purpose: nanosleep, clock_nanosleep, pause, signal waits, waitpid.
+- idle: asleep on purpose: nanosleep, clock_nanosleep, pause, signal waits, waitpid; and asleep
+  waiting for asynchronous IO to complete (io_getevents, io_pgetevents, io_uring_enter in
+  io_cqring_wait). A server keeps threads there whatever the load (MariaDB's io_uring reaper, MySQL's
+  InnoDB IO handler threads), so they say nothing of its IO: a request waiting on its own IO is in
+  state D, or on a futex behind the completion thread. (MariaDB's reaper, 1.0 thread there at rest
+  and under load alike, made `perfkit collect` during a CPU-bound load say the server waited on IO
+  behind a ceiling above its 15 %-busy disk.)
 - other: anything else (an unknown syscall, one the sampler could not read).
 
 What is active: a database parks background threads on futexes and sockets whatever the load, and
@@ -22,11 +28,10 @@ step are idle, the 15 more at 16 threads are commits waiting behind the log flus
 two loads at least: steps of one thread count (`--repeat`) all hold the load's own waits. A sweep of
 one thread count gets its other level from `perfkit run`'s rest window, the threads sampled with no
 load before the first step (step `rest`, manifest.REST_STEP): one of the baseline's steps, never a
-profile returned. (One step at 4 threads without it: MariaDB's io_uring reaper, asleep in
-io_uring_enter at rest as under load, was 1.0 thread in IO wait, and the 7.4 on futexes (11 at rest)
-lock waits.) A thread in state D is never parked: always active. A capture outside a sweep (`perfkit
-collect`), or one load without a rest window, has no such baseline: only the `idle` class is idle
-then, and the profile says so (`baseline: false`).
+profile returned. (One step of point selects at 4 threads without it: the 7.4 threads on futexes,
+11 at rest, were lock waits.) A thread in state D is never parked: always active. A capture outside
+a sweep (`perfkit collect`), or one load without a rest window, has no such baseline: only the `idle`
+class is idle then, the profile says so (`baseline: false`), and so does wait.profile's summary.
 
 What tells an idle server there is the CPU it used: schedstat's CPU time, exact where the sampler
 read it. An idle MariaDB's 6-8 background threads asleep on futexes, io_uring and poll used 0.0001
@@ -67,10 +72,8 @@ _IO_CALLS = frozenset(
         "sync_file_range",
         "syncfs",
         "sync",
-        "io_getevents",
-        "io_pgetevents",
         "io_submit",
-        "io_uring_enter",
+        "io_uring_enter",  # submitting; asleep for completions: _COMPLETION_WAITS
         "pread64",
         "pwrite64",
         "preadv",
@@ -82,6 +85,8 @@ _IO_CALLS = frozenset(
         "msync",
     }
 )
+# (syscall, the wait channel it sleeps in for completions; "" for any): idle (module docstring)
+_COMPLETION_WAITS = {"io_getevents": "", "io_pgetevents": "", "io_uring_enter": "io_cqring_wait"}
 _LOCK_CALLS = frozenset({"futex", "flock", "fcntl", "semop", "semtimedop"})
 _NET_CALLS = frozenset(
     {
@@ -131,6 +136,8 @@ def wait_class(state: Any, syscall: Any, wchan: Any) -> str:
         return "cpu"
     if state == "D":
         return "lock" if any(k in chan for k in _KERNEL_LOCK_WCHANS) else "io"
+    if call in _COMPLETION_WAITS and _COMPLETION_WAITS[call] in chan:
+        return "idle"
     if call in _IO_CALLS:
         return "io"
     if call in _LOCK_CALLS:
@@ -433,6 +440,12 @@ def _finding(key: tuple, group: list[WaitProfile], hits: list[tuple[WaitProfile,
         f"threads on average, {share * 100:.0f}% of them waiting off the CPU "
         f"({p.classes.get('cpu', 0.0):.2f} on a CPU); most wait {why}: {dominant_threads:.1f} threads{since}"
         + (f" ({rows})." if rows else ".")
+        + (
+            ""
+            if p.baseline
+            else " With no lighter step nor rest window to compare with, the threads it parks whatever "
+            "the load are counted among them."
+        )
     )
     return Finding(
         rule="wait.profile",
