@@ -36,9 +36,9 @@ from perfkit.findings import Finding, Skipped, count
 
 from . import waits
 from .io import category
+from .sweep import LOAD_KINDS
 
 RULE = "client.saturated"
-LOAD_KINDS = ("sysbench", "goycsb", "gotpc")
 # the load process's name in top's COMMAND (as printed, or the start of a command line with -c)
 _PROCESS = {
     "sysbench": re.compile(r"^(\S*/)?sysbench\b"),

@@ -33,10 +33,9 @@ from perfkit.dataset import Dataset
 from perfkit.findings import Finding, Skipped, count
 
 from .db import NO_SAMPLER, HostStatus, StatusWindow, server_variables, status_windows, variables_for
-from .sweep import load_span
+from .sweep import LOAD_KINDS, load_span
 
 RULE = "db.connection-limit"
-LOAD_KINDS = ("sysbench", "goycsb", "gotpc")
 REFUSED, ABORTED = "connection_errors_max_connections_s", "aborted_connects_s"
 NO_STEPS = "no load run with its start and end in a perfkit run manifest"
 NO_COUNTERS = (

@@ -37,10 +37,10 @@ from perfkit.findings import Finding, Skipped, count
 
 from .cpu import interval_rows, steps_by_name
 from .io import category, per_value, program_name, tasks
+from .sweep import load_spans
 
 CPU_RULE = "cpu.throttled"
 IO_RULE = "io.throttled"
-LOAD_KINDS = ("sysbench", "goycsb", "gotpc")
 _MIN_OVERLAP_S = 1.0  # a load run covering less of the snapshots' interval is no time base
 
 # ---------------------------------------------------------------- prose (filled from the evidence)
@@ -166,18 +166,6 @@ def _stamp(value: Any) -> pd.Timestamp | None:
     return ts.tz_localize("UTC") if ts.tzinfo is None else ts
 
 
-def _load_windows(ds: Dataset) -> dict[str | None, tuple[pd.Timestamp, pd.Timestamp]]:
-    """step -> its load run's (started_at, ended_at), from the load output's manifest record."""
-    out = {}
-    for kind in LOAD_KINDS:
-        for cap in ds.of(kind):
-            rec = ds.records.get(cap.path)
-            a, b = (_stamp(rec.started_at), _stamp(rec.ended_at)) if rec else (None, None)
-            if cap.step is not None and a is not None and b is not None and b > a:
-                out.setdefault(cap.step, (a, b))
-    return out
-
-
 def snapshots(ds: Dataset) -> list[_Snap]:
     """One `_Snap` per host and step with both a start and an end cgroup snapshot.
 
@@ -185,7 +173,7 @@ def snapshots(ds: Dataset) -> list[_Snap]:
     the later snapshot. Times: the manifest's millisecond `started_at` of both, else the snapshots'
     own epoch seconds.
     """
-    loads = _load_windows(ds)
+    loads = load_spans(ds)
     groups: dict[tuple[str | None, str | None], list[Capture]] = {}
     for cap in ds.of("cgroup"):
         if len(cap.frame):

@@ -29,6 +29,8 @@ from perfkit.manifest import Record
 
 from . import usl as usl_model
 
+LOAD_KINDS = ("sysbench", "goycsb", "gotpc")  # the load generators' outputs, as parsers name them
+
 
 @dataclass
 class Step:
@@ -400,6 +402,22 @@ def load_span(rec: Record | None) -> tuple[pd.Timestamp, pd.Timestamp] | None:
     if rec is None or not rec.started_at or not rec.ended_at:
         return None
     return pd.Timestamp(rec.started_at), pd.Timestamp(rec.ended_at)
+
+
+def load_spans(ds: Dataset) -> dict[str, tuple[pd.Timestamp, pd.Timestamp]]:
+    """step -> its load run's span (`load_span`; several load hosts: the first start to the last
+    end), on the controller's clock, for the steps whose load records carry their times."""
+    out: dict[str, tuple[pd.Timestamp, pd.Timestamp]] = {}
+    for kind in LOAD_KINDS:
+        for cap in ds.of(kind):
+            span = load_span(ds.records.get(cap.path))
+            if cap.step is None or span is None:
+                continue
+            a, b = (t.tz_localize("UTC") if t.tzinfo is None else t for t in span)
+            if b > a:
+                was = out.get(cap.step, (a, b))
+                out[cap.step] = (min(was[0], a), max(was[1], b))
+    return out
 
 
 def load_window(rec: Record | None) -> tuple[pd.Timestamp, pd.Timestamp] | None:

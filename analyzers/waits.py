@@ -8,15 +8,18 @@ A thread sample is classed by what the kernel says the thread was doing:
 - io: state D (uninterruptible: disk, fsync) unless its wait channel is a kernel lock; asleep in an IO
   syscall (fsync, fdatasync, io_submit, pread64, ...).
 - lock: futex (user-space locks and condition variables: InnoDB mutexes, group commit, row locks),
-  flock, fcntl, semop; state D in a kernel mutex or rwsem.
+  flock, fcntl, semop, and a futex wait resumed after a signal (restart_syscall in futex_do_wait);
+  state D in a kernel mutex or rwsem.
 - net: poll, select, epoll_wait, recv*, send*, accept, connect, and read/write asleep (sockets, pipes).
-- idle: asleep on purpose: nanosleep, clock_nanosleep, pause, signal waits, waitpid; and asleep
-  waiting for asynchronous IO to complete (io_getevents, io_pgetevents, io_uring_enter in
-  io_cqring_wait). A server keeps threads there whatever the load (MariaDB's io_uring reaper, MySQL's
-  InnoDB IO handler threads), so they say nothing of its IO: a request waiting on its own IO is in
-  state D, or on a futex behind the completion thread. (MariaDB's reaper, 1.0 thread there at rest
-  and under load alike, made `perfkit collect` during a CPU-bound load say the server waited on IO
-  behind a ceiling above its 15 %-busy disk.)
+- idle: asleep on purpose: nanosleep, clock_nanosleep, pause, signal waits, waitpid; asleep waiting
+  for asynchronous IO to complete (io_getevents, io_pgetevents, io_uring_enter in io_cqring_wait);
+  and the kernel's io_uring workers (`iou-wrk-*`) asleep in io_wq_worker, waiting for work. A server
+  keeps such threads whatever the load (MariaDB's io_uring reaper, MySQL's InnoDB IO handler
+  threads; io-wq workers linger for seconds after a burst of writes), so they say nothing of its IO:
+  a request waiting on its own IO is in state D (a worker doing IO for it too), or on a futex behind
+  the completion thread. (MariaDB's reaper, 1.0 thread there at rest and under load alike, made
+  `perfkit collect` during a CPU-bound load say the server waited on IO behind a ceiling above its
+  15 %-busy disk; after a write-heavy run two idle io-wq workers did the same.)
 - other: anything else (an unknown syscall, one the sampler could not read).
 
 What is active: a database parks background threads on futexes and sockets whatever the load, and
@@ -53,9 +56,11 @@ from typing import Any
 
 import pandas as pd
 
-from perfkit.dataset import Dataset
+from perfkit.dataset import Capture, Dataset
 from perfkit.findings import Finding, Skipped, count
 from perfkit.manifest import REST_STEP
+
+from .sweep import load_spans
 
 # Below this much CPU (schedstat, cores) over a window a process served nothing (module docstring).
 IDLE_CPU_CORES = 0.002
@@ -87,6 +92,7 @@ _IO_CALLS = frozenset(
 )
 # (syscall, the wait channel it sleeps in for completions; "" for any): idle (module docstring)
 _COMPLETION_WAITS = {"io_getevents": "", "io_pgetevents": "", "io_uring_enter": "io_cqring_wait"}
+_IDLE_WCHANS = ("io_wq_worker",)  # an io_uring worker waiting for work, whatever its syscall field says
 _LOCK_CALLS = frozenset({"futex", "flock", "fcntl", "semop", "semtimedop"})
 _NET_CALLS = frozenset(
     {
@@ -136,7 +142,7 @@ def wait_class(state: Any, syscall: Any, wchan: Any) -> str:
         return "cpu"
     if state == "D":
         return "lock" if any(k in chan for k in _KERNEL_LOCK_WCHANS) else "io"
-    if call in _COMPLETION_WAITS and _COMPLETION_WAITS[call] in chan:
+    if (call in _COMPLETION_WAITS and _COMPLETION_WAITS[call] in chan) or chan.startswith(_IDLE_WCHANS):
         return "idle"
     if call in _IO_CALLS:
         return "io"
@@ -146,6 +152,8 @@ def wait_class(state: Any, syscall: Any, wchan: Any) -> str:
         return "net"
     if call in _IDLE_CALLS:
         return "idle"
+    if call == "restart_syscall":  # a sleep resumed after a signal: what it sleeps in says which
+        return "lock" if "futex" in chan else ("idle" if "nanosleep" in chan else "other")
     return "other"
 
 
@@ -200,9 +208,10 @@ def profiles(ds: Dataset, sweep: Any | None = None, top_n: int = 8) -> list[Wait
     """Every process's wait profile per step (the `threads` captures), in step and host order; the
     rest window only sets the baseline (module docstring)."""
     step_threads = ds.step_threads()
+    spans = load_spans(ds)
     raw: list[tuple[WaitProfile, pd.DataFrame]] = []
     for cap in ds.of("threads"):
-        frame = cap.frame
+        frame = _during_load(ds, cap, spans.get(cap.step or ""))
         if frame.empty:
             continue
         state = frame[frame["record"] == "state"]
@@ -250,6 +259,20 @@ def profiles(ds: Dataset, sweep: Any | None = None, top_n: int = 8) -> list[Wait
             for r in shown.itertuples(index=False)
         ]
     return [p for p, _ in raw if p.step != REST_STEP]
+
+
+def _during_load(ds: Dataset, cap: Capture, span: tuple[pd.Timestamp, pd.Timestamp] | None) -> pd.DataFrame:
+    """A step's intervals sampled while its load ran (an interval's middle within the load's span, on
+    the controller's clock): a sampler that started late on a loaded host (3.5 s after the start of a
+    3 s load, in a full run of the lab tests), or sampled on after the load, would average the idle
+    server into the step. Without the load's times (a window, the rest, a foreign archive): all."""
+    frame = cap.frame
+    if span is None or frame.empty:
+        return frame
+    rec = ds.records.get(cap.path)
+    offset = pd.Timedelta(seconds=(rec.clock_offset_s if rec else None) or 0)
+    middle = frame["timestamp"] - offset - pd.to_timedelta(frame["interval_s"] / 2, unit="s")
+    return frame[((middle >= span[0]) & (middle <= span[1])).to_numpy(bool)]
 
 
 def _cpu_split(p: WaitProfile, combos: pd.DataFrame, sched: pd.DataFrame) -> None:
@@ -381,6 +404,8 @@ def wait_profile(ds: Dataset, sweep: Any | None, th: dict[str, dict[str, Any]]) 
     from .io import category
 
     profs = profiles(ds, sweep)
+    if not profs and any(len(c.frame) for c in ds.of("threads") if c.step != REST_STEP):
+        return Skipped("wait.profile", "the thread sampler took no sample while a step's load ran")
     if not profs:
         return Skipped("wait.profile", "no thread-state capture (perfkit's thread sampler: `threads`)")
     lim = th["wait.profile"]

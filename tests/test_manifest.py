@@ -100,11 +100,12 @@ def _as_in(back: Any, raw: Any) -> Any:
 
 
 def test_the_real_manifests_are_found() -> None:
-    # 20 loose (archives, limits) and 2 in the max-connections tarballs; examples/ has no manifest
-    # (seed 000 is a foreign archive). All of `perfkit run` sweeps but two `perfkit collect` windows.
+    # 21 loose (archives, limits) and 2 in the max-connections tarballs; examples/ has no manifest
+    # (seed 000 is a foreign archive). All of `perfkit run` sweeps but three `perfkit collect` windows.
     sweeps = [name for name, text in REAL if json.loads(text).get("sweep")]
-    assert len(REAL) >= 22 and len(sweeps) == len(REAL) - 2
+    assert len(REAL) >= 23 and len(sweeps) == len(REAL) - 3
     assert [name for name, _ in REAL if name not in sweeps] == [
+        "archives/collect-after-writes/manifest.json",
         "archives/collect-under-load/manifest.json",
         "archives/idle-server-window/manifest.json",
     ]

@@ -13,9 +13,11 @@ samples of the step's `=` lines (2 per interval, 5 intervals: 10).
 from __future__ import annotations
 
 import json
+from datetime import datetime
 from pathlib import Path
 from types import SimpleNamespace
 
+import pandas as pd
 import pytest
 
 from perfkit.analyzers import analyze, waits
@@ -40,6 +42,9 @@ DB = 22522  # the scenario's throwaway mariadbd (11010 is the lab's own, idle)
         ("S", "futex", "futex_do_wait", "lock"),
         ("S", "io_uring_enter", "io_cqring_wait", "idle"),  # a completion thread: parked whatever the load
         ("S", "io_getevents", "read_events", "idle"),
+        ("S", "io_uring_enter", "io_wq_worker", "idle"),  # an io-wq worker (iou-wrk-*) waiting for work
+        ("S", "restart_syscall", "futex_do_wait", "lock"),
+        ("S", "restart_syscall", "hrtimer_nanosleep", "idle"),
         ("S", "io_submit", "blk_mq_get_tag", "io"),  # the device's queue full: this request waits
         ("D", "io_uring_enter", "io_schedule", "io"),
         ("S", "poll", "poll_schedule_timeout.constprop.0", "net"),
@@ -201,13 +206,26 @@ ONE_STEP_IO = FIXTURES / "archives" / "scn-db-write-iops-one-step"
 IO_DB = 30848
 
 
-def _avg_threads(threads_out: Path, pid: int, syscall: str, wchan: str) -> float:
+def _avg_threads(threads_out: Path, pid: int, syscall: str, wchan: str, load: Path | None = None) -> float:
     """A combination's average threads, read from the thread sampler's text without perfkit: its `c`
-    lines' counts over the samples of the `=` lines."""
-    lines = threads_out.read_text().splitlines()
-    samples = sum(int(x.split()[3]) for x in lines if x.startswith("= "))
-    counts = [x.split("\t") for x in lines if x.startswith("c\t")]
-    return sum(int(c[5]) for c in counts if (int(c[1]), c[3], c[4]) == (pid, syscall, wchan)) / samples
+    lines' counts over the samples of the `=` lines; with `load` (a load output in the same archive),
+    only the intervals whose middle, on the controller's clock, falls within that load's run."""
+    archive = next(d for d in threads_out.parents if (d / "manifest.json").exists())
+    records = {r["path"]: r for r in json.loads((archive / "manifest.json").read_text())["captures"]}
+    offset = records[str(threads_out.relative_to(archive))]["clock_offset_s"]
+    run = records[str(load.relative_to(archive))] if load else None
+    start, end = (
+        (datetime.fromisoformat(run[k]).timestamp() for k in ("started_at", "ended_at")) if run else (0, 1e12)
+    )
+    samples, count, inside = 0, 0, False
+    for fields in (x.replace("\t", " ").split() for x in threads_out.read_text().splitlines()):
+        if fields[0] == "=":
+            middle = float(fields[1]) - offset - float(fields[2]) / 2
+            inside = start <= middle <= end
+            samples += int(fields[3]) if inside else 0
+        elif fields[0] == "c" and inside and (int(fields[1]), fields[3], fields[4]) == (pid, syscall, wchan):
+            count += int(fields[5])
+    return count / samples
 
 
 def test_a_one_step_sweep_takes_the_parked_threads_from_its_rest_window() -> None:
@@ -220,8 +238,9 @@ def test_a_one_step_sweep_takes_the_parked_threads_from_its_rest_window() -> Non
     assert (db.step, db.threads, db.baseline) == ("t0004", 4, True)  # the rest is no profile of its own
     assert db.classes["io"] == 0.0
     futex = ("202", "futex_do_wait")
-    parked, held = _avg_threads(rest, LAB_DB, *futex), _avg_threads(step, LAB_DB, *futex)
-    assert (parked, held) == (11.0, 7.4) and db.classes["lock"] == 0.0  # fewer under the load than at rest
+    load = ONE_STEP / "load" / "t0004" / "sysbench.out"
+    parked, held = _avg_threads(rest, LAB_DB, *futex), _avg_threads(step, LAB_DB, *futex, load)
+    assert (parked, held) == (11.0, 7.0) and db.classes["lock"] == 0.0  # fewer under the load than at rest
     rules = {f.rule for f in result.findings}
     assert "cpu.saturated" in rules and not rules & {"io.throttled", "wait.profile"}, rules
     # the same archive without its rest window: the false alarm, said to count the parked threads
@@ -242,7 +261,8 @@ def test_a_one_step_sweep_under_an_io_limit_still_names_its_waits() -> None:
     assert (io["pid"], io["limit_key"], io["limit"]) == (IO_DB, "write_max_iops", 40)
     ev = found["wait.profile"].evidence
     futex = ("202", "futex_do_wait")
-    queued = _avg_threads(step, IO_DB, *futex) - _avg_threads(rest, IO_DB, *futex)
+    load = ONE_STEP_IO / "load" / "t0008" / "sysbench.out"
+    queued = _avg_threads(step, IO_DB, *futex, load) - _avg_threads(rest, IO_DB, *futex)
     assert (ev["pid"], ev["threads"], ev["dominant"], ev["baseline"]) == (IO_DB, 8, "lock", True)
     assert ev["dominant_threads"] == pytest.approx(queued) and queued >= 7.0
 
@@ -277,3 +297,39 @@ def test_a_capture_under_someone_elses_load_has_no_io_wait_from_the_completion_t
     assert "io.throttled" not in rules and rules["cpu.saturated"].severity == "critical"
     # its futex threads, parked and waiting alike, are said to be counted together
     assert "counted among them" in rules["wait.profile"].summary
+
+
+# `sysbench oltp_write_only --threads=16 --time=20` on the lab MariaDB, then tests/test_threads_lab.py's
+# capture: `perfkit collect --local --profile minimal -d 4 -o DIR` while `sysbench oltp_read_write
+# --threads=8 --time=8` runs (tests/fixtures/archives/README.md)
+AFTER_WRITES = FIXTURES / "archives" / "collect-after-writes"
+
+
+def test_idle_io_uring_workers_are_no_io_wait() -> None:
+    """After a burst of writes the kernel keeps io_uring workers (`iou-wrk-*`) for a while, asleep in
+    io_wq_worker waiting for work, at almost no CPU (schedstat): two of them drew io.throttled as
+    two threads in IO wait behind a ceiling above the 17 %-busy disk."""
+    text = AFTER_WRITES / "hosts" / "localhost" / "threads.out"
+    workers = [x.split("\t") for x in text.read_text().splitlines() if "\tiou-wrk-" in x]
+    assert {(w[0], w[4]) for w in workers if w[0] == "c"} == {("c", "io_wq_worker")}
+    assert sum(int(w[3]) for w in workers if w[0] == "d") < 1_000_000  # under 1 ms of CPU in 4 s
+    result = analyze_path(AFTER_WRITES)
+    [db] = [p for p in waits.profiles(result.dataset) if p.process == "mariadbd"]
+    assert db.classes["io"] == 0.0 and not db.baseline
+    rules = {f.rule for f in result.findings}
+    assert "io.throttled" not in rules and "cpu.saturated" in rules, rules
+
+
+def test_only_the_intervals_sampled_while_the_load_ran_count() -> None:
+    """In a full run of the lab tests the thread sampler began 3.5 s after a 3 s load had started (the
+    host busy starting every capture at once) and sampled the idle server after it: wait.profile
+    warned of 1.0 thread on a lock at 0.01 cores. The same one-step archive with its load moved to
+    end before the sampler's first interval: no interval of the step is the load's."""
+    result = analyze_path(ONE_STEP)
+    ds = result.dataset
+    [load] = [r for r in ds.records.values() if r.kind == "sysbench"]
+    first = ds.of("threads")[-1].frame["timestamp"].min() - pd.Timedelta(seconds=1)  # t0004's first start
+    load.started_at, load.ended_at = (str(first - pd.Timedelta(seconds=s)) for s in (4, 1))
+    assert [p.step for p in waits.profiles(ds)] == []
+    [skipped] = [s for s in analyze(ds, default_thresholds()).skipped if s.rule == "wait.profile"]
+    assert skipped.reason == "the thread sampler took no sample while a step's load ran"
