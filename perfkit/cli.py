@@ -557,7 +557,14 @@ def _load_plan(ctx: click.Context, param: click.Parameter, value: Path | None) -
     if not isinstance(plan, dict):
         raise click.BadParameter(f"{value}: a mapping of option names to values")
     names = {p.name for p in ctx.command.params if p.name not in ("plan",)}
-    aliases = {"time": "time_s", "lua": "lua_script", "sb_opt": "sb_opts", "prop": "props", "bin": "binary"}
+    aliases = {
+        "time": "time_s",
+        "rest": "rest_s",
+        "lua": "lua_script",
+        "sb_opt": "sb_opts",
+        "prop": "props",
+        "bin": "binary",
+    }
     defaults: dict[str, Any] = {}
     for key, val in plan.items():
         name = aliases.get(str(key).replace("-", "_"), str(key).replace("-", "_"))

@@ -56,6 +56,16 @@ def test_the_options_defaults_make_the_plan(planned: list[plan.SweepPlan], tmp_p
     assert p.options["threads"] == (1, 2) and "plan" not in p.options  # the command line, for the record
 
 
+def test_the_rest_window_is_an_option_and_a_plan_key(planned: list[plan.SweepPlan], tmp_path: Path) -> None:
+    assert invoke("sysbench", "--threads", "4", "-o", str(tmp_path / "a"))[0] == 0
+    assert invoke("sysbench", "--threads", "4", "--rest", "0", "-o", str(tmp_path / "b"))[0] == 0
+    (tmp_path / "plan.yaml").write_text("threads: [8]\nrest: 5\n")
+    code, out = invoke("sysbench", "--plan", str(tmp_path / "plan.yaml"), "-o", str(tmp_path / "c"))
+    assert code == 0, out
+    assert [p.steps.rest_s for p in planned] == [2, 0, 5]
+    assert invoke("sysbench", "--threads", "4", "--rest", "-1", "-o", str(tmp_path / "d"))[0] == 2
+
+
 def test_several_load_hosts_are_held_and_captured(planned: list[plan.SweepPlan], tmp_path: Path) -> None:
     code, out = invoke(
         "tpcc",
