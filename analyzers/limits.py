@@ -8,9 +8,12 @@ as its docstring's recipes say: counters are cumulative, so a step's figures are
   the periods it ran and used about its quota, while the host still had idle CPU: the quota, not
   the CPUs, is the ceiling (Kubernetes `limits.cpu`, systemd `CPUQuota=`, `docker --cpus`).
 - `io.throttled`: the database's threads wait on IO while the device holding the data is nearly
-  idle (low %util and queue): the ceiling is above the device — a cgroup IO limit (shown with the
-  IOPS or bytes/s done against it), else somewhere perfkit cannot see (a cloud volume's cap, the
-  hypervisor, a parent cgroup's limit). "Waits on IO" is the thread sampler's `io` class
+  idle (low %util and queue): the IOs wait before they reach the device — a cgroup IO limit (shown
+  with the IOPS or bytes/s done against it), else somewhere perfkit cannot see (a parent cgroup's
+  limit, a network filesystem, another block device of the stack). A cap below the device (a cloud
+  volume's IOPS, the hypervisor's throttling) holds requests the guest has already issued: the device
+  looks busy with a long await from inside, which is disk.saturated's case, not an idle one. "Waits
+  on IO" is the thread sampler's `io` class
   (analyzers/waits.py) reaching about one thread: under an IO-limited InnoDB one thread sits in
   fdatasync at every moment while the others wait on a futex for its group commit (the `lock`
   class), so IO is rarely the majority — a serial stream of one is the sign. Without the sampler,
@@ -74,9 +77,11 @@ IO_EXPLANATION = (
 )
 IO_CEILING_LIMIT = "Its cgroup says where: {against} over the step — the limit is the ceiling."
 IO_CEILING_HIDDEN = (
-    "No cgroup limit of its own is visible{seen}: the ceiling is above the device as this host "
-    "sees it — a cloud volume's IOPS or throughput cap, the hypervisor's IO throttling, a parent "
-    "cgroup's limit (not read), or a network filesystem."
+    "No cgroup limit of its own is visible{seen}, yet the IOs wait before they reach the device: a "
+    "parent cgroup's limit (a pod's or a slice's; not read), a network or FUSE filesystem, or another "
+    "block device of the stack than the one judged (LVM, dm-crypt, md). A cap below the device, a "
+    "cloud volume's IOPS or the hypervisor's throttling, would hold requests already issued and show "
+    "as a busy device with a long await, not an idle one."
 )
 IO_NEXT_STEPS = [
     "Raise the limit: cgroup v1 blkio.throttle.{read,write}_{iops,bps}_device, v2 io.max "
@@ -732,8 +737,8 @@ def _io_finding(
         )
         ceiling = IO_CEILING_HIDDEN.format(seen=seen_text)
         against = (
-            "no cgroup limit of its own reached: the ceiling is above the device "
-            "(a cloud volume cap, the hypervisor)"
+            "no cgroup limit of its own reached: the IOs wait above the device "
+            "(a parent cgroup's limit, a network filesystem)"
         )
     ev["per_step"] = _per_step(steps, _IO_STEP_KEYS, threads)
     where = (

@@ -138,15 +138,16 @@ def test_iops_limited_run_is_io_throttled_against_its_limit() -> None:
     assert "innodb_flush_log_at_trx_commit" in " ".join(f.next_steps)
 
 
-def test_without_a_visible_limit_the_ceiling_is_above_the_device_a_warning() -> None:
+def test_without_a_visible_limit_the_ios_wait_above_the_device_a_warning() -> None:
     ds = dataset(FIX / "scn-db-write-iops")
-    for cap in ds.of("cgroup"):  # as on a cloud volume: the same waits, no limit in any cgroup
+    for cap in ds.of("cgroup"):  # as under a parent cgroup's limit: the same waits, none in its own
         cap.frame = cap.frame[cap.frame["key"] != "write_max_iops"]
     (f,) = run(ds, "io.throttled")
     assert f.severity == "warning"
     assert f.evidence["limit_visible"] is False and "limit" not in f.evidence
     assert f.evidence["device"] == "vda" and f.evidence["device_chosen"] == "busiest"
-    assert "the ceiling is above the device (a cloud volume cap, the hypervisor)" in f.summary
+    assert "the IOs wait above the device (a parent cgroup's limit, a network filesystem)" in f.summary
+    assert "would hold requests already issued and show as a busy device" in f.explanation
 
 
 def test_io_throttled_silent_on_the_cpu_quota_and_control_runs() -> None:
