@@ -33,7 +33,7 @@ def test_a_real_sysbench_sweep_names_the_knee_and_the_saturated_cpu(
     archive = tmp_path / "sweep"
     sweep = ["--mysql-user", "perfkit", "--tables", "2", "--table-size", "10000", "--time", "5"]
     proc = subprocess.run(
-        [*CLI, "run", "sysbench", *sweep, "--threads", "1,2,4,8,16,32", "--no-report", "-o", str(archive)],
+        [*CLI, "run", "sysbench", *sweep, "--threads", "1,4,16", "--no-report", "-o", str(archive)],
         capture_output=True,
         text=True,
         env=env,
@@ -48,13 +48,14 @@ def test_a_real_sysbench_sweep_names_the_knee_and_the_saturated_cpu(
     doc = json.loads((out / "findings.json").read_text())
     # each step's throughput is sysbench's own, within the warm-up the steady mean leaves out
     steps = [(s["threads"], s["tps"]) for s in doc["sweep"]["steps"]]
-    assert [n for n, _ in steps] == [1, 2, 4, 8, 16, 32]
+    assert [n for n, _ in steps] == [1, 4, 16]
     for n, tps in steps:
         text = (archive / "load" / f"t{n:04d}" / "sysbench.out").read_text()
         summary = float(re.search(r"transactions:\s+\d+\s+\(([\d.]+) per sec", text)[1])  # type: ignore[index]
         assert tps == pytest.approx(summary, rel=0.1), (n, tps, summary)
     # two CPUs shared by mysqld and sysbench: scaling stops early, at or before the peak. Where exactly
-    # depends on the machine (4 threads here, 1 on a CI machine whose 2 threads gave under 1.23x), so the
+    # depends on the machine (4 threads here; 1 on a CI machine whose 2 threads gave under 1.23x, in a
+    # 1..32 sweep this test ran before 1, 4, 16 took half its time), so the
     # knee is checked against its definition: the last level before d ln X / d ln N first falls
     # under the bar
     knee, bar = doc["sweep"]["knee_threads"], default_thresholds()["sweep.knee"]["min_elasticity"]
