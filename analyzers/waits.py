@@ -271,7 +271,7 @@ def _during_load(ds: Dataset, cap: Capture, span: tuple[pd.Timestamp, pd.Timesta
         return frame
     rec = ds.records.get(cap.path)
     offset = pd.Timedelta(seconds=(rec.clock_offset_s if rec else None) or 0)
-    middle = frame["timestamp"] - offset - pd.to_timedelta(frame["interval_s"] / 2, unit="s")
+    middle = frame["timestamp"] - offset - pd.to_timedelta(frame["interval_s"].fillna(0) / 2, unit="s")
     return frame[((middle >= span[0]) & (middle <= span[1])).to_numpy(bool)]
 
 
