@@ -481,8 +481,8 @@ def _rest(
     count needs it: steps at two or more counts show it themselves (the least each combination held),
     and such a sweep spends no time on it."""
     specs = tuple(s for s in opts.specs if s.id == "threads")
-    levels = len(set(plan.threads)) if plan.adaptive is None else 2
-    if not hosts or not specs or not plan.rest_s or levels > 1 or stop.is_set():
+    one_count = plan.adaptive is None and len(set(plan.threads)) == 1
+    if not hosts or not specs or not plan.rest_s or not one_count or stop.is_set():
         return
     rest = _with(opts, window=plan.rest_s, step=REST_STEP, specs=specs, sampler=False, pprof=(), tidb_zip=())
     _keep([session.capture(hosts, root, rest, stop=stop, connector=connector)], records, outcomes, REST_STEP)
