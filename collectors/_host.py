@@ -1,8 +1,9 @@
 """The per-host runner: one thread per host, from connecting to clean-up.
 
 In order: the host's records are made (each with its empty file: the manifest never lies), the
-preflight (`_preflight`), the gate that opens every host's window together, the window captures
-each on a channel of its own while the start snapshots run in the control shell, the end snapshots,
+preflight (`_preflight`), the samplers that say when they sample (the thread sampler) started and
+waited for, the gate that opens every host's window together, the other window captures each on a
+channel of its own while the start snapshots run in the control shell, the end snapshots,
 the clean-up (work dir removed; this run's stragglers swept). What it learns goes to the run's
 `Ledger`, never into a shared record.
 """
@@ -47,6 +48,9 @@ if TYPE_CHECKING:
 # sshd's default MaxSessions is 10 channels per connection, the control shell's included: window
 # captures get the rest while it is open, all of them once its snapshots are done (`_run_phase`).
 MAX_CHANNELS = 10
+# How long a host waits at most for its samplers to sample (`HostRun._lead`) before it goes on to the
+# window. The Python thread sampler takes 0.3-0.8 s here (its start, a 0.3 s probe for the busiest).
+LEAD_WAIT_S = 3.0
 
 
 class Gate:
@@ -193,13 +197,17 @@ class HostRun:
     def _run(self) -> None:
         self._preflight()
         by_phase = {p: [s for s in self.opts.specs if s.phase == p] for p in PHASES}
+        lead = self._lead([s for s in by_phase["window"] if s.sampling])
         self.gate.wait(self.host, self.stop)
         if self.tr.alive() and not self.stop.is_set():
             sampler = self._start_sampler()
             # the start snapshots run in the control shell as the window opens, not before it
-            self._run_phase(by_phase["window"], batch=by_phase["start"])
+            rest = [s for s in by_phase["window"] if not s.sampling]
+            self._run_phase(rest, batch=by_phase["start"], running=lead)
             if sampler is not None:
                 self._finish_sampler(sampler)
+        else:
+            self._run_phase([], batch=[], running=lead)  # ends them: stopped, or the connection is lost
         if self.tr.alive() and not self.stop.is_set():
             self._run_phase([], batch=by_phase["end"])
         reason = "connection lost before it ran" if not self.tr.alive() else "stopped"
@@ -272,20 +280,41 @@ class HostRun:
                 perfkit_rss_kb=sampler.own_rss_kb,
             )
 
-    def _run_phase(self, specs: list[CaptureSpec], *, batch: list[CaptureSpec]) -> None:
+    def _lead(self, specs: list[CaptureSpec]) -> list[Stream]:
+        """Start the window captures that say when they sample (`CaptureSpec.sampling`), and wait
+        until each does, has ended, or LEAD_WAIT_S has passed: the window opens (and a sweep's load
+        starts) only then. They run their window from their start, a little before the others."""
+        if not specs or not self.tr.alive() or self.stop.is_set():
+            return []
+        lead = [self._start(s, self.opts.window + self.opts.grace) for s in specs]
+        until = time.monotonic() + LEAD_WAIT_S
+        while not all(j.sampling or j.done for j in lead) and not self.stop.is_set():
+            left = until - time.monotonic()
+            if left <= 0:
+                break
+            wait_readable([j.job for j in lead if not j.done], min(left, 0.1))
+            for j in lead:
+                if not j.done:
+                    j.pump()
+        return lead
+
+    def _run_phase(
+        self, specs: list[CaptureSpec], *, batch: list[CaptureSpec], running: list[Stream] | None = None
+    ) -> None:
         """Run `specs` (window captures) each on its own channel, and meanwhile `batch` (snapshots)
-        one after another in the control shell. At most MAX_CHANNELS channels at a time, the control
-        shell's included (sshd's MaxSessions is 10): when the window captures need its channel, the
-        shell is closed once its snapshots are done."""
+        one after another in the control shell, until these and the captures already `running` have
+        ended. At most MAX_CHANNELS channels at a time, the control shell's included (sshd's
+        MaxSessions is 10): when the window captures need its channel, the shell is closed once its
+        snapshots are done."""
         queue = [s for s in specs if self._status(s.id) == "pending"]
         todo = [s for s in batch if self._status(s.id) == "pending"]
         deadline = self.opts.window + self.opts.grace
-        running: list[Stream] = []
+        running = list(running or [])
         segments: list[Segment] = []
         # Locally, give up a little after the remote `timeout` would have killed everything.
         hard_stop = (
             time.monotonic()
-            + max(deadline if queue else 0, len(todo) * (SNAPSHOT_TIMEOUT_S + KILL_AFTER_S))
+            + max(deadline if queue or running else 0, len(todo) * (SNAPSHOT_TIMEOUT_S + KILL_AFTER_S))
             + KILL_AFTER_S
             + 5
         )

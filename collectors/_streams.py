@@ -70,6 +70,9 @@ class Stream:
         self.sha = hashlib.sha256()
         self.done = False
         self.aborted: tuple[str, str] | None = None
+        # whether it samples yet: from its start, unless its spec names the lines that say so
+        self.sampling = not spec.sampling
+        self._line_end = b"\n"  # the output's last bytes, for a line start split across reads
         record.started_at = now()
         self._publish()
 
@@ -78,16 +81,26 @@ class Stream:
 
     def pump(self) -> None:
         out, err = self.job.read()
+        self._watch(out)
         self._write(self.redactor.feed(out))
         if len(self.err) < ERR_CAP:
             self.err += err[: ERR_CAP - len(self.err)]
         code = self.job.poll()
         if code is not None:
             out, err = self.job.read()  # what arrived with the exit status
+            self._watch(out)
             self._write(self.redactor.feed(out) + self.redactor.flush())
             self.err += err[: max(0, ERR_CAP - len(self.err))]
             self._finish(code)
         self._publish()
+
+    def _watch(self, data: bytes) -> None:
+        """`sampling` once a line starting with one of the spec's `sampling` marks has arrived."""
+        if self.sampling or not data:
+            return
+        seen = self._line_end + data
+        self.sampling = any(b"\n" + mark in seen for mark in self.spec.sampling)
+        self._line_end = seen[-max(len(m) for m in self.spec.sampling) :]
 
     def _write(self, data: bytes) -> None:
         if not data or self.record.truncated:

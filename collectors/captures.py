@@ -67,6 +67,10 @@ class CaptureSpec:
     # What it writes on the host itself (not streamed back), at most: bytes per sample, per sample
     # and CPU, and a fixed cap; the free-space check counts it before anything starts.
     host_bytes: tuple[int, int, int] = (0, 0, 0)
+    # Line starts that show the capture has begun sampling. Such a capture starts before the window
+    # opens, and its host reaches the window only once one arrives (collectors/_host.py `_lead`): a
+    # sampler that takes most of a second to start would otherwise miss a short step's load.
+    sampling: tuple[bytes, ...] = ()
 
     def host_bytes_at_most(self, *, samples: int, cpus: int) -> int:
         per_sample, per_cpu, fixed = self.host_bytes
@@ -353,7 +357,7 @@ MAIN='
 function esc(s) { gsub(/\\/, "\\\\", s); gsub(/\t/, "\\t", s); gsub(/\r/, "\\r", s); return s }
 function first(f,   l, r) { l = ""; r = (getline l < f); close(f); return r > 0 ? l : "?" }
 BEGIN { OFS = "\t"; print "# perfkit-psi 1 source=/proc/pressure" > psi }
-/^#/ { print
+/^#/ { print; fflush()  # at once: its host waits for the first `# select` (CaptureSpec.sampling)
   if ($2 == "select") { p = $4; sub(/^pid=/, "", p); c = $0; sub(/.* comm=/, "", c); comm[p] = c }
   next }
 $1 == "B" { last = $2; next }
@@ -479,7 +483,15 @@ def _threads_version() -> str:
 
 
 THREADS: tuple[CaptureSpec, ...] = (
-    CaptureSpec("threads", "threads", _threads_command(), "sh", version=_threads_version()),
+    # sampling from its first `# select` (the processes chosen) or, with none chosen, its first interval
+    CaptureSpec(
+        "threads",
+        "threads",
+        _threads_command(),
+        "sh",
+        version=_threads_version(),
+        sampling=(b"# select ", b"= "),
+    ),
     # about 400 bytes an interval on the host
     CaptureSpec("psi", "psi", "cat {workdir}/psi.out", "cat", phase="end", host_bytes=(512, 0, 4096)),
 )

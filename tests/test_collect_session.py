@@ -15,9 +15,11 @@ from pathlib import Path
 import pytest
 
 from perfkit.archive import open_archive
-from perfkit.collectors import captures, session
+from perfkit.collectors import _host, _records, captures, session
+from perfkit.collectors._streams import Stream
 from perfkit.dataset import load_dataset
 from perfkit.errors import HostUnreachable, PerfkitError
+from perfkit.redact import Redactor
 from perfkit.transport import HostSpec, Job
 
 from .conftest import FIXTURES
@@ -432,3 +434,72 @@ def test_ten_window_captures_and_the_control_shell_stay_within_max_sessions(tmp_
     assert all(r["status"] == "ok" for r in res.manifest["captures"])
     assert seen[0].most <= session.MAX_CHANNELS
     assert len(seen[0].shells) == 2  # the second one runs the clean-up after the window
+
+
+# A sampler that says when it samples (as the thread sampler's `# select` lines do), its tool checked
+# as vmstat's so the fake preflight finds it.
+SAMPLES = b"# perfkit-threads 1 mode=python3\n# select 1.0 pid=1 why=named comm=init\n= 2.0 1.000 2\n"
+SAMPLER = captures.CaptureSpec("sampler", "threads", "sampler --count 2", "vmstat", sampling=(b"# select ",))
+
+
+def test_a_capture_that_says_when_it_samples_starts_before_the_window(tmp_path: Path) -> None:
+    """A sampler that takes most of a second to start (the thread sampler) is started before the
+    window's other captures and snapshots, which start (and a sweep's load with them) once it samples."""
+    seen: list[FakeTransport] = []
+
+    def connector(spec: HostSpec) -> FakeTransport:
+        seen.append(FakeTransport(spec, outputs={**FakeTransport(spec).outputs, "sampler": SAMPLES}))
+        return seen[-1]
+
+    res = run(tmp_path, [HostSpec("db1", "h")], connector, specs=(*SPECS, SAMPLER))
+    assert all(r["status"] == "ok" for r in res.manifest["captures"]), res.manifest["captures"]
+    commands = seen[0].commands
+    first = [i for i, c in enumerate(commands) if "sampler --count" in c]
+    others = [i for i, c in enumerate(commands) if re.search(r"\b(vmstat -w|iostat -x|uname -a|iotop -b)", c)]
+    assert len(first) == 1 and len(others) == 4, commands
+    assert first[0] < min(others)
+    assert (tmp_path / "run" / "hosts" / "db1" / "sampler.out").read_bytes() == SAMPLES
+
+
+def test_a_sampler_that_never_says_so_holds_the_window_at_most_lead_wait(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setattr(_host, "LEAD_WAIT_S", 0.3)
+    silent = captures.CaptureSpec("sampler", "threads", "sampler --count 2", "vmstat", sampling=(b"never ",))
+
+    class Slow(FakeTransport):
+        def start(self, command: str, *, keep_stdin: bool = False) -> Job:
+            job = super().start(command, keep_stdin=keep_stdin)
+            if "sampler --count" in command:  # its output at once, its exit a second later
+                ends = time.monotonic() + 1.0
+                job.poll = lambda: None if time.monotonic() < ends else 0  # type: ignore[method-assign]
+            return job
+
+    def connector(spec: HostSpec) -> FakeTransport:
+        return Slow(spec, outputs={**FakeTransport(spec).outputs, "sampler": SAMPLES})
+
+    began = time.monotonic()
+    res = run(tmp_path, [HostSpec("db1", "h")], connector, specs=(*SPECS, silent))
+    waited = window_opened(res)["db1"] - datetime.fromisoformat(
+        next(r for r in res.manifest["captures"] if r["id"] == "sampler")["started_at"]
+    )
+    assert 0.25 <= waited.total_seconds() < 3.0
+    assert time.monotonic() - began < 60
+    assert next(r for r in res.manifest["captures"] if r["id"] == "vmstat")["status"] == "ok"
+
+
+def test_a_sampling_mark_split_across_reads_is_found_at_a_line_start_only(tmp_path: Path) -> None:
+    ledger = _records.Ledger(["h"])
+    ledger.add(
+        _records.Record(
+            id="sampler", host="h", kind="threads", command="", path="h/sampler.out", phase="window"
+        )
+    )
+    out = b"# perfkit-threads 1 watch=x# select\n# sel" + b"ect 1.0 pid=1\n"
+    job = FakeJob(out, 0, chunks=len(out))  # one byte a read
+    stream = Stream(SAMPLER, "h", ledger, tmp_path, job, _records.Stop(), Redactor(()))
+    states = []
+    while not stream.done:
+        stream.pump()
+        states.append(stream.sampling)
+    stream.close()
+    # not on the header's `# select` (mid-line); on the second line's, once its last byte arrived
+    assert states.index(True) == out.index(b"# select 1.0") + len(b"# select ") - 1
