@@ -209,7 +209,7 @@ def saturated(ds: Dataset, sweep: Any, th: Thresholds) -> list[Finding] | Skippe
 # ---------------------------------------------------------------- cpu.hot-thread
 
 
-def _thread_groups(df: pd.DataFrame) -> pd.Series:
+def thread_groups(df: pd.DataFrame) -> pd.Series:
     """Process id for each thread row of top -H screens.
 
     top -H prints the TID in its PID column and no TGID. Threads of one process share its memory,
@@ -223,6 +223,38 @@ def _thread_groups(df: pd.DataFrame) -> pd.Series:
     keys = [df["iteration"], df["user"], sizes["virt_kb"], sizes["res_kb"], sizes["shr_kb"]]
     lowest = df["pid"].groupby(keys, dropna=False).transform("min")
     return lowest.where(~kernel, df["pid"])
+
+
+def own_cpu(df: pd.DataFrame) -> pd.Series:
+    """The cpu_pct of top -H rows (iteration, pid: the TID, proc: `thread_groups`, time_s, cpu_pct),
+    where a thread group leader's row holds its whole process's CPU, put right.
+
+    procps-ng 4.0.0 to 4.0.3 print a multi-threaded process's leader under -H with the process's CPU
+    (procps issue 280, fixed in 4.0.4; Debian 12 ships 4.0.2): an idle main thread at 99.9 % (one
+    CPU, its cap), its TIME+ the sum of every thread's, those that exited included. Such a row is told
+    by its TIME+, at least its other threads' together in every screen; its cpu_pct becomes what they
+    leave of it. A leader that truly did more than all its threads over its life (an event loop beside
+    idle helpers) meets that too, and keeps about all of its own: its helpers use little."""
+    leader = df["pid"] == df["proc"]
+    key = [df["iteration"], df["proc"]]
+    others_time = df["time_s"].where(~leader, 0.0).groupby(key).transform("sum")
+    others_cpu = df["cpu_pct"].where(~leader, 0.0).groupby(key).transform("sum")
+    # per leader, over the screens where rows of its threads are beside it (a process whose sizes
+    # changed while top read it is split in that screen, its leader alone: no evidence either way)
+    beside = leader & (others_time > 0)
+    total = (df["time_s"] >= others_time)[beside].groupby(df["proc"][beside]).all()
+    fix = leader & df["proc"].isin(total.index[total.to_numpy(dtype=bool)])
+    return df["cpu_pct"].where(~fix, (df["cpu_pct"] - others_cpu).clip(lower=0.0))
+
+
+def _pinned(
+    df: pd.DataFrame, lim: dict[str, Any], iterations: int
+) -> tuple[pd.DataFrame, pd.Series, pd.Index]:
+    """The hot rows, each thread's count of hot screens, and the threads pinned by them."""
+    hot = df[_num(df["cpu_pct"]) >= lim["min_thread_cpu_pct"]]
+    counts = hot.groupby("pid")["iteration"].nunique()
+    pinned = counts[(counts >= lim["min_iterations"]) & (counts >= lim["min_share"] * iterations)].index
+    return hot, counts, pinned
 
 
 def hot_thread(ds: Dataset, sweep: Any, th: Thresholds) -> list[Finding] | Skipped:
@@ -240,7 +272,7 @@ def hot_thread(ds: Dataset, sweep: Any, th: Thresholds) -> list[Finding] | Skipp
     steps = steps_by_name(ds, sweep)
     found: dict[tuple, dict[str, Any]] = {}
     for cap in caps:
-        cols = ["iteration", "pid", "user", "virt_kb", "res_kb", "shr_kb", "cpu_pct", "command"]
+        cols = ["iteration", "pid", "user", "virt_kb", "res_kb", "shr_kb", "cpu_pct", "time_s", "command"]
         df = cap.frame[cols].dropna(subset=["pid", "iteration"])
         if df.empty:
             continue
@@ -248,14 +280,15 @@ def hot_thread(ds: Dataset, sweep: Any, th: Thresholds) -> list[Finding] | Skipp
         if df["iteration"].max() > 0:
             df = df[df["iteration"] > 0]
         iterations = int(df["iteration"].nunique())
-        hot = df[_num(df["cpu_pct"]) >= lim["min_thread_cpu_pct"]]
-        counts = hot.groupby("pid")["iteration"].nunique()
-        pinned = counts[(counts >= lim["min_iterations"]) & (counts >= lim["min_share"] * iterations)].index
+        if not len(_pinned(df, lim, iterations)[2]):
+            continue
+        # the expensive part, only for a capture with a pinned thread (putting a leader right only
+        # lowers its CPU: a capture without one before has none after)
+        df = df.assign(proc=thread_groups(df))
+        df = df.assign(cpu_pct=own_cpu(df))
+        hot, counts, pinned = _pinned(df, lim, iterations)
         if not len(pinned):
             continue
-        # the expensive part, only for a capture with a pinned thread
-        df = df.assign(proc=_thread_groups(df))
-        hot = df.loc[hot.index]
         hot = hot[hot["pid"].isin(pinned)]
         mine = df[df["proc"].isin(hot["proc"].unique())]
         per_proc = mine.groupby(["iteration", "proc"]).agg(total=("cpu_pct", "sum"), threads=("pid", "size"))

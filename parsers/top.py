@@ -62,6 +62,10 @@ else row by row, naming a bad row; the summary lines are its aside lines, handed
 are read under the last task header above them (a screen whose header was lost: the one before) and
 belong to the iteration of the last `top - ` line above them.
 
+procps-ng 4.0.0 to 4.0.3 print a multi-threaded process's leader under `-H` with the whole process's
+%CPU and TIME+ (procps issue 280); the rows are kept as printed, and analyzers/cpu.py `own_cpu` puts
+such a leader's %CPU right where threads are added up or judged.
+
 Other locales: top translates its labels and prints decimal commas (de_DE: `load average: 0,54`,
 `MiB Spch`, `ZEIT+ BEFEHL`): refused with "capture not taken under LC_ALL=C", never misread.
 Tested on: tests/fixtures/top/ (README.md there).

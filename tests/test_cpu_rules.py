@@ -219,6 +219,60 @@ def test_hot_thread_whose_sizes_changed_in_a_quiet_screen() -> None:
     assert (ev["hot_iterations"], ev["iterations"]) == (3, 4)
 
 
+LEADER = FIXTURES / "top" / "procps-4.0.2-H-leader-holds-the-process.txt"
+
+
+def _times(screen: str, process: str) -> dict[int, float]:
+    """TID -> TIME+ seconds of the scenario's `process` rows (SHR 24076; the lab's has 24704) in one
+    screen of top -H text (m:ss.hh)."""
+    out = {}
+    for line in screen.splitlines():
+        f = line.split()
+        if len(f) == 12 and f[0].isdigit() and f[11] == process and f[6] == "24076":
+            minutes, seconds = f[10].split(":")
+            out[int(f[0])] = int(minutes) * 60 + float(seconds)
+    return out
+
+
+def test_a_leader_row_that_holds_its_process_s_cpu_is_no_hot_thread() -> None:
+    """procps-ng 4.0.0-4.0.3 print a multi-threaded process's leader under -H with the whole process's
+    CPU (Debian 12 ships 4.0.2). The hot-rows scenario's mariadbd at 16 threads: its main thread idled
+    in poll(), and top printed it at 99.9 % in every screen: perfkit called it a hot thread (and
+    counted its process at 233 % on 2 CPUs, 14 % idle). The fixture keeps mariadbd's rows."""
+    screens = LEADER.read_text().split("\ntop - ")[1:]
+    assert len(screens) == 8  # after the first (%CPU since each task started)
+    for screen in screens:  # read without perfkit: the leader's TIME+ holds its threads' together
+        times = _times(screen, "mariadbd")
+        assert len(times) == 31 and times[11292] >= sum(t for tid, t in times.items() if tid != 11292)
+    df = top.parse(LEADER, host="db1")
+    assert cpu.hot_thread(top_ds(df), None, TH) == []
+    later = df[df["iteration"] > 0]
+    later = later.assign(proc=cpu.thread_groups(later))
+    own = later.assign(cpu_pct=cpu.own_cpu(later))
+    db = own["proc"] == 11292
+    main = own[db & (own["pid"] == 11292)]
+    assert (later.loc[main.index, "cpu_pct"] == 99.9).sum() == 8 and main["cpu_pct"].max() == 0.0
+    # the process a screen: 216.3, 231.7, 236.3, 234.3, 232.3, 235.3, 232.8, 201.3 % as printed; its
+    # leader's 99.9 % less the 116.4, 131.8, 136.4, 134.4, 132.4, 135.4, 132.9, 101.4 % its other
+    # threads used is none: those are the process's
+    assert later[db].groupby("iteration")["cpu_pct"].sum().median() == pytest.approx(232.55)
+    assert own[db].groupby("iteration")["cpu_pct"].sum().median() == pytest.approx(132.65)
+
+
+def test_a_leader_that_is_itself_the_hot_thread_stays_one() -> None:
+    # The spinner (TID 3) made the leader of the 5-thread python3 (its sizes, and TID 2 renumbered
+    # 9), its idle threads given 0.01 s of TIME+ each: its TIME+ holds theirs, as a leader printed
+    # with its process's CPU would, but what they leave of its 99.9 % is 99.9 %: still hot.
+    df = top.parse(HOT, host="db1")
+    df.attrs = top.parse(HOT).attrs
+    spin = df["pid"] == 3
+    df.loc[spin, ["virt_kb", "res_kb", "shr_kb"]] = [315372.0, 9012.0, 5488.0]
+    df.loc[df["pid"] == 2, "pid"] = 9
+    df.loc[df["pid"].isin([5, 6, 7, 8, 9]), "time_s"] = 0.01
+    [f] = cpu.hot_thread(top_ds(df), None, TH)
+    assert (f.evidence["pid"], f.evidence["tid"], f.evidence["cpu_pct_median"]) == (3, 3, pytest.approx(99.9))
+
+
 def test_existing_threads_capture_has_no_hot_thread() -> None:
     # sysbench cpu --threads=2 on 2 CPUs: its threads are pinned, but the host has no idle CPU left.
     assert cpu.hot_thread(top_ds(top.parse(FIXTURES / "top" / "procps-4.0.2-H-w512.txt")), None, TH) == []
