@@ -192,7 +192,7 @@ def _process(st: _Step, cap: Capture, lim: dict[str, Any]) -> None:
         return
     if threads_mode:  # a leader row that holds its whole process's CPU counted once (own_cpu)
         df = df.assign(proc=thread_groups(df))
-        df = df.assign(cpu_pct=own_cpu(df))
+        df = df.assign(cpu_pct=own_cpu(df, cap.extras.leader_holds_process))
         mine = df.loc[mine.index]
     # under -H, its threads that ran in the screen: an idle main thread (sysbench's) adds no ceiling
     ran = mine["cpu_pct"] > 0

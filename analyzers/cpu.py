@@ -225,16 +225,21 @@ def thread_groups(df: pd.DataFrame) -> pd.Series:
     return lowest.where(~kernel, df["pid"])
 
 
-def own_cpu(df: pd.DataFrame) -> pd.Series:
+def own_cpu(df: pd.DataFrame, holds: bool | None) -> pd.Series:
     """The cpu_pct of top -H rows (iteration, pid: the TID, proc: `thread_groups`, time_s, cpu_pct),
-    where a thread group leader's row holds its whole process's CPU, put right.
+    where a thread group leader's row holds its whole process's CPU, put right: what its other
+    threads leave of it.
 
     procps-ng 4.0.0 to 4.0.3 print a multi-threaded process's leader under -H with the process's CPU
     (procps issue 280, fixed in 4.0.4; Debian 12 ships 4.0.2): an idle main thread at 99.9 % (one
-    CPU, its cap), its TIME+ the sum of every thread's, those that exited included. Such a row is told
-    by its TIME+, at least its other threads' together in every screen; its cpu_pct becomes what they
-    leave of it. A leader that truly did more than all its threads over its life (an event loop beside
-    idle helpers) meets that too, and keeps about all of its own: its helpers use little."""
+    CPU, its cap), its TIME+ the sum of every thread's, those that exited included. `holds` is the
+    capture's `TopExtras.leader_holds_process`, from top's version: True, every leader is put right;
+    False, none. Unknown (None: a capture without its record), a leader is put right when its TIME+
+    is at least its other threads' together in every screen. A leader that truly did more than all
+    its threads over its life (an event loop beside idle helpers) meets that too, and keeps about all
+    of its own: its helpers use little."""
+    if holds is False:
+        return df["cpu_pct"]
     leader = df["pid"] == df["proc"]
     key = [df["iteration"], df["proc"]]
     others_time = df["time_s"].where(~leader, 0.0).groupby(key).transform("sum")
@@ -242,8 +247,11 @@ def own_cpu(df: pd.DataFrame) -> pd.Series:
     # per leader, over the screens where rows of its threads are beside it (a process whose sizes
     # changed while top read it is split in that screen, its leader alone: no evidence either way)
     beside = leader & (others_time > 0)
-    total = (df["time_s"] >= others_time)[beside].groupby(df["proc"][beside]).all()
-    fix = leader & df["proc"].isin(total.index[total.to_numpy(dtype=bool)])
+    if holds:
+        fix = beside
+    else:
+        total = (df["time_s"] >= others_time)[beside].groupby(df["proc"][beside]).all()
+        fix = leader & df["proc"].isin(total.index[total.to_numpy(dtype=bool)])
     return df["cpu_pct"].where(~fix, (df["cpu_pct"] - others_cpu).clip(lower=0.0))
 
 
@@ -285,7 +293,7 @@ def hot_thread(ds: Dataset, sweep: Any, th: Thresholds) -> list[Finding] | Skipp
         # the expensive part, only for a capture with a pinned thread (putting a leader right only
         # lowers its CPU: a capture without one before has none after)
         df = df.assign(proc=thread_groups(df))
-        df = df.assign(cpu_pct=own_cpu(df))
+        df = df.assign(cpu_pct=own_cpu(df, cap.extras.leader_holds_process))
         hot, counts, pinned = _pinned(df, lim, iterations)
         if not len(pinned):
             continue

@@ -35,10 +35,13 @@ def get(kind: str) -> ModuleType:
 
 def parse(kind: str, source: Source, context: ParseContext) -> pd.DataFrame:
     """Parse `source` as `kind` in its context. A parser that prints only a time of day declares
-    `DATED_BY_START` and is given the capture's start to date its rows; a capture that prints no time
-    at all is dated from the context's `samples_from` when it has one (`_common.date_samples`)."""
+    `DATED_BY_START` and is given the capture's start to date its rows, one that reads its tool's
+    version `READS_TOOL_VERSION`; a capture that prints no time at all is dated from the context's
+    `samples_from` when it has one (`_common.date_samples`)."""
     mod = get(kind)
     extra = {"started_at": context.started_at} if getattr(mod, "DATED_BY_START", False) else {}
+    if getattr(mod, "READS_TOOL_VERSION", False):
+        extra["tool_version"] = context.tool_version
     frame = mod.parse(source, host=context.host, tz=context.tz, **extra)
     if context.samples_from is not None:
         date_samples(frame, context.samples_from)

@@ -335,6 +335,9 @@ class ParseContext:
     # a capture that prints no time at all, of a pt-stalk collection (iostat/vmstat without -t,
     # mysqladmin): its samples are dated from the collection's start (`date_samples`)
     samples_from: pd.Timestamp | None = None
+    # the tool's version as its record names it (`top from procps-ng 4.0.2`): a known flaw of one
+    # release that its text does not show (a parser that reads it declares `READS_TOOL_VERSION`)
+    tool_version: str | None = None
 
 
 def date_samples(frame: pd.DataFrame, start: pd.Timestamp) -> None:

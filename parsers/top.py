@@ -108,12 +108,17 @@ class TopExtras(Extras):
     # mem_total/free/used/buff_cache_mib, swap_total/free/used_mib, mem_avail_mib (memory converted to
     # MiB); NaN when absent or printed overflowed as `12345678+total`
     summaries: list[dict] = field(default_factory=list)
+    # whether a multi-threaded process's leader row under -H holds the whole process's %CPU and TIME+
+    # (procps-ng 4.0.0-4.0.3, procps issue 280), from the tool's version; None: its version unknown
+    leader_holds_process: bool | None = None
 
 
 EXTRAS = TopExtras
 
 KIND = "top"
 DATED_BY_START = True  # top prints a time of day only: `parse(started_at=...)` dates the rows
+READS_TOOL_VERSION = True  # `parse(tool_version=...)`: a release's known flaw (`leader_holds_process`)
+_PROCPS = re.compile(r"procps(?:-ng)? (?:version )?(\d+)\.(\d+)\.(\d+)")
 
 SCHEMA: dict[str, str] = {
     "timestamp": "datetime64[ns, UTC]",
@@ -251,7 +256,12 @@ def is_task_header(labels: list[str]) -> bool:
 
 
 def parse(
-    source: Source, *, host: str | None = None, tz: str = "UTC", started_at: pd.Timestamp | None = None
+    source: Source,
+    *,
+    host: str | None = None,
+    tz: str = "UTC",
+    started_at: pd.Timestamp | None = None,
+    tool_version: str | None = None,
 ) -> pd.DataFrame:
     """Parse a `top -b` capture into one row per task (thread under -H) per iteration.
 
@@ -261,6 +271,7 @@ def parse(
         tz: the host's time zone, for `started_at`'s wall clock (top prints no date and no zone).
         started_at: when the capture started (the manifest's): the day of the first screen's clock is
             the one nearest it (`_common.capture_day`); without it `timestamp` is NaT.
+        tool_version: `top -V`'s line (the manifest's), for `leader_holds_process`.
 
     Returns:
         A frame with exactly the `SCHEMA` columns, its attrs the `EXTRAS` fields.
@@ -269,7 +280,19 @@ def parse(
         ParseError: not top output, another locale, a header without COMMAND last, a malformed line
             mid-file.
     """
-    return _Top(source).run(host, tz, started_at)
+    df = _Top(source).run(host, tz, started_at)
+    df.attrs["leader_holds_process"] = leader_holds_process(tool_version)
+    return df
+
+
+def leader_holds_process(tool_version: str | None) -> bool | None:
+    """Whether this top prints a multi-threaded process's leader under -H with the process's CPU:
+    procps-ng 4.0.0 to 4.0.3 do (a change for the leader's autogroup read /proc/PID/stat, the whole
+    process's; 4.0.4 went back to /proc/PID/task/PID/stat). None: not a procps version it names."""
+    m = _PROCPS.search(tool_version or "")
+    if m is None:
+        return None
+    return (4, 0, 0) <= tuple(map(int, m.groups())) <= (4, 0, 3)
 
 
 class _Plan:

@@ -286,7 +286,13 @@ def _plan(archive: Archive, tz: str) -> Iterator[_Read | dict[str, str]]:
         started = rec.started_at if rec is not None else stalk[rel].started_at if rel in stalk else None
         # a pt-stalk file without a record: its collection's start dates samples printed without a time
         samples_from = pd.Timestamp(stalk[rel].started_at) if rec is None and rel in stalk else None
-        context = ParseContext(host, file_tz, pd.Timestamp(started) if started else None, samples_from)
+        context = ParseContext(
+            host,
+            file_tz,
+            pd.Timestamp(started) if started else None,
+            samples_from,
+            rec.tool_version if rec is not None else None,
+        )
         yield _Read(rel, kind, host, step, context, rel in unchecked)
 
 

@@ -14,8 +14,9 @@ import pytest
 
 from perfkit.analyzers import cpu
 from perfkit.analyzers.sweep import Step, Sweep
+from perfkit.archive import open_archive
 from perfkit.config import default_thresholds
-from perfkit.dataset import Capture, Dataset
+from perfkit.dataset import Capture, Dataset, load_dataset
 from perfkit.findings import Skipped
 from perfkit.parsers import nproc, top, vmstat
 from perfkit.pipeline import analyze_path
@@ -248,7 +249,7 @@ def test_a_leader_row_that_holds_its_process_s_cpu_is_no_hot_thread() -> None:
     assert cpu.hot_thread(top_ds(df), None, TH) == []
     later = df[df["iteration"] > 0]
     later = later.assign(proc=cpu.thread_groups(later))
-    own = later.assign(cpu_pct=cpu.own_cpu(later))
+    own = later.assign(cpu_pct=cpu.own_cpu(later, None))  # no version: told by TIME+
     db = own["proc"] == 11292
     main = own[db & (own["pid"] == 11292)]
     assert (later.loc[main.index, "cpu_pct"] == 99.9).sum() == 8 and main["cpu_pct"].max() == 0.0
@@ -257,6 +258,29 @@ def test_a_leader_row_that_holds_its_process_s_cpu_is_no_hot_thread() -> None:
     # threads used is none: those are the process's
     assert later[db].groupby("iteration")["cpu_pct"].sum().median() == pytest.approx(232.55)
     assert own[db].groupby("iteration")["cpu_pct"].sum().median() == pytest.approx(132.65)
+
+
+@pytest.mark.parametrize(
+    ("version", "holds", "hot"),
+    [
+        ("top from procps-ng 4.0.2", True, False),
+        ("top from procps-ng 4.0.4", False, True),
+        (None, None, False),
+    ],
+)
+def test_top_s_version_says_whether_a_leader_row_holds_its_process(
+    version: str | None, holds: bool | None, hot: bool
+) -> None:
+    # the same text, read as 4.0.4 would print it (the leader's own CPU): then it is a hot thread
+    df = top.parse(LEADER, host="db1", tool_version=version)
+    assert df.attrs["leader_holds_process"] is holds
+    assert bool(cpu.hot_thread(top_ds(df), None, TH)) is hot
+
+
+def test_a_capture_s_record_gives_top_its_version() -> None:
+    with open_archive(FIXTURES / "archives" / "scn-client-cpu-quota") as archive:
+        tops = load_dataset(archive).of("top")
+    assert len(tops) == 3 and all(c.extras.leader_holds_process is True for c in tops)
 
 
 def test_a_leader_that_is_itself_the_hot_thread_stays_one() -> None:
