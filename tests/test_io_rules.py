@@ -135,6 +135,17 @@ def test_light_captures_are_not_overhead() -> None:
     assert overhead.overhead(ds(cap("top", FIX / "top" / "procps-4.0.2-H-w512.txt")), None, TH) == []
 
 
+def test_perfkit_s_main_thread_row_under_top_h_is_counted_once() -> None:
+    # top -H of the pinned sysbench run (procps-ng 4.0.2, no pidstat read): perfkit's rows make 14.9,
+    # 13.9, 5.0, 8.9, 7.9 % a screen (mean 10.12), its main thread's (TID 29689: 6.9, 7.9, 3.0, 5.9,
+    # 6.9 %) the whole process's; what its 5-7 threads leave of it, added to theirs: 8.0, 7.9, 3.0,
+    # 5.9, 6.9 % (mean 6.34)
+    th = copy.deepcopy(TH)
+    th["collector.overhead"]["max_tool_cpu_pct"] = 5
+    [f] = overhead.overhead(ds(cap("top", FIX / "client" / "pinned-t0008" / "top.out")), None, th)
+    assert f.evidence["perfkit_cpu_pct_mean"] == pytest.approx(6.34)
+
+
 def test_perfkit_own_cpu_from_the_manifest() -> None:
     manifest = {"hosts": [{"host": "db1", "perfkit_cpu_pct": 23.5}], "controller": {"cpu_s": 41.2}}
     [f] = overhead.overhead(ds(cap("pidstat", OLTP), manifest=manifest), None, TH)
