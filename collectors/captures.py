@@ -317,8 +317,10 @@ _PICK_PYTHON = (
 )
 # sh lists each selected process's threads (a glob: no process started per sample) and sleeps; one
 # awk reads every thread's stat, syscall and wchan, counts, and at each interval's `I` line reads
-# schedstat and PSI and writes the block. Selection: `cat` of every /proc/PID/stat twice, the busiest
-# by utime+stime between them (not our own process group), the named by comm; refreshed every 10 s.
+# schedstat and PSI and writes the block. Selection: the named by comm from a `cat` of every
+# /proc/PID/stat at the start; after the first interval (a step's load generator starts just after
+# the sampler) the named anew and the busiest by utime+stime over that interval (not our own process
+# group); then the named every 10 s.
 _THREADS_AWK_MODE = r"""W=__W__; I=__I__; N=__N__; PSI=__PSI__
 R=1; P=1  # samples a second, and the seconds between them
 now() { d=$(date +%s.%N); case $d in *N*) d=${d%%.*} ;; esac; }
@@ -343,9 +345,9 @@ END {
   if (busiest > 0 && second) {
     for (k = 1; k <= busiest; k++) {
       best = ""; bd = 0
-      for (p in t1)
-        if ((p in t0) && !(p in chosen) && !(p in old) && pg[p] != mypg && t1[p] - t0[p] > bd) {
-          best = p; bd = t1[p] - t0[p] }
+      for (p in t1)  # one that started between the probes counts all its ticks
+        if (!(p in chosen) && !(p in old) && pg[p] != mypg && t1[p] - ((p in t0) ? t0[p] : 0) > bd) {
+          best = p; bd = t1[p] - ((p in t0) ? t0[p] : 0) }
       if (best == "") break
       chosen[best] = 1; out = out " " best
       lines = lines "# select " stamp " pid=" best " why=busiest cpu_ticks=" bd " comm=" esc(comm[best]) "\n"
@@ -414,9 +416,8 @@ me=$$
   t=$(getconf CLK_TCK 2>/dev/null || echo 100)
   echo "# perfkit-threads 1 mode=awk version=- rate_hz=$R interval_s=$I clk_tck=$t arch=$(uname -m)" \
     "busiest=3 refresh_s=10 watch=$(echo $W | tr ' ' ,)"
-  a=$(probe); sleep 0.3 2>/dev/null || sleep 1; b=$(probe); now
-  sel=$(printf '%s\n==\n%s\n' "$a" "$b" |
-    awk -v watch="$W" -v me=$me -v busiest=3 -v stamp="$d" -v known= "$SEL")
+  a=$(probe); now
+  sel=$(printf '%s\n' "$a" | awk -v watch="$W" -v me=$me -v busiest=0 -v stamp="$d" -v known= "$SEL")
   pick
   echo "B $d"
   i=0; every=$(( (10 + I - 1) / I ))
@@ -427,7 +428,11 @@ me=$$
       sleep $P; j=$((j + 1))
     done
     now; echo "I $d"; i=$((i + 1))
-    if [ $((i % every)) -eq 0 ] && [ $i -lt $N ]; then
+    if [ $i -eq 1 ] && [ $i -lt $N ]; then  # the named anew, and the busiest over the first interval
+      sel=$(printf '%s\n==\n%s\n' "$a" "$(probe)" |
+        awk -v watch="$W" -v me=$me -v busiest=3 -v stamp="$d" -v known="$pids" "$SEL")
+      pick; a=
+    elif [ $((i % every)) -eq 0 ] && [ $i -lt $N ]; then
       sel=$(probe | awk -v watch="$W" -v me=$me -v busiest=0 -v stamp="$d" -v known="$pids" "$SEL")
       pick
     fi
@@ -483,7 +488,8 @@ def _threads_version() -> str:
 
 
 THREADS: tuple[CaptureSpec, ...] = (
-    # sampling from its first `# select` (the processes chosen) or, with none chosen, its first interval
+    # sampling from its first `# select` (the processes chosen) or, with none chosen, its first interval;
+    # in awk mode mawk reads its input a block at a time, so these may come only at LEAD_WAIT_S
     CaptureSpec(
         "threads",
         "threads",

@@ -7,13 +7,15 @@ and 3.x both run: no f-strings, no annotations (type comments instead), stdlib o
 it too, for its unit tests and to embed its text into the capture command.
 
 What it does, in the manner of 0x.tools' psn/xcapture: picks processes (those whose /proc/PID/comm is
-one of `--watch`, plus the `--busiest` N that used most CPU over a short probe at the start, not
-counting this sampler's own process group), then `--rate` times a second reads every thread's
+one of `--watch`, plus the `--busiest` N that used most CPU over the first interval, not counting
+this sampler's own process group), then `--rate` times a second reads every thread's
 /proc/PID/task/TID/{stat,syscall,wchan} and counts the samples per (pid, thread name, state,
 syscall, wchan); once per interval it reads every thread's schedstat (on-CPU ns, run-queue wait
 ns), writes the interval's counts and the schedstat deltas per (pid, thread name) to stdout, and
-appends /proc/pressure/{cpu,io,memory} to `--psi FILE`. The named set is refreshed every
-REFRESH_S (a restarted mariadbd is found again under its new pid); the busiest are chosen once.
+appends /proc/pressure/{cpu,io,memory} to `--psi FILE`. The sampler starts before a step's load, so
+at its start it picks the named only; after the first interval (the load running) it picks the named
+anew, a load generator among them, and the busiest over that interval, once; then the named every
+REFRESH_S (a restarted mariadbd is found again under its new pid).
 
 Cost: the per-thread files are opened once and re-read with pread (lseek+read on 2.7): on the lab VM
 that is 8 us a thread per sample against 24 us with open/read/close. wchan is not read for a running
@@ -51,7 +53,6 @@ import time
 FORMAT = 1
 DEFAULT_RATE_HZ = 2
 BUSIEST = 3
-BUSIEST_PROBE_S = 0.3
 REFRESH_S = 10
 PF_KTHREAD = 0x00200000
 _FILES = ("stat", "syscall", "wchan", "schedstat")
@@ -226,11 +227,13 @@ class Sampler(object):
 
     def select_busiest(self, before, after):
         # type: (dict[int, tuple[bytes, int]], dict[int, tuple[bytes, int]]) -> None
-        """The `busiest` processes by CPU ticks between two probes, among those not named."""
+        """The `busiest` processes by CPU ticks between two probes, among those not named; one that
+        started between them counts all its ticks (a step's load starts just after the first)."""
         used = []
         for pid, (comm, ticks) in after.items():
-            if pid in before and pid not in self.procs and ticks > before[pid][1]:
-                used.append((ticks - before[pid][1], pid, comm))
+            used_before = before[pid][1] if pid in before else 0
+            if pid not in self.procs and ticks > used_before:
+                used.append((ticks - used_before, pid, comm))
         used.sort(key=lambda u: (-u[0], u[1]))
         for ticks, pid, comm in used[: self.busiest]:
             self.add(Proc(pid, comm, "busiest"), (" cpu_ticks=%d" % ticks).encode())
@@ -423,18 +426,15 @@ class Sampler(object):
 
     def run(self, intervals, interval_s, rate_hz, sleep=time.sleep, monotonic=_monotonic):
         # type: (int, float, float, object, object) -> None
-        """Probe, select, then sample `rate_hz` times a second for `intervals` intervals."""
-        before = self.cpu_ticks() if self.busiest else {}
-        if self.busiest:
-            sleep(BUSIEST_PROBE_S)
+        """Select the named, then sample `rate_hz` times a second for `intervals` intervals; after the
+        first, the named anew and the busiest over it."""
         self.select_named()
-        if self.busiest:
-            self.select_busiest(before, self.cpu_ticks())
         self.out.flush()
+        before = self.cpu_ticks() if self.busiest else {}
         period = 1.0 / rate_hz
         per = max(1, int(round(rate_hz * interval_s)))
         start = last = monotonic()
-        refresh = start + REFRESH_S
+        refresh = start + min(interval_s, REFRESH_S)  # then every REFRESH_S
         self.schedstat()  # baselines: the first interval's deltas are its own
         for i in range(intervals):
             begin = start + i * interval_s
@@ -455,6 +455,9 @@ class Sampler(object):
             if now >= refresh:
                 refresh = now + REFRESH_S
                 self.select_named()
+            if i == 0 and self.busiest:
+                self.select_busiest(before, self.cpu_ticks())
+                before = {}
 
     def close(self):
         # type: () -> None

@@ -377,8 +377,53 @@ def test_python_mode_for_real(tmp_path: Path, ver: str) -> None:
     assert len(psi_parser.parse(psi_text)) == 12
 
 
+@pytest.mark.parametrize("mode", ["python3", "awk"])
+def test_processes_started_just_after_the_sampler_are_chosen_after_its_first_interval(
+    tmp_path: Path, mode: str
+) -> None:
+    """The sampler starts before a step's load (collectors/_host.py `_lead`), so what the load starts
+    is not there when it first chooses: a load generator (named) and a busy server it does not name
+    are chosen after its first interval, the named anew and the busiest over that interval."""
+    bindir = _bin_dir(tmp_path, sys.executable if mode == "python3" else None)
+    wd = tmp_path / "wd"
+    wd.mkdir()
+    cmd = SPEC.render(interval=1, window=3, workdir=str(wd), watch=("pk-late",))
+    env = {"PATH": str(bindir), "LC_ALL": "C"}
+    # its own session, as perfkit starts a capture: the busiest are never of the sampler's own group
+    sh = [str(bindir / "sh"), "-c", cmd]
+    sampler = subprocess.Popen(sh, cwd=wd, env=env, stdout=subprocess.PIPE, start_new_session=True)
+    children: list[subprocess.Popen] = []
+    try:
+        assert sampler.stdout is not None
+        if mode == "python3":  # it writes its header as it has chosen
+            header = sampler.stdout.readline()
+        else:  # mawk reads its input a block at a time: what awk writes comes late; its choice is at once
+            time.sleep(0.5)
+            header = b""
+        children.append(_child("pk-late", 3))
+        spin = "open('/proc/self/comm', 'w').write('pk-spin')\nwhile True: pass\n"
+        children.append(subprocess.Popen([sys.executable, "-c", spin]))
+        out = header + sampler.stdout.read()
+        assert sampler.wait(timeout=30) == 0
+    finally:
+        for child in children:
+            _stop(child)
+        sampler.kill()
+        sampler.wait()
+        if sampler.stdout is not None:
+            sampler.stdout.close()
+    assert out.startswith(f"# perfkit-threads 1 mode={mode}".encode())
+    df = threads_parser.parse(out.decode(), host="local")
+    stamps = sorted(df["timestamp"].unique())
+    assert len(stamps) == 3
+    for child, why in zip(children, ("named", "busiest"), strict=True):
+        rows = df[(df["pid"] == child.pid) & (df["record"] == "state")]
+        assert set(rows["selected"]) == {why}, (child.pid, df.attrs["selected"])
+        assert set(rows["timestamp"]) == set(stamps[1:])  # from the second interval on
+
+
 def test_sampler_stops_with_its_window() -> None:
-    """Started with a 2-interval window it ends by itself after about 2 s (+ the 0.3 s probe)."""
+    """Started with a 2-interval window it ends by itself after about 2 s (+ its start)."""
     t0 = time.monotonic()
     res = subprocess.run(
         [sys.executable, str(SOURCE), "--count", "2", "--watch", "no-such-proc"],
