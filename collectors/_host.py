@@ -49,7 +49,7 @@ if TYPE_CHECKING:
 # captures get the rest while it is open, all of them once its snapshots are done (`_run_phase`).
 MAX_CHANNELS = 10
 # How long a host waits at most for its samplers to sample (`HostRun._lead`) before it goes on to the
-# window. The Python thread sampler takes 0.3-0.8 s here (its start, a 0.3 s probe for the busiest).
+# window. The Python thread sampler takes 0.1-0.5 s here to start and choose the named processes.
 LEAD_WAIT_S = 3.0
 
 

@@ -198,7 +198,7 @@ class TimedRunner(FakeRunner):
 
 def test_a_step_s_load_begins_once_the_thread_sampler_samples(tmp_path: Path) -> None:
     """The real captures of the minimal set on this machine: the thread sampler takes most of a second
-    to start and choose its processes (0.3 s of it a probe for the busiest). Started with the window's
+    to start and choose its processes (then, a 0.3 s probe for the busiest). Started with the window's
     other captures, it began sampling after a short step's load had begun, and on a busy host after
     it had ended (analyzers/waits.py then has no interval of the load). It starts first now, and the
     load waits until it samples."""
