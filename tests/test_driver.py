@@ -212,4 +212,5 @@ def test_a_step_s_load_begins_once_the_thread_sampler_samples(tmp_path: Path) ->
         text = (tmp_path / "run" / rec["path"]).read_text()
         selected = [float(line.split()[2]) for line in text.splitlines() if line.startswith("# select ")]
         assert selected, text[:500]  # this machine always has processes to choose
-        assert min(selected) <= began, (rec["step"], min(selected) - began)
+        # stamps are printed to the millisecond: a choice made 0.1 ms before the load reads as after it
+        assert min(selected) <= began + 0.0005, (rec["step"], min(selected) - began)
