@@ -100,8 +100,10 @@ def test_a_rate_limited_load_is_underdriven(lab_mariadb: Path, tmp_path: Path) -
     result = analyze_path(run)
     [f] = [f for f in result.findings if f.rule == "load.underdriven"]
     ev = f.evidence
-    # the worst step: the most threads, TPS held at the rate, a few ms each: well under one in flight
-    assert ev["threads"] == 16 and ev["tps"] == pytest.approx(RATE, rel=0.2)
+    # the worst step: the most threads, TPS held at the rate, a few ms each: well under one in flight.
+    # sysbench draws its arrivals at random (Poisson): over 4 s it once did 158 of the 200 expected
+    # (39.1/s, in CI), so the rate bounds TPS from above and the check from below is loose
+    assert ev["threads"] == 16 and 0.6 * RATE <= ev["tps"] <= 1.2 * RATE
     assert ev["in_flight"] < 0.5 * ev["threads"] and ev["method"] == "TPS × average RT"
     assert [t for t, _ in ev["steps"]] == list(THREADS)  # every step: even 1 thread waits for its turn
     assert f.title == f"Only {ev['in_flight']:.2f} requests in flight with 16 threads"  # not "Only 0"
