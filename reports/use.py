@@ -34,6 +34,7 @@ from typing import Any
 
 import pandas as pd
 
+from perfkit.analyzers.cpu import own_cpu, thread_groups
 from perfkit.dataset import Capture, Dataset
 from perfkit.findings import count
 from perfkit.manifest import Record
@@ -388,7 +389,12 @@ def _busiest(cap: Capture, n: int) -> list[ProcessRow]:
         ids = f["tid"].fillna(f["pid"]) if "tid" in f else f["pid"]
         f = f.assign(_id=ids)
     else:
-        f = f[f["cpu_pct"].notna()].assign(_id=f["pid"])
+        f = f[f["cpu_pct"].notna()]
+        if cap.kind == "top" and any(s.get("threads_mode") for s in cap.extras.summaries):
+            # a leader row that holds its whole process (procps-ng 4.0.0-4.0.3) is no busy thread
+            f = f.assign(proc=thread_groups(f))
+            f = f.assign(cpu_pct=own_cpu(f, cap.extras.leader_holds_process))
+        f = f.assign(_id=f["pid"])
     if f.empty:
         return []
     g = f.groupby(["_id", "command"], dropna=False)["cpu_pct"].agg(["mean", "max"])
