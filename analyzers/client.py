@@ -35,7 +35,7 @@ from perfkit.dataset import Capture, Dataset
 from perfkit.findings import Finding, Skipped, count
 
 from . import waits
-from .cpu import own_cpu, thread_groups
+from .cpu import thread_rows, threads_mode
 from .io import category
 from .sweep import LOAD_KINDS
 
@@ -184,22 +184,19 @@ def _process(st: _Step, cap: Capture, lim: dict[str, Any]) -> None:
     df = cap.frame[cap.frame["iteration"] > 0]  # screen 0: CPU since each task started
     if df["iteration"].nunique() < lim["min_samples"] - 1 or df.empty:
         return
-    summaries = cap.extras.summaries or [{}]
-    threads_mode = bool(summaries[0].get("threads_mode"))
+    per_thread = threads_mode(cap)
     cmd = df["command"].fillna("").str.strip()
     mine = df[cmd.str.match(_PROCESS[st.kind])]
     if mine.empty:
         return
-    if threads_mode:  # a leader row that holds its whole process's CPU counted once (own_cpu)
-        df = df.assign(proc=thread_groups(df))
-        df = df.assign(cpu_pct=own_cpu(df, cap.extras.leader_holds_process))
-        mine = df.loc[mine.index]
+    df = thread_rows(cap, df)  # a leader row that holds its whole process's CPU counted once
+    mine = df.loc[mine.index]
     # under -H, its threads that ran in the screen: an idle main thread (sysbench's) adds no ceiling
     ran = mine["cpu_pct"] > 0
     per = mine.assign(ran=ran).groupby("iteration").agg(cpu=("cpu_pct", "sum"), n=("ran", "sum"))
     # a process's threads each use at most one CPU: under -H the rows are its threads; a per-process
     # top shows only the total, so its threads are the configured workers (sysbench adds none that work)
-    n = int(per["n"].median()) if threads_mode else st.threads
+    n = int(per["n"].median()) if per_thread else st.threads
     caps = [x for x in (n, st.cpus) if x]
     st.proc_cpu_pct = float(per["cpu"].median())
     st.proc_threads = n

@@ -255,6 +255,20 @@ def own_cpu(df: pd.DataFrame, holds: bool | None) -> pd.Series:
     return df["cpu_pct"].where(~fix, (df["cpu_pct"] - others_cpu).clip(lower=0.0))
 
 
+def threads_mode(cap: Capture) -> bool:
+    """Whether a top capture is per thread (`-H`)."""
+    return any(s.get("threads_mode") for s in cap.extras.summaries)
+
+
+def thread_rows(cap: Capture, df: pd.DataFrame) -> pd.DataFrame:
+    """`df`, rows of the top capture `cap`: under -H with each row's process (`proc`) and a leader row
+    that holds its whole process put right (`own_cpu`); as it is otherwise."""
+    if not threads_mode(cap):
+        return df
+    df = df.assign(proc=thread_groups(df))
+    return df.assign(cpu_pct=own_cpu(df, cap.extras.leader_holds_process))
+
+
 def _pinned(
     df: pd.DataFrame, lim: dict[str, Any], iterations: int
 ) -> tuple[pd.DataFrame, pd.Series, pd.Index]:
@@ -273,7 +287,7 @@ def hot_thread(ds: Dataset, sweep: Any, th: Thresholds) -> list[Finding] | Skipp
     that thread however many CPUs are idle.
     """
     rule = "cpu.hot-thread"
-    caps = [c for c in ds.of("top") if any(s.get("threads_mode") for s in c.extras.summaries)]
+    caps = [c for c in ds.of("top") if threads_mode(c)]
     if not caps:
         return Skipped(rule, "no top -H (per-thread) capture")
     lim = th[rule]
@@ -292,8 +306,7 @@ def hot_thread(ds: Dataset, sweep: Any, th: Thresholds) -> list[Finding] | Skipp
             continue
         # the expensive part, only for a capture with a pinned thread (putting a leader right only
         # lowers its CPU: a capture without one before has none after)
-        df = df.assign(proc=thread_groups(df))
-        df = df.assign(cpu_pct=own_cpu(df, cap.extras.leader_holds_process))
+        df = thread_rows(cap, df)
         hot, counts, pinned = _pinned(df, lim, iterations)
         if not len(pinned):
             continue

@@ -20,7 +20,7 @@ from perfkit.dataset import Dataset
 from perfkit.findings import Finding, Skipped
 from perfkit.manifest import Controller
 
-from .cpu import own_cpu, thread_groups
+from .cpu import thread_rows
 from .io import Tasks, category, per_sample, per_value, program_name, tasks
 
 
@@ -42,10 +42,7 @@ def _top_cpu(ds: Dataset) -> dict[str | None, tuple[pd.Series, list[str]]]:
     rows_by_host: dict[str | None, list[pd.DataFrame]] = {}
     samples: dict[str | None, list[str]] = {}
     for cap in ds.of("top"):
-        df = cap.frame
-        if any(s.get("threads_mode") for s in cap.extras.summaries):  # perfkit's own are multi-threaded
-            df = df.assign(proc=thread_groups(df))
-            df = df.assign(cpu_pct=own_cpu(df, cap.extras.leader_holds_process))
+        df = thread_rows(cap, cap.frame)  # perfkit's own are multi-threaded: a leader row counted once
         df = df.loc[df["iteration"] >= 1, ["iteration", "command", "cpu_pct"]]
         its = df["iteration"].unique()  # in order of appearance
         samples.setdefault(cap.host, []).extend(f"{cap.path}#{i}" for i in its)

@@ -34,7 +34,7 @@ from typing import Any
 
 import pandas as pd
 
-from perfkit.analyzers.cpu import own_cpu, thread_groups
+from perfkit.analyzers.cpu import thread_rows
 from perfkit.dataset import Capture, Dataset
 from perfkit.findings import count
 from perfkit.manifest import Record
@@ -390,10 +390,8 @@ def _busiest(cap: Capture, n: int) -> list[ProcessRow]:
         f = f.assign(_id=ids)
     else:
         f = f[f["cpu_pct"].notna()]
-        if cap.kind == "top" and any(s.get("threads_mode") for s in cap.extras.summaries):
-            # a leader row that holds its whole process (procps-ng 4.0.0-4.0.3) is no busy thread
-            f = f.assign(proc=thread_groups(f))
-            f = f.assign(cpu_pct=own_cpu(f, cap.extras.leader_holds_process))
+        if cap.kind == "top":  # a leader row that holds its whole process is no busy thread
+            f = thread_rows(cap, f)
         f = f.assign(_id=f["pid"])
     if f.empty:
         return []
