@@ -367,9 +367,10 @@ class _Ss:
         epochs = np.where(fields[starts] == _STAMP_F, values[starts], -1)
         # a table's rows are its header's block's: one under a header in another block (or in none, before
         # the first summary) is other output (`stray`), as is a header in none
-        block, stray = _block_of(first_lines, line_nos, heads)
-        if ((block < 0) & (heads < 0)).any():
-            errors.append((int(line_nos[(block < 0) & (heads < 0)].min()), "", _NOT_SS, False))
+        block, stray, outside = _block_of(first_lines, line_nos, heads)
+        if outside.any():
+            errors.append((int(line_nos[outside].min()), "", _NOT_SS, False))
+        del outside
         if stray.any() and before is None:
             lines = np.unique(line_nos[stray])
             self._skip(lines, [self._text(k) for k in lines[:SKIP_QUOTES].tolist()])
@@ -386,7 +387,7 @@ class _Ss:
         # field by field: one count a block each, not one a block and field at once (27 x as large)
         if any(
             np.bincount(block[known & (kernel == f)]).max(initial=0) > 1
-            for f in np.flatnonzero(np.bincount(kernel)).tolist()
+            for f in np.unique(kernel).tolist()  # a bincount would count in 8 bytes a number
         ):
             errors += self._twice(kernel + block.astype(np.int64) * len(_FIELDS), fields, line_nos, values)
         head_block = np.searchsorted(first_lines, heads, side="right") - 1
@@ -453,11 +454,13 @@ class _Ss:
             "host": text_column([host], np.zeros(n, dtype=np.intp)),
         }
         # each field's values by block: each printed once (or agreeing: `*`); field by field, so that no
-        # temporary is as long as all the numbers
-        keep = (block >= 0) & (block < n)
-        kernel = np.where(fields == _ROW_F, _KERNEL_F, fields)
+        # temporary is as long as all the numbers. `fields` is marked in place (the `*` row's number is
+        # `(kernel N)` again; one outside the blocks kept is no field): a mask beside it each was the
+        # parse's peak memory
+        fields[fields == _ROW_F] = _KERNEL_F
+        fields[(block < 0) | (block >= n)] = -1
         for name in COUNTS:
-            mine = keep & (kernel == _FIELD[name])
+            mine = fields == _FIELD[name]
             at = block[mine]
             column, missing = np.zeros(n, dtype=np.int64), np.ones(n, dtype=bool)
             column[at], missing[at] = values[mine], False
@@ -469,18 +472,23 @@ class _Ss:
 
 def _block_of(
     first_lines: np.ndarray, line_nos: np.ndarray, heads: np.ndarray
-) -> tuple[np.ndarray, np.ndarray]:
-    """The block each number's line is in (-1: before the first), in `line_nos`' dtype, and whether it is
-    a table row whose header (`heads`, -1: none) is in another block. 256 k numbers at a time, so
-    that no temporary is 8 bytes for each of all the numbers (a day of the loop: 2 M numbers)."""
-    block = np.empty(len(line_nos), dtype=line_nos.dtype)
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The block each number's line is in (-1: before the first), written over `heads` (each number's
+    table header line, -1: none), which it returns; whether the number is a table row's whose header is
+    in another block (`stray`); whether it is in no block and under no header (`outside`). `heads`'
+    memory is reused and 256 k numbers are read at a time, so that no temporary is 8 bytes for each of
+    all the numbers: a day of the loop is 2 M numbers, and a column of them beside the others was the
+    parse's peak."""
     stray = np.empty(len(line_nos), dtype=bool)
+    outside = np.empty(len(line_nos), dtype=bool)
     step = 1 << 18
     for lo in range(0, len(line_nos), step):
-        part, head = block[lo : lo + step], heads[lo : lo + step]
-        part[:] = np.searchsorted(first_lines, line_nos[lo : lo + step], side="right") - 1
-        stray[lo : lo + step] = (head >= 0) & (np.searchsorted(first_lines, head, side="right") - 1 != part)
-    return block, stray
+        head = heads[lo : lo + step]
+        block = np.searchsorted(first_lines, line_nos[lo : lo + step], side="right") - 1
+        stray[lo : lo + step] = (head >= 0) & (np.searchsorted(first_lines, head, side="right") - 1 != block)
+        outside[lo : lo + step] = (block < 0) & (head < 0)
+        head[:] = block
+    return heads, stray, outside
 
 
 def _shapes(
