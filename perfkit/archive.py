@@ -30,6 +30,7 @@ import hashlib
 import json
 import lzma
 import os
+import re
 import shutil
 import stat
 import tarfile
@@ -261,13 +262,17 @@ def read_manifest(root: Path) -> dict[str, Any] | None:
 # --------------------------------------------------------------------------- names and members
 
 
+# A byte that is not UTF-8, as `os.fsdecode` and surrogateescape hold it: a lone surrogate
+_UNDECODED = re.compile("[\udc80-\udcff]")
+
+
 def shown_name(name: str) -> str:
     """A file name as text that can be shown and written anywhere (report, JSON, terminal): bytes that
     are not UTF-8, which Python holds as lone surrogates (`os.fsdecode`, tarfile's surrogateescape),
     become `\\xNN` escapes (`b"vmstat_\\xff"` -> `vmstat_\\xff`). Valid names come back unchanged."""
-    if not any(0xDC80 <= ord(c) <= 0xDCFF for c in name):
+    if name.isascii() or not _UNDECODED.search(name):  # the report prints every string through here
         return name
-    return "".join(f"\\x{ord(c) - 0xDC00:02x}" if 0xDC80 <= ord(c) <= 0xDCFF else c for c in name)
+    return _UNDECODED.sub(lambda m: f"\\x{ord(m[0]) - 0xDC00:02x}", name)
 
 
 def printable(text: str) -> str:
