@@ -35,7 +35,7 @@ from perfkit.dataset import Capture, Dataset
 from perfkit.findings import Finding, Skipped, count
 
 from . import waits
-from .cpu import thread_rows, threads_mode
+from .cpu import idle_pct, thread_rows, threads_mode
 from .io import category
 from .sweep import LOAD_KINDS
 
@@ -155,7 +155,7 @@ def _measure(st: _Step, caps: list[Capture], lim: dict[str, Any]) -> None:
     by = {k: [c for c in caps if c.kind == k] for k in ("vmstat", "mpstat", "top", "nproc", "psi")}
     vm = pd.concat([c.frame[~c.frame["since_boot"].astype(bool)] for c in by["vmstat"]] or [pd.DataFrame()])
     if len(vm) >= lim["min_samples"]:
-        st.idle_pct = float((vm["id"].astype(float) + vm["wa"].astype(float).fillna(0)).median())
+        st.idle_pct = float(idle_pct("vmstat", vm).median())
         st.idle_from = "vmstat id + wa"
         st.runq = float(vm["r"].astype(float).median())
         st.samples = len(vm)
@@ -164,7 +164,7 @@ def _measure(st: _Step, caps: list[Capture], lim: dict[str, Any]) -> None:
     else:
         alls = pd.concat([c.frame[c.frame["cpu"] == "all"] for c in by["mpstat"]] or [pd.DataFrame()])
         if len(alls) >= lim["min_samples"]:
-            st.idle_pct = float((alls["idle_pct"] + alls["iowait_pct"].fillna(0)).median())
+            st.idle_pct = float(idle_pct("mpstat", alls).median())
             st.idle_from = "mpstat all %idle + %iowait"
             st.samples = len(alls)
             st.window = _window(alls)

@@ -32,6 +32,25 @@ def _num(s: pd.Series) -> pd.Series:
     return pd.to_numeric(s, errors="coerce").astype(float)
 
 
+# Each CPU capture's idle and iowait columns. iowait is idle time with IO outstanding: a runnable task
+# would have run on that CPU, so it is idle CPU, not CPU work (a host waiting on its disk is not busy)
+IDLE_COLUMNS = {
+    "vmstat": ("id", "wa"),
+    "mpstat": ("idle_pct", "iowait_pct"),
+    "sar": ("idle_pct", "iowait_pct"),
+    "sadf": ("idle_pct", "iowait_pct"),
+    "psutil": ("cpu_idle_pct", "cpu_iowait_pct"),
+}
+
+
+def idle_pct(kind: str, rows: pd.DataFrame) -> pd.Series:
+    """The idle CPU % of a CPU capture's rows (`IDLE_COLUMNS`): idle + iowait, an iowait the tool or
+    its version did not print counted as 0."""
+    idle, iowait = IDLE_COLUMNS[kind]
+    wa = _num(rows[iowait]).fillna(0) if iowait in rows.columns else 0.0
+    return _num(rows[idle]) + wa
+
+
 def _window(frames: list[pd.DataFrame]) -> tuple[str, str] | None:
     ts = pd.concat([f["timestamp"] for f in frames]).dropna() if frames else pd.Series(dtype=object)
     return (ts.min().isoformat(), ts.max().isoformat()) if len(ts) else None
@@ -67,7 +86,7 @@ def _mpstat_idle(ds: Dataset, cap: Capture, rows: pd.DataFrame) -> pd.Series | N
         left = rows[["timestamp"]].reset_index().dropna(subset=["timestamp"]).sort_values("timestamp")
         if a.empty or left.empty:
             continue
-        a = a.assign(_idle=a["idle_pct"] + a["iowait_pct"].fillna(0))[["timestamp", "_idle"]]
+        a = a.assign(_idle=idle_pct("mpstat", a))[["timestamp", "_idle"]]
         m = pd.merge_asof(left, a, on="timestamp", direction="nearest", tolerance=pd.Timedelta(seconds=1))
         return m.set_index("index")["_idle"].reindex(rows.index)
     return None
@@ -105,7 +124,7 @@ def saturated(ds: Dataset, sweep: Any, th: Thresholds) -> list[Finding] | Skippe
             unknown_cpus.append(cap.path)
             continue
         cpus, cpus_src = known
-        idle = _num(rows["id"]) + _num(rows["wa"]).fillna(0)
+        idle = idle_pct("vmstat", rows)
         if idle.isna().all():
             idle = _mpstat_idle(ds, cap, rows)
             if idle is None:

@@ -38,7 +38,7 @@ from perfkit.config import Thresholds
 from perfkit.dataset import Capture, Dataset
 from perfkit.findings import Finding, Skipped, count
 
-from .cpu import interval_rows, steps_by_name
+from .cpu import idle_pct, interval_rows, steps_by_name
 from .io import category, per_value, program_name, tasks
 from .sweep import load_spans
 
@@ -257,16 +257,14 @@ def host_idle(ds: Dataset, host: str | None, step: str | None) -> tuple[float, s
     vm = [v for v in vm if len(v)]
     if vm:
         rows = pd.concat(vm)
-        idle = pd.to_numeric(rows["id"], errors="coerce") + pd.to_numeric(rows["wa"], errors="coerce").fillna(
-            0
-        )
+        idle = idle_pct("vmstat", rows)
         if idle.notna().sum() >= 2:
             return float(idle.median()), "vmstat id + wa"
     mp = [c.frame[c.frame["cpu"] == "all"] for c in ds.of("mpstat") if c.host == host and c.step == step]
     mp = [m for m in mp if len(m)]
     if mp:
         rows = pd.concat(mp)
-        idle = rows["idle_pct"] + rows["iowait_pct"].fillna(0)
+        idle = idle_pct("mpstat", rows)
         if idle.notna().sum() >= 2:
             return float(idle.median()), "mpstat all %idle + %iowait"
     return None

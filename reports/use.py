@@ -7,7 +7,7 @@ Sources, best first where several captures measure the same thing (the others ar
 
 | resource | check | metric | sources |
 |---|---|---|---|
-| cpu | utilization | busy % = 100 − idle (iowait counts as busy) | mpstat, vmstat, sar, psutil |
+| cpu | utilization | busy % = 100 − idle − iowait (`analyzers/cpu.idle_pct`) | mpstat, vmstat, sar, psutil |
 | cpu | utilization | hottest CPU busy % (the busiest single CPU's mean) | mpstat, sar/sadf `-P ALL` |
 | cpu | saturation | run queue / CPU (> 1: runnable tasks wait) | vmstat `r`, sar `-q` runq-sz, psutil load1 |
 | mem | utilization | used % | sar/sadf `-r` %memused, psutil (1 − available / total) |
@@ -34,7 +34,7 @@ from typing import Any
 
 import pandas as pd
 
-from perfkit.analyzers.cpu import thread_rows
+from perfkit.analyzers.cpu import idle_pct, thread_rows
 from perfkit.dataset import Capture, Dataset
 from perfkit.findings import count
 from perfkit.manifest import Record
@@ -160,8 +160,10 @@ def _row(cap: Capture, resource: str, instance: str, check: str, metric: str, un
     ]
 
 
-BUSY = "busy % (100 − idle)"
-HOTTEST = "hottest CPU busy %"
+# named with what they count: a report of perfkit's before 2026-11-29 counted iowait as busy, and
+# `compare` pairs rows by name, so it never sets those numbers beside these
+BUSY = "busy % (100 − idle − iowait)"
+HOTTEST = "hottest CPU busy % (100 − idle − iowait)"
 RUNQ = "run queue / CPU"
 RUNQ_RAW = "run queue (CPU count unknown)"
 
@@ -185,12 +187,13 @@ def _rows_of(cap: Capture, cpus: dict[tuple[str | None, str | None], int]) -> li
 
     if cap.kind == "vmstat":
         f = f[~f["since_boot"].astype(bool)]
-        add(1, _row(cap, "cpu", "all", "utilization", BUSY, "%", 100 - f["id"].astype(float)))
+        add(1, _row(cap, "cpu", "all", "utilization", BUSY, "%", 100 - idle_pct("vmstat", f)))
         add(0, _runq(cap, f["r"], cpus))
         add(0, _row(cap, "mem", "swap", "saturation", "swap in", "KiB/s", f["si"]))
         add(0, _row(cap, "mem", "swap", "saturation", "swap out", "KiB/s", f["so"]))
     elif cap.kind == "mpstat":
-        add(0, _row(cap, "cpu", "all", "utilization", BUSY, "%", 100 - f.loc[f["cpu"] == "all", "idle_pct"]))
+        busy = 100 - idle_pct("mpstat", f[f["cpu"] == "all"])
+        add(0, _row(cap, "cpu", "all", "utilization", BUSY, "%", busy))
         add(0, _hottest(cap, f, "cpu"))
     elif cap.kind in ("sar", "sadf"):
         rank = 2 if cap.kind == "sar" else 1  # sadf -P ALL lists every CPU; sar's stdout only `all`
@@ -204,7 +207,7 @@ def _rows_of(cap: Capture, cpus: dict[tuple[str | None, str | None], int]) -> li
                 "utilization",
                 BUSY,
                 "%",
-                100 - cpu.loc[cpu["instance"] == "all", "idle_pct"],
+                100 - idle_pct(cap.kind, cpu[cpu["instance"] == "all"]),
             ),
         )
         add(rank, _hottest(cap, cpu, "instance"))
@@ -243,7 +246,7 @@ def _rows_of(cap: Capture, cpus: dict[tuple[str | None, str | None], int]) -> li
     elif cap.kind == "netstat_s":
         add(1, _tcp_errors(cap))
     elif cap.kind == "psutil":
-        add(3, _row(cap, "cpu", "all", "utilization", BUSY, "%", 100 - f["cpu_idle_pct"].astype(float)))
+        add(3, _row(cap, "cpu", "all", "utilization", BUSY, "%", 100 - idle_pct("psutil", f)))
         add(2, _runq(cap, f["load1"], cpus))
         avail = 100 * (1 - f["mem_available_kb"].astype(float) / f["mem_total_kb"].astype(float))
         add(1, _row(cap, "mem", "ram", "utilization", "used %", "%", avail))
@@ -258,7 +261,7 @@ def _hottest(cap: Capture, f: pd.DataFrame, col: str) -> list[UseRow]:
     per = f[ids.str.fullmatch(r"\d+")]
     if per.empty or per[col].nunique() < 2:
         return []
-    busy = 100 - per["idle_pct"].astype(float)
+    busy = 100 - idle_pct(cap.kind, per)
     means = busy.groupby(per[col].astype(str)).mean().dropna()
     if means.empty:
         return []
@@ -596,15 +599,15 @@ def _has_times(f: pd.DataFrame) -> bool:
 def _busy_series(kind: str, f: pd.DataFrame) -> tuple[pd.Series, pd.Series] | None:
     if kind == "mpstat":
         f = f[f["cpu"] == "all"]
-        return f["timestamp"], 100 - f["idle_pct"].astype(float)
+        return f["timestamp"], 100 - idle_pct(kind, f)
     if kind == "vmstat":
         f = f[~f["since_boot"].astype(bool)]
-        return f["timestamp"], 100 - f["id"].astype(float)
+        return f["timestamp"], 100 - idle_pct(kind, f)
     if kind in ("sar", "sadf"):
         f = f[(f["table"] == "cpu") & (f["instance"] == "all")]
-        return (f["timestamp"], 100 - f["idle_pct"].astype(float)) if len(f) else None
+        return (f["timestamp"], 100 - idle_pct(kind, f)) if len(f) else None
     if kind == "psutil":
-        return f["timestamp"], 100 - f["cpu_idle_pct"].astype(float)
+        return f["timestamp"], 100 - idle_pct(kind, f)
     return None
 
 

@@ -113,19 +113,19 @@ def test_run_archive_report_is_organised_by_resource_and_host(tmp_path: Path) ->
     assert (
         page.index('id="resource-mem"') < page.index('id="resource-disk"') < page.index('id="resource-net"')
     )
-    assert '<table class="use">' in page and "4 threads (t0004)" in page and "53.3 (56.4)" in page
+    assert '<table class="use">' in page and "4 threads (t0004)" in page and "53.0 (55.8)" in page
     assert (out / "plots" / "timeline.png").exists()
     md_lines = md.splitlines()
     assert md_lines[2].startswith("**Verdict:")
     heads = [line for line in md_lines if line.startswith("## ")]
     assert heads[:3] == ["## Sweep", "## Timeline", "## CPU"]
-    assert "### db1" in md and "| utilization | all | busy % \\(100 − idle\\) | 53.3 (56.4) |" in md
+    assert "### db1" in md and "| utilization | all | busy % \\(100 − idle − iowait\\) | 53.0 (55.8) |" in md
     doc = json.loads((out / "findings.json").read_text())
     for key in ("format_version", "source", "sweep", "findings", "skipped", "inputs"):
         assert key in doc  # design.md's contract, unchanged
     assert doc["timeline"]["steps"][0]["threads"] == 4
     busy = [r for r in doc["use"] if r["metric"] == use.BUSY and r["host"] == "db1"]
-    assert busy and busy[0]["mean"] == pytest.approx(53.3)
+    assert busy and busy[0]["mean"] == pytest.approx(53.045)
 
 
 def test_every_finding_is_rendered_once_under_its_resource(tmp_path: Path) -> None:
