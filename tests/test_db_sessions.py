@@ -40,6 +40,7 @@ ROOT = Path(__file__).resolve().parent.parent
 FIX = ROOT / "tests" / "fixtures"
 MDL, CONTROL = FIX / "archives" / "db-metadata-lock", FIX / "archives" / "db-metadata-lock-control"
 HOT = FIX / "archives" / "db-hot-rows"  # sampled before by_state existed
+IOPS = FIX / "archives" / "scn-db-write-iops-one-step"  # 8 threads, mariadbd held at 40 write IOPS
 BY_HAND = FIX / "mysql_status" / "session-states-by-hand.txt"
 TH = load_thresholds()
 MDL_STATE = "Waiting for table metadata lock"
@@ -93,6 +94,7 @@ def mean_in(lines: list[dict], *states: str) -> float:
         ("Query", "waiting for handler commit", None, ("commit", None)),  # MySQL 8.0
         ("Execute", "Commit", None, ("commit", None)),
         ("Query", "query end", None, ("commit", None)),
+        ("Execute", "Updating status", None, ("commit", None)),  # MariaDB 10.6+: the redo log flush
         ("Query", "Updating", "COMMITTING", ("commit", None)),
         ("Query", "closing tables", None, ("io", None)),
         ("Query", "Copying to tmp table on disk", None, ("io", None)),
@@ -212,6 +214,19 @@ def test_the_control_without_the_side_sessions_is_silent() -> None:
     hi = raw_step(CONTROL, "t0008")
     active = sum(sum(r[3] for r in o["processlist"]["by_state"] if r[0] != "Sleep") for o in hi) / len(hi)
     assert rows[-1].active == pytest.approx(active, rel=1e-9) and active >= 4
+
+
+def test_commits_behind_an_io_limit_wait_in_updating_status() -> None:
+    """MariaDB 10.11 held at 40 write IOPS: its sessions wait for the redo log flush of their commit in
+    State "Updating status" (InnoDB hands the flush over as the connection's pending operation and the
+    server answers once it is done: parsers/mysql_status.py) and "Commit". Counted as executing before,
+    the sessions table read 6 of 8 sessions "cpu" while the thread sampler had them on futexes."""
+    ds = dataset(IOPS)
+    [row] = [r for r in db.session_profiles(ds, model(ds, TH)[0]) if r.threads == 8]
+    lines = raw_step(IOPS, "t0008")
+    commit = mean_in(lines, "Updating status", "Commit")
+    assert row.classes["commit"] == pytest.approx(commit, rel=1e-9)
+    assert commit >= 0.75 * row.active and row.classes["cpu"] <= 0.25 * row.active
 
 
 def test_in_the_whole_analysis_it_is_the_verdict() -> None:
