@@ -762,6 +762,11 @@ def knee(ds: Dataset, sweep: Sweep | None, th: Thresholds) -> list[Finding] | Sk
     ]
 
 
+# One USL term dominates the other at the highest level when it is this many times the other; closer,
+# the prose says they weigh about the same (the retrograde scenario: 5.93 against 6.07)
+USL_TERMS_APART = 1.25
+
+
 def retrograde(ds: Dataset, sweep: Sweep | None, th: Thresholds) -> list[Finding] | Skipped:
     """Throughput falls after the peak; the USL's σ and κ say whether contention or coherency rules."""
     if sweep is None:
@@ -791,6 +796,8 @@ def retrograde(ds: Dataset, sweep: Sweep | None, th: Thresholds) -> list[Finding
         contention = fit.sigma * (top_n - 1)
         coherency = fit.kappa * top_n * (top_n - 1)
         dominant = "coherency (κ)" if coherency > contention else "contention (σ)"
+        if max(contention, coherency) < USL_TERMS_APART * min(contention, coherency):
+            dominant = "neither"
         ev.update(
             usl_sigma=fit.sigma,
             usl_kappa=fit.kappa,
@@ -800,10 +807,16 @@ def retrograde(ds: Dataset, sweep: Sweep | None, th: Thresholds) -> list[Finding
             coherency_term=coherency,
             dominant=dominant.split()[0],
         )
+        terms = f"σ(N−1) = {contention:.2f}, κN(N−1) = {coherency:.2f}"
+        weigh = (
+            f"contention (σ) and coherency (κ) weigh about the same ({terms})"
+            if dominant == "neither"
+            else f"the {dominant} term dominates ({terms})"
+        )
+        caveat = f" ({fit.caveat()}.)" if fit.caveat() else ""
         cause = (
             f" The USL fit (R² {fit.r2:.3f}) gives σ={fit.sigma:.4f}, κ={fit.kappa:.2e}: "
-            f"at {count(top_n, 'thread')} the {dominant} term dominates "
-            f"({contention:.2f} vs {coherency:.2f})."
+            f"at {count(top_n, 'thread')} {weigh}.{caveat}"
         )
     unsteady = [s.threads for s in sweep.steps if s.threads > peak_n and s.stable is False]
     if unsteady:

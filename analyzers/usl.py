@@ -36,6 +36,20 @@ class UslFit:
     kappa_se: float | None = None
     peak_concurrency_se: float | None = None
 
+    @property
+    def exact(self) -> bool:
+        """As many points as coefficients (3): the curve passes through every point."""
+        return self.n_points <= 3
+
+    def caveat(self) -> str:
+        """What the fit cannot be read for, said once for every place that prints it ("" when nothing)."""
+        if self.exact:
+            return (
+                f"{self.n_points} load levels for 3 coefficients: the curve passes through each, so R² is "
+                "1 by construction and σ against κ is not tested; more levels would test it"
+            )
+        return ""
+
     def to_dict(self) -> dict[str, float | None]:
         d = asdict(self)
         d["lambda"] = d.pop("lam")

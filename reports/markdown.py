@@ -210,7 +210,7 @@ def render(
                 f"USL fit: σ = {number(u.sigma)}, κ = {number(u.kappa)}, λ = {number(u.lam)}, "
                 f"R² = {u.r2:.3f}; "
                 f"peak concurrency {fmt(u.peak_concurrency)}, peak throughput {fmt(u.peak_throughput)}, "
-                f"limit λ/σ {fmt(u.limit_throughput)}.",
+                f"limit λ/σ {fmt(u.limit_throughput)}." + (f" {esc(u.caveat())}." if u.caveat() else ""),
                 "",
             ]
         elif sweep.usl_error:

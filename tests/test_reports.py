@@ -101,6 +101,17 @@ def _analysis(source: Path):
     return analyze_path(source)
 
 
+def test_a_usl_fit_through_three_levels_is_marked_exact(tmp_path: Path) -> None:
+    table = tmp_path / "sweep.csv"
+    table.write_text("threads,tps\n1,2594.3\n4,4168.5\n16,3193.9\n")  # the small-redo-log sweep
+    write_reports(_analysis(table), tmp_path / "r")
+    caveat = "3 load levels for 3 coefficients: the curve passes through each"
+    for name in ("report.md", "report.html"):
+        text = (tmp_path / "r" / name).read_text()
+        line = text[text.index("USL fit: σ") :].split("</p>")[0].split("\n\n")[0]  # the sweep's line
+        assert caveat in line, name
+
+
 def test_run_archive_report_is_organised_by_resource_and_host(tmp_path: Path) -> None:
     root = make_run_archive(tmp_path / "run")
     out = tmp_path / "r"

@@ -47,10 +47,27 @@ def test_seed002_peak_32_and_retrograde() -> None:
     assert ev["peak_threads"] == 32 and ev["highest_threads"] == 256
     assert ev["drop_pct"] == pytest.approx((3844 - 1456) / 3844 * 100)
     assert ev["dominant"] == "coherency"  # κ·N(N−1) beats σ(N−1) at 256 threads
+    assert "the coherency (κ) term dominates" in retro[0].summary
+    assert "by construction" not in retro[0].summary  # more levels than coefficients: a real fit
     # QPS × p95 is an upper bound of in-flight requests: 1456 × 14.73 ms ≈ 21 of 256 threads.
     under = [f for f in result.findings if f.rule == "load.underdriven"][0]
     assert under.evidence["threads"] == 256
     assert under.evidence["in_flight"] == pytest.approx(1456 * 14.73 / 1000)
+
+
+def test_a_fit_through_three_levels_says_it_tests_nothing() -> None:
+    """The small-redo-log scenario's sweep (sysbench oltp_write_only at 1, 4, 16 threads on a 4 MiB
+    redo log, TPS from its report): the USL has 3 coefficients, so through 3 levels it is exact (R²
+    1.000), and its two terms at 16 threads were 5.93 and 6.07. The finding said "the coherency (κ) term
+    dominates (5.93 vs 6.07)", unlabelled and from a fit that could not miss."""
+    [f] = rules_fired("threads,tps\n1,2594.3\n4,4168.5\n16,3193.9\n")["sweep.retrograde"]
+    ev = f.evidence
+    assert ev["usl_r2"] == pytest.approx(1.0) and ev["dominant"] == "neither"
+    assert ev["contention_term"] == pytest.approx(ev["usl_sigma"] * 15)
+    assert ev["coherency_term"] == pytest.approx(ev["usl_kappa"] * 16 * 15)
+    assert 1 < ev["coherency_term"] / ev["contention_term"] < 1.25
+    assert "weigh about the same (σ(N−1) = 5.93, κN(N−1) = 6.07)" in f.summary
+    assert "3 load levels for 3 coefficients" in f.summary and "dominates" not in f.summary
 
 
 def test_linear_sweep_is_not_saturated_and_has_no_knee() -> None:

@@ -40,6 +40,15 @@ def test_linear_scaling_has_no_peak() -> None:
     assert fit.peak_concurrency is None and fit.limit_throughput is None
 
 
+def test_a_fit_through_as_many_levels_as_coefficients_says_so() -> None:
+    # any three levels are fitted exactly (3 coefficients): R² is 1 whatever the shape
+    fit = usl.fit([1, 4, 16], [2594.3, 4168.5, 3193.9])
+    assert fit.exact and fit.r2 == pytest.approx(1.0)
+    assert fit.caveat().startswith("3 load levels for 3 coefficients")
+    more = usl.fit(SDM91_N, SDM91_X)
+    assert not more.exact and more.caveat() == ""
+
+
 @pytest.mark.parametrize(
     "n,x",
     [([1, 2], [1, 2]), ([1, 2, 3], [1, float("nan"), 3]), ([1, 2, 3], [1, 0, 3]), ([4, 4, 4], [1, 2, 3])],
