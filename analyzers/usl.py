@@ -16,6 +16,9 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 NEGLIGIBLE = 1e-4
+# Below this R² the curve does not follow the points: its σ, κ and peak describe another sweep (the
+# client-cpu-quota scenario's, which falls from its first level: 0.11 with σ at its bound of 1)
+POOR_R2 = 0.9
 
 
 @dataclass(frozen=True)
@@ -38,8 +41,9 @@ class UslFit:
 
     @property
     def exact(self) -> bool:
-        """As many points as coefficients (3): the curve passes through every point."""
-        return self.n_points <= 3
+        """As many points as coefficients (3) and the curve through every one of them (a shape the
+        bounds σ ≤ 1, κ ≥ 0 allow)."""
+        return self.n_points <= 3 and self.r2 > 1 - NEGLIGIBLE
 
     def caveat(self) -> str:
         """What the fit cannot be read for, said once for every place that prints it ("" when nothing)."""
@@ -47,6 +51,11 @@ class UslFit:
             return (
                 f"{self.n_points} load levels for 3 coefficients: the curve passes through each, so R² is "
                 "1 by construction and σ against κ is not tested; more levels would test it"
+            )
+        if self.r2 < POOR_R2:
+            return (
+                f"the curve misses these points (R² {self.r2:.2f}): its σ, κ and peak describe a sweep "
+                "this one does not follow"
             )
         return ""
 

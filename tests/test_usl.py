@@ -47,6 +47,13 @@ def test_a_fit_through_as_many_levels_as_coefficients_says_so() -> None:
     assert fit.caveat().startswith("3 load levels for 3 coefficients")
     more = usl.fit(SDM91_N, SDM91_X)
     assert not more.exact and more.caveat() == ""
+    # three levels the bounds (σ <= 1) cannot pass through: the client-cpu-quota scenario's sweep,
+    # fastest at its first level; the fit misses them and says so instead
+    falls = usl.fit([1, 4, 16], [24370.9, 17255.8, 19994.0])
+    assert falls.sigma == pytest.approx(1.0) and falls.r2 < usl.POOR_R2 and not falls.exact
+    assert falls.caveat() == (
+        "the curve misses these points (R² 0.11): its σ, κ and peak describe a sweep this one does not follow"
+    )
 
 
 @pytest.mark.parametrize(
