@@ -28,7 +28,7 @@ class UslFit:
     sigma: float
     kappa: float
     lam: float
-    peak_concurrency: float | None  # N* = √((1−σ)/κ); None when κ = 0 (no retrograde region)
+    peak_concurrency: float | None  # N* = √((1−σ)/κ), at least 1; None when κ = 0 (no retrograde region)
     peak_throughput: float | None  # X(N*)
     limit_throughput: float | None  # λ/σ, the ceiling contention alone allows; None when σ = 0
     r2: float
@@ -114,9 +114,13 @@ def fit(n: np.ndarray | list[float], x: np.ndarray | list[float]) -> UslFit:
     sst = float(np.sum((x_arr - x_arr.mean()) ** 2))
     r2 = 1.0 - sse / sst if sst > 0 else 1.0
     peak_n = math.sqrt((1 - sigma) / kappa) if kappa > 0 else None
+    # below one worker the formula names no concurrency there is: a curve that falls from its first
+    # level peaks at 1 (σ at its bound of 1 gives N* = 0: "peak concurrency 1.1e-07" in a report)
+    below_one = peak_n is not None and peak_n < 1
+    peak_n = 1.0 if below_one else peak_n
     se = standard_errors(n_arr, x_arr, sigma, kappa, lam) if sigma > 0 and kappa > 0 else None
     peak_se = None
-    if se is not None and peak_n is not None:
+    if se is not None and peak_n is not None and not below_one:
         cov, grad = se[1], np.array([-1 / (2 * peak_n * kappa), -peak_n / (2 * kappa)])
         peak_se = float(math.sqrt(max(0.0, grad @ cov[:2, :2] @ grad)))
     return UslFit(

@@ -51,6 +51,9 @@ def test_a_fit_through_as_many_levels_as_coefficients_says_so() -> None:
     # fastest at its first level; the fit misses them and says so instead
     falls = usl.fit([1, 4, 16], [24370.9, 17255.8, 19994.0])
     assert falls.sigma == pytest.approx(1.0) and falls.r2 < usl.POOR_R2 and not falls.exact
+    # √((1 − σ)/κ) is about 0 there: the curve falls from one worker, so its peak is at 1
+    assert falls.peak_concurrency == 1 and falls.peak_throughput == pytest.approx(falls.lam)
+    assert falls.peak_concurrency_se is None
     assert falls.caveat() == (
         "the curve misses these points (R² 0.11): its σ, κ and peak describe a sweep this one does not follow"
     )
