@@ -412,6 +412,10 @@ pick() {
   for p in $pids; do cat /proc/$p/syscall >/dev/null 2>&1 || echo "X $p"; done
 }
 me=$$
+# mawk fills its whole input buffer before it hands over a line: the `# select` lines reached perfkit
+# at the window's end (4 s into a 4 s window), so the host waited LEAD_WAIT_S every step. Interactive
+# mode reads a line at a time (gawk and busybox awk do, and know no such option)
+ai=; case $(awk -W version 2>&1 </dev/null) in mawk*) ai='-W interactive' ;; esac
 {
   t=$(getconf CLK_TCK 2>/dev/null || echo 100)
   echo "# perfkit-threads 1 mode=awk version=- rate_hz=$R interval_s=$I clk_tck=$t arch=$(uname -m)" \
@@ -437,7 +441,7 @@ me=$$
       pick
     fi
   done
-} | awk -v psi="$PSI" "$MAIN"
+} | awk $ai -v psi="$PSI" "$MAIN"
 """
 
 

@@ -395,11 +395,12 @@ def test_processes_started_just_after_the_sampler_are_chosen_after_its_first_int
     children: list[subprocess.Popen] = []
     try:
         assert sampler.stdout is not None
-        if mode == "python3":  # it writes its header as it has chosen
-            header = sampler.stdout.readline()
-        else:  # mawk reads its input a block at a time: what awk writes comes late; its choice is at once
+        # it writes its header as it has chosen, in awk mode too: mawk in interactive mode reads the
+        # shell's lines as they come (else its `# select` lines came at the window's end)
+        header = sampler.stdout.readline()
+        assert sampler.poll() is None  # streamed while it samples, not left for its exit
+        if mode == "awk":  # its shell writes the header before it chooses
             time.sleep(0.5)
-            header = b""
         children.append(_child("pk-late", 3))
         spin = "open('/proc/self/comm', 'w').write('pk-spin')\nwhile True: pass\n"
         children.append(subprocess.Popen([sys.executable, "-c", spin]))
