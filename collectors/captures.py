@@ -329,7 +329,7 @@ SEL='
 function tail(l) { return match(l, /\) [A-Za-z] [-0-9 ]*$/) ? substr(l, RSTART + 2) : "" }
 function esc(s) { gsub(/\\/, "\\\\", s); gsub(/\t/, "\\t", s); gsub(/\r/, "\\r", s); return s }
 BEGIN { split(watch, w, " "); for (i in w) named[w[i]] = 1
-  split(known, kn, " "); for (i in kn) old[kn[i]] = 1 }
+  split(known, kn, " "); for (i in kn) old[kn[i]] = 1; split(ours, o, " "); for (i in o) own[o[i]] = 1 }
 $0 == "==" { second = 1; next }
 { t = tail($0); if (t == "") next; split(t, f, " "); pid = $1 + 0
   c = substr($0, index($0, "(") + 1, RSTART - index($0, "(") - 1)
@@ -346,7 +346,8 @@ END {
     for (k = 1; k <= busiest; k++) {
       best = ""; bd = 0
       for (p in t1)  # one that started between the probes counts all its ticks
-        if (!(p in chosen) && !(p in old) && pg[p] != mypg && t1[p] - ((p in t0) ? t0[p] : 0) > bd) {
+        if (!(p in chosen) && !(p in old) && !(p in own) && pg[p] != mypg &&
+            t1[p] - ((p in t0) ? t0[p] : 0) > bd) {
           best = p; bd = t1[p] - ((p in t0) ? t0[p] : 0) }
       if (best == "") break
       chosen[best] = 1; out = out " " best
@@ -405,6 +406,14 @@ $1 == "I" {
 '
 nl='
 '
+# perfkit's own, never "busiest" (as the Python sampler's `ours`): this shell's ancestors, and what works
+# in its directory, where every capture of the run starts
+ours() {
+  q=$PPID; while [ "$q" -gt 1 ] 2>/dev/null; do
+    printf '%s ' "$q"; q=$(awk '{ sub(/.*\) [A-Za-z] /, ""); print $1 }' /proc/$q/stat 2>/dev/null)
+  done
+  for d in /proc/[0-9]*; do [ "$d/cwd" -ef . ] && printf '%s ' "${d#/proc/}"; done
+}
 # A process whose syscall file may not be read (ptrace rules; pid 1 here) fails the read, not the
 # open, and mawk dies on a read error: such processes are tested once with cat and told to awk (X).
 pick() {
@@ -434,7 +443,7 @@ ai=; case $(awk -W version 2>&1 </dev/null) in mawk*) ai='-W interactive' ;; esa
     now; echo "I $d"; i=$((i + 1))
     if [ $i -eq 1 ] && [ $i -lt $N ]; then  # the named anew, and the busiest over the first interval
       sel=$(printf '%s\n==\n%s\n' "$a" "$(probe)" |
-        awk -v watch="$W" -v me=$me -v busiest=3 -v stamp="$d" -v known="$pids" "$SEL")
+        awk -v watch="$W" -v me=$me -v busiest=3 -v stamp="$d" -v known="$pids" -v ours="$(ours)" "$SEL")
       pick; a=
     elif [ $((i % every)) -eq 0 ] && [ $i -lt $N ]; then
       sel=$(probe | awk -v watch="$W" -v me=$me -v busiest=0 -v stamp="$d" -v known="$pids" "$SEL")

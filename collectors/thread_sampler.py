@@ -8,7 +8,8 @@ it too, for its unit tests and to embed its text into the capture command.
 
 What it does, in the manner of 0x.tools' psn/xcapture: picks processes (those whose /proc/PID/comm is
 one of `--watch`, plus the `--busiest` N that used most CPU over the first interval, not counting
-this sampler's own process group), then `--rate` times a second reads every thread's
+perfkit's own: this sampler's process group and ancestors, and the processes working in its directory,
+as every capture of the run does), then `--rate` times a second reads every thread's
 /proc/PID/task/TID/{stat,syscall,wchan} and counts the samples per (pid, thread name, state,
 syscall, wchan); once per interval it reads every thread's schedstat (on-CPU ns, run-queue wait
 ns), writes the interval's counts and the schedstat deltas per (pid, thread name) to stdout, and
@@ -182,6 +183,11 @@ class Sampler(object):
         self.samples = 0
         self.psi_missing = set()  # type: set[str]
         self.me = os.getpgrp() if me is None else me  # this sampler's process group: never "busiest"
+        self.ancestors = self.lineage(os.getppid())
+        try:
+            self.cwd = os.getcwd()
+        except OSError:  # its directory is gone: nothing works in it
+            self.cwd = None
 
     # ------------------------------------------------------------ selection
 
@@ -192,6 +198,33 @@ class Sampler(object):
         except OSError:
             return []
         return [int(n) for n in names if n.isdigit()]
+
+    def lineage(self, pid):
+        # type: (int) -> set[int]
+        """`pid` and its ancestors: perfkit itself when it runs on this host, the ssh session when not."""
+        found = set()
+        while pid > 1 and pid not in found:
+            found.add(pid)
+            data = read_file("%s/%d/stat" % (self.root, pid))
+            try:
+                pid = int(parse_stat(data)[1][1]) if data else 0
+            except (ValueError, IndexError):
+                break
+        return found
+
+    def ours(self, pid):
+        # type: (int) -> bool
+        """Whether `pid` is perfkit's own, never "busiest" (they took its slots on a database host:
+        iotop and top beside the named database): an ancestor of this sampler, or a process working
+        in this sampler's directory, where every capture of the run starts (collectors/_shell.wrap)."""
+        if pid in self.ancestors:
+            return True
+        if self.cwd is None:
+            return False
+        try:
+            return os.readlink("%s/%d/cwd" % (self.root, pid)) == self.cwd
+        except (OSError, IOError):  # gone, or not ours to read (another user's): not perfkit's
+            return False
 
     def cpu_ticks(self):
         # type: () -> dict[int, tuple[bytes, int]]
@@ -235,8 +268,13 @@ class Sampler(object):
             if pid not in self.procs and ticks > used_before:
                 used.append((ticks - used_before, pid, comm))
         used.sort(key=lambda u: (-u[0], u[1]))
-        for ticks, pid, comm in used[: self.busiest]:
-            self.add(Proc(pid, comm, "busiest"), (" cpu_ticks=%d" % ticks).encode())
+        chosen = 0
+        for ticks, pid, comm in used:
+            if chosen == self.busiest:
+                break
+            if not self.ours(pid):
+                self.add(Proc(pid, comm, "busiest"), (" cpu_ticks=%d" % ticks).encode())
+                chosen += 1
 
     def add(self, proc, extra):
         # type: (Proc, bytes) -> None

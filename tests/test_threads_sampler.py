@@ -404,6 +404,10 @@ def test_processes_started_just_after_the_sampler_are_chosen_after_its_first_int
         children.append(_child("pk-late", 3))
         spin = "open('/proc/self/comm', 'w').write('pk-spin')\nwhile True: pass\n"
         children.append(subprocess.Popen([sys.executable, "-c", spin]))
+        # as busy, but working in the sampler's directory as perfkit's other captures do: perfkit's own
+        # (iotop and top took the busiest slots beside a named database), never chosen
+        ours = spin.replace("pk-spin", "pk-ours")
+        children.append(subprocess.Popen([sys.executable, "-c", ours], cwd=wd))
         out = header + sampler.stdout.read()
         assert sampler.wait(timeout=30) == 0
     finally:
@@ -417,10 +421,13 @@ def test_processes_started_just_after_the_sampler_are_chosen_after_its_first_int
     df = threads_parser.parse(out.decode(), host="local")
     stamps = sorted(df["timestamp"].unique())
     assert len(stamps) == 3
-    for child, why in zip(children, ("named", "busiest"), strict=True):
+    late, spinning, ours_spinning = children
+    for child, why in ((late, "named"), (spinning, "busiest")):
         rows = df[(df["pid"] == child.pid) & (df["record"] == "state")]
         assert set(rows["selected"]) == {why}, (child.pid, df.attrs["selected"])
         assert set(rows["timestamp"]) == set(stamps[1:])  # from the second interval on
+    assert ours_spinning.pid not in set(df["pid"]), df.attrs["selected"]
+    assert b"comm=pk-ours" not in out
 
 
 def test_sampler_stops_with_its_window() -> None:
