@@ -19,7 +19,9 @@ A thread sample is classed by what the kernel says the thread was doing:
   a request waiting on its own IO is in state D (a worker doing IO for it too), or on a futex behind
   the completion thread. (MariaDB's reaper, 1.0 thread there at rest and under load alike, made
   `perfkit collect` during a CPU-bound load say the server waited on IO behind a ceiling above its
-  15 %-busy disk; after a write-heavy run two idle io-wq workers did the same.)
+  15 %-busy disk; after a write-heavy run two idle io-wq workers did the same.) And state I, a kernel
+  thread idle by its own account (TASK_IDLE: the kernel leaves it out of the load average): kdamond and
+  kworkers waiting for work, chosen as the busiest on a host whose busy processes were all named.
 - other: anything else (an unknown syscall, one the sampler could not read).
 
 What is active: a database parks background threads on futexes and sockets whatever the load, and
@@ -140,6 +142,8 @@ def wait_class(state: Any, syscall: Any, wchan: Any) -> str:
     chan = str(wchan) if isinstance(wchan, str) else ""
     if state == "R":
         return "cpu"
+    if state == "I":
+        return "idle"
     if state == "D":
         return "lock" if any(k in chan for k in _KERNEL_LOCK_WCHANS) else "io"
     if (call in _COMPLETION_WAITS and _COMPLETION_WAITS[call] in chan) or chan.startswith(_IDLE_WCHANS):

@@ -53,6 +53,10 @@ DB = 22522  # the scenario's throwaway mariadbd (11010 is the lab's own, idle)
         ("S", "rt_sigtimedwait", "do_sigtimedwait.isra.0", "idle"),
         ("S", None, None, "other"),
         ("S", "ioctl", "0", "other"),
+        # an idle kernel thread (TASK_IDLE), the sampler's syscall `kernel`: the hot-rows scenario's
+        # kdamond came out `other`, an active thread, as the busiest beside the named processes
+        ("I", "kernel", "kdamond_fn", "idle"),
+        ("I", "kernel", "worker_thread", "idle"),
     ],
 )
 def test_wait_class(state: str, syscall: str | None, wchan: str | None, cls: str) -> None:
