@@ -181,6 +181,23 @@ class UseLike(Protocol):
     mean: float
 
 
+# Each USE unit's least level a relative change is read at: below it a move is noise, however far it
+# went from 0 (0 -> 0.0003 % of segments retransmitted ranked beside %util 0 -> 38 in a comparison
+# of two lab scenarios, ahead of the CPU going 6 -> 48 % busy)
+MOVE_FLOORS = {
+    "%": 1.0,
+    "ratio": 0.1,
+    "tasks": 1.0,
+    "requests": 0.1,
+    "ms": 0.1,
+    "KiB/s": 100.0,
+    "kB/s": 100.0,
+    "segments/s": 1.0,
+    "/s": 1.0,
+    "sockets": 10.0,
+}
+
+
 @dataclass(frozen=True)
 class UseChange:
     """One USE metric at one thread count in both runs."""
@@ -362,10 +379,11 @@ class Comparison:
         )
 
     def use_moves(self, limit: int = 20) -> list[UseChange]:
-        """The USE rows that moved most, relative to the larger of the two (what to look at first)."""
+        """The USE rows that moved most, relative to the larger of the two and to at least the unit's
+        `MOVE_FLOORS` level (what to look at first)."""
 
         def moved(u: UseChange) -> float:
-            scale = max(abs(u.base), abs(u.new))
+            scale = max(abs(u.base), abs(u.new), MOVE_FLOORS.get(u.unit, 0.0))
             return abs(u.delta) / scale if scale > 0 else 0.0
 
         return sorted((u for u in self.use if moved(u) > 0), key=moved, reverse=True)[:limit]

@@ -16,10 +16,19 @@ import pandas as pd
 import pytest
 from click.testing import CliRunner
 
-from perfkit.analyzers.compare import Group, between_runs, change, compare, interval_pct
+from perfkit.analyzers.compare import (
+    Comparison,
+    Group,
+    UseChange,
+    between_runs,
+    change,
+    compare,
+    interval_pct,
+)
 from perfkit.cli import EXIT_FINDINGS, main
 from perfkit.pipeline import analyze_path
 from perfkit.reports import compare_md
+from perfkit.reports import use as use_report
 
 from .conftest import FIXTURES
 
@@ -203,6 +212,24 @@ def test_differential_profiles_pair_the_same_capture_at_the_same_step(tmp_path: 
     within = compare_flames(base, new, base_name="B", new_name="N", steps=(1, 16))[2:]
     assert [f.title.split(": ")[-1] for f in within] == ["16 threads against 1 threads"] * 2
     assert "crypto/md5.block" in within[1].svg and "crypto/md5.block" not in within[0].svg
+
+
+def test_a_move_from_zero_below_its_unit_s_floor_is_not_among_the_largest() -> None:
+    """Two lab scenarios compared (db-write-iops against small-redo-log, 4 threads): the retransmitted
+    share went 0 -> 0.000276 %, which relative to the larger of the two is as far as %util 0 -> 38;
+    it was listed second, ahead of the CPU's 6.4 -> 47.9 % busy."""
+    rows = [
+        ("net", "tcp", "TCP retransmits % of segments sent", "%", 0.0, 0.000276),
+        ("disk", "vda", "%util", "%", 0.0, 37.95),
+        ("cpu", "all", use_report.BUSY, "%", 6.431, 47.87),
+        ("net", "tcp", "TIME_WAIT sockets", "sockets", 5.333, 5.556),
+        ("disk", "vda", "await", "ms", 0.2893, 0.075),
+    ]
+    c = Comparison("b", "n", "tps", (4, 4), None, (None, None))
+    c.use = [UseChange(r, "localhost", i, "x", m, unit, 4, b, n) for r, i, m, unit, b, n in rows]
+    order = [u.metric for u in c.use_moves()]
+    assert order[:3] == ["%util", use_report.BUSY, "await"]
+    assert order[-1] == "TCP retransmits % of segments sent"  # 0.000276 of its 1-point floor
 
 
 def test_what_changed_underneath_sets_both_runs_side_by_side() -> None:
