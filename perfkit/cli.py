@@ -318,11 +318,11 @@ def parse(
         if kind is None:
             raise _Fail(
                 f"{file}: no parser recognises this format; name one with --kind "
-                f"({', '.join(sorted(parsers.registry()))})"
+                f"({', '.join(parsers.kinds())})"
             )
-    elif kind not in parsers.registry():
+    elif kind not in parsers.kinds():
         raise click.BadParameter(
-            f"unknown kind {kind!r}; known: {', '.join(sorted(parsers.registry()))}", param_hint="--kind"
+            f"unknown kind {kind!r}; known: {', '.join(parsers.kinds())}", param_hint="--kind"
         )
     df = parsers.get(kind).parse(file, host=host, tz=tz)
     extras = parsers.extras(kind, df)  # notes, totals, …: not table data (parquet could not store them)

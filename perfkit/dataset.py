@@ -265,7 +265,7 @@ def _plan(archive: Archive, tz: str) -> Iterator[_Read | dict[str, str]]:
             continue
         if rec is not None:
             kind = rec.kind
-            if kind not in parsers.registry():
+            if kind not in parsers.kinds():
                 yield {"path": rel, "reason": KEPT_UNPARSED.get(kind, f"no parser for kind {kind!r}")}
                 continue
             host, step, file_tz = rec.host or None, rec.step, rec.tz or tz
