@@ -53,13 +53,14 @@ Tested on: tests/fixtures/ss/ (see README.md there).
 Reading: the table engine (parsers/_table.py) reads the transport tables (a row per name, an integer
 per column, in bulk or row by row naming a bad one; a blank line ends a table: `blank_ends`) and hands
 over ss -s's other lines as aside lines, a stretch at a time: this module reads those by their shape
-(the line with each number taken out: few distinct ones, each understood once), ties every value to
-its block by line number and builds the frame, all with numpy.
+(the line with each number taken out: few distinct ones, each understood once) and, once the blocks a
+stretch's numbers are in have all started, puts each in its block's cell, all with numpy.
 """
 
 from __future__ import annotations
 
 import io
+import mmap
 import re
 
 import numpy as np
@@ -67,7 +68,7 @@ import pandas as pd
 
 from perfkit.errors import ParseError
 
-from ._common import SKIP_QUOTES, Lines, Parts, Skips, Source, empty_frame, source_size, text_column
+from ._common import SKIP_QUOTES, Lines, Skips, Source, empty_frame, source_size, text_column
 from ._table import ROW, Block, Layout, Table
 
 KIND = "ss"
@@ -176,15 +177,21 @@ class _Ss:
         self.source = source
         self.table = Table(source, KIND, self)
         self.table.foreign = self.foreign
-        # each number read, as parallel columns: its field (`_FIELD`), line number, value, and a table
-        # row's header line (-1 for the other lines); written in place, room made for a number every
-        # two bytes (a day of the loop is 2 M numbers: a list of small arrays per column, joined at
-        # the end, held them twice, on a heap of freed chunks: peak RSS 311 MB for a 26 MB file)
+        # the numbers read since the last `_resolve`, as (field (`_FIELD`), line, value, header line of
+        # a table row's, -1 for the other lines): a stretch's at most. Each is put in its block's cell
+        # of `values` once its block is known, so that no column of all the numbers is ever held (a
+        # day of the loop is 2 M numbers: kept to the end, with their line numbers, they were twice
+        # the frame and the parse's peak)
+        self.pending: list[tuple[np.ndarray, ...]] = []
         size = source_size(source, self.table.lines)
-        self.numbers = Parts(4, capacity=size // 2)
-        # line numbers in 4 bytes where the file is known to have fewer lines than that holds: the
-        # numbers' columns are most of the parse's memory
-        self._line_dtype = np.int32 if 0 < size < 2**31 - 1 else np.int64
+        room = max(64, size // 256)  # the loop's blocks are 320 bytes; doubled past that
+        self.values = _zeros(room, np.int64)  # field x block
+        self.filled = _zeros(room, np.bool_)
+        self.first_lines: list[np.ndarray] = []  # each block's first line (its stamp or Total:), in order
+        self.epochs: list[np.ndarray] = []  # each block's stamp (-1: none)
+        self.blocks = 0
+        self.last_start = -1  # the last block's first line
+        self.last_kinds = np.zeros(0, dtype=bool)  # whether the last two block-starting lines were Total:
         self.headers: list[tuple[np.ndarray, str]] = []  # transport header lines, with their text
         self.errors: list[tuple[int, str, str, bool]] = []  # (line, text, reason, own: a capture's line)
         self.unknown: list[tuple[int, str]] = []
@@ -196,7 +203,8 @@ class _Ss:
         try:
             self.table.run()
         except ParseError as exc:  # one before it in what was handed over (an aside line, a value twice)
-            self._blocks(before=exc.line_no)
+            self._resolve()
+            self._check(before=exc.line_no)
             raise
         return self._frame(host)
 
@@ -230,6 +238,7 @@ class _Ss:
         """Which of these lines (`aside_joined`: one bytes object) are ss -s's own (`== N`, `Total:`,
         `TCP:`, `timewait:`): their numbers read at once, and each line understood by its shape (the
         line with each number one mark: the loop's blocks have four), the first line of a shape alone."""
+        self._resolve()  # every line of the stretches before this one was handed over
         buf = np.frombuffer(data, dtype=np.uint8)
         line_end = np.flatnonzero(buf == 10)
         line_start = np.concatenate(([0], line_end[:-1] + 1))
@@ -316,24 +325,13 @@ class _Ss:
             for k, n in enumerate(names):
                 if (f := _cell(n, suffix)) >= 0:
                     at = kept & (block.label.codes == k)
-                    self._add(f, block.line_nos[at], values[at].astype(np.int64), heads[at])
+                    self._add(f, block.line_nos[at], values[at], heads[at])
 
     def _add(self, field: int, nos: np.ndarray, values: np.ndarray, heads: np.ndarray | None = None) -> None:
         if len(nos):
             n = len(nos)
-            # counts and epoch seconds fit 4 bytes (a larger one makes `numbers` a list of chunks again,
-            # joined as int64 at the end)
-            values = np.asarray(values, dtype=np.int64)
-            self.numbers.add(
-                [
-                    np.full(n, field, dtype=np.int8),
-                    np.asarray(nos, dtype=self._line_dtype),
-                    values.astype(np.int32) if values.max() < 2**31 and values.min() >= -(2**31) else values,
-                    np.full(n, -1, dtype=self._line_dtype)
-                    if heads is None
-                    else heads.astype(self._line_dtype),
-                ]
-            )
+            head = np.full(n, -1, dtype=np.int64) if heads is None else np.asarray(heads, dtype=np.int64)
+            self.pending.append((np.full(n, field, dtype=np.int8), np.asarray(nos, np.int64), values, head))
 
     def _skip(self, line_nos: object, texts: list[str]) -> None:
         """Lines of other output: counted, the first few (`texts`) kept to quote."""
@@ -341,77 +339,110 @@ class _Ss:
         self.skip_count += len(nos)
         self.skipped += list(zip(nos, texts[:SKIP_QUOTES], strict=False))
 
-    # ------------------------------------------------------------ the frame
+    # ------------------------------------------------------------ the blocks
 
-    def _blocks(self, before: int | None = None) -> tuple[np.ndarray, ...]:
-        """Every number's field, value and block (-1: before any), and the blocks' first lines and stamps
-        (-1: none); a ParseError for the first line (before line `before`, if given) that breaks
-        ss -s's order (the numbers are not in line order: a stretch's aside lines come first)."""
-        if self.numbers.rows:
-            fields, line_nos, values, heads = self.numbers.columns()
-        else:
-            fields, line_nos, values, heads = np.empty(0, np.int8), *(np.empty(0, np.int64) for _ in range(3))
-        errors = list(self.errors)
+    def _resolve(self) -> None:
+        """Put the numbers read since the last call in their blocks' cells. Every line before the last
+        of them has been handed over (the table engine hands over a stretch's aside lines first, then
+        its rows), so every block they are in has started. A number under no summary, or a table row
+        whose header is in another block, is no cell; one twice in a block is an error."""
+        if not self.pending:
+            return
+        fields, line_nos, values, heads = (np.concatenate(c) for c in zip(*self.pending, strict=True))
+        self.pending.clear()
+        before = self.blocks
         # a block starts at each stamp, and at a Total: line after none or after another Total:
         st = np.flatnonzero((fields == _STAMP_F) | (fields == _TOTAL_F))
         st = st[np.argsort(line_nos[st], kind="stable")]
         total = fields[st] == _TOTAL_F
-        after_total = np.concatenate(([True], total[:-1]))
-        starts = st[~total | after_total]
-        stamped = total & after_total & np.concatenate(([False, False], ~total[:-2]))[: len(total)]
+        kinds, off = np.concatenate((self.last_kinds, total)), len(self.last_kinds)
+        after_total = np.concatenate(([True], kinds[:-1]))[off:]
+        stamped = total & after_total & np.concatenate(([False, False], ~kinds[:-2]))[off : len(kinds)]
+        self.last_kinds = kinds[-2:]
         if stamped.any():
-            errors.append(
+            self.errors.append(
                 (int(line_nos[st[np.argmax(stamped)]]), "", "second Total: line in one stamped block", False)
             )
-        first_lines = line_nos[starts]
-        epochs = np.where(fields[starts] == _STAMP_F, values[starts], -1)
+        starts = st[~total | after_total]
+        self.first_lines.append(line_nos[starts])
+        self.epochs.append(np.where(fields[starts] == _STAMP_F, values[starts], -1))
+        self.blocks += len(starts)
+        # the block of a line: the last block started before it (the one before these: `last_start`)
+        known = np.concatenate(([self.last_start] if before else [], line_nos[starts]))
+        first = before - 1 if before else 0  # the block of `known[0]`
+
+        def block_of(lines: np.ndarray) -> np.ndarray:  # -1 before `known[0]`: an earlier block, or none
+            found = np.searchsorted(known, lines, side="right") - 1
+            return np.where(found >= 0, found + first, -1)
+
+        if len(starts):
+            self.last_start = int(line_nos[starts[-1]])
+        block = block_of(line_nos)
         # a table's rows are its header's block's: one under a header in another block (or in none, before
-        # the first summary) is other output (`stray`), as is a header in none
-        block, stray, outside = _block_of(first_lines, line_nos, heads)
+        # the first summary) is other output (`stray`), as is a number in no block under no header. A
+        # header before `last_start` is in an earlier block than these numbers, whichever it is
+        stray = (heads >= 0) & (block_of(heads) != block)
+        outside = (block < 0) & (heads < 0)
         if outside.any():
-            errors.append((int(line_nos[outside].min()), "", _NOT_SS, False))
-        del outside
-        if stray.any() and before is None:
+            self.errors.append((int(line_nos[outside].min()), "", _NOT_SS, False))
+        if stray.any():
             lines = np.unique(line_nos[stray])
             self._skip(lines, [self._text(k) for k in lines[:SKIP_QUOTES].tolist()])
-        heads, at = np.unique(np.concatenate([h for h, _ in self.headers] or [heads[:0]]), return_index=True)
+        # the cells: the `*` row's number is `(kernel N)` again; a value twice in one block is an error,
+        # the `*` row's unless it agrees
+        kept = (block >= 0) & ~stray & (fields != _STAMP_F)
+        fields, line_nos, values, block = (a[kept] for a in (fields, line_nos, values, block))
+        cell = np.where(fields == _ROW_F, _KERNEL_F, fields).astype(np.int64) - 1  # a row of `values`
+        if self.blocks > self.values.shape[1]:
+            self._grow(self.blocks)
+        by = np.lexsort((line_nos, block * len(COUNTS) + cell))  # each cell's numbers, in line order
+        key = (block * len(COUNTS) + cell)[by]
+        again = np.concatenate(([False], key[1:] == key[:-1]))  # the same cell as the number before
+        was = self.filled[cell[by], block[by]]  # filled by a stretch before
+        firsts = np.maximum.accumulate(np.where(again, 0, np.arange(len(key))))  # each cell's first here
+        for k in np.flatnonzero(again | was).tolist():
+            i = by[k]
+            old = self.values[cell[i], block[i]] if was[k] else values[by[firsts[k]]]
+            if fields[i] != _ROW_F:
+                self.errors.append(
+                    (int(line_nos[i]), "", f"{_FIELDS[fields[i]]} printed twice in one block", False)
+                )
+            elif values[i] != old:
+                self.errors.append(
+                    (int(line_nos[i]), "", "`*` row disagrees with `Total: (kernel N)`", False)
+                )
+        first_of = by[~again & ~was]
+        self.values[cell[first_of], block[first_of]] = values[first_of]
+        self.filled[cell[first_of], block[first_of]] = True
+
+    def _grow(self, blocks: int) -> None:
+        """Room for `blocks` blocks in `values` and `filled` (doubled: the file's size guessed short)."""
+        room = max(blocks, 2 * self.values.shape[1])
+        for name in ("values", "filled"):
+            old = getattr(self, name)
+            new = _zeros(room, old.dtype)
+            new[:, : old.shape[1]] = old
+            setattr(self, name, new)
+
+    def _check(self, before: int | None = None) -> None:
+        """A ParseError for the first line (before line `before`, if given) that breaks ss -s's order:
+        errors found by `_resolve`, a table's header before any summary (skipped), two transport
+        tables in one block."""
+        errors = list(self.errors)
+        first_lines = np.concatenate(self.first_lines) if self.first_lines else np.empty(0, np.int64)
+        heads, at = np.unique(
+            np.concatenate([h for h, _ in self.headers] or [np.empty(0, np.int64)]), return_index=True
+        )
         texts = np.repeat(np.arange(len(self.headers)), [len(h) for h, _ in self.headers])[at]
-        early = heads[: np.searchsorted(heads, first_lines[0]) if len(starts) else len(heads)]
+        early = heads[: np.searchsorted(heads, first_lines[0]) if len(first_lines) else len(heads)]
         if len(early) and before is None:
             self._skip(early, [self.headers[t][1] for t in texts[:SKIP_QUOTES].tolist()])
-        if stray.any():
-            fields, line_nos, values, block = (a[~stray] for a in (fields, line_nos, values, block))
-        # a value twice in one block; the `*` row repeats `(kernel N)`: it must agree
-        kernel = np.where(fields == _ROW_F, _KERNEL_F, fields)
-        known = block >= 0
-        # field by field: one count a block each, not one a block and field at once (27 x as large)
-        if any(
-            np.bincount(block[known & (kernel == f)]).max(initial=0) > 1
-            for f in np.unique(kernel).tolist()  # a bincount would count in 8 bytes a number
-        ):
-            errors += self._twice(kernel + block.astype(np.int64) * len(_FIELDS), fields, line_nos, values)
         head_block = np.searchsorted(first_lines, heads, side="right") - 1
         twice = np.flatnonzero((head_block[1:] == head_block[:-1]) & (head_block[1:] >= 0)) + 1
         for k in twice[:1].tolist():
             text = self.headers[int(texts[k])][1]
             errors.append((int(heads[k]), text, "second transport table in one block", False))
         self._raise_first(errors, first_lines[:1], before)
-        return fields, values, block, first_lines, epochs
-
-    @staticmethod
-    def _twice(key: np.ndarray, fields: np.ndarray, line_nos: np.ndarray, values: np.ndarray) -> list:
-        """The errors of a value printed twice in one block (a `*` row that disagrees)."""
-        errors = []
-        by = np.lexsort((line_nos, key))
-        for k in (np.flatnonzero(key[by][1:] == key[by][:-1]) + 1).tolist():
-            i, first = by[k], by[np.searchsorted(key[by], key[by[k]])]
-            if fields[i] == _ROW_F:
-                if values[i] != values[first]:
-                    errors.append((int(line_nos[i]), "", "`*` row disagrees with `Total: (kernel N)`", False))
-            else:
-                name = _FIELDS[fields[i]]
-                errors.append((int(line_nos[i]), "", f"{name} printed twice in one block", False))
-        return errors
 
     def _raise_first(self, errors: list, first_start: np.ndarray, before: int | None) -> None:
         errors = [e for e in errors if before is None or e[0] < before]
@@ -432,17 +463,20 @@ class _Ss:
         return next((text for no, text in Lines(source, KIND) if no == line_no), "")
 
     def _frame(self, host: str | None) -> pd.DataFrame:
-        fields, values, block, start_nos, epochs = self._blocks()
+        self._resolve()
+        self._check()
         dropped = int(self.table.cut is not None)
-        n = len(start_nos)
-        if n and epochs[-1] >= 0 and (block == n - 1).sum() == 1:
+        n = self.blocks
+        epochs = np.concatenate(self.epochs) if self.epochs else np.empty(0, np.int64)
+        if n and epochs[-1] >= 0 and not self.filled[:, n - 1].any():
             n, dropped = n - 1, dropped + 1  # the capture stopped after `date`, before ss -s printed
         skips = Skips()
         for line_no, text in sorted(self.skipped)[:SKIP_QUOTES]:
             skips.add(line_no, text, _SKIPPED)
         skips.count = self.skip_count
         skips.refuse_if_nothing_read(n, self.table.lines)
-        seen = [u for _, u in sorted(self.unknown) if _ >= (start_nos[0] if len(start_nos) else 0)]
+        start = int(self.first_lines[0][0]) if n else 0
+        seen = [u for _, u in sorted(self.unknown) if _ >= start]
         attrs = {"dropped_lines": dropped, "unknown_columns": list(dict.fromkeys(seen)), "skipped": skips}
         if not n:
             df = empty_frame(SCHEMA)
@@ -453,42 +487,20 @@ class _Ss:
             "timestamp": pd.to_datetime(stamp, unit="s", utc=True).as_unit("ns"),
             "host": text_column([host], np.zeros(n, dtype=np.intp)),
         }
-        # each field's values by block: each printed once (or agreeing: `*`); field by field, so that no
-        # temporary is as long as all the numbers. `fields` is marked in place (the `*` row's number is
-        # `(kernel N)` again; one outside the blocks kept is no field): a mask beside it each was the
-        # parse's peak memory
-        fields[fields == _ROW_F] = _KERNEL_F
-        fields[(block < 0) | (block >= n)] = -1
-        for name in COUNTS:
-            mine = fields == _FIELD[name]
-            at = block[mine]
-            column, missing = np.zeros(n, dtype=np.int64), np.ones(n, dtype=bool)
-            column[at], missing[at] = values[mine], False
-            data[name] = pd.arrays.IntegerArray(column, missing)
+        for k, name in enumerate(COUNTS):  # views of the field's row: no second copy of the values
+            data[name] = pd.arrays.IntegerArray(self.values[k, :n], ~self.filled[k, :n])
         df = pd.DataFrame(data, copy=False)
         df.attrs.update(attrs)
         return df
 
 
-def _block_of(
-    first_lines: np.ndarray, line_nos: np.ndarray, heads: np.ndarray
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The block each number's line is in (-1: before the first), written over `heads` (each number's
-    table header line, -1: none), which it returns; whether the number is a table row's whose header is
-    in another block (`stray`); whether it is in no block and under no header (`outside`). `heads`'
-    memory is reused and 256 k numbers are read at a time, so that no temporary is 8 bytes for each of
-    all the numbers: a day of the loop is 2 M numbers, and a column of them beside the others was the
-    parse's peak."""
-    stray = np.empty(len(line_nos), dtype=bool)
-    outside = np.empty(len(line_nos), dtype=bool)
-    step = 1 << 18
-    for lo in range(0, len(line_nos), step):
-        head = heads[lo : lo + step]
-        block = np.searchsorted(first_lines, line_nos[lo : lo + step], side="right") - 1
-        stray[lo : lo + step] = (head >= 0) & (np.searchsorted(first_lines, head, side="right") - 1 != block)
-        outside[lo : lo + step] = (block < 0) & (head < 0)
-        head[:] = block
-    return heads, stray, outside
+def _zeros(blocks: int, dtype: type | np.dtype) -> np.ndarray:
+    """A field x block table of zeros in pages of its own (an anonymous mapping): a page costs memory
+    only once a block's value is written in it. `np.zeros` comes from the heap at this size once the
+    parse has freed a few arrays as large (glibc's mmap threshold rises), and is cleared whole there:
+    the room guessed for a day of the loop, 21 MB, was all resident from the start."""
+    pages = mmap.mmap(-1, len(COUNTS) * blocks * np.dtype(dtype).itemsize)
+    return np.frombuffer(pages, dtype=dtype).reshape(len(COUNTS), blocks)
 
 
 def _shapes(

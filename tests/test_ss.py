@@ -203,6 +203,37 @@ def test_long_loop_bulk_reads_as_row_by_row(monkeypatch: pytest.MonkeyPatch) -> 
     assert row["timewait_sockets"] == row["tcp_timewait"] == 2999 % 300
 
 
+def test_blocks_handed_over_in_pieces_read_as_each_block_alone(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Chunks of 200 bytes: every block's lines come in two or three stretches, and each stretch's
+    numbers go to their blocks' cells before the next is read. The frame is the blocks' frames one
+    after another, and a value printed twice is found when its first copy came in a stretch before."""
+    text = _loop(40)
+    blocks = ["== " + b for b in text.split("== ")[1:]]
+    alone = pd.concat([ss.parse(b) for b in blocks], ignore_index=True)
+    batches = bulk_spy(monkeypatch, 5, 200)
+    df = ss.parse(text)
+    assert len(batches) >= 40
+    pd.testing.assert_frame_equal(df, alone)
+    # block 30's `TCP:` line again at its end, 10 lines (300 bytes) after the first
+    lines = text.split("\n")
+    twice = [*lines[: 12 * 31], lines[12 * 30 + 2], *lines[12 * 31 :]]
+    with pytest.raises(ParseError, match="tcp_total printed twice in one block") as info:
+        ss.parse("\n".join(twice))
+    assert info.value.line_no == 12 * 31 + 1
+    # old iproute2: the `*` row (after FRAG) repeats `(kernel N)` from the Total: line 8 lines above
+    old = [*lines[: 12 * 30 + 1], "Total: 22 (kernel 182)", *lines[12 * 30 + 2 :]]
+    for star, fails in (("182", False), ("183", True)):
+        kernel = "\n".join([*old[: 12 * 30 + 10], f"*\t  {star}        -         -", *old[12 * 30 + 10 :]])
+        if fails:
+            with pytest.raises(ParseError, match="`\\*` row disagrees") as info:
+                ss.parse(kernel)
+            assert info.value.line_no == 12 * 30 + 11
+        else:
+            read = ss.parse(kernel)
+            assert read.at[30, "total_kernel"] == 182 and read["total_kernel"].count() == 1
+            assert read.at[30, "total"] == 22 and read.attrs["skipped"].count == 0
+
+
 def test_bad_table_row_named_alike_in_bulk_and_row_by_row(monkeypatch: pytest.MonkeyPatch) -> None:
     lines = _loop(2000).split("\n")
     lines[12 * 1500 + 6] = "UDP\t  1         x         0"
