@@ -331,6 +331,9 @@ class _Ss:
         if len(nos):
             n = len(nos)
             head = np.full(n, -1, dtype=np.int64) if heads is None else np.asarray(heads, dtype=np.int64)
+            # integers: a table's (read as float64, exact below 2**53) joined with a summary line's
+            # larger ones would make all of them float64
+            values = np.asarray(values, dtype=np.int64)
             self.pending.append((np.full(n, field, dtype=np.int8), np.asarray(nos, np.int64), values, head))
 
     def _skip(self, line_nos: object, texts: list[str]) -> None:

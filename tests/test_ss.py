@@ -6,6 +6,7 @@ table and the `timewait:` line of the block named), and epochs were converted wi
 
 from __future__ import annotations
 
+import re
 import subprocess
 from pathlib import Path
 
@@ -269,6 +270,13 @@ def test_blocks_without_a_transport_table_are_read() -> None:
     df = ss.parse(text)
     assert len(df) == 4 and df["tcp_timewait"].eq(49850).all() and df["timewait_sockets"].eq(49850).all()
     assert df["tcp_sockets"].isna().all()  # no table, no per-transport counts
+
+
+def test_a_count_past_float64s_exact_integers_keeps_its_value() -> None:
+    # 2**53 + 1 on a Total: line, read with the table's counts (floats until checked): exact all the same
+    text = (S / "iproute2-6.1-loop-timewait.txt").read_text()
+    df = ss.parse(re.sub(r"Total: \d+", "Total: 9007199254740993", text, count=1))
+    assert df.at[0, "total"] == 9007199254740993 and df.at[0, "tcp_sockets"] == 9
 
 
 def test_counts_past_four_bytes_keep_their_value(tmp_path: Path) -> None:
