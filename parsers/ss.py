@@ -171,7 +171,7 @@ class _Ss:
     aside_words = (b"Total:", b"TCP:", b"timewait:")
     aside_joined = True
     blank_ends = True  # rows after the table's blank line are other output
-    chunk_bytes = 1 << 20  # rows read at once: 8 MB chunks peaked 30 MB higher, no faster
+    chunk_bytes = 1 << 19  # rows read at once: 1 MB peaked 16 MB higher, no faster; 256 kB 10 % slower
 
     def __init__(self, source: Source):
         self.source = source
