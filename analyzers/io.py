@@ -87,6 +87,13 @@ def program_name(command: Any, thread: Any = None) -> str:
     name = words[0].rsplit("/", 1)[-1]
     if _INTERPRETERS.match(name) and len(words) > 1 and not words[1].startswith("-"):
         name = words[1].rsplit("/", 1)[-1]
+    elif name.startswith("python"):  # `python3 [-u ...] -m perfkit run ...`: the module it runs
+        for k, word in enumerate(words[1:-1], start=1):
+            if word == "-m":
+                name = words[k + 1]
+                break
+            if word == "-c" or not word.startswith("-"):
+                break
     if _KWORKER.match(words[0]):
         return "kworker"
     return name or "?"

@@ -29,7 +29,7 @@ from perfkit.analyzers import Analysis
 from perfkit.analyzers.compare import MIN_CHANGE_PCT, Change, Group, compare
 from perfkit.pipeline import analyze_path
 
-PERFKIT = [sys.executable, "-c", "import sys; from perfkit.cli import main; sys.exit(main())"]
+PERFKIT = [sys.executable, "-m", "perfkit"]
 
 
 def run(out: Path, args: argparse.Namespace) -> Path:

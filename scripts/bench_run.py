@@ -37,7 +37,7 @@ EXHAUSTIVE = "1,2,4,8,16,32,64"
 
 
 def run(args: list[str], out: Path, env: dict[str, str]) -> dict:
-    cmd = [sys.executable, "-c", "import sys; from perfkit.cli import main; sys.exit(main())"]
+    cmd = [sys.executable, "-m", "perfkit"]
     cmd += ["run", "sysbench", "--mysql-user", "perfkit", *args]
     cmd += ["--tables", "2", "--table-size", "10000", "--no-report", "-o", str(out)]
     t0 = time.monotonic()

@@ -39,7 +39,7 @@ from tests.sshd import Sshd  # noqa: E402
 
 SECTION = "run: start skew of several load hosts"
 THREADS = "4,8,12,16,20,24"
-CLI = [sys.executable, "-c", "import sys; from perfkit.cli import main; sys.exit(main())"]
+CLI = [sys.executable, "-m", "perfkit"]
 
 
 def mariadb(sql: str) -> None:

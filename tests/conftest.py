@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
+PERFKIT = [sys.executable, "-m", "perfkit"]  # the CLI as a user runs it, in a process of its own
 FIXTURES = ROOT / "tests" / "fixtures"
 SEEDS_EXAMPLE = ROOT / "examples"
 LAB_DIR = Path(os.environ.get("PERFKIT_LAB", "/var/lib/perfkit-lab"))
@@ -91,7 +92,7 @@ def collect_local(
     if profile is not None:
         args += ["--profile", profile]
     res = subprocess.run(
-        [*prefix, sys.executable, "-c", "from perfkit.cli import main; main()", *args],
+        [*prefix, *PERFKIT, *args],
         capture_output=True,
         text=True,
         timeout=timeout,

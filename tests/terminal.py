@@ -13,7 +13,7 @@ from collections.abc import Callable
 
 import pytest
 
-CLI = "import sys; from perfkit.cli import main; sys.exit(main())"
+from .conftest import PERFKIT
 
 
 def under_pty(
@@ -27,7 +27,7 @@ def under_pty(
     seconds)."""
     pid, fd = pty.fork()
     if pid == 0:  # child: the terminal's foreground process
-        os.execv(sys.executable, [sys.executable, "-c", CLI, *args])
+        os.execv(sys.executable, [*PERFKIT, *args])
     start, out, pending = time.monotonic(), b"", list(ctrl_c_at)
     status = None
     while time.monotonic() - start < limit:

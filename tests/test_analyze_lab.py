@@ -12,18 +12,15 @@ import math
 import os
 import re
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from perfkit.config import default_thresholds
 
-from .conftest import lab_password
+from .conftest import PERFKIT, lab_password
 
 pytestmark = pytest.mark.lab
-
-CLI = [sys.executable, "-c", "import sys; from perfkit.cli import main; sys.exit(main())"]
 
 
 def test_a_real_sysbench_sweep_names_the_knee_and_the_saturated_cpu(
@@ -33,7 +30,7 @@ def test_a_real_sysbench_sweep_names_the_knee_and_the_saturated_cpu(
     archive = tmp_path / "sweep"
     sweep = ["--mysql-user", "perfkit", "--tables", "2", "--table-size", "10000", "--time", "5"]
     proc = subprocess.run(
-        [*CLI, "run", "sysbench", *sweep, "--threads", "1,4,16", "--no-report", "-o", str(archive)],
+        [*PERFKIT, "run", "sysbench", *sweep, "--threads", "1,4,16", "--no-report", "-o", str(archive)],
         capture_output=True,
         text=True,
         env=env,
@@ -42,7 +39,7 @@ def test_a_real_sysbench_sweep_names_the_knee_and_the_saturated_cpu(
     assert proc.returncode == 0, proc.stderr[-2000:]
     out = tmp_path / "report"
     proc = subprocess.run(
-        [*CLI, "analyze", str(archive), "-o", str(out)], capture_output=True, text=True, timeout=300
+        [*PERFKIT, "analyze", str(archive), "-o", str(out)], capture_output=True, text=True, timeout=300
     )
     assert proc.returncode == 0, proc.stderr[-2000:]
     doc = json.loads((out / "findings.json").read_text())

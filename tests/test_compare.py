@@ -30,7 +30,7 @@ from perfkit.pipeline import analyze_path
 from perfkit.reports import compare_md
 from perfkit.reports import use as use_report
 
-from .conftest import FIXTURES
+from .conftest import FIXTURES, PERFKIT
 
 HOT, CONTROL = FIXTURES / "archives" / "db-hot-rows", FIXTURES / "archives" / "db-hot-rows-control"
 IOPS = FIXTURES / "archives" / "scn-db-write-iops"
@@ -332,14 +332,13 @@ def test_a_real_run_with_perf_compares_its_own_steps(lab_mariadb: Path, tmp_path
     draws each run's 4-thread profile against its own 1-thread one, from those real captures."""
     import os
     import subprocess
-    import sys
 
     from .conftest import lab_password, need_tool
 
     need_tool("perf")
     env = {**os.environ, "PERFKIT_MYSQL_PASSWORD": lab_password(lab_mariadb)}
     run = tmp_path / "run"
-    cli = [sys.executable, "-c", "import sys; from perfkit.cli import main; sys.exit(main())"]
+    cli = PERFKIT
     proc = subprocess.run(
         [*cli, "run", "sysbench", "--mysql-user", "perfkit", "--workload", "oltp_point_select",
          "--tables", "2", "--table-size", "10000", "--threads", "1,4", "--time", "4",

@@ -12,7 +12,6 @@ import contextlib
 import json
 import os
 import subprocess
-import sys
 import threading
 import time
 import uuid
@@ -31,7 +30,7 @@ from perfkit.collectors.mysql_sampler import DbTarget
 from perfkit.dataset import Capture, Dataset, load_dataset
 from perfkit.parsers import innodb_status, mysql_lock_waits, mysql_variables, mysql_waits
 
-from .conftest import FIXTURES, lab_password
+from .conftest import FIXTURES, PERFKIT, lab_password
 from .test_driver import CURVE, FakeRunner
 
 INNODB_TEXT = (FIXTURES / "innodb_status" / "mariadb-10.11-perfkit-snapshot-lock-waits.txt").read_text()
@@ -495,7 +494,6 @@ def test_a_real_row_lock_wait_shows_who_blocks_whom(lab_mariadb: Path, tmp_path:
     assert unprivileged["mysql_variables"].status == "ok"
 
 
-CLI = [sys.executable, "-c", "import sys; from perfkit.cli import main; sys.exit(main())"]
 SWEEP_DB = "pk_snapshot_test"
 _sweep: dict[str, Any] = {}
 
@@ -525,7 +523,7 @@ def hot_row_sweep(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     )
     try:
         proc = subprocess.run(
-            [*CLI, "run", "sysbench", "--mysql-user", user, "--mysql-db", SWEEP_DB, "--prepare",
+            [*PERFKIT, "run", "sysbench", "--mysql-user", user, "--mysql-db", SWEEP_DB, "--prepare",
              "--workload", "oltp_update_non_index", "--tables", "1", "--table-size", "1",
              "--threads", "1,32", "--time", "3", "--profile", "minimal", "-o", str(out)],
             capture_output=True, text=True, env={**os.environ, "PERFKIT_MYSQL_PASSWORD": password},

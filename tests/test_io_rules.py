@@ -114,6 +114,12 @@ def test_program_names() -> None:
     assert io.program_name("python3 /usr/sbin/iotop -botqk -d 1") == "iotop"
     assert io.program_name("bin/tikv-server --addr 0.0.0.0:20160 [raftstore-4-0]") == "tikv-server"
     assert io.category("jbd2/sda2-8") == "journaling" and io.category("perf") == "capture"
+    # `python -m perfkit` (a forked sampler keeps its parent's command line): perfkit's own, not "python3"
+    assert io.program_name("python3 -m perfkit run sysbench --threads=1,4,16 -o out") == "perfkit"
+    assert io.program_name("/usr/bin/python3.11 -u -m perfkit collect --local") == "perfkit"
+    assert io.category(io.program_name("python3 -m perfkit run sysbench")) == "capture"
+    assert io.program_name("python3 -c import sys; print(1)") == "python3"
+    assert io.program_name("python3 -m") == "python3"
 
 
 # ---------------------------------------------------------------- collector.overhead

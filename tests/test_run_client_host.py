@@ -11,7 +11,6 @@ import json
 import os
 import socket
 import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
@@ -23,12 +22,10 @@ from perfkit.collectors.load_sysbench import SysbenchRunner, Workload
 from perfkit.collectors.mysql_sampler import DbTarget
 from perfkit.transport import connect
 
-from .conftest import lab_password
+from .conftest import PERFKIT, lab_password
 from .sshd import free_port, sshd, sshd_factory  # noqa: F401 (fixtures)
 
 pytestmark = pytest.mark.lab
-
-CLI = [sys.executable, "-c", "import sys; from perfkit.cli import main; sys.exit(main())"]
 
 
 def temp_dirs() -> set[str]:
@@ -46,7 +43,7 @@ def test_sysbench_on_a_client_host_is_captured_there(sshd, lab_mariadb: Path, tm
     args += ["--table-size", "10000", "--threads", "1,2", "--time", "3", "--profile", "minimal"]
     args += ["--no-report", "-o", str(out)]
     proc = subprocess.run(
-        [*CLI, *args],
+        [*PERFKIT, *args],
         capture_output=True,
         text=True,
         env={**os.environ, "PERFKIT_MYSQL_PASSWORD": password},

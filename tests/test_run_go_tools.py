@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 import threading
 import time
 import uuid
@@ -22,11 +21,10 @@ from perfkit.archive import open_archive
 from perfkit.collectors import session
 from perfkit.parsers import gotpc, goycsb
 
-from .conftest import LAB_DIR
+from .conftest import LAB_DIR, PERFKIT
 
 pytestmark = pytest.mark.slow
 
-CLI = [sys.executable, "-c", "import sys; from perfkit.cli import main; sys.exit(main())"]
 BIN = LAB_DIR / "bin"
 
 
@@ -74,7 +72,7 @@ def sweep(
     watcher.start()
     try:
         proc = subprocess.run(
-            [*CLI, "run", *args],
+            [*PERFKIT, "run", *args],
             capture_output=True,
             text=True,
             env={**os.environ, "PERFKIT_MYSQL_PASSWORD": password},
@@ -167,7 +165,19 @@ def test_wrong_password_fails_in_preflight_without_the_secret(
     out = tmp_path / "never"
     binary = tool("go-ycsb" if command == "ycsb" else "go-tpc")
     proc = subprocess.run(
-        [*CLI, "run", command, "--mysql-user", "perfkit", "--bin", binary, "--threads", "1", "-o", str(out)],
+        [
+            *PERFKIT,
+            "run",
+            command,
+            "--mysql-user",
+            "perfkit",
+            "--bin",
+            binary,
+            "--threads",
+            "1",
+            "-o",
+            str(out),
+        ],
         capture_output=True,
         text=True,
         env={**os.environ, "PERFKIT_MYSQL_PASSWORD": secret},

@@ -10,7 +10,6 @@ import json
 import os
 import re
 import subprocess
-import sys
 import threading
 import time
 import uuid
@@ -25,12 +24,11 @@ from perfkit.collectors.mysql_sampler import DbTarget
 from perfkit.parsers import sysbench as sb_parser
 from perfkit.transport import LOCAL
 
-from .conftest import ROOT, lab_password
+from .conftest import PERFKIT, ROOT, lab_password
 from .terminal import under_pty
 
 pytestmark = pytest.mark.lab
 
-CLI = [sys.executable, "-c", "import sys; from perfkit.cli import main; sys.exit(main())"]
 SWEEP = ["--tables", "2", "--table-size", "10000", "--threads", "1,2,4,8", "--time", "3"]
 
 
@@ -73,7 +71,7 @@ def test_sweep_end_to_end_with_a_canary_password(canary_user, tmp_path: Path) ->
     watcher = threading.Thread(target=watch, daemon=True)
     watcher.start()
     proc = subprocess.run(
-        [*CLI, "run", "sysbench", "--mysql-user", user, *SWEEP, "--profile", "default", "-o", str(out)],
+        [*PERFKIT, "run", "sysbench", "--mysql-user", user, *SWEEP, "--profile", "default", "-o", str(out)],
         capture_output=True,
         text=True,
         env=env,
@@ -123,7 +121,7 @@ def test_wrong_password_fails_in_preflight_without_the_secret(lab_mariadb: Path,
     secret = "wrong-" + uuid.uuid4().hex
     out = tmp_path / "never"
     proc = subprocess.run(
-        [*CLI, "run", "sysbench", "--mysql-user", "perfkit", *SWEEP, "-o", str(out)],
+        [*PERFKIT, "run", "sysbench", "--mysql-user", "perfkit", *SWEEP, "-o", str(out)],
         capture_output=True,
         text=True,
         env={**os.environ, "PERFKIT_MYSQL_PASSWORD": secret},
@@ -186,7 +184,7 @@ def test_a_plan_file_gives_the_options_and_flags_override_it(lab_mariadb: Path, 
     )
     out = tmp_path / "planned"
     proc = subprocess.run(
-        [*CLI, "run", "sysbench", "--plan", str(plan), "--threads", "2", "--no-report", "-o", str(out)],
+        [*PERFKIT, "run", "sysbench", "--plan", str(plan), "--threads", "2", "--no-report", "-o", str(out)],
         capture_output=True,
         text=True,
         env={**os.environ, "PERFKIT_MYSQL_PASSWORD": lab_password(lab_mariadb)},
@@ -211,7 +209,7 @@ def test_bad_plans_are_refused_with_the_reason(tmp_path: Path, text: str, messag
     plan = tmp_path / "plan.yaml"
     plan.write_text(text)
     proc = subprocess.run(
-        [*CLI, "run", "sysbench", "--plan", str(plan), "-o", str(tmp_path / "x")],
+        [*PERFKIT, "run", "sysbench", "--plan", str(plan), "-o", str(tmp_path / "x")],
         capture_output=True,
         text=True,
         timeout=60,
@@ -248,7 +246,7 @@ def test_an_unreachable_database_fails_in_preflight(lab_mariadb: Path, tmp_path:
 
     port = free_port()
     proc = subprocess.run(
-        [*CLI, "run", "sysbench", "--mysql-port", str(port), *SWEEP, "-o", str(tmp_path / "never")],
+        [*PERFKIT, "run", "sysbench", "--mysql-port", str(port), *SWEEP, "-o", str(tmp_path / "never")],
         capture_output=True,
         text=True,
         env={**os.environ, "PERFKIT_MYSQL_PASSWORD": "unused-" + uuid.uuid4().hex},
@@ -267,7 +265,7 @@ def test_a_one_step_run_tells_the_parked_threads_from_the_load(lab_mariadb: Path
     out = tmp_path / "one"
     one = ["--tables", "2", "--table-size", "10000", "--threads", "4", "--time", "6"]
     proc = subprocess.run(
-        [*CLI, "run", "sysbench", "--mysql-user", "perfkit", *one, "--workload", "oltp_point_select"]
+        [*PERFKIT, "run", "sysbench", "--mysql-user", "perfkit", *one, "--workload", "oltp_point_select"]
         + ["-o", str(out)],
         capture_output=True,
         text=True,

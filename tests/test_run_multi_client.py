@@ -14,7 +14,6 @@ import math
 import os
 import re
 import subprocess
-import sys
 import threading
 import time
 import uuid
@@ -30,11 +29,10 @@ from perfkit.collectors.load_sysbench import judge
 from perfkit.pipeline import analyze_path, write_reports
 from perfkit.transport import LOCAL, connect
 
+from .conftest import PERFKIT
 from .sshd import sshd_factory  # noqa: F401 (fixtures)
 from .test_run_robustness import scratch  # noqa: F401 - the fixture: a throwaway database and users
 from .test_sweep_plan import invoke, planned  # noqa: F401 - the fixture: the plans the CLI makes
-
-CLI = [sys.executable, "-c", "import sys; from perfkit.cli import main; sys.exit(main())"]
 
 # ---------------------------------------------------------------- the split
 
@@ -346,7 +344,7 @@ def test_two_client_hosts_drive_sysbench_together(sshd_factory, scratch, tmp_pat
     watcher = threading.Thread(target=killer, daemon=True)
     watcher.start()
     proc = subprocess.run(
-        [*CLI, *args],
+        [*PERFKIT, *args],
         capture_output=True,
         text=True,
         env={**os.environ, "PERFKIT_MYSQL_PASSWORD": password},

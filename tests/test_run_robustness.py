@@ -8,7 +8,6 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import threading
 import time
 import uuid
@@ -22,7 +21,7 @@ from perfkit.collectors.load_goycsb import GoYcsbRunner, YcsbWorkload
 from perfkit.collectors.mysql_sampler import DbTarget
 from perfkit.errors import PerfkitError
 
-from .conftest import LAB_DIR
+from .conftest import LAB_DIR, PERFKIT
 from .terminal import under_pty
 
 
@@ -58,7 +57,6 @@ def test_a_file_where_a_directory_goes_and_a_file_as_parent_are_refused(tmp_path
 
 # ---------------------------------------------------------------- real runs: lab MariaDB + sysbench
 
-CLI = [sys.executable, "-c", "import sys; from perfkit.cli import main; sys.exit(main())"]
 SOCKET = "/run/mysqld/mysqld.sock"
 
 
@@ -124,7 +122,7 @@ def perfkit_run(
     args = ["run", "sysbench", "--mysql-user", user, "--mysql-db", db, "--threads", "1", "--time", "2"]
     args += ["--cooldown-max", "0", "--profile", "minimal", "-o", str(out), *more]
     return subprocess.run(
-        [*CLI, *args],
+        [*PERFKIT, *args],
         capture_output=True,
         text=True,
         env={**os.environ, "PERFKIT_MYSQL_PASSWORD": password},
@@ -302,7 +300,7 @@ def test_interrupting_prepare_exits_130_and_leaves_nothing_behind(scratch, tmp_p
 
     if how == "SIGTERM":
         proc = subprocess.Popen(
-            [*CLI, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
+            [*PERFKIT, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
         )
         watch_prepare(time.monotonic() + 30)
         time.sleep(1)

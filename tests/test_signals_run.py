@@ -21,12 +21,9 @@ import pytest
 from perfkit.archive import open_archive
 from perfkit.collectors import session
 
-from .conftest import lab_password, need_tool
-from .terminal import CLI
+from .conftest import PERFKIT, lab_password, need_tool
 
 pytestmark = pytest.mark.lab
-
-PERFKIT = [sys.executable, "-c", CLI]
 
 
 def descendants_when(pid: int, ready, within: float = 30) -> list[psutil.Process]:

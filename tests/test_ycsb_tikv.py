@@ -11,7 +11,6 @@ from __future__ import annotations
 import http.server
 import os
 import subprocess
-import sys
 import threading
 from pathlib import Path
 
@@ -20,10 +19,8 @@ import pytest
 from perfkit.collectors.load_goycsb import GoYcsbRunner, YcsbWorkload, check_pd
 from perfkit.errors import PerfkitError
 
-from .conftest import LAB_DIR
+from .conftest import LAB_DIR, PERFKIT
 from .sshd import free_port
-
-CLI = [sys.executable, "-c", "import sys; from perfkit.cli import main; sys.exit(main())"]
 
 
 class _PdVersion(http.server.BaseHTTPRequestHandler):
@@ -83,7 +80,7 @@ def test_cli_refuses_an_unreachable_pd_before_anything_runs(tmp_path: Path) -> N
     out = tmp_path / "never"
     args = ["run", "ycsb", "--db", "tikv", "--pd", f"127.0.0.1:{free_port()}", "--bin", str(binary)]
     proc = subprocess.run(
-        [*CLI, *args, "--threads", "1", "-o", str(out)], capture_output=True, text=True, timeout=60
+        [*PERFKIT, *args, "--threads", "1", "-o", str(out)], capture_output=True, text=True, timeout=60
     )
     assert proc.returncode == 1 and "PD does not answer" in proc.stderr and "Traceback" not in proc.stderr
     assert not out.exists()

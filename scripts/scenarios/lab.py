@@ -53,7 +53,7 @@ from .instance import (
     write_owner,
 )
 
-PERFKIT = [sys.executable, "-c", "import sys; from perfkit.cli import main; sys.exit(main())"]
+PERFKIT = [sys.executable, "-m", "perfkit"]
 SAMPLE_S = 0.5
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 PERFKIT_STOP_S = 90.0  # how long perfkit gets to write its interrupted archive after our SIGTERM
