@@ -21,7 +21,11 @@ A thread sample is classed by what the kernel says the thread was doing:
   `perfkit collect` during a CPU-bound load say the server waited on IO behind a ceiling above its
   15 %-busy disk; after a write-heavy run two idle io-wq workers did the same.) And state I, a kernel
   thread idle by its own account (TASK_IDLE: the kernel leaves it out of the load average): kdamond and
-  kworkers waiting for work, chosen as the busiest on a host whose busy processes were all named.
+  kworkers waiting for work, chosen as the busiest on a host whose busy processes were all named; and
+  any kernel thread in state S, asleep in its own loop until work comes (ksoftirqd in
+  smpboot_thread_fn, jbd2 between commits, kswapd between reclaims): the small-buffer-pool scenario's
+  two ksoftirqd, the busiest for the softirqs they ran, counted 0.88 active threads each. The work a
+  kernel thread does for a request shows as R (softirqs, reclaim) or D (a journal commit's IO).
 - other: anything else (an unknown syscall, one the sampler could not read).
 
 What is active: a database parks background threads on futexes and sockets whatever the load, and
@@ -146,6 +150,8 @@ def wait_class(state: Any, syscall: Any, wchan: Any) -> str:
         return "idle"
     if state == "D":
         return "lock" if any(k in chan for k in _KERNEL_LOCK_WCHANS) else "io"
+    if state == "S" and call == "kernel":  # a kernel thread asleep in its loop, waiting for work
+        return "idle"
     if (call in _COMPLETION_WAITS and _COMPLETION_WAITS[call] in chan) or chan.startswith(_IDLE_WCHANS):
         return "idle"
     if call in _IO_CALLS:

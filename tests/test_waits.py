@@ -57,6 +57,12 @@ DB = 22522  # the scenario's throwaway mariadbd (11010 is the lab's own, idle)
         # kdamond came out `other`, an active thread, as the busiest beside the named processes
         ("I", "kernel", "kdamond_fn", "idle"),
         ("I", "kernel", "worker_thread", "idle"),
+        # a kernel thread asleep waiting for work: the small-buffer-pool scenario's busiest ksoftirqd
+        # came out `other`, 0.88 active threads each; its work is R, a kernel thread's IO D
+        ("S", "kernel", "smpboot_thread_fn", "idle"),
+        ("S", "kernel", "kjournald2", "idle"),
+        ("D", "kernel", "jbd2_journal_commit_transaction", "io"),
+        ("R", "kernel", "0", "cpu"),
     ],
 )
 def test_wait_class(state: str, syscall: str | None, wchan: str | None, cls: str) -> None:
