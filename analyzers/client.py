@@ -35,7 +35,7 @@ from perfkit.dataset import Capture, Dataset
 from perfkit.findings import Finding, Skipped, count
 
 from . import waits
-from .cpu import idle_pct, thread_rows, threads_mode
+from .cpu import cpu_pressure_pct, idle_pct, thread_rows, threads_mode
 from .io import category
 from .sweep import LOAD_KINDS
 
@@ -171,12 +171,9 @@ def _measure(st: _Step, caps: list[Capture], lim: dict[str, Any]) -> None:
             st.sources += [c.path for c in by["mpstat"]]
     for c in by["top"]:
         _process(st, c, lim)
-    psi = pd.concat([c.frame for c in by["psi"]] or [pd.DataFrame()])
-    if len(psi):
-        some = psi.loc[(psi["resource"] == "cpu") & (psi["scope"] == "some"), "stall_pct"].dropna()
-        if len(some) >= lim["min_samples"]:
-            st.cpu_pressure_pct = float(some.median())
-            st.sources += [c.path for c in by["psi"]]
+    st.cpu_pressure_pct = cpu_pressure_pct(by["psi"], lim["min_samples"])
+    if st.cpu_pressure_pct is not None:
+        st.sources += [c.path for c in by["psi"]]
 
 
 def _process(st: _Step, cap: Capture, lim: dict[str, Any]) -> None:

@@ -43,6 +43,17 @@ IDLE_COLUMNS = {
 }
 
 
+def cpu_pressure_pct(caps: list[Capture], min_samples: int) -> float | None:
+    """PSI's `cpu some` over these psi captures, the median of each second's share of the time a task
+    waited for a CPU; None without `min_samples` seconds of it."""
+    frames = [c.frame for c in caps if c.kind == "psi" and len(c.frame)]
+    if not frames:
+        return None
+    psi = pd.concat(frames)
+    some = psi.loc[(psi["resource"] == "cpu") & (psi["scope"] == "some"), "stall_pct"].dropna()
+    return float(some.median()) if len(some) >= min_samples else None
+
+
 def idle_pct(kind: str, rows: pd.DataFrame) -> pd.Series:
     """The idle CPU % of a CPU capture's rows (`IDLE_COLUMNS`): idle + iowait, an iowait the tool or
     its version did not print counted as 0."""
@@ -105,7 +116,11 @@ def saturated(ds: Dataset, sweep: Any, th: Thresholds) -> list[Finding] | Skippe
 
     vmstat `r` counts tasks running plus those waiting for a CPU; above the CPU count, work queues for
     CPU time. Idle is `id + wa`: iowait is idle time with IO outstanding, so a host busy waiting on
-    disk is not CPU saturated. High `st` is time the hypervisor gave to other guests.
+    disk is not CPU saturated. High `st` is time the hypervisor gave to other guests. Where PSI is
+    captured and says a task waited for a CPU most of each second (`min_cpu_pressure_pct`), the run
+    queue counts with idle and iowait above the bar too: they are gaps between bursts, the threads
+    blocking on reads at once (the small-buffer-pool scenario at 16 threads: r 11-20 on 2 CPUs, PSI
+    75-86 %, 11 of mariadbd's 16 active threads waiting for a CPU, and id + wa 10-15 %, which missed).
     """
     rule = "cpu.saturated"
     caps = [c for c in ds.of("vmstat") if len(c.frame)]
@@ -113,7 +128,7 @@ def saturated(ds: Dataset, sweep: Any, th: Thresholds) -> list[Finding] | Skippe
         return Skipped(rule, "no vmstat capture")
     lim = th[rule]
     steps = steps_by_name(ds, sweep)
-    by_host: dict[str | None, list[tuple[Capture, pd.DataFrame, int, str]]] = {}
+    by_host: dict[str | None, list[tuple[Capture, pd.DataFrame, int, str, float | None]]] = {}
     unknown_cpus = []
     for cap in caps:
         rows = interval_rows(cap)
@@ -130,10 +145,15 @@ def saturated(ds: Dataset, sweep: Any, th: Thresholds) -> list[Finding] | Skippe
             if idle is None:
                 continue
         r = _num(rows["r"])
-        match = (r > lim["run_queue_per_cpu"] * cpus) & (idle <= lim["max_idle_pct"])
+        psi = [c for c in ds.of("psi") if c.host == cap.host and c.step == cap.step]
+        pressure = cpu_pressure_pct(psi, lim["min_samples"])
+        pressed = pressure is not None and pressure >= lim["min_cpu_pressure_pct"]
+        match = (r > lim["run_queue_per_cpu"] * cpus) & ((idle <= lim["max_idle_pct"]) | pressed)
         n = int(match.sum())
         if n >= lim["min_samples"] and n >= lim["min_share"] * len(rows):
-            by_host.setdefault(cap.host, []).append((cap, rows.assign(_match=match), cpus, cpus_src))
+            by_host.setdefault(cap.host, []).append(
+                (cap, rows.assign(_match=match), cpus, cpus_src, pressure)
+            )
     if not by_host and unknown_cpus and len(unknown_cpus) == len(caps):
         return Skipped(
             rule, "CPU count unknown: no nproc, sysstat banner, mpstat -P ALL, sar/sadf CPU or psutil capture"
@@ -145,6 +165,7 @@ def saturated(ds: Dataset, sweep: Any, th: Thresholds) -> list[Finding] | Skippe
         r = _num(rows["r"])
         share = float(rows["_match"].mean())
         names = [h[0].step for h in hits if h[0].step]
+        pressures = [h[4] for h in hits if h[4] is not None]
         ordered = sorted(names, key=lambda s: steps[s].threads if s in steps else 0)
         ev: dict[str, Any] = {
             "cpus": cpus,
@@ -159,6 +180,8 @@ def saturated(ds: Dataset, sweep: Any, th: Thresholds) -> list[Finding] | Skippe
             "sy_pct_median": _median(_num(rows["sy"])),
             "wa_pct_median": _median(_num(rows["wa"])),
             "st_pct_median": _median(_num(rows["st"])),
+            # PSI cpu some, the median of the steps' medians (None: not captured)
+            "cpu_pressure_pct_median": float(np.median(pressures)) if pressures else None,
             "source": ", ".join(h[0].path for h in hits),
         }
         if ordered:
@@ -179,6 +202,16 @@ def saturated(ds: Dataset, sweep: Any, th: Thresholds) -> list[Finding] | Skippe
             "CPU time: latency grows with concurrency while throughput stays flat, and a faster disk or "
             "network would not help. Idle here excludes iowait (time waiting for IO is not CPU work)."
         )
+        if (
+            ev["cpu_pressure_pct_median"] is not None
+            and ev["cpu_pressure_pct_median"] >= lim["min_cpu_pressure_pct"]
+        ):
+            explanation += (
+                " PSI (/proc/pressure/cpu) measures the queue directly: the share of each second some "
+                "task was ready to run and waited for a CPU. Above half, idle or iowait left in the samples "
+                "is gaps between bursts (threads blocking on IO at once, then all runnable again), not "
+                "spare CPU."
+            )
         if ev["sy_pct_median"] >= ev["us_pct_median"]:
             explanation += (
                 " Kernel time (sy) is at least user time: the CPU goes to system calls, context switches "
@@ -215,7 +248,12 @@ def saturated(ds: Dataset, sweep: Any, th: Thresholds) -> list[Finding] | Skippe
                     f"{host or 'The host'} had a median run queue of {ev['r_median']:.0f} "
                     f"(p90 {ev['r_p90']:.0f}) on {cpus} CPUs with {ev['idle_pct_median']:.0f}% idle "
                     f"({split}) in "
-                    f"{ev['saturated_samples']} of {len(rows)} samples{where}."
+                    f"{ev['saturated_samples']} of {len(rows)} samples{where}"
+                    + (
+                        f"; a task waited for a CPU {ev['cpu_pressure_pct_median']:.0f}% of the time (PSI)."
+                        if ev["cpu_pressure_pct_median"] is not None
+                        else "."
+                    )
                 ),
                 evidence=ev,
                 explanation=explanation,
