@@ -4,7 +4,7 @@
 `db.lock-contention`: over a step's load window (sweep.load_window), the status counters' deltas:
 
 - lock waiting = ΔInnodb_row_lock_time (ms) / 1000 / Δt: seconds spent waiting on row locks per
-  second, i.e. the average number of transactions waiting on a row lock at every moment (Little's
+  second, i.e. the number of transactions waiting on a row lock at any moment, on average (Little's
   law over the waits). Set against the step's threads it says how much of the offered concurrency
   is queued on rows rather than working.
 - waits per second (ΔInnodb_row_lock_waits / Δt), per transaction (waits per second / the step's TPS
@@ -481,7 +481,7 @@ def session_profiles(ds: Dataset, sweep: Any | None) -> list[SessionStep]:
 
 def lock_contention(ds: Dataset, sweep: Any | None, th: dict[str, dict[str, Any]]) -> list[Finding] | Skipped:
     """Transactions queue on row locks: a large share of the transactions inside the server (else of
-    the step's threads) wait on a row lock at every moment, at or past the knee (the highest step
+    the step's threads) wait on a row lock on average, at or past the knee (the highest step
     without one). And sessions queue on metadata, global, table or user locks (the processlist's
     states): its own finding, from the sessions by state."""
     lim = th[RULE]
@@ -576,16 +576,16 @@ def _session_lock_finding(
     where = judged_from(steps, knee)
     of = "the step's threads" if s.threads is not None else "the sessions active"
     summary = (
-        f"{at(s.threads, s.step, first=True)}, {s.locks[kind]:.1f} sessions waiting for {what} at every "
-        f"moment{others} ({share * 100:.0f}% of {of}; {s.active:.1f} sessions active, mean of "
+        f"{at(s.threads, s.step, first=True)}, {s.locks[kind]:.1f} sessions waiting for {what} on "
+        f"average{others} ({share * 100:.0f}% of {of}; {s.active:.1f} sessions active, mean of "
         f"{count(s.samples, 'processlist sample')}): {why}{since}."
     )
     return Finding(
         rule=RULE,
         severity="critical" if critical else "warning",
-        title=f"Sessions wait for {what}: {total:.1f} of {s.threads} threads at every moment"
+        title=f"Sessions wait for {what}: {total:.1f} of {s.threads} threads on average"
         if s.threads is not None
-        else f"Sessions wait for {what}: {total:.1f} of {s.active:.1f} active at every moment in {s.step}",
+        else f"Sessions wait for {what}: {total:.1f} of {s.active:.1f} active on average in {s.step}",
         summary=summary,
         evidence={
             "host": host,
@@ -618,7 +618,7 @@ def _session_lock_finding(
             '("Waiting for table metadata lock", "Waiting for backup lock", "Waiting for global read '
             'lock", "Waiting for table level lock", ...): each waits for another session to release a '
             "lock on the table or on the whole server, not for a row. The mean over the step is the "
-            "sessions queued on it at every moment; while the holder keeps it, adding threads adds "
+            "sessions queued on it at any moment, on average; while the holder keeps it, adding threads adds "
             "waiters, not throughput, and the server's own response time grows by the wait."
         ),
         next_steps=[
@@ -659,8 +659,8 @@ def _finding(
         else "no transaction counted inside the server"
     )
     summary = (
-        f"{at(s.threads, s.name, first=True)}, {s.waiting:.1f} transactions waiting on row locks at "
-        "every moment "
+        f"{at(s.threads, s.name, first=True)}, {s.waiting:.1f} transactions waiting on row locks on "
+        "average "
         f"({s.lock_time_s:.1f} s of lock time in {s.seconds:.1f} s; {of}): "
         f"{s.waits_s:,.0f} waits a second{mean}{per_txn}{since}"
         + (f"; {s.deadlocks:.0f} deadlocks" if s.deadlocks else "")
@@ -677,9 +677,9 @@ def _finding(
         rule=RULE,
         severity="critical" if critical else "warning",
         title=(
-            f"Transactions wait on row locks: {s.waiting:.1f} of {s.threads} threads at every moment"
+            f"Transactions wait on row locks: {s.waiting:.1f} of {s.threads} threads on average"
             if s.threads is not None
-            else f"Transactions wait on row locks: {s.waiting:.1f} at every moment in {s.name}"
+            else f"Transactions wait on row locks: {s.waiting:.1f} on average in {s.name}"
         ),
         summary=summary,
         evidence={

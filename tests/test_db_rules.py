@@ -68,7 +68,7 @@ def test_hot_rows_lock_time_per_second_is_the_status_delta() -> None:
     hand = by_hand(HOT, "t0016")
     # t0016's window 08:58:49.638-52.199 holds the samples at :50.336 and :51.336; the one before is
     # :49.336: Innodb_row_lock_time 5190 - 987 = 4203 ms, Innodb_row_lock_waits 10478 - 3026 = 7452,
-    # over 2.000 s: 2.1015 transactions waiting at every moment, 3726 waits a second
+    # over 2.000 s: 2.1015 transactions waiting on average, 3726 waits a second
     assert hand == pytest.approx(
         {"seconds": 2.0, "lock_time_s": 4.203, "lock_waits": 7452, "samples": 2, "inside": 15.1115}
     )
