@@ -195,7 +195,8 @@ class _Ss:
         self.headers: list[tuple[np.ndarray, str]] = []  # transport header lines, with their text
         self.errors: list[tuple[int, str, str, bool]] = []  # (line, text, reason, own: a capture's line)
         self.unknown: list[tuple[int, str]] = []
-        self.skipped: list[tuple[int, str]] = []  # the first few of each kind, quoted in file order
+        # the first few of each kind, quoted in file order (None: read again at the end, if quoted)
+        self.skipped: list[tuple[int, str | None]] = []
         self.skip_count = 0
         self.first_start = np.iinfo(np.int64).max  # the first stamp or Total: line seen
 
@@ -336,7 +337,7 @@ class _Ss:
             values = np.asarray(values, dtype=np.int64)
             self.pending.append((np.full(n, field, dtype=np.int8), np.asarray(nos, np.int64), values, head))
 
-    def _skip(self, line_nos: object, texts: list[str]) -> None:
+    def _skip(self, line_nos: object, texts: list[str | None]) -> None:
         """Lines of other output: counted, the first few (`texts`) kept to quote."""
         nos = np.asarray(line_nos).tolist()
         self.skip_count += len(nos)
@@ -390,7 +391,7 @@ class _Ss:
             self.errors.append((int(line_nos[outside].min()), "", _NOT_SS, False))
         if stray.any():
             lines = np.unique(line_nos[stray])
-            self._skip(lines, [self._text(k) for k in lines[:SKIP_QUOTES].tolist()])
+            self._skip(lines, [None] * SKIP_QUOTES)  # read again only if quoted: once, not each stretch
         # the cells: the `*` row's number is `(kernel N)` again; a value twice in one block is an error,
         # the `*` row's unless it agrees
         kept = (block >= 0) & ~stray & (fields != _STAMP_F)
@@ -474,8 +475,8 @@ class _Ss:
         if n and epochs[-1] >= 0 and not self.filled[:, n - 1].any():
             n, dropped = n - 1, dropped + 1  # the capture stopped after `date`, before ss -s printed
         skips = Skips()
-        for line_no, text in sorted(self.skipped)[:SKIP_QUOTES]:
-            skips.add(line_no, text, _SKIPPED)
+        for line_no, text in sorted(self.skipped, key=lambda e: e[0])[:SKIP_QUOTES]:
+            skips.add(line_no, self._text(line_no) if text is None else text, _SKIPPED)
         skips.count = self.skip_count
         skips.refuse_if_nothing_read(n, self.table.lines)
         start = int(self.first_lines[0][0]) if n else 0

@@ -235,6 +235,26 @@ def test_blocks_handed_over_in_pieces_read_as_each_block_alone(monkeypatch: pyte
             assert read.at[30, "total"] == 22 and read.attrs["skipped"].count == 0
 
 
+def test_stray_rows_in_every_stretch_are_read_again_only_to_be_quoted(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A stamp inside each block's table makes the rows under it stray (other output). Their texts are
+    read again from the file only for the few quoted, once at the end: read per stretch, a day of such a
+    capture was re-read from its start a few times for every 512 kB."""
+    blocks = ["== " + b for b in _loop(40).split("== ")[1:]]
+    text = "".join(b.replace("RAW", b.split("\n", 1)[0] + "\nRAW", 1) for b in blocks)
+    reads: list[int] = []
+    again = ss._Ss._text
+    monkeypatch.setattr(ss._Ss, "_text", lambda self, line_no: reads.append(line_no) or again(self, line_no))
+    bulk_spy(monkeypatch, 5, 200)
+    df = ss.parse(text)
+    skipped = df.attrs["skipped"]
+    assert len(df) == 80 and skipped.count == 40 * 5  # each table's 5 rows under the second stamp
+    assert [q.line_no for q in skipped.quoted] == [7, 8, 9][: len(skipped.quoted)]
+    assert skipped.quoted[0].text.startswith("RAW")
+    assert reads == [q.line_no for q in skipped.quoted]
+
+
 def test_bad_table_row_named_alike_in_bulk_and_row_by_row(monkeypatch: pytest.MonkeyPatch) -> None:
     lines = _loop(2000).split("\n")
     lines[12 * 1500 + 6] = "UDP\t  1         x         0"
