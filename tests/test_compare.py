@@ -338,9 +338,8 @@ def test_a_real_run_with_perf_compares_its_own_steps(lab_mariadb: Path, tmp_path
     need_tool("perf")
     env = {**os.environ, "PERFKIT_MYSQL_PASSWORD": lab_password(lab_mariadb)}
     run = tmp_path / "run"
-    cli = PERFKIT
     proc = subprocess.run(
-        [*cli, "run", "sysbench", "--mysql-user", "perfkit", "--workload", "oltp_point_select",
+        [*PERFKIT, "run", "sysbench", "--mysql-user", "perfkit", "--workload", "oltp_point_select",
          "--tables", "2", "--table-size", "10000", "--threads", "1,4", "--time", "4",
          "--profile", "minimal", "--perf", "mariadbd", "--no-report", "-o", str(run)],
         capture_output=True, text=True, env=env, timeout=300,
