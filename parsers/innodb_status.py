@@ -80,7 +80,7 @@ import pandas as pd
 
 from perfkit.errors import ParseError
 
-from ._common import Extras, Lines, Source, coerce, empty_frame, to_utc
+from ._common import Extras, Lines, Source, feed_lines, records_frame, to_utc
 
 
 @dataclass(frozen=True)
@@ -103,73 +103,30 @@ _INT64_MAX = 2**63 - 1
 
 _LSN = ("log_sequence_number", "log_flushed_up_to", "pages_flushed_up_to", "last_checkpoint_at")
 _INT_COLUMNS = (*_LSN, "checkpoint_age_bytes", "log_unflushed_bytes", "trx_id_counter")
-_ORDER = (
+_COLUMNS = (
     "interval_s",
-    "os_wait_reservations",
-    "os_wait_signals",
-    "semaphore_spins",
-    "semaphore_os_waits",
-    "long_semaphore_waits",
-    "semaphore_wait_max_s",
+    "os_wait_reservations", "os_wait_signals", "semaphore_spins", "semaphore_os_waits",
+    "long_semaphore_waits", "semaphore_wait_max_s",
     "deadlock_at",
-    "trx_id_counter",
-    "history_list_length",
-    "transactions_active",
-    "trx_active_max_s",
-    "lock_wait_transactions",
-    "lock_wait_sum_s",
-    "lock_wait_max_s",
-    "pending_fsyncs",
-    "os_file_reads",
-    "os_file_writes",
-    "os_fsyncs",
-    "file_reads_per_s",
-    "file_writes_per_s",
-    "fsyncs_per_s",
-    *_LSN,
-    "checkpoint_age_bytes",
-    "log_unflushed_bytes",
-    "pending_log_flushes",
-    "pending_checkpoint_writes",
-    "log_ios",
-    "log_ios_per_s",
-    "total_memory_bytes",
-    "buffer_pool_pages",
-    "free_pages",
-    "database_pages",
-    "old_database_pages",
-    "modified_pages",
-    "pending_reads",
-    "pages_read",
-    "pages_created",
-    "pages_written",
-    "pages_read_per_s",
-    "pages_created_per_s",
-    "pages_written_per_s",
-    "hit_rate_per_1000",
-    "read_ahead_per_s",
-    "evicted_without_access_per_s",
-    "queries_inside",
-    "queries_queued",
-    "read_views",
-    "rows_inserted_per_s",
-    "rows_updated_per_s",
-    "rows_deleted_per_s",
-    "rows_read_per_s",
-)
-
-
-def _dtype(col: str) -> str:
-    if col == "deadlock_at":
-        return "datetime64[ns, UTC]"
-    return "Int64" if col in _INT_COLUMNS else "float64"
-
-
+    "trx_id_counter", "history_list_length", "transactions_active", "trx_active_max_s",
+    "lock_wait_transactions", "lock_wait_sum_s", "lock_wait_max_s",
+    "pending_fsyncs", "os_file_reads", "os_file_writes", "os_fsyncs",
+    "file_reads_per_s", "file_writes_per_s", "fsyncs_per_s",
+    *_LSN, "checkpoint_age_bytes", "log_unflushed_bytes", "pending_log_flushes", "pending_checkpoint_writes",
+    "log_ios", "log_ios_per_s",
+    "total_memory_bytes", "buffer_pool_pages", "free_pages", "database_pages", "old_database_pages",
+    "modified_pages", "pending_reads", "pages_read", "pages_created", "pages_written",
+    "pages_read_per_s", "pages_created_per_s", "pages_written_per_s", "hit_rate_per_1000",
+    "read_ahead_per_s", "evicted_without_access_per_s",
+    "queries_inside", "queries_queued", "read_views",
+    "rows_inserted_per_s", "rows_updated_per_s", "rows_deleted_per_s", "rows_read_per_s",
+)  # fmt: skip
 SCHEMA: dict[str, str] = {
     "timestamp": "datetime64[ns, UTC]",
     "host": "string",
-    **{col: _dtype(col) for col in _ORDER},
+    **{col: "Int64" if col in _INT_COLUMNS else "float64" for col in _COLUMNS},
 }
+SCHEMA["deadlock_at"] = "datetime64[ns, UTC]"  # the one time column, in its place
 
 _HEADER = re.compile(
     r"^(?:(\d{4})-(\d{2})-(\d{2})|(\d{2})(\d{2})(\d{2})) +(\d{1,2}):(\d{2}):(\d{2})"
@@ -177,36 +134,21 @@ _HEADER = re.compile(
 )
 _STAMP = re.compile(r"^(\d{4})-(\d{2})-(\d{2}) +(\d{1,2}):(\d{2}):(\d{2})\b")
 _END = "END OF INNODB MONITOR OUTPUT"
-# What the client prints around the Status text, and a pasted prompt: allowed outside a dump.
+# the client's lines around the Status text, and a pasted prompt
 _OUTSIDE = re.compile(
     r"^(?:\s*|\*+ \d+\. row \*+|\s*Type: InnoDB\s*|\s*Name:\s*|\s*Status:\s*|=+|mysql> .*|MariaDB \[.*\]> .*"
     r"|Type\tName\tStatus|InnoDB\t\t)$"
 )
-_SECTIONS = frozenset(
-    {
-        "BACKGROUND THREAD",
-        "SEMAPHORES",
-        "LATEST FOREIGN KEY ERROR",
-        "LATEST DETECTED DEADLOCK",
-        "TRANSACTIONS",
-        "FILE I/O",
-        "INSERT BUFFER AND ADAPTIVE HASH INDEX",
-        "LOG",
-        "BUFFER POOL AND MEMORY",
-        "INDIVIDUAL BUFFER POOL INFO",
-        "ROW OPERATIONS",
-    }
-)
+_SECTIONS = frozenset({
+    "BACKGROUND THREAD", "SEMAPHORES", "LATEST FOREIGN KEY ERROR", "LATEST DETECTED DEADLOCK",
+    "TRANSACTIONS", "FILE I/O", "INSERT BUFFER AND ADAPTIVE HASH INDEX", "LOG", "BUFFER POOL AND MEMORY",
+    "INDIVIDUAL BUFFER POOL INFO", "ROW OPERATIONS",
+})  # fmt: skip
 _DASHES = re.compile(r"^-{3,}$")
-
-_N = r"(\d+)"
-_F = r"(\d+(?:\.\d+)?)"
-# MySQL 5.0/5.1 print a 64-bit LSN or transaction id as two 32-bit words, `high low` (`0 43655`)
-_ID = r"(\d+(?: \d+)?)"
 
 
 def _id(text: str) -> int:
-    """An id or LSN as printed: one word, or 5.0/5.1's two 32-bit words `high low` = high * 2**32 + low."""
+    """An id or LSN: one word, or 5.0/5.1's two 32-bit words `high low`."""
     high, _, low = text.partition(" ")
     if not low:
         return int(high)
@@ -215,30 +157,35 @@ def _id(text: str) -> int:
     return int(high) * 2**32 + int(low)
 
 
+@dataclass
 class _Dump:
-    """The figures of one dump as they are read; `row()` makes the frame's record."""
+    """The figures of one dump as they are read; `_Reader.finish` makes the frame's record."""
 
-    def __init__(self, line_no: int, stamp: pd.Timestamp):
-        self.line_no = line_no
-        self.stamp = stamp
-        self.values: dict[str, float | int] = {}
-        self.deadlock_at: pd.Timestamp | None = None
-        self.deadlock_lines: list[str] = []
-        self.section = ""
-        self.spins: list[int] = []
-        self.os_waits: list[int] = []
-        self.wait_array = False
-        self.semaphore_waits: list[float] = []
-        self.active: list[float] = []
-        self.lock_waits: list[dict] = []
-        self.trx: dict | None = None  # the transaction being read in TRANSACTIONS
-        self.expect: str | None = None  # the next line is this transaction's "query" or "lock"
+    line_no: int
+    stamp: pd.Timestamp
+    n_lines: int = 1
+    section: str = ""
+    values: dict[str, float | int] = field(default_factory=dict)
+    deadlock_at: pd.Timestamp | None = None
+    deadlock_lines: list[str] = field(default_factory=list)
+    spins: list[int] = field(default_factory=list)
+    os_waits: list[int] = field(default_factory=list)
+    wait_array: bool = False  # the sync wait array is printed (MySQL): it lists every long wait
+    semaphore_waits: list[float] = field(default_factory=list)
+    active: list[float] = field(default_factory=list)
+    lock_waits: list[dict] = field(default_factory=list)
+    trx: dict | None = None  # the transaction being read in TRANSACTIONS
+    expect: str | None = None  # the next line is this transaction's "query" or "lock"
+    rows_rates_next: bool = False
+
+    def leave_section(self) -> None:
+        self.trx = None
+        self.expect = None
         self.rows_rates_next = False
 
 
 def sniff(text: str) -> bool:
-    head = text[:8192]
-    return any(_HEADER.match(line) for line in head.splitlines()[:40])
+    return any(_HEADER.match(line) for line in text[:8192].splitlines()[:40])
 
 
 def parse(source: Source, *, host: str | None = None, tz: str = "UTC") -> pd.DataFrame:
@@ -248,88 +195,101 @@ def parse(source: Source, *, host: str | None = None, tz: str = "UTC") -> pd.Dat
         ParseError: a line outside a dump that the client does not print, a dump header or known
             line whose numbers do not read, a number too large for its column.
     """
-    reader = _Reader(Lines(source, KIND), host, tz)
-    return reader.run()
+    reader = _Reader(tz)
+    feed_lines(source, KIND, reader.step, reader.cut_last)
+    reader.drop("is cut off (no END OF INNODB MONITOR OUTPUT)")
+    df = records_frame(reader.rows, SCHEMA, host=host)
+    df.attrs["dropped_lines"] = reader.dropped
+    df.attrs["notes"] = reader.notes
+    df.attrs["lock_waits"] = reader.lock_waits
+    df.attrs["deadlocks"] = list(reader.deadlocks.values())
+    return df
 
 
 class _Reader:
     """Walks the lines: outside a dump only the client's lines; inside, sections and figures."""
 
-    def __init__(self, lines: Lines, host: str | None, tz: str):
-        self.lines, self.host, self.tz = lines, host, tz
+    def __init__(self, tz: str):
+        self.tz = tz
         self.rows: list[dict] = []
         self.lock_waits: list[dict] = []
         self.deadlocks: dict[tuple[str, str], dict] = {}
         self.notes: list[str] = []
         self.dropped = 0
         self.dump: _Dump | None = None
-        self.dump_lines = 0
         self.prev = ""
-
-    def run(self) -> pd.DataFrame:
-        lines = self.lines
-        pending: ParseError | None = None  # fatal unless its line is the cut-off last one
-        last_no = 0
-        for line_no, line in lines:
-            if pending is not None:
-                raise pending
-            last_no = line_no
-            try:
-                self.step(line_no, line)
-            except ParseError as exc:
-                pending = exc
-        if pending is not None:
-            if lines.last_complete or pending.line_no != last_no:
-                raise pending
-            if self.dump is None:  # a cut line outside any dump
-                self.dropped += 1
-        if self.dump is not None:
-            self.drop("is cut off (no END OF INNODB MONITOR OUTPUT)")
-        df = _frame(self.rows, self.host) if self.rows else empty_frame(SCHEMA)
-        df.attrs["dropped_lines"] = self.dropped
-        df.attrs["notes"] = self.notes
-        df.attrs["lock_waits"] = self.lock_waits
-        df.attrs["deadlocks"] = list(self.deadlocks.values())
-        return df
 
     def drop(self, why: str) -> None:
         if self.dump is not None:
-            self.dropped += self.dump_lines
-            self.notes.append(f"dump at line {self.dump.line_no} {why}: dropped ({self.dump_lines} lines)")
+            self.dropped += self.dump.n_lines
+            self.notes.append(f"dump at line {self.dump.line_no} {why}: dropped ({self.dump.n_lines} lines)")
 
-    def step(self, line_no: int, line: str) -> None:
-        lines, dump, prev = self.lines, self.dump, self.prev
-        self.prev = line
-        if _HEADER.match(line):
+    def cut_last(self, line_no: int, line: str, lines: Lines) -> None:
+        """A last line cut off mid-write: read if it reads, else dropped (with its dump, if any)."""
+        try:
+            self.step(line_no, line, lines)
+        except ParseError:
+            if self.dump is None:
+                self.dropped += 1
+
+    def step(self, line_no: int, line: str, lines: Lines) -> None:
+        prev, self.prev = self.prev, line
+        if m := _HEADER.match(line):
             # a new dump; one still open never ended (the client was killed): drop it
             self.drop("has no END OF INNODB MONITOR OUTPUT before the next dump")
-            self.dump, self.dump_lines = _Dump(line_no, _header_stamp(lines, line_no, line, self.tz)), 1
+            # YYYY-MM-DD, or 5.5's YYMMDD
+            day = (int(m[1]), int(m[2]), int(m[3])) if m[1] else (2000 + int(m[4]), int(m[5]), int(m[6]))
+            stamp = _stamp(lines, line_no, line, self.tz, *day, int(m[7]), int(m[8]), int(m[9]))
+            self.dump = _Dump(line_no, stamp)
             return
+        dump = self.dump
         if dump is None:
             if not _OUTSIDE.match(line):
                 raise lines.error(line_no, line, "not SHOW ENGINE INNODB STATUS\\G output")
             return
-        self.dump_lines += 1
+        dump.n_lines += 1
         title = line.strip()
         if title == _END:
-            self.rows.append(_finish(dump, self.lock_waits, self.deadlocks, lines, line_no, line))
+            self.finish(dump)
             self.dump = None
         elif title in _SECTIONS and _DASHES.match(prev.strip()):
-            _leave_section(dump)
+            dump.leave_section()
             dump.section = title
         else:
             _read_line(dump, lines, line_no, line, self.tz)
 
-
-def _header_stamp(lines: Lines, line_no: int, line: str, tz: str) -> pd.Timestamp:
-    m = _HEADER.match(line)
-    if m is None:
-        raise lines.error(line_no, line, "not an INNODB MONITOR OUTPUT header")
-    if m[1]:
-        y, mo, d = int(m[1]), int(m[2]), int(m[3])
-    else:  # 5.5's YYMMDD
-        y, mo, d = 2000 + int(m[4]), int(m[5]), int(m[6])
-    return _stamp(lines, line_no, line, tz, y, mo, d, int(m[7]), int(m[8]), int(m[9]))
+    def finish(self, dump: _Dump) -> None:
+        """The dump's row; its lock waits and deadlock to the extras."""
+        dump.leave_section()
+        vals = dump.values
+        row: dict[str, object] = {**vals, "timestamp": dump.stamp, "deadlock_at": dump.deadlock_at}
+        if dump.spins:
+            row["semaphore_spins"] = float(sum(dump.spins))
+            row["semaphore_os_waits"] = float(sum(dump.os_waits))
+        if dump.wait_array:
+            row["long_semaphore_waits"] = float(len(dump.semaphore_waits))
+            row["semaphore_wait_max_s"] = max(dump.semaphore_waits, default=np.nan)
+        row["transactions_active"] = float(len(dump.active))
+        row["trx_active_max_s"] = max(dump.active, default=np.nan)
+        waited = [w["waited_s"] for w in dump.lock_waits if w["waited_s"] is not None]
+        row["lock_wait_transactions"] = float(len(dump.lock_waits))
+        row["lock_wait_sum_s"] = float(sum(waited))
+        row["lock_wait_max_s"] = max(waited, default=np.nan)
+        # both LSNs are 0 to 2**63 - 1 (checked as read): the difference fits Int64
+        if "log_sequence_number" in vals and "last_checkpoint_at" in vals:
+            row["checkpoint_age_bytes"] = vals["log_sequence_number"] - vals["last_checkpoint_at"]
+        if "log_sequence_number" in vals and "log_flushed_up_to" in vals:
+            row["log_unflushed_bytes"] = vals["log_sequence_number"] - vals["log_flushed_up_to"]
+        self.rows.append(row)
+        if dump.deadlock_lines:
+            text = "\n".join(dump.deadlock_lines).strip("\n")
+            at = dump.deadlock_at.isoformat() if dump.deadlock_at is not None else None
+            victim = re.search(r"^\*\*\* WE ROLL BACK TRANSACTION \((\d+)\)", text, re.M)
+            self.deadlocks.setdefault(
+                (at or "", text), {"at": at, "rolled_back": int(victim[1]) if victim else None, "text": text}
+            )
+        keys = ("timestamp", "trx_id", "thread_id", "active_s", "waited_s", "query", "lock", "table")
+        self.lock_waits.extend({k: w[k] for k in keys} for w in dump.lock_waits)
 
 
 def _stamp(lines: Lines, line_no: int, line: str, tz: str, *parts: int) -> pd.Timestamp:
@@ -342,18 +302,12 @@ def _stamp(lines: Lines, line_no: int, line: str, tz: str, *parts: int) -> pd.Ti
         raise lines.error(line_no, line, f"not a date and time: {exc}") from None
 
 
-def _leave_section(dump: _Dump) -> None:
-    dump.trx = None
-    dump.expect = None
-    dump.rows_rates_next = False
-
-
-# A known line: (section, trigger, pattern, handler). A line of the section that starts with the
-# trigger must match the pattern (from its start), else it is a ParseError; others are free text.
 _Handler = Callable[[_Dump, re.Match[str]], None]
 
 
 def _set(*cols: str) -> _Handler:
+    """Store the match's groups in `cols` ("": a group not kept; a group not printed stays unset)."""
+
     def handle(dump: _Dump, m: re.Match[str]) -> None:
         for col, text in zip(cols, m.groups(), strict=True):
             if col and text is not None:
@@ -363,16 +317,14 @@ def _set(*cols: str) -> _Handler:
 
 
 def _spins(dump: _Dump, m: re.Match[str]) -> None:
-    for part in _SPIN_PART.finditer(m.string):
+    for part in _SPIN_PART.finditer(m.string):  # 5.0/5.1: `RW-shared ...; RW-excl ...` on one line
         dump.spins.append(int(part[1]))
         dump.os_waits.append(int(part[3]))
 
 
 def _reservations(dump: _Dump, m: re.Match[str]) -> None:
     dump.wait_array = True
-    dump.values["os_wait_reservations"] = float(m[1])
-    if m[2] is not None:  # 5.6 prints both counts on one line
-        dump.values["os_wait_signals"] = float(m[2])
+    _set("os_wait_reservations", "os_wait_signals")(dump, m)  # 5.6 prints both counts on one line
 
 
 def _semaphore_wait(dump: _Dump, m: re.Match[str]) -> None:
@@ -397,129 +349,78 @@ def _no_page_gets(dump: _Dump, m: re.Match[str]) -> None:
     dump.values["hit_rate_per_1000"] = float("nan")
 
 
-_SPIN_PART = re.compile(
-    r"(?:Mutex spin waits|RW-shared spins|RW-excl spins|RW-sx spins) (\d+), (?:rounds (\d+), )?OS waits (\d+)"
-)
-_RULES: dict[str, list[tuple[str | re.Pattern[str], re.Pattern[str], _Handler]]] = {
+_N = r"(\d+)"
+_F = r"(\d+(?:\.\d+)?)"
+_ID = r"(\d+(?: \d+)?)"  # see `_id`
+_SPIN = r"(?:Mutex spin waits|RW-(?:shared|excl|sx) spins) (\d+), (?:rounds (\d+), )?OS waits (\d+)"
+_SPIN_PART = re.compile(_SPIN)
+# A known line of a section: (trigger, pattern, handler), both regexes matched at the line's start.
+# A line that matches the trigger must match the pattern, else it is a ParseError; others are free text.
+_RULE_TEXT: dict[str, list[tuple[str, str, _Handler]]] = {
     "": [
-        (
-            "Per second averages",
-            re.compile(rf"Per second averages calculated from the last {_N} seconds"),
-            _set("interval_s"),
-        ),
+        ("Per second averages", rf"Per second averages calculated from the last {_N} seconds",
+         _set("interval_s")),
     ],
     "SEMAPHORES": [
-        (
-            "OS WAIT ARRAY INFO: reservation count",
-            re.compile(rf"OS WAIT ARRAY INFO: reservation count {_N}(?:, signal count {_N})?"),
-            _reservations,
-        ),
-        (
-            "OS WAIT ARRAY INFO: signal count",
-            re.compile(rf"OS WAIT ARRAY INFO: signal count {_N}"),
-            _set("os_wait_signals"),
-        ),
-        ("Mutex spin waits", _SPIN_PART, _spins),
-        ("RW-", re.compile(r"RW-(?:shared|excl|sx) spins \d+, (?:rounds \d+, )?OS waits \d+"), _spins),
-        (
-            "--Thread ",
-            re.compile(rf"--Thread \d+ has waited at .* for {_F} seconds the semaphore"),
-            _semaphore_wait,
-        ),
+        ("OS WAIT ARRAY INFO: reservation count",
+         rf"OS WAIT ARRAY INFO: reservation count {_N}(?:, signal count {_N})?", _reservations),
+        ("OS WAIT ARRAY INFO: signal count", rf"OS WAIT ARRAY INFO: signal count {_N}",
+         _set("os_wait_signals")),
+        ("Mutex spin waits|RW-", _SPIN, _spins),
+        ("--Thread ", rf"--Thread \d+ has waited at .* for {_F} seconds the semaphore", _semaphore_wait),
     ],
     "TRANSACTIONS": [
-        ("Trx id counter", re.compile(rf"Trx id counter {_ID}"), _set("trx_id_counter")),
-        ("History list length", re.compile(rf"History list length {_N}"), _set("history_list_length")),
+        ("Trx id counter", rf"Trx id counter {_ID}", _set("trx_id_counter")),
+        ("History list length", rf"History list length {_N}", _set("history_list_length")),
     ],
     "FILE I/O": [
-        (
-            "Pending flushes (fsync)",
-            re.compile(rf"Pending flushes \(fsync\)(?: log)?: {_N}(?:; buffer pool: {_N})?"),
-            _pending_fsyncs,
-        ),
-        (
-            re.compile(r"\S+ OS file reads"),
-            re.compile(rf"{_N} OS file reads, {_N} OS file writes, {_N} OS fsyncs"),
-            _set("os_file_reads", "os_file_writes", "os_fsyncs"),
-        ),
-        (
-            re.compile(r"\S+ reads/s, "),
-            re.compile(rf"{_F} reads/s, {_F} avg bytes/read, {_F} writes/s, {_F} fsyncs/s"),
-            _set("file_reads_per_s", "", "file_writes_per_s", "fsyncs_per_s"),
-        ),
+        (r"Pending flushes \(fsync\)", rf"Pending flushes \(fsync\)(?: log)?: {_N}(?:; buffer pool: {_N})?",
+         _pending_fsyncs),
+        (r"\S+ OS file reads", rf"{_N} OS file reads, {_N} OS file writes, {_N} OS fsyncs",
+         _set("os_file_reads", "os_file_writes", "os_fsyncs")),
+        (r"\S+ reads/s, ", rf"{_F} reads/s, {_F} avg bytes/read, {_F} writes/s, {_F} fsyncs/s",
+         _set("file_reads_per_s", "", "file_writes_per_s", "fsyncs_per_s")),
     ],
     "LOG": [
-        ("Log sequence number", re.compile(rf"Log sequence number\s+{_ID}\s*$"), _set("log_sequence_number")),
-        ("Log flushed up to", re.compile(rf"Log flushed up to\s+{_ID}\s*$"), _set("log_flushed_up_to")),
-        ("Pages flushed up to", re.compile(rf"Pages flushed up to\s+{_ID}\s*$"), _set("pages_flushed_up_to")),
-        ("Last checkpoint at", re.compile(rf"Last checkpoint at\s+{_ID}\s*$"), _set("last_checkpoint_at")),
-        (
-            re.compile(r"\S+ pending log flushes"),
-            re.compile(rf"{_N} pending log flushes, {_N} pending chkp writes"),
-            _set("pending_log_flushes", "pending_checkpoint_writes"),
-        ),
-        (
-            re.compile(r"\S+ log i/o's done"),
-            re.compile(rf"{_N} log i/o's done, {_F} log i/o's/second"),
-            _set("log_ios", "log_ios_per_s"),
-        ),
+        ("Log sequence number", rf"Log sequence number\s+{_ID}\s*$", _set("log_sequence_number")),
+        ("Log flushed up to", rf"Log flushed up to\s+{_ID}\s*$", _set("log_flushed_up_to")),
+        ("Pages flushed up to", rf"Pages flushed up to\s+{_ID}\s*$", _set("pages_flushed_up_to")),
+        ("Last checkpoint at", rf"Last checkpoint at\s+{_ID}\s*$", _set("last_checkpoint_at")),
+        (r"\S+ pending log flushes", rf"{_N} pending log flushes, {_N} pending chkp writes",
+         _set("pending_log_flushes", "pending_checkpoint_writes")),
+        (r"\S+ log i/o's done", rf"{_N} log i/o's done, {_F} log i/o's/second",
+         _set("log_ios", "log_ios_per_s")),
     ],
     "BUFFER POOL AND MEMORY": [
-        (
-            "Total large memory allocated",
-            re.compile(rf"Total large memory allocated {_N}\s*$"),
-            _set("total_memory_bytes"),
-        ),
-        ("Buffer pool size ", re.compile(rf"Buffer pool size\s+{_N}\s*$"), _set("buffer_pool_pages")),
-        ("Free buffers", re.compile(rf"Free buffers\s+{_N}\s*$"), _set("free_pages")),
-        ("Database pages", re.compile(rf"Database pages\s+{_N}\s*$"), _set("database_pages")),
-        ("Old database pages", re.compile(rf"Old database pages\s+{_N}\s*$"), _set("old_database_pages")),
-        ("Modified db pages", re.compile(rf"Modified db pages\s+{_N}\s*$"), _set("modified_pages")),
-        ("Pending reads", re.compile(rf"Pending reads\s+{_N}\s*$"), _set("pending_reads")),
-        (
-            "Pages read ahead",
-            re.compile(rf"Pages read ahead {_F}/s, evicted without access {_F}/s"),
-            _set("read_ahead_per_s", "evicted_without_access_per_s"),
-        ),
-        (
-            "Pages read ",
-            re.compile(rf"Pages read {_N}, created {_N}, written {_N}\s*$"),
-            _set("pages_read", "pages_created", "pages_written"),
-        ),
-        (
-            re.compile(r"\S+ reads/s, "),
-            re.compile(rf"{_F} reads/s, {_F} creates/s, {_F} writes/s"),
-            _set("pages_read_per_s", "pages_created_per_s", "pages_written_per_s"),
-        ),
-        ("Buffer pool hit rate", re.compile(rf"Buffer pool hit rate {_N} / 1000"), _set("hit_rate_per_1000")),
-        (
-            "No buffer pool page gets",
-            re.compile(r"No buffer pool page gets since the last printout"),
-            _no_page_gets,
-        ),
+        ("Total large memory allocated", rf"Total large memory allocated {_N}\s*$",
+         _set("total_memory_bytes")),
+        ("Buffer pool size ", rf"Buffer pool size\s+{_N}\s*$", _set("buffer_pool_pages")),
+        ("Free buffers", rf"Free buffers\s+{_N}\s*$", _set("free_pages")),
+        ("Database pages", rf"Database pages\s+{_N}\s*$", _set("database_pages")),
+        ("Old database pages", rf"Old database pages\s+{_N}\s*$", _set("old_database_pages")),
+        ("Modified db pages", rf"Modified db pages\s+{_N}\s*$", _set("modified_pages")),
+        ("Pending reads", rf"Pending reads\s+{_N}\s*$", _set("pending_reads")),
+        ("Pages read ahead", rf"Pages read ahead {_F}/s, evicted without access {_F}/s",
+         _set("read_ahead_per_s", "evicted_without_access_per_s")),
+        ("Pages read ", rf"Pages read {_N}, created {_N}, written {_N}\s*$",
+         _set("pages_read", "pages_created", "pages_written")),
+        (r"\S+ reads/s, ", rf"{_F} reads/s, {_F} creates/s, {_F} writes/s",
+         _set("pages_read_per_s", "pages_created_per_s", "pages_written_per_s")),
+        ("Buffer pool hit rate", rf"Buffer pool hit rate {_N} / 1000", _set("hit_rate_per_1000")),
+        ("No buffer pool page gets", "No buffer pool page gets since the last printout", _no_page_gets),
     ],
     "ROW OPERATIONS": [
-        (
-            re.compile(r"\S+ queries inside InnoDB"),
-            re.compile(rf"{_N} queries inside InnoDB, {_N} queries in queue"),
-            _set("queries_inside", "queries_queued"),
-        ),
-        (
-            re.compile(r"\S+ read views open"),
-            re.compile(rf"{_N} read views open inside InnoDB"),
-            _set("read_views"),
-        ),
-        (
-            "Number of ",
-            re.compile(r"Number of (system )?rows inserted \d+, updated \d+, deleted \d+, read \d+"),
-            _rows_line,
-        ),
-        (
-            re.compile(r"\S+ inserts/s, "),
-            re.compile(rf"{_F} inserts/s, {_F} updates/s, {_F} deletes/s, {_F} reads/s"),
-            _rows_rates,
-        ),
+        (r"\S+ queries inside InnoDB", rf"{_N} queries inside InnoDB, {_N} queries in queue",
+         _set("queries_inside", "queries_queued")),
+        (r"\S+ read views open", rf"{_N} read views open inside InnoDB", _set("read_views")),
+        ("Number of ", r"Number of (system )?rows inserted \d+, updated \d+, deleted \d+, read \d+",
+         _rows_line),
+        (r"\S+ inserts/s, ", rf"{_F} inserts/s, {_F} updates/s, {_F} deletes/s, {_F} reads/s", _rows_rates),
     ],
+}  # fmt: skip
+_RULES = {
+    section: [(re.compile(trigger), re.compile(pattern), handle) for trigger, pattern, handle in rules]
+    for section, rules in _RULE_TEXT.items()
 }
 
 _TRX = re.compile(r"---TRANSACTION (\d+ \d+|\S+?),? (?:ACTIVE (?:\(PREPARED\) )?(\d+) sec)?")
@@ -531,19 +432,17 @@ _TABLE = re.compile(r"(?:of table|TABLE LOCK table) (`[^`]*`\.`[^`]*`)")
 def _read_line(dump: _Dump, lines: Lines, line_no: int, line: str, tz: str) -> None:
     section = dump.section
     if section == "LATEST DETECTED DEADLOCK":
-        if not dump.deadlock_lines and (not line.strip() or _DASHES.match(line)):
-            return  # the title's underline
         if not dump.deadlock_lines:
-            m = _STAMP.match(line)
-            if m:
-                parts = [int(g) for g in m.groups()]
-                dump.deadlock_at = _stamp(lines, line_no, line, tz, *parts)
+            if not line.strip() or _DASHES.match(line):
+                return  # the title's underline
+            if m := _STAMP.match(line):
+                dump.deadlock_at = _stamp(lines, line_no, line, tz, *(int(g) for g in m.groups()))
         dump.deadlock_lines.append(line)
         return
     if section == "TRANSACTIONS":
         _read_transaction(dump, lines, line_no, line)
     for trigger, pattern, handle in _RULES.get(section, ()):
-        if not (line.startswith(trigger) if isinstance(trigger, str) else trigger.match(line)):
+        if not trigger.match(line):
             continue
         m = pattern.match(line)
         if m is None:
@@ -552,15 +451,9 @@ def _read_line(dump: _Dump, lines: Lines, line_no: int, line: str, tz: str) -> N
             handle(dump, m)
         except (ValueError, OverflowError):
             raise lines.error(line_no, line, "a number out of range") from None
-        _check_range(dump, lines, line_no, line)
-        return
-
-
-def _check_range(dump: _Dump, lines: Lines, line_no: int, line: str) -> None:
-    for col in _INT_COLUMNS:
-        value = dump.values.get(col)
-        if isinstance(value, int) and value > _INT64_MAX:
+        if any(isinstance(v, int) and v > _INT64_MAX for v in dump.values.values()):
             raise lines.error(line_no, line, "a number too large for a 64-bit counter")
+        return
 
 
 def _read_transaction(dump: _Dump, lines: Lines, line_no: int, line: str) -> None:
@@ -586,88 +479,20 @@ def _read_transaction(dump: _Dump, lines: Lines, line_no: int, line: str) -> Non
     expect, dump.expect = dump.expect, None
     if expect == "query" and not line.startswith(("------- TRX HAS BEEN WAITING", "---", "Trx read view")):
         trx["query"] = line
-        return
-    if expect == "lock":
+    elif expect == "lock":
         table = _TABLE.search(line)
         trx.update(lock=line, table=table[1] if table else None)
-        return
-    if line.startswith("LOCK WAIT "):
+    elif line.startswith("LOCK WAIT "):
         # the record is the transaction's own dict: what follows (thread, statement, lock) fills it
         trx.update(
             timestamp=dump.stamp.isoformat(), thread_id=None, waited_s=None, query=None, lock=None, table=None
         )
         dump.lock_waits.append(trx)
-        return
-    m = _THREAD.match(line)
-    if m:
+    elif m := _THREAD.match(line):
         trx["thread_id"] = int(m[1])
         dump.expect = "query"
-        return
-    m = _WAITED.match(line)
-    if m:
+    elif m := _WAITED.match(line):
         trx["waited_s"] = float(m[1]) / (1e6 if m[2] == "us" else 1.0)
         dump.expect = "lock"
     elif line.startswith("------- TRX HAS BEEN WAITING"):
         raise lines.error(line_no, line, "a lock wait line whose time does not read")
-
-
-def _finish(
-    dump: _Dump,
-    lock_waits: list[dict],
-    deadlocks: dict[tuple[str, str], dict],
-    lines: Lines,
-    line_no: int,
-    line: str,
-) -> dict:
-    _leave_section(dump)
-    v: dict[str, object] = dict(dump.values)
-    v["timestamp"] = dump.stamp
-    if dump.spins:
-        v["semaphore_spins"] = float(sum(dump.spins))
-        v["semaphore_os_waits"] = float(sum(dump.os_waits))
-    if dump.wait_array:  # the sync wait array is printed (MySQL): it lists every long wait
-        v["long_semaphore_waits"] = float(len(dump.semaphore_waits))
-        v["semaphore_wait_max_s"] = max(dump.semaphore_waits) if dump.semaphore_waits else np.nan
-    v["transactions_active"] = float(len(dump.active))
-    v["trx_active_max_s"] = max(dump.active) if dump.active else np.nan
-    waited = [w["waited_s"] for w in dump.lock_waits if w["waited_s"] is not None]
-    v["lock_wait_transactions"] = float(len(dump.lock_waits))
-    v["lock_wait_sum_s"] = float(sum(waited))
-    v["lock_wait_max_s"] = max(waited) if waited else np.nan
-    vals = dump.values
-    if "log_sequence_number" in vals and "last_checkpoint_at" in vals:
-        v["checkpoint_age_bytes"] = int(vals["log_sequence_number"]) - int(vals["last_checkpoint_at"])
-    if "log_sequence_number" in vals and "log_flushed_up_to" in vals:
-        v["log_unflushed_bytes"] = int(vals["log_sequence_number"]) - int(vals["log_flushed_up_to"])
-    for col in ("checkpoint_age_bytes", "log_unflushed_bytes"):
-        if col in v and not -_INT64_MAX <= int(v[col]) <= _INT64_MAX:  # type: ignore[call-overload]
-            raise lines.error(line_no, line, f"{col} out of range")
-    v["deadlock_at"] = dump.deadlock_at if dump.deadlock_at is not None else pd.NaT
-    if dump.deadlock_lines:
-        text = "\n".join(dump.deadlock_lines).strip("\n")
-        at = dump.deadlock_at.isoformat() if dump.deadlock_at is not None else None
-        victim = re.search(r"^\*\*\* WE ROLL BACK TRANSACTION \((\d+)\)", text, re.M)
-        deadlocks.setdefault(
-            (at or "", text), {"at": at, "rolled_back": int(victim[1]) if victim else None, "text": text}
-        )
-    keys = ("timestamp", "trx_id", "thread_id", "active_s", "waited_s", "query", "lock", "table")
-    lock_waits.extend({k: w.get(k) for k in keys} for w in dump.lock_waits)
-    return v
-
-
-def _frame(rows: list[dict], host: str | None) -> pd.DataFrame:
-    data: dict[str, object] = {
-        "timestamp": pd.to_datetime(pd.Series([r["timestamp"] for r in rows]), utc=True),
-        "host": pd.array([host] * len(rows), dtype="string"),
-    }
-    for col in _ORDER:
-        dtype = SCHEMA[col]
-        if dtype == "Int64":
-            data[col] = pd.array([r.get(col) for r in rows], dtype="Int64")
-        elif dtype.startswith("datetime"):
-            data[col] = pd.to_datetime(
-                pd.Series([r.get(col, pd.NaT) for r in rows], dtype="object"), utc=True
-            )
-        else:
-            data[col] = np.array([float(r.get(col, np.nan)) for r in rows], dtype="float64")
-    return coerce(pd.DataFrame(data), SCHEMA)

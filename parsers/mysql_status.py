@@ -116,41 +116,19 @@ GAUGES = {
 #   asked to wait, no resource is contended). Not active: left out of every active class.
 # - lock: waiting for another session. Row locks are invisible in State (the waiter shows
 #   "Updating"/"Sending data"/"executing"), so the sampler reads the session's transaction state
-#   (information_schema.INNODB_TRX trx_state "LOCK WAIT"; TiDB's TIDB_TRX STATE "LockWaiting") and a
-#   session in a lock wait is `lock` (kind `row`) whatever its State. Kinds, from State:
-#   metadata ("Waiting for table|schema|stored function|... metadata lock", "Waiting for table
-#   flush": DDL, a long transaction holding a table, FLUSH TABLES), global ("Waiting for global read
-#   lock", "Waiting for backup lock", "Waiting for commit lock": FLUSH TABLES WITH READ LOCK, BACKUP
-#   STAGE, LOCK INSTANCE FOR BACKUP), table ("Waiting for table level lock", "Locked": LOCK TABLES,
-#   MyISAM/Aria/MEMORY table locks), user ("User lock", "Waiting for user lock": GET_LOCK()).
-# - commit: the commit path waiting on the redo/binary log: "waiting for handler commit" (MySQL
-#   8.0: a transaction waits to commit), "Commit", "Commit implicit" (MariaDB), "Waiting for prior
-#   transaction to commit", and "query end" (after the statement, before freeing items: where MySQL
-#   5.7 and MariaDB sit in binlog group commit and the durable flush under a slow log); InnoDB's own
-#   trx_state "COMMITTING" and TiDB's "Committing" too. And MariaDB's "Updating status": set at every
-#   statement's end (sql_parse.cc, before the response), where since 10.6 a commit waits for its redo
-#   log flush: InnoDB hands the flush over as the connection's pending operation
-#   (trx_flush_log_if_needed_low, `innodb_thd_increment_pending_ops`) and the server answers the
-#   client only once it completed. Seen here: mariadbd held at 40 write IOPS, 16 threads, 15 of 16
-#   sessions in it while the thread sampler had them on futexes; a read-only load, 1 in 11.
-# - io: states the manuals tie to the disk: "closing tables" (flushing changes; "will only persist
-#   if the disk is full or under extremely high load"), temporary tables converted to or copied on
-#   disk ("Copying to tmp table on disk", "converting HEAP to ondisk|Aria|MyISAM"). Page reads into
-#   the buffer pool are NOT visible here: a statement reading pages from disk shows an executing
-#   state (below); the OS thread states beside this table tell CPU from IO.
-# - cpu: the executing stages (MySQL 8.0.17+ "executing", earlier and MariaDB "Sending data" — whose
-#   description warns it "tend[s] to perform large amounts of disk access": executing in the engine,
-#   on a CPU or reading pages — "Updating", "updating", "Searching rows for update", "Sorting result",
-#   "Creating sort index", "Copying to tmp table" (in memory), "statistics", "optimizing",
-#   "preparing", "init", "starting", "checking permissions", "Filling schema table", ...). Read it
-#   as "executing inside the server", not as proof of CPU.
-# - net: "Writing to net", "Reading from net", "Sending to client", "Waiting for net, ...": a
-#   client slow to read its result or to send the statement.
+#   (`_TRX_STATES`) and a session in a lock wait is `lock` (kind `row`) whatever its State. The other
+#   kinds come from State.
+# - commit: the commit path waiting on the redo/binary log.
+# - io: states the manuals tie to the disk. Page reads into the buffer pool are NOT visible here: a
+#   statement reading pages from disk shows an executing state (cpu); the OS thread states beside this
+#   table tell CPU from IO.
+# - cpu: the executing stages. Read it as "executing inside the server", not as proof of CPU.
+# - net: a client slow to read its result or to send the statement.
 # - other: anything else — "Opening tables" (the manual: fast unless an ALTER TABLE or LOCK TABLE
 #   prevents it, or table_open_cache is too small: the table cache, neither a disk wait nor a lock
 #   the processlist can name), "System lock"/"Table lock" (the name of a call, "a very general
 #   state"), an empty State on a running command, a state this list does not know (MySQL 5.x/8.x
-#   states not above, a future version's), and TiDB's: its State is the session's status flags
+#   states not below, a future version's), and TiDB's: its State is the session's status flags
 #   ("in transaction; autocommit"), not a wait; only TIDB_TRX's LockWaiting/Committing say more.
 SESSION_CLASSES = ("lock", "commit", "io", "cpu", "net", "other", "idle")
 ACTIVE_CLASSES = SESSION_CLASSES[:-1]
@@ -158,101 +136,60 @@ LOCK_KINDS = ("row", "metadata", "global", "table", "user")
 _IDLE_COMMANDS = frozenset(
     ("sleep", "daemon", "binlog dump", "binlog dump gtid", "slave_io", "slave_sql", "slave_worker")
 )
-_STATES: dict[str, tuple[str, str | None]] = {
-    **{
-        s: ("lock", "metadata")
-        for s in (
-            "waiting for table metadata lock",
-            "waiting for schema metadata lock",
-            "waiting for stored function metadata lock",
-            "waiting for stored procedure metadata lock",
-            "waiting for stored package body metadata lock",
-            "waiting for trigger metadata lock",
-            "waiting for event metadata lock",
-            "waiting for tablespace metadata lock",
-            "waiting for table flush",
-        )
-    },
-    **{
-        s: ("lock", "global")
-        for s in ("waiting for global read lock", "waiting for backup lock", "waiting for commit lock")
-    },
-    **{s: ("lock", "table") for s in ("waiting for table level lock", "locked", "waiting for table lock")},
-    **{s: ("lock", "user") for s in ("user lock", "waiting for user lock")},
-    **{
-        s: ("commit", None)
-        for s in (
-            "waiting for handler commit",
-            "commit",
-            "commit implicit",
-            "waiting for prior transaction to commit",
-            "query end",
-            "updating status",
-        )
-    },
-    **{
-        s: ("io", None)
-        for s in (
-            "closing tables",
-            "copying to tmp table on disk",
-            "converting heap to ondisk",
-            "converting heap to aria",
-            "converting heap to myisam",
-        )
-    },
-    **{
-        s: ("net", None)
-        for s in (
-            "writing to net",
-            "reading from net",
-            "sending to client",
-            "waiting for net, reading from net",
-            "waiting for net, writing to net",
-        )
-    },
-    **{
-        s: ("cpu", None)
-        for s in (
-            "executing",
-            "sending data",
-            "updating",
-            "update",
-            "updating main table",
-            "updating reference tables",
-            "deleting from main table",
-            "deleting from reference tables",
-            "searching rows for update",
-            "sorting result",
-            "sorting for group",
-            "sorting for order",
-            "sorting index",
-            "creating sort index",
-            "copying to tmp table",
-            "copying to group table",
-            "creating tmp table",
-            "removing duplicates",
-            "removing tmp table",
-            "statistics",
-            "optimizing",
-            "preparing",
-            "init",
-            "init for update",
-            "starting",
-            "checking permissions",
-            "after opening tables",
-            "filling schema table",
-            "end",
-            "freeing items",
-            "cleaning up",
-            "reset for next command",
-            "unlocking tables",
-            "insert",
-            "delete",
-            "end of update loop",
-        )
-    },
-    "user sleep": ("idle", None),
-}
+# (class, lock kind) -> its States, lowercased
+_STATE_GROUPS: dict[tuple[str, str | None], tuple[str, ...]] = {
+    # DDL, a long transaction holding a table, FLUSH TABLES
+    ("lock", "metadata"): (
+        "waiting for table metadata lock", "waiting for schema metadata lock",
+        "waiting for stored function metadata lock", "waiting for stored procedure metadata lock",
+        "waiting for stored package body metadata lock", "waiting for trigger metadata lock",
+        "waiting for event metadata lock", "waiting for tablespace metadata lock", "waiting for table flush",
+    ),
+    # FLUSH TABLES WITH READ LOCK, BACKUP STAGE, LOCK INSTANCE FOR BACKUP
+    ("lock", "global"): (
+        "waiting for global read lock", "waiting for backup lock", "waiting for commit lock",
+    ),
+    # LOCK TABLES, MyISAM/Aria/MEMORY table locks
+    ("lock", "table"): ("waiting for table level lock", "locked", "waiting for table lock"),
+    ("lock", "user"): ("user lock", "waiting for user lock"),  # GET_LOCK()
+    # "waiting for handler commit": MySQL 8.0, a transaction waits to commit; "commit", "commit implicit":
+    # MariaDB; "query end" (after the statement, before freeing items): where MySQL 5.7 and MariaDB sit in
+    # binlog group commit and the durable flush under a slow log (InnoDB's trx_state "COMMITTING" and
+    # TiDB's "Committing" are commit too: `_TRX_STATES`). MariaDB's "updating status": set at every
+    # statement's end (sql_parse.cc, before the response), where since 10.6 a commit waits for its redo
+    # log flush: InnoDB hands the flush over as the connection's pending operation
+    # (trx_flush_log_if_needed_low, `innodb_thd_increment_pending_ops`) and the server answers the
+    # client only once it completed. Seen here: mariadbd held at 40 write IOPS, 16 threads, 15 of 16
+    # sessions in it while the thread sampler had them on futexes; a read-only load, 1 in 11.
+    ("commit", None): (
+        "waiting for handler commit", "commit", "commit implicit", "waiting for prior transaction to commit",
+        "query end", "updating status",
+    ),
+    # "closing tables": flushing changes ("will only persist if the disk is full or under extremely high
+    # load"); temporary tables converted to or copied on disk
+    ("io", None): (
+        "closing tables", "copying to tmp table on disk", "converting heap to ondisk",
+        "converting heap to aria", "converting heap to myisam",
+    ),
+    ("net", None): (
+        "writing to net", "reading from net", "sending to client", "waiting for net, reading from net",
+        "waiting for net, writing to net",
+    ),
+    # MySQL 8.0.17+ "executing", earlier and MariaDB "sending data" (whose description warns it "tend[s]
+    # to perform large amounts of disk access": executing in the engine, on a CPU or reading pages), the
+    # statement's other stages; "copying to tmp table" is in memory
+    ("cpu", None): (
+        "executing", "sending data", "updating", "update", "updating main table", "updating reference tables",
+        "deleting from main table", "deleting from reference tables", "searching rows for update",
+        "sorting result", "sorting for group", "sorting for order", "sorting index", "creating sort index",
+        "copying to tmp table", "copying to group table", "creating tmp table", "removing duplicates",
+        "removing tmp table", "statistics", "optimizing", "preparing", "init", "init for update", "starting",
+        "checking permissions", "after opening tables", "filling schema table", "end", "freeing items",
+        "cleaning up", "reset for next command", "unlocking tables", "insert", "delete", "end of update loop",
+    ),
+    ("idle", None): ("user sleep",),
+}  # fmt: skip
+_STATES = {state: group for group, states in _STATE_GROUPS.items() for state in states}
 _TRX_STATES: dict[str, tuple[str, str | None]] = {
     "lock wait": ("lock", "row"),  # InnoDB's information_schema.INNODB_TRX trx_state
     "lockwaiting": ("lock", "row"),  # TiDB's information_schema.TIDB_TRX STATE
@@ -265,8 +202,9 @@ def session_class(command: object, state: object, trx: object = None) -> tuple[s
     cmd = command.strip().lower() if isinstance(command, str) else ""
     if cmd in _IDLE_COMMANDS:
         return ("idle", None)
-    if isinstance(trx, str) and trx.strip().lower() in _TRX_STATES:
-        return _TRX_STATES[trx.strip().lower()]
+    trx_state = trx.strip().lower() if isinstance(trx, str) else ""
+    if trx_state in _TRX_STATES:
+        return _TRX_STATES[trx_state]
     text = state.strip().lower() if isinstance(state, str) else ""
     return _STATES.get(text, ("other", None))
 
@@ -351,6 +289,10 @@ def _frame(obs: list[dict], host: str | None) -> pd.DataFrame:
     t = np.array([float(o["t"]) for o in obs])
     status = [o.get("status") if isinstance(o.get("status"), dict) else None for o in obs]
     good = np.array([s is not None for s in status])
+
+    def read(name: str) -> np.ndarray:
+        return np.array([_number((s or {}).get(name)) for s in status])
+
     # A rate needs this sample and the previous one to be good, and time to have moved forward.
     prev_good = np.concatenate([[False], good[:-1]])
     dt = np.diff(t, prepend=np.nan)
@@ -360,15 +302,13 @@ def _frame(obs: list[dict], host: str | None) -> pd.DataFrame:
         "host": pd.array([host] * len(obs), dtype="string"),
     }
     for col, name in COUNTERS.items():
-        if name is None:
-            data[col] = [_number((s or {}).get("Uptime")) for s in status]
-            continue
-        raw = np.array([_number((s or {}).get(name)) for s in status])
-        delta = np.diff(raw, prepend=np.nan)
-        rate = np.where(usable & (delta >= 0), delta / np.where(dt > 0, dt, np.nan), np.nan)
-        data[col] = rate
+        if name is None:  # uptime_s
+            data[col] = read("Uptime")
+        else:
+            delta = np.diff(read(name), prepend=np.nan)
+            data[col] = np.where(usable & (delta >= 0), delta / np.where(dt > 0, dt, np.nan), np.nan)
     for col, name in GAUGES.items():
-        data[col] = [_number((s or {}).get(name)) for s in status]
+        data[col] = read(name)
     lists = [o.get("processlist") if isinstance(o.get("processlist"), dict) else {} for o in obs]
     data["processlist_active"] = [_number(p.get("active")) for p in lists]
     data.update(_sessions(lists, good))
