@@ -4,18 +4,17 @@ perfkit runs (collectors/captures.py, the `affinity` capture, once at the start)
 
     grep -s -H -e '^Name:' -e '^Cpus_allowed_list:' /proc/[0-9]*/status
 
-which prints two lines per process, in the shell's glob order (`1`, `10`, `100`, `2` ...)::
+two lines per process, in the shell's glob order (`1`, `10`, `100`, `2` ...), a TAB after the field::
 
     /proc/23128/status:Name:	mariadbd
     /proc/23128/status:Cpus_allowed_list:	0-1
 
-The separator after the field name is a TAB. `Name` is the kernel's `comm` (at most 15 bytes; the
-kernel escapes only a newline as `\\n` and a backslash as `\\\\`, so a name may hold spaces and
-TABs: everything after the first TAB is kept verbatim). `Cpus_allowed_list` is the main thread's
-affinity (sched_setaffinity / taskset / numactl --cpunodebind / a cpuset cgroup) as the kernel's
-`%*pbl` list: comma-separated CPUs and ranges (`0-3,8-11`). Threads may narrow their own affinity
-further; /proc/[0-9]* lists processes, not threads. A process that exits between the glob and
-grep's read is simply absent (`-s` silences the error). The text is the same under every locale.
+`Name` is the kernel's `comm` (at most 15 bytes; only a newline and a backslash are escaped, so a
+name may hold spaces and TABs: everything after the first TAB is kept verbatim).
+`Cpus_allowed_list` is the main thread's affinity (sched_setaffinity, taskset, numactl
+--cpunodebind, a cpuset cgroup) as the kernel's `%*pbl` list (`0-3,8-11`); threads may narrow
+their own further, and /proc/[0-9]* lists processes only. A process that exits between the glob
+and grep's read is absent (`-s`). The text is the same under every locale.
 
 Schema (one row per process, in file order):
 
@@ -38,7 +37,7 @@ import re
 
 import pandas as pd
 
-from ._common import Lines, Source, coerce, empty_frame, feed_lines
+from ._common import Lines, Source, feed_lines, records_frame
 
 KIND = "affinity"
 
@@ -84,15 +83,7 @@ def cpu_list(text: str) -> list[int]:
 
 
 def parse(source: Source, *, host: str | None = None, tz: str = "UTC") -> pd.DataFrame:
-    """Parse the `affinity` capture into one row per process.
-
-    Args:
-        source: path, text stream or string.
-        host: host name for the `host` column.
-        tz: unused (no time); kept for the common parser signature.
-
-    Returns:
-        A frame with exactly the `SCHEMA` columns; attrs `dropped_lines`.
+    """One row per process; `tz` is unused (no time).
 
     Raises:
         ParseError: a line that is not grep's `/proc/PID/status:Field:<TAB>value`, a field printed
@@ -110,7 +101,7 @@ def parse(source: Source, *, host: str | None = None, tz: str = "UTC") -> pd.Dat
                 line_no, line, "not grep's `/proc/PID/status:Name:` or `Cpus_allowed_list:` line"
             )
         pid, field, value = int(m[1]), _FIELDS[m[2]], m[3]
-        row = rows.setdefault(pid, {})
+        row = rows.setdefault(pid, {"pid": pid})
         if field in row:
             raise lines.error(line_no, line, f"{m[2]} printed twice for pid {pid}")
         if field == "cpus_allowed":
@@ -127,23 +118,6 @@ def parse(source: Source, *, host: str | None = None, tz: str = "UTC") -> pd.Dat
         dropped += 1  # `0-15` cut to `0-1` would be a narrower affinity: never keep it
 
     feed_lines(source, KIND, feed, cut_last)
-    attrs = {"dropped_lines": dropped}
-    if not rows:
-        df = empty_frame(SCHEMA)
-        df.attrs.update(attrs)
-        return df
-    n = len(rows)
-    df = coerce(
-        pd.DataFrame(
-            {
-                "host": pd.array([host] * n, dtype="string"),
-                "pid": pd.array(list(rows), dtype="Int64"),
-                "process": pd.array([r.get("process") for r in rows.values()], dtype="string"),
-                "cpus_allowed": pd.array([r.get("cpus_allowed") for r in rows.values()], dtype="string"),
-                "cpu_count": pd.array([r.get("cpu_count") for r in rows.values()], dtype="Int64"),
-            }
-        ),
-        SCHEMA,
-    )
-    df.attrs.update(attrs)
+    df = records_frame(list(rows.values()), SCHEMA, host=host)
+    df.attrs.update(dropped_lines=dropped)
     return df

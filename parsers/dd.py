@@ -9,15 +9,14 @@ runs in one file, from
 - older coreutils: `8192000 bytes (8.2 MB) copied, 2.34 s, 3.5 MB/s` (`seconds` before 7.0);
 - BusyBox: `8192000 bytes (7.8MB) copied, 2.340000 seconds, 3.3MB/s` (its units are powers of 1024);
 - other locales: de_DE `2000+0 Datensätze ein`, `8192000 Bytes (8,2 MB, 7,8 MiB) kopiert,
-  0,524324 s, 15,6 MB/s` (decimal comma, read as such: dd prints no digit grouping), zh_CN
-  `输入了 2000+0 块记录`, `... 已复制，0.483018 s，17.0 MB/s` (full-width commas). Lines are read by
-  shape, not by their words: the first `N+M` line of a run is records in, the second records out.
+  0,524324 s, 15,6 MB/s` (a decimal comma: dd prints no digit grouping), zh_CN `输入了 2000+0 块记录`,
+  `... 已复制，0.483018 s，17.0 MB/s` (full-width commas). Lines are read by shape, not by their
+  words: a run's first `N+M` line is records in, the second records out.
 
-`status=progress` lines (`\\r`-separated, same shape as the final bytes line but not preceded by
-the records lines) are counted, not rows. `dd: ...` messages (`dd: error writing '/dev/full': No
-space left on device`) are attached to the run whose summary follows them. A summary dd prints on
-SIGUSR1 looks exactly like a final one and becomes a row too. `status=noxfer` leaves bytes and
-time NaN.
+`status=progress` lines (`\\r`-separated, shaped like the final bytes line but without the records
+lines before them) are counted, not rows. `dd: ...` messages (`dd: error writing '/dev/full': No
+space left on device`) go to the run whose summary follows them. A summary printed on SIGUSR1 looks
+exactly like a final one and becomes a row too. `status=noxfer` leaves bytes and time NaN.
 
 Schema (one row per summary):
 
@@ -100,11 +99,11 @@ def sniff(text: str) -> bool:
 
 
 class _Reader:
-    """Line-by-line state machine: idle -> records in -> records out -> bytes line -> idle."""
+    """Line by line: idle -> records in -> records out -> bytes line -> idle."""
 
     def __init__(self) -> None:
         self.rows: list[dict[str, Any]] = []
-        self.run: dict[str, Any] | None = None
+        self.run: dict[str, Any] = {}
         self.state = "idle"  # "in": records-in seen; "out": records-out seen, waiting for bytes
         self.messages: list[str] = []
         self.progress = 0
@@ -119,17 +118,15 @@ class _Reader:
         if self.state == "in":
             if not records:
                 raise lines.error(line_no, line, "dd: expected the `records out` line after `records in`")
-            assert self.run is not None
             self.run["records_out_full"], self.run["records_out_partial"] = int(records[1]), int(records[2])
             self.state = "out"
             return
         if self.state == "out":
             truncated = _TRUNCATED.match(text)
             if truncated and not _BYTES.match(text):
-                assert self.run is not None
                 self.run["truncated_records"] = int(truncated[1])
                 return
-            transfer = self._transfer(text, line_no, line, lines)
+            transfer = self._transfer(text)
             self._finish(transfer)
             if transfer is not None:
                 return
@@ -145,40 +142,30 @@ class _Reader:
             self.state = "in"
         elif _MESSAGE.match(text):
             self.messages.append(text)
-        elif self._transfer(text, line_no, line, lines) is not None:
-            self.progress += 1  # status=progress: same shape as the summary, without records lines
+        elif self._transfer(text) is not None:
+            self.progress += 1  # status=progress: the summary's shape, without records lines
         else:
             raise lines.error(line_no, line, "not a dd summary line")
 
     def cut_last(self, line_no: int, line: str, lines: Lines) -> None:
         self.dropped += 1
 
-    def _transfer(self, text: str, line_no: int, line: str, lines: Lines) -> dict[str, Any] | None:
+    def _transfer(self, text: str) -> dict[str, Any] | None:
         """The bytes line's numbers, or None if the line has another shape."""
         m = _BYTES.match(text)
-        if not m:
+        parts = _SEP.split(m[5]) if m else []
+        sec = _SECONDS.match(parts[0].strip()) if len(parts) == 2 else None
+        if m is None or sec is None:
             return None
-        parts = _SEP.split(m[5])
-        if len(parts) != 2:
-            return None
-        sec = _SECONDS.match(parts[0].strip())
-        if not sec:
-            return None
-        number = sec[1]
-        if "," in number:
-            number = number.replace(",", ".")
+        if "," in sec[1]:
             self.decimal_comma = True
-        try:
-            elapsed = float(number)
-        except ValueError:
-            raise lines.error(line_no, line, "dd: unreadable elapsed time") from None
+        elapsed = float(sec[1].replace(",", "."))  # cannot fail: float() reads every digit `\d` matches
         return {"bytes": int(m[1]), "elapsed_s": elapsed, "rate_text": parts[1].strip()}
 
     def _finish(self, transfer: dict[str, Any] | None) -> None:
-        assert self.run is not None
         self.run.update(transfer or {})
         self.rows.append(self.run)
-        self.run, self.state = None, "idle"
+        self.run, self.state = {}, "idle"
 
     def close(self) -> list[str]:
         notes: list[str] = []
@@ -195,12 +182,7 @@ class _Reader:
 
 
 def parse(source: Source, *, host: str | None = None, tz: str = "UTC") -> pd.DataFrame:
-    """Parse dd's stderr into one row per run.
-
-    Args:
-        source: path, text stream or string.
-        host: host name for the `host` column.
-        tz: unused: dd prints no time of day.
+    """One row per dd run; `tz` is unused (dd prints no time of day).
 
     Raises:
         ParseError: a line that is neither a dd summary line, a progress line nor a `dd:` message,

@@ -3,34 +3,30 @@
 Reads:
 
 - `df -P -k`: `Filesystem 1024-blocks Used Available Capacity Mounted on` (coreutils 9.1 tested);
-- `df -P` under `POSIXLY_CORRECT`: `512-blocks`; any `N-blocks` / `NK-blocks` header is honoured
-  and the counts converted to KiB by the block size the header names (512 -> /2, 1 -> /1024);
-- plain `df` (no `-P`): `1K-blocks ... Use%`, including the wrapped line older coreutils (<= 8.20)
-  print for a long filesystem name: the name alone on one line, its numbers indented on the next;
-  the two are joined;
+- `df -P` under `POSIXLY_CORRECT` (`512-blocks`): any `N-blocks` / `NK-blocks` header is honoured, the
+  counts converted to KiB by the block size it names (512 -> /2, 1 -> /1024);
+- plain `df` (`1K-blocks ... Use%`), including the wrapped entry of older coreutils (<= 8.20) for a
+  long filesystem name: the name alone on one line, its numbers indented on the next (joined);
 - other locales: df translates only its header (`Dateisystem 1024-Blöcke Benutzt Verfügbar
-  Kapazität Eingehängt auf`, `文件系统 1024的块 已用 ...`); the rows are integers, `N%` and the mount
-  point under every locale. The header is therefore read by position-safe logic: its second token
-  must name the block size (`1024-Blöcke`, `1024的块`), and each row is matched by its shape
-  (name, four integers, `N%` or `-`, mount point), never by column position. A row with thousands
-  separators (`df -B "'1"` under de_DE: `270.553.174.016`) is refused with "capture not taken
-  under LC_ALL=C", never read as another number.
-
-- `df -P -k -T` (C header `Filesystem Type 1024-blocks ...`): the type is the last word before the
-  numbers and is not kept (a note says so); the filesystem name is what precedes it.
-- df's own messages saved with stdout (`df -P -k /gone / > f 2>&1`: `df: /gone: No such file or
+  Kapazität Eingehängt auf`, `文件系统 1024的块 已用 ...`); rows are integers, `N%` and the mount point
+  under every locale. So the header's second token must name the block size (`1024-Blöcke`,
+  `1024的块`), and each row is matched by its shape (name, four integers, `N%` or `-`, mount point),
+  never by column position. Thousands separators (`df -B "'1"` under de_DE: `270.553.174.016`) are
+  refused with "capture not taken under LC_ALL=C", never read as another number;
+- `df -P -k -T` (`Filesystem Type 1024-blocks ...`): the type, the last word before the numbers, is
+  not kept (a note says so); the filesystem name is what precedes it;
+- df's messages saved with stdout (`df -P -k /gone / > f 2>&1`: `df: /gone: No such file or
   directory`, `df: /mnt/nfs: Stale file handle`): lines starting `df: ` are skipped and counted
-  (`skipped`, parsers/_common.Skips), the capture read and marked partial (a filesystem
-  asked for is missing). A file with no row read but such lines skipped is refused naming the first.
+  (`skipped`, parsers/_common.Skips), the capture marked partial (a filesystem asked for is missing).
+  A file with no row read but such lines skipped is refused naming the first.
 
 Not read (ParseError naming the header): `df -h`/`-H` (rounded sizes whose base, 1024 or 1000, is not
-printed: `12G` under both), `-i` (inodes), `--output` (other columns), `-B M` (values with a unit
-suffix).
+printed: `12G` under both), `-i` (inodes), `--output` (other columns), `-B M` (unit suffixes).
 
 The filesystem name and the mount point may contain spaces (`pk scratch` mounted on
 `/tmp/pk data vol`): the name is everything before the four numbers, the mount point everything
-after the blanks that follow the capacity (one in coreutils 9; older df pads a `-` capacity with two),
-kept verbatim: a mount point is an absolute path, so it never starts with a blank.
+after the blanks that follow the capacity (one in coreutils 9; older df pads a `-` capacity with
+two), verbatim: a mount point is an absolute path, so it never starts with a blank.
 
 Schema (one row per filesystem line, in file order):
 
@@ -44,13 +40,12 @@ Schema (one row per filesystem line, in file order):
 | capacity_pct | float64 | `Capacity`/`Use%`: used / (used + avail), rounded up by df |
 | mount | string | the mount point, verbatim (spaces included) |
 
-capacity_pct leaves out the blocks reserved for root, so it exceeds used / size (17 % vs 5.9 % on
-the real fixture's `/`): it is what a writer sees, and what `disk.full` should read. Pseudo
-filesystems of size 0 print `-` there: NaN, never 0.
+capacity_pct leaves out root's reserved blocks, so it exceeds used / size (17 % vs 5.9 % on the real
+fixture's `/`): it is what a writer sees, and what `disk.full` should read. Pseudo filesystems of
+size 0 print `-` there: NaN, never 0.
 
-What it reads beside its rows: `EXTRAS` (below).
-
-df has no time: the capture time is the manifest's. Tested on: tests/fixtures/df/ (README.md there).
+What it reads beside its rows: `EXTRAS` (below). df has no time: the capture time is the manifest's.
+Tested on: tests/fixtures/df/ (README.md there).
 """
 
 from __future__ import annotations
@@ -58,12 +53,11 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-import numpy as np
 import pandas as pd
 
 from perfkit.errors import ParseError
 
-from ._common import Extras, Lines, Skips, Source, coerce, empty_frame, feed_lines
+from ._common import Extras, Lines, Skips, Source, feed_lines, records_frame
 
 
 @dataclass(frozen=True)
@@ -127,56 +121,27 @@ def sniff(text: str) -> bool:
 
 
 def parse(source: Source, *, host: str | None = None, tz: str = "UTC") -> pd.DataFrame:
-    """Parse a df capture into one row per filesystem.
-
-    Args:
-        source: path, text stream or string.
-        host: host name for the `host` column.
-        tz: unused (df prints no time); accepted for the common parser signature.
-
-    Returns:
-        A frame with exactly the `SCHEMA` columns, its attrs the `EXTRAS` fields.
+    """One row per filesystem; `tz` is unused (df prints no time).
 
     Raises:
         ParseError: no header before the rows, a header this parser does not read (`-h`, `-i`,
-            `-T`), a malformed row mid-file, thousands separators (capture not taken under LC_ALL=C).
+            `--output`), a malformed row mid-file, thousands separators (not taken under LC_ALL=C).
     """
     state = _State()
     try:
-        feed_lines(source, KIND, state.feed, state.cut_last)
-        if state.pending is not None:  # a wrapped name whose numbers never came: cut off after it
-            state.dropped += 1
-    except ParseError:
-        raise
+        lines = feed_lines(source, KIND, state.feed, state.cut_last)
     except (ValueError, OverflowError, IndexError) as exc:  # a safety net: nothing else escapes
         path = state.lines.path if state.lines is not None else None
         raise ParseError(
             KIND, path, state.line_no, "", f"cannot parse ({type(exc).__name__}: {exc})"
         ) from exc
-    if state.lines is not None:
-        state.skips.refuse_if_nothing_read(len(state.rows), state.lines)
-    attrs = {
-        "dropped_lines": state.dropped,
-        "block_size": state.block_size,
-        "notes": state.notes,
-        "skipped": state.skips,
-    }
-    if not state.rows:
-        df = empty_frame(SCHEMA)
-        df.attrs.update(attrs)
-        return df
-    fs, size, used, avail, cap, mount = zip(*state.rows, strict=True)
-    data = {
-        "host": pd.array([host] * len(fs), dtype="string"),
-        "filesystem": pd.array(fs, dtype="string"),
-        "size_kb": np.array(size, dtype=np.float64),
-        "used_kb": np.array(used, dtype=np.float64),
-        "avail_kb": np.array(avail, dtype=np.float64),
-        "capacity_pct": np.array(cap, dtype=np.float64),
-        "mount": pd.array(mount, dtype="string"),
-    }
-    df = coerce(pd.DataFrame(data), SCHEMA)
-    df.attrs.update(attrs)
+    if state.pending is not None:  # a wrapped name whose numbers never came: cut off after it
+        state.dropped += 1
+    state.skips.refuse_if_nothing_read(len(state.rows), lines)
+    df = records_frame(state.rows, SCHEMA, host=host)
+    df.attrs.update(
+        dropped_lines=state.dropped, block_size=state.block_size, notes=state.notes, skipped=state.skips
+    )
     return df
 
 
@@ -184,11 +149,10 @@ class _State:
     """The line walk: the header sets the block size, rows (and wrapped pairs) become records."""
 
     def __init__(self) -> None:
-        self.lines: Lines | None = None
+        self.lines: Lines | None = None  # for the safety net's message
         self.line_no = 0
         self.block_size: int | None = None
-        self.factor = 1.0  # block count -> KiB
-        self.rows: list[tuple[str, float, float, float, float, str]] = []
+        self.rows: list[dict[str, object]] = []
         self.pending: tuple[int, str] | None = None  # a wrapped filesystem name awaiting its numbers
         self.dropped = 0
         self.notes: list[str] = []
@@ -212,11 +176,11 @@ class _State:
                     name_no, name, "neither a df row nor a wrapped filesystem name followed by its numbers"
                 )
             self.pending = None
-            self._add(self._name(name.strip(), name_no, name, lines), cont, line_no, line, lines)
+            self._add(name.strip(), cont, name_no, name, lines)
             return
         row = _ROW.match(line)
         if row is not None:
-            self._add(self._name(row["fs"], line_no, line, lines), row, line_no, line, lines)
+            self._add(row["fs"], row, line_no, line, lines)
             return
         tokens = line.split()
         if tokens[:2] == ["Filesystem", "Type"] and self.block_size is None:
@@ -226,38 +190,27 @@ class _State:
         block = _BLOCK.match(tokens[1]) if len(tokens) >= 6 and not tokens[2][:1].isdigit() else None
         if block is not None:
             self._header(line_no, line, tokens, block, lines)
-            return
-        if self.block_size is None:
+        elif self.block_size is None:
             raise lines.error(
                 line_no,
                 line,
                 "not a df block-count header (`df -P -k` expected; df -h/-H/-i/-T/--output are not read)",
             )
-        if _GROUPED.match(line):
+        elif _GROUPED.match(line):
             raise lines.error(
                 line_no, line, "counts with thousands separators: capture not taken under LC_ALL=C"
             )
-        if _SUFFIXED.search(f" {line} "):
+        elif _SUFFIXED.search(f" {line} "):
             raise lines.error(
                 line_no, line, "values with a unit suffix (df -h or -B M): capture with df -P -k"
             )
-        if not line[0].isspace() and len(tokens) == 1:
+        elif not line[0].isspace() and len(tokens) == 1:
             self.pending = (line_no, line)  # old df wraps a long name onto its own line
-            return
-        raise lines.error(line_no, line, "malformed df row")
-
-    def _name(self, fs: str, line_no: int, line: str, lines: Lines) -> str:
-        """The filesystem name of a row's text before its numbers: with -T the type's word cut off."""
-        if not self.typed:
-            return fs
-        name, _, fstype = fs.rpartition(" ")
-        if not name.strip():
-            raise lines.error(line_no, line, "df -T row without a filesystem name before its type")
-        return name.rstrip()
+        else:
+            raise lines.error(line_no, line, "malformed df row")
 
     def cut_last(self, line_no: int, line: str, lines: Lines) -> None:
         """A last line without newline was cut mid-write: its numbers or mount point may be short."""
-        self.lines, self.line_no = lines, line_no
         self.dropped += 1
 
     def _header(self, line_no: int, line: str, tokens: list[str], m: re.Match[str], lines: Lines) -> None:
@@ -267,17 +220,14 @@ class _State:
         if size <= 0 or size > 1 << 60:
             raise lines.error(line_no, line, f"implausible block size {tokens[1]!r}")
         if tokens[0] == "Filesystem":
-            got = tokens[2:5]
-            if any(word not in allowed for word, allowed in zip(got, _C_HEADER_TAIL, strict=True)) or tokens[
-                5:
-            ] != ["Mounted", "on"]:
+            known = all(word in allowed for word, allowed in zip(tokens[2:5], _C_HEADER_TAIL, strict=True))
+            if not known or tokens[5:] != ["Mounted", "on"]:
                 raise lines.error(
                     line_no,
                     line,
                     "unexpected df columns (df -T/-i/--output are not read): capture with df -P -k",
                 )
         elif "header in another locale" not in " ".join(self.notes):
-            # df translates only its header; the rows keep their shape, which is what is matched.
             self.notes.append(
                 f"header in another locale ({tokens[0]} {tokens[1]} ...): rows read by their shape"
             )
@@ -286,22 +236,26 @@ class _State:
         if self.block_size is None and size != 1024:
             self.notes.append(f"{size}-byte blocks converted to KiB")
         self.block_size = size
-        self.factor = size / 1024
 
-    def _add(self, name: str, m: re.Match[str], line_no: int, line: str, lines: Lines) -> None:
+    def _add(self, fs: str, m: re.Match[str], line_no: int, line: str, lines: Lines) -> None:
+        """A row: `fs` is the text before its numbers (with -T, the type's word is cut off it)."""
         if self.block_size is None:
             raise lines.error(line_no, line, "df row before any header: the header gives the block size")
-        f = self.factor
-        cap = m["cap"]
+        if self.typed:
+            fs = fs.rpartition(" ")[0]
+            if not fs.strip():
+                raise lines.error(line_no, line, "df -T row without a filesystem name before its type")
+            fs = fs.rstrip()
+        factor = self.block_size / 1024
         self.rows.append(
-            (
-                name,
-                _count(m["size"]) * f,
-                _count(m["used"]) * f,
-                _count(m["avail"]) * f,
-                float("nan") if cap == "-" else float(cap[:-1]),
-                m["mount"],
-            )
+            {
+                "filesystem": fs,
+                "size_kb": _count(m["size"]) * factor,
+                "used_kb": _count(m["used"]) * factor,
+                "avail_kb": _count(m["avail"]) * factor,
+                "capacity_pct": float("nan") if m["cap"] == "-" else float(m["cap"][:-1]),
+                "mount": m["mount"],
+            }
         )
 
 

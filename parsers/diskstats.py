@@ -1,23 +1,21 @@
 """diskstats: `/proc/diskstats` snapshots in a series, turned into per-device rates the way
 pt-diskstats and iostat do (counter deltas between consecutive snapshots / the seconds between them).
 
-Reads pt-stalk's `<prefix>-diskstats` (and anything written the same way: `while sleep 1; do echo
+Reads pt-stalk's `<prefix>-diskstats` and anything written the same way (`while sleep 1; do echo
 "TS $(date +'%s.%N %F %T')"; cat /proc/diskstats; done`):
 
-    TS 1795783554.010583266 2026-11-27 12:45:54     a snapshot's stamp: epoch seconds, then the
-                                                    host's wall clock (not read: the epoch is exact)
+    TS 1795783554.010583266 2026-11-27 12:45:54     a snapshot's stamp: epoch seconds (read: exact),
+                                                    then the host's wall clock (not read)
      254       0 vda 2309132 106079 72883226 3500816 11697432 1190402 112723112 1098962 0 928380 ...
      253       0 zram0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0
 
 A device line is `major minor name` and 11 (Linux < 4.18), 15 (4.18+: discards) or 17 (5.5+:
-flushes) counters (Documentation/admin-guide/iostats.rst): reads completed, reads merged, sectors read,
-ms reading, writes completed, writes merged, sectors written, ms writing, IOs in flight (a gauge),
-ms doing IO, weighted ms doing IO; then discards completed, merged, sectors, ms discarding; then
-flushes completed, ms flushing. Sectors are 512 bytes whatever the device's sector size. Partitions
-are rows of their own (as in iostat -p); pt-diskstats' own printed output is not this format.
+flushes) counters, in the order of Documentation/admin-guide/iostats.rst (`RD` ... `FL_MS` below;
+IOs in flight is a gauge). Sectors are 512 bytes whatever the device's. Partitions are rows of their
+own (as in iostat -p); pt-diskstats' own printed output is not this format.
 
-Rates, one row per device per interval (the first snapshot gives none: no since-boot row, as the
-machine's uptime is not in the file), with iostat -x's meaning so the disk rules read either:
+One row per device per interval, with iostat -x's meaning so the disk rules read either; the first
+snapshot gives none (no since-boot row: the machine's uptime is not in the file):
 
 | column | dtype | unit / meaning |
 |---|---|---|
@@ -37,12 +35,12 @@ machine's uptime is not in the file), with iostat -x's meaning so the disk rules
 | util_pct | float64 | Δms doing IO / interval ms × 100 |
 | in_flight | Int64 | IOs in flight at the interval's end (a gauge) |
 
-A counter that went back between two snapshots (a 32-bit counter wrapped on an old kernel, a device
-re-attached) leaves that device's interval NaN with a note, never a negative rate. A device appearing
-or disappearing between snapshots has rows only where both ends hold it. Lines that are neither a
-stamp nor a device line (a shell's error message) are skipped and counted (`Skips`); a device line
-with a non-numeric counter, or a device line before the first stamp, is a ParseError naming it.
-What it reads beside its rows: `EXTRAS` (below). Tested on: tests/fixtures/diskstats/ (README.md there).
+A counter that went back (a 32-bit counter wrapped on an old kernel, a device re-attached) leaves
+that device's interval NaN with a note, never a negative rate. A device has rows only where both
+ends of an interval hold it. Lines that are neither a stamp nor a device line (a shell's error
+message) are skipped and counted (`Skips`); a device line with a non-numeric counter, or before the
+first stamp, is a ParseError. What it reads beside its rows: `EXTRAS` (below).
+Tested on: tests/fixtures/diskstats/ (README.md there).
 """
 
 from __future__ import annotations
@@ -99,9 +97,10 @@ SCHEMA: dict[str, str] = {
 }
 
 # major minor name, then 11, 15 or 17 whole-number counters; _LOOSE: the shape of one with a bad value
-_DEVICE = re.compile(r"^\s*\d+\s+\d+\s+\S+(?:\s+\d+){11}(?:(?:\s+\d+){4}){0,1}(?:\s+\d+\s+\d+)?\s*$")
+_DEVICE = re.compile(r"^\s*\d+\s+\d+\s+\S+(?:\s+\d+){11}(?:(?:\s+\d+){4})?(?:\s+\d+\s+\d+)?\s*$")
 _LOOSE = re.compile(r"^\s*\d+\s+\d+\s+\S+(?:\s+\S+){11,17}\s*$")
-# counter positions (0-based, after the name)
+# counter positions after the name: reads completed, merged, sectors read, ms reading; the same for
+# writes; IOs in flight, ms doing IO, weighted ms doing IO; discards as reads; flushes completed, ms
 RD, RD_MRG, RD_SEC, RD_MS, WR, WR_MRG, WR_SEC, WR_MS, IN_FLIGHT, IO_MS, WEIGHTED_MS = range(11)
 DC, DC_MRG, DC_SEC, DC_MS, FL, FL_MS = range(11, 17)
 
@@ -117,15 +116,7 @@ def sniff(text: str) -> bool:
 
 
 def parse(source: Source, *, host: str | None = None, tz: str = "UTC") -> pd.DataFrame:
-    """Parse a series of /proc/diskstats snapshots into per-device rates per interval.
-
-    Args:
-        source: path, text stream or string.
-        host: host name for the `host` column.
-        tz: unused (the stamps are epoch seconds); kept for the common parser signature.
-
-    Returns:
-        A frame with exactly the `SCHEMA` columns, its attrs the `EXTRAS` fields.
+    """Per-device rates per interval; `tz` is unused (the stamps are epoch seconds).
 
     Raises:
         ParseError: a device line before the first stamp or with a counter that is not a number;

@@ -12,19 +12,18 @@ with per-second rates between snapshots.
         ICMP input histogram:                       a sub-heading (no number): not a counter
             destination unreachable: 3              `text: N` (under the sub-heading)
 
-`nstat` (iproute2) prints `#kernel` and then `NameOfCounter  value  rate` lines; `nstat -a` gives the
-absolute values, plain `nstat` the increments since its last run (said in `notes`; the rates below
-are then wrong, so pass -a). perfkit's own `nstat` capture (collectors/captures.py) is such a series:
-`date '+TS %s.%N %F %T'` and `nstat -asz` with the TCP counters the net.* rules read, once a second.
+`nstat` (iproute2) prints `#kernel`, then `NameOfCounter  value  rate` lines: absolute values with
+`-a`, else increments since its last run (noted; the rates below are then wrong). perfkit's own
+`nstat` capture (collectors/captures.py) is such a series: `date '+TS %s.%N %F %T'` and `nstat -asz`
+with the TCP counters the net.* rules read, once a second.
 
-`netstat -s` prints most TcpExt counters only when they are not zero (net-tools' `opt_number`), so a
-counter absent from a snapshot is not read here; analyzers/net.py takes the ones it reads as 0 in a
-snapshot with a TcpExt section.
+`netstat -s` prints most TcpExt counters only when not zero (net-tools' `opt_number`), so a counter
+may be absent from a snapshot; analyzers/net.py takes the ones it reads as 0 in a snapshot with a
+TcpExt section.
 
-Each counter gets the nstat name (`TcpRetransSegs`, `TcpExtListenOverflows`) where netstat's text is a
-known one (`_NAMES` below, from net-tools' statistics.c), else `<Section>:<text>` with the number
-written `N` (`Tcp:N segments sent out` never occurs: that one is known). `Name: N` lines under a
-section become `<Section><Name>` (`TcpExtTCPTimeouts`), as nstat names them.
+A counter gets its nstat name (`TcpRetransSegs`, `TcpExtListenOverflows`) where netstat's text is a
+known one (`_NAMES`, from net-tools' statistics.c), else `<Section>:<text>` with the number written
+`N`; `Name: N` lines become `<Section><Name>` (`TcpExtTCPTimeouts`), as nstat names them.
 
 | column | dtype | unit / meaning |
 |---|---|---|
@@ -36,8 +35,7 @@ section become `<Section><Name>` (`TcpExtTCPTimeouts`), as nstat names them.
 | value | float64 | as printed |
 | per_s | float64 | Δvalue / Δt since its previous snapshot (NaN: first, gauge, no stamp, went back) |
 
-Gauges (no rate): `TcpCurrEstab`, `IpForwarding`, `IpDefaultTTL`, `TcpRtoAlgorithm`, `TcpRtoMin`,
-`TcpRtoMax`, `TcpMaxConn`. Lines that are none of the forms above (two numbers in one text, an error
+Gauges (no rate): `GAUGES` below. Lines of none of the forms above (two numbers in one text, an error
 message) are skipped and counted (`Skips`). What it reads beside its rows: `EXTRAS` (below).
 Tested on: tests/fixtures/netstat_s/ (README.md there).
 """
@@ -151,22 +149,13 @@ def sniff(text: str) -> bool:
 
 
 def parse(source: Source, *, host: str | None = None, tz: str = "UTC") -> pd.DataFrame:
-    """Parse `netstat -s` / `nstat` snapshots into one row per snapshot and counter.
-
-    Args:
-        source: path, text stream or string.
-        host: host name for the `host` column.
-        tz: unused (the stamps are epoch seconds); kept for the common parser signature.
-
-    Returns:
-        A frame with exactly the `SCHEMA` columns, its attrs the `EXTRAS` fields.
+    """One row per snapshot and counter; `tz` is unused (the stamps are epoch seconds).
 
     Raises:
         ParseError: lines that are all unknown (no counter read).
     """
     rows: list[tuple[int, float, str, str, float]] = []  # sample, stamp, section, counter, value
     skips = Skips()
-    notes: list[str] = []
     st = {"sample": -1, "stamp": float("nan"), "section": "", "nstat": False}
     seen: set[str] = set()  # sections of the current snapshot: one met again starts the next snapshot
     dropped = 0
@@ -176,6 +165,9 @@ def parse(source: Source, *, host: str | None = None, tz: str = "UTC") -> pd.Dat
         st["stamp"] = stamp
         st["section"] = ""
         seen.clear()
+
+    def add(section: str, counter: str, value: str) -> None:
+        rows.append((st["sample"], st["stamp"], section, counter, float(value)))
 
     def feed(line_no: int, line: str, lines: Lines) -> None:
         if not line.strip():
@@ -196,30 +188,26 @@ def parse(source: Source, *, host: str | None = None, tz: str = "UTC") -> pd.Dat
             st["section"] = name
             st["nstat"] = st["nstat"] or name == "#kernel"
             return
-        if st["section"] == "#kernel":
+        section = st["section"]
+        if section == "#kernel":
             m = _NSTAT.match(line)
             if m:
-                rows.append((st["sample"], st["stamp"], "", m[1], float(m[2])))
-                return
-            skips.add(line_no, line, "not an nstat line ('Name value rate')")
+                add("", m[1], m[2])
+            else:
+                skips.add(line_no, line, "not an nstat line ('Name value rate')")
             return
-        section = st["section"]
         if not section or not line.startswith((" ", "\t")):
             skips.add(line_no, line, "not a netstat -s section or counter line")
             return
         m = _KEYED.match(line)
-        if m:
-            rows.append((st["sample"], st["stamp"], section, section + m[1], float(m[2])))
-            return
         numbers = _NUMBER.findall(line)
-        if len(numbers) == 1:
+        if m:
+            add(section, section + m[1], m[2])
+        elif len(numbers) == 1:
             text = " ".join(_NUMBER.sub("N", line, count=1).split())
-            name = _NAMES.get((section, text), f"{section}:{text}")
-            rows.append((st["sample"], st["stamp"], section, name, float(numbers[0])))
-            return
-        if not numbers and _SUBHEAD.match(line):
-            return  # a sub-heading (`ICMP input histogram:`): its lines follow, each with its number
-        skips.add(line_no, line, "a netstat -s line with no single number")
+            add(section, _NAMES.get((section, text), f"{section}:{text}"), numbers[0])
+        elif numbers or not _SUBHEAD.match(line):  # a sub-heading (`ICMP input histogram:`) is no counter
+            skips.add(line_no, line, "a netstat -s line with no single number")
 
     def cut_last(line_no: int, line: str, lines: Lines) -> None:
         nonlocal dropped
@@ -229,10 +217,17 @@ def parse(source: Source, *, host: str | None = None, tz: str = "UTC") -> pd.Dat
     skips.refuse_if_nothing_read(len(rows), lines)
     if not rows:
         df = empty_frame(SCHEMA)
-        df.attrs.update({"snapshots": 0, "dropped_lines": dropped, "notes": notes, "skipped": skips})
+        df.attrs.update(snapshots=0, dropped_lines=dropped, notes=[], skipped=skips)
         return df
-    if st["nstat"]:
-        notes.append("nstat: values are increments since its previous run unless it ran with -a")
+    notes = (
+        ["nstat: values are increments since its previous run unless it ran with -a"] if st["nstat"] else []
+    )
+    df = _frame(rows, host)
+    df.attrs.update(snapshots=st["sample"] + 1, dropped_lines=dropped, notes=notes, skipped=skips)
+    return df
+
+
+def _frame(rows: list[tuple[int, float, str, str, float]], host: str | None) -> pd.DataFrame:
     sample, stamp, section, counter, value = (list(c) for c in zip(*rows, strict=True))
     frame = pd.DataFrame(
         {
@@ -246,14 +241,9 @@ def parse(source: Source, *, host: str | None = None, tz: str = "UTC") -> pd.Dat
     # microseconds: what an epoch in a float64 holds exactly; no stamp (NaN) is NaT
     frame["timestamp"] = pd.to_datetime(np.round(t * 1e6), unit="us", utc=True).astype("datetime64[ns, UTC]")
     frame["host"] = pd.array([host] * len(frame), dtype="string")
-    ts = pd.Series(t)
     by = frame["counter"]
     d_v = frame["value"].groupby(by).diff()
-    d_t = ts.groupby(by).diff()
+    d_t = pd.Series(t).groupby(by).diff()
     rate = (d_v / d_t.where(d_t > 0)).where(d_v >= 0)
-    frame["per_s"] = rate.where(~frame["counter"].isin(GAUGES).to_numpy()).astype("float64").to_numpy()
-    df = coerce(frame, SCHEMA)
-    df.attrs.update(
-        {"snapshots": st["sample"] + 1, "dropped_lines": dropped, "notes": notes, "skipped": skips}
-    )
-    return df
+    frame["per_s"] = rate.where(~by.isin(GAUGES).to_numpy()).astype("float64").to_numpy()
+    return coerce(frame, SCHEMA)

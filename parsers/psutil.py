@@ -23,11 +23,12 @@ import pandas as pd
 from ._common import Lines, Source, coerce, empty_frame
 
 KIND = "psutil"
+_CPU_STATES = ("user", "system", "iowait", "steal", "idle")
 SCHEMA: dict[str, str] = {
     "timestamp": "datetime64[ns, UTC]",
     "host": "string",
     "ncpu": "Int64",
-    **{f"cpu_{k}_pct": "float64" for k in ("user", "system", "iowait", "steal", "idle")},
+    **{f"cpu_{k}_pct": "float64" for k in _CPU_STATES},
     "load1": "float64",
     "mem_total_kb": "float64",
     "mem_available_kb": "float64",
@@ -64,7 +65,7 @@ def parse(source: Source, *, host: str | None = None, tz: str = "UTC") -> pd.Dat
     """
     lines = Lines(source, KIND)
     obs: list[dict] = []
-    pending: tuple[int, str] | None = None
+    pending: tuple[int, str] | None = None  # a bad line: fatal unless it is the last
     for line_no, line in lines:
         if not line.strip():
             continue
@@ -77,16 +78,12 @@ def parse(source: Source, *, host: str | None = None, tz: str = "UTC") -> pd.Dat
             obs.append(o)
         except ValueError:
             pending = (line_no, line)
-    dropped = 1 if pending is not None else 0
-    if obs and not lines.last_complete and pending is None:
+    # dropped: the bad last line, or a good one cut off mid-write (its numbers may be cut too)
+    dropped = int(pending is not None or (bool(obs) and not lines.last_complete))
+    if dropped and pending is None:
         obs.pop()
-        dropped = 1
-    if not obs:
-        df = empty_frame(SCHEMA)
-        df.attrs["dropped_lines"] = dropped
-        return df
     try:
-        df = _frame(obs, host)
+        df = _frame(obs, host) if obs else empty_frame(SCHEMA)
     except (KeyError, TypeError, ValueError) as exc:
         raise lines.error(1, "", f"sampler object lacks a field: {exc}") from None
     df.attrs["dropped_lines"] = dropped
@@ -98,37 +95,36 @@ def _frame(obs: list[dict], host: str | None) -> pd.DataFrame:
     secs = np.asarray((t - t[0]) / pd.Timedelta(seconds=1), dtype=float)  # whatever unit pandas chose
     dt = np.diff(secs, prepend=np.nan)
     dt[~(dt > 0)] = np.nan  # a repeated or backwards stamp (clock step): no rate, never inf
-    cpu = pd.DataFrame([o["cpu_s"] for o in obs]).astype(float)
-    busy = cpu.diff()
+    busy = pd.DataFrame([o["cpu_s"] for o in obs]).astype(float).diff()
     total = busy.sum(axis=1, min_count=1)
     total = total.where(total > 0)
-    data: dict[str, object] = {
-        "timestamp": t,
-        "host": pd.array([host] * len(obs), dtype="string"),
-        "ncpu": pd.array([o.get("ncpu") for o in obs], dtype="Int64"),
-    }
-    for k in ("user", "system", "iowait", "steal", "idle"):
-        data[f"cpu_{k}_pct"] = busy[k] / total * 100 if k in busy else np.nan
-    data["load1"] = [o.get("load1") for o in obs]
-    for k in ("total", "available", "swap_used"):
-        data[f"mem_{k}_kb" if k != "swap_used" else "swap_used_kb"] = [o["mem_kb"][k] for o in obs]
 
     def rate(values: list[float], scale: float = 1.0) -> np.ndarray:
         return np.diff(np.asarray(values, dtype=float), prepend=np.nan) / dt / scale
 
-    data["swap_in_kb_s"] = rate([o["swap_io"]["sin"] for o in obs], 1024)
-    data["swap_out_kb_s"] = rate([o["swap_io"]["sout"] for o in obs], 1024)
+    def summed(group: str, names: list[str], key: str) -> list[float]:
+        return [sum(o[group].get(name, {}).get(key, 0) for name in names) for o in obs]
+
+    data: dict[str, object] = {
+        "timestamp": t,
+        "host": pd.array([host] * len(obs), dtype="string"),
+        "ncpu": pd.array([o.get("ncpu") for o in obs], dtype="Int64"),
+        **{f"cpu_{k}_pct": busy[k] / total * 100 if k in busy else np.nan for k in _CPU_STATES},
+        "load1": [o.get("load1") for o in obs],
+        "mem_total_kb": [o["mem_kb"]["total"] for o in obs],
+        "mem_available_kb": [o["mem_kb"]["available"] for o in obs],
+        "swap_used_kb": [o["mem_kb"]["swap_used"] for o in obs],
+        "swap_in_kb_s": rate([o["swap_io"]["sin"] for o in obs], 1024),
+        "swap_out_kb_s": rate([o["swap_io"]["sout"] for o in obs], 1024),
+    }
     disks = _whole_disks(list(obs[-1]["disk"]))
-    for col, key, scale in (
-        ("disk_read_kb_s", "read_bytes", 1024),
-        ("disk_write_kb_s", "write_bytes", 1024),
-        ("disk_reads_s", "reads", 1),
-        ("disk_writes_s", "writes", 1),
-    ):
-        data[col] = rate([sum(o["disk"].get(d, {}).get(key, 0) for d in disks) for o in obs], scale)
+    data["disk_read_kb_s"] = rate(summed("disk", disks, "read_bytes"), 1024)
+    data["disk_write_kb_s"] = rate(summed("disk", disks, "write_bytes"), 1024)
+    data["disk_reads_s"] = rate(summed("disk", disks, "reads"))
+    data["disk_writes_s"] = rate(summed("disk", disks, "writes"))
     nics = [n for n in obs[-1]["net"] if n != "lo"]
-    data["net_rx_kb_s"] = rate([sum(o["net"].get(n, {}).get("rx_bytes", 0) for n in nics) for o in obs], 1024)
-    data["net_tx_kb_s"] = rate([sum(o["net"].get(n, {}).get("tx_bytes", 0) for n in nics) for o in obs], 1024)
+    data["net_rx_kb_s"] = rate(summed("net", nics, "rx_bytes"), 1024)
+    data["net_tx_kb_s"] = rate(summed("net", nics, "tx_bytes"), 1024)
     data["perfkit_cpu_pct"] = [o["perfkit"]["cpu_pct"] for o in obs]
     data["perfkit_rss_kb"] = [o["perfkit"]["rss_kb"] for o in obs]
     return coerce(pd.DataFrame(data), SCHEMA)

@@ -5,25 +5,22 @@ perfkit runs (collectors/captures.py `_SYSCTL_KEYS`)::
     sysctl net.ipv4.ip_local_port_range net.ipv4.tcp_tw_reuse net.ipv4.tcp_fin_timeout
            net.core.somaxconn net.ipv4.tcp_max_syn_backlog kernel.task_delayacct vm.swappiness
 
-Each line is `name = value`. The value is kept verbatim after ` = `: it may hold TABs
+Each line is `name = value`, the value kept verbatim after ` = `: it may hold TABs
 (`net.ipv4.ip_local_port_range = 32768<TAB>60999`), spaces (`reno bbr`), text (`(none)`) or nothing
 (`net.ipv4.ip_local_reserved_ports = `). A /proc/sys file of several lines prints one line per line
-of the file under the same name (`kernel.core_modes = file`, `... = pipe`): they become one row whose
-value joins them with a newline. A missing key is reported on stderr (`sysctl: cannot stat
-/proc/sys/...`), never in stdout, so it is simply absent here. Values are the same under every
-locale (checked under de_DE and zh_CN).
+under the same name (`kernel.core_modes = file`, `... = pipe`): one row, the values joined with a
+newline. A missing key is reported on stderr only, so it is simply absent. Values are the same
+under every locale (checked under de_DE and zh_CN).
 
 Saved with stderr (`sysctl -a > f 2>&1`, or as a user: `sysctl: permission denied on key
-'kernel.cad_pid'`, `sysctl: cannot stat /proc/sys/...`): every line that is not `name = value` and
-does not start with a dotted name is skipped and counted (`skipped`, parsers/_common.Skips):
-the keys behind sysctl's messages were not read, so the capture is partial. A line that starts with a
-dotted name but is not `name = value` (`kern.ostype: FreeBSD`, BSD's form) stays a ParseError naming
-it; so does a file with no key read but lines skipped.
+'kernel.cad_pid'`, `sysctl: cannot stat /proc/sys/...`): a line that is not `name = value` and does
+not start with a dotted name is skipped and counted (`skipped`, parsers/_common.Skips), the capture
+partial. A line that starts with a dotted name but is not `name = value` (BSD's `kern.ostype:
+FreeBSD`) is a ParseError naming it; so is a file with no key read but lines skipped.
 
 Columns: host, key, value (string, verbatim), value_num (float64 when the value is one number,
 else NaN). No timestamp: the output carries no time (the manifest's `started_at` does).
-What it reads beside its rows: `EXTRAS` (below).
-Tested on: tests/fixtures/sysctl/ (see README.md there).
+What it reads beside its rows: `EXTRAS` (below). Tested on: tests/fixtures/sysctl/ (README.md there).
 """
 
 from __future__ import annotations
@@ -31,10 +28,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-import numpy as np
 import pandas as pd
 
-from ._common import Extras, Lines, Skips, Source, coerce, empty_frame, feed_lines
+from ._common import Extras, Lines, Skips, Source, feed_lines, records_frame
 
 
 @dataclass(frozen=True)
@@ -86,12 +82,7 @@ def _split(line: str) -> tuple[str, str] | None:
 
 
 def parse(source: Source, *, host: str | None = None, tz: str = "UTC") -> pd.DataFrame:
-    """Parse sysctl output into one row per key.
-
-    Args:
-        source: path, text stream or string.
-        host: host name to put in the `host` column.
-        tz: unused: sysctl prints no time.
+    """One row per key; `tz` is unused (sysctl prints no time).
 
     Raises:
         ParseError: a line that starts with a dotted name but is not `name = value`, no key read
@@ -122,29 +113,16 @@ def parse(source: Source, *, host: str | None = None, tz: str = "UTC") -> pd.Dat
 
     lines = feed_lines(source, KIND, feed, cut_last)
     skips.refuse_if_nothing_read(len(values), lines)
-    attrs: dict[str, object] = {"dropped_lines": dropped, "skipped": skips}
+    rows = []
+    for key, found in values.items():
+        value = "\n".join(found)
+        number = float(value) if _NUMBER.match(value.strip()) else None
+        rows.append({"key": key, "value": value, "value_num": number})
+    df = records_frame(rows, SCHEMA, host=host)
+    df.attrs.update(dropped_lines=dropped, skipped=skips)
     if PORT_RANGE_KEY in values:
         low, high = _port_range(values[PORT_RANGE_KEY], *where[PORT_RANGE_KEY], lines)
-        attrs.update(port_range_low=low, port_range_high=high, ephemeral_ports=high - low + 1)
-    if not values:
-        df = empty_frame(SCHEMA)
-        df.attrs.update(attrs)
-        return df
-    joined = ["\n".join(v) for v in values.values()]
-    nums = np.array([float(v) if _NUMBER.match(v.strip()) else np.nan for v in joined], dtype=np.float64)
-    n = len(joined)
-    df = coerce(
-        pd.DataFrame(
-            {
-                "host": pd.array([host] * n, dtype="string"),
-                "key": pd.array(list(values), dtype="string"),
-                "value": pd.array(joined, dtype="string"),
-                "value_num": nums,
-            }
-        ),
-        SCHEMA,
-    )
-    df.attrs.update(attrs)
+        df.attrs.update(port_range_low=low, port_range_high=high, ephemeral_ports=high - low + 1)
     return df
 
 

@@ -8,16 +8,13 @@ patched coreutils prints them: `x86_64 x86_64 x86_64`), operating system:
     Linux vm 6.18.44-fc-v657 #1 SMP PREEMPT_DYNAMIC @0 x86_64 GNU/Linux      (this lab, coreutils 9.1)
 
 The kernel version holds spaces, so the line is read from both ends: kernel name, node name and
-release are the first three words; from the right, the last word is the operating system when it
-looks like one (`GNU/Linux`, any `X/Y`, `Android`, `Linux`, `Cygwin`, `Msys`), else there is none
-(BSD and macOS print none: NA); then the run of architecture words before it (`x86_64`, `aarch64`,
-`arm64`, `i686`, `armv7l`, `ppc64le`, `s390x`, `riscv64`, `loongarch64`, `mips64`, `sparc64`,
-`amd64`, `i86pc`; up to three for machine, processor, platform) gives the machine: its first word.
-When no word there looks like an architecture, the word before the operating system (or the last
-word) is taken as the machine as printed, and `df.attrs["notes"]` says so. The kernel version is
-everything between the release and the machine, verbatim (inner spaces kept).
-
-Schema:
+release are the first three words. From the right, the last word is the operating system when it
+looks like one (`GNU/Linux`, any `X/Y`, `Android`, `Linux`, `Cygwin`, `Msys`; BSD and macOS print
+none: NA); before it, a run of up to three architecture words (`x86_64`, `aarch64`, `arm64`, `i686`,
+`armv7l`, `ppc64le`, `s390x`, `riscv64`, `loongarch64`, `mips64`, `sparc64`, `amd64`, `i86pc`) is
+machine, processor, platform: the machine is its first word. With no architecture word there, the
+word before the operating system (or the last word) is the machine as printed, and a note says so.
+The kernel version is everything between the release and the machine, verbatim.
 
 | column | dtype | meaning |
 |---|---|---|
@@ -39,7 +36,7 @@ import re
 
 import pandas as pd
 
-from ._common import Lines, Source, coerce, empty_frame, feed_lines
+from ._common import Lines, Source, feed_lines, records_frame
 
 KIND = "uname"
 
@@ -78,15 +75,7 @@ def sniff(text: str) -> bool:
 
 
 def parse(source: Source, *, host: str | None = None, tz: str = "UTC") -> pd.DataFrame:
-    """Parse a `uname -a` capture into one row.
-
-    Args:
-        source: path, text stream or string.
-        host: host name for the `host` column.
-        tz: unused (no time); kept for the common parser signature.
-
-    Returns:
-        A frame with exactly the `SCHEMA` columns; attrs `dropped_lines`, `notes`.
+    """One row; `tz` is unused (no time).
 
     Raises:
         ParseError: not a uname line (fewer than five words, no kernel name), or a second line.
@@ -95,29 +84,23 @@ def parse(source: Source, *, host: str | None = None, tz: str = "UTC") -> pd.Dat
     notes: list[str] = []
     dropped = 0
 
-    def feed(line_no: int, line: str, lines: Lines) -> None:
-        if not line.strip():
-            return
+    def read(line_no: int, line: str, lines: Lines, notes_to: list[str]) -> dict[str, str | None]:
         if rows:
             raise lines.error(line_no, line, "uname -a prints one line: a second one follows")
-        rows.append(_read(line_no, line, lines, notes))
+        return _read(line_no, line, lines, notes_to)
+
+    def feed(line_no: int, line: str, lines: Lines) -> None:
+        if line.strip():
+            rows.append(read(line_no, line, lines, notes))
 
     def cut_last(line_no: int, line: str, lines: Lines) -> None:
         nonlocal dropped
-        if rows:
-            raise lines.error(line_no, line, "uname -a prints one line: a second one follows")
-        _read(line_no, line, lines, [])  # garbage is still an error; a cut line is dropped
+        read(line_no, line, lines, [])  # garbage is still an error; a cut line is dropped
         dropped += 1
 
     feed_lines(source, KIND, feed, cut_last)
-    attrs = {"dropped_lines": dropped, "notes": notes}
-    if not rows:
-        df = empty_frame(SCHEMA)
-        df.attrs.update(attrs)
-        return df
-    frame = pd.DataFrame([{"host": host, **rows[0]}]).astype(dict.fromkeys(SCHEMA, "string"))
-    df = coerce(frame, SCHEMA)
-    df.attrs.update(attrs)
+    df = records_frame(rows, SCHEMA, host=host)
+    df.attrs.update(dropped_lines=dropped, notes=notes)
     return df
 
 
