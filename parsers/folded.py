@@ -28,13 +28,14 @@ Tested on: tests/fixtures/folded/ (see README.md there).
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
-from ._common import Extras, Lines, Source, coerce, empty_frame, feed_lines
+from ._common import Extras, Lines, Source, coerce, feed_lines
 
 
 @dataclass(frozen=True)
@@ -42,10 +43,8 @@ class FoldedExtras(Extras):
     """What folded reads beside its rows (see `_common.Extras`); `dropped_lines` is a last line cut
     mid-write (its count may be cut too)."""
 
-    # samples over all stacks (the sum of `count`)
-    total_samples: int = 0
-    # lines of a stack seen before, summed into it
-    merged_lines: int = 0
+    total_samples: int = 0  # the sum of `count`
+    merged_lines: int = 0  # lines of a stack seen before, summed into it
 
 
 EXTRAS = FoldedExtras
@@ -88,9 +87,8 @@ def parse(source: Source, *, host: str | None = None, tz: str = "UTC") -> pd.Dat
     Raises:
         ParseError: a line that is not `stack COUNT` (named by its number).
     """
-    counts: dict[str, int] = {}
-    merged = 0
-    dropped = 0
+    counts: Counter[str] = Counter()
+    merged = dropped = 0
 
     def feed(line_no: int, line: str, lines: Lines) -> None:
         nonlocal merged
@@ -101,7 +99,7 @@ def parse(source: Source, *, host: str | None = None, tz: str = "UTC") -> pd.Dat
             raise lines.error(line_no, line, "not a folded stack line (`frame;frame;... COUNT`)")
         if m[1] in counts:
             merged += 1
-        counts[m[1]] = counts.get(m[1], 0) + int(m[2])
+        counts[m[1]] += int(m[2])
 
     def cut(line_no: int, line: str, lines: Lines) -> None:
         nonlocal dropped
@@ -118,23 +116,15 @@ def stacks_frame(pairs: Iterable[tuple[str, int]], *, host: str | None = None) -
 
     attrs["total_samples"] is the sum of the counts.
     """
-    stacks: list[str] = []
-    values: list[int] = []
-    for stack, count in pairs:
-        stacks.append(stack)
-        values.append(count)
-    if not stacks:
-        df = empty_frame(SCHEMA)
-        df.attrs["total_samples"] = 0
-        return df
-    parts = [s.split(";") for s in stacks]
+    rows = list(pairs)
+    frames = [stack.split(";") for stack, _ in rows]
     data = {
-        "host": pd.array([host] * len(stacks), dtype="string"),
-        "stack": pd.array(stacks, dtype="string"),
-        "count": np.array(values, dtype=np.int64),
-        "comm": pd.array([p[0] for p in parts], dtype="string"),
-        "leaf": pd.array([p[-1] for p in parts], dtype="string"),
-        "depth": pd.array([len(p) for p in parts], dtype="Int64"),
+        "host": pd.array([host] * len(rows), dtype="string"),
+        "stack": pd.array([stack for stack, _ in rows], dtype="string"),
+        "count": np.array([count for _, count in rows], dtype=np.int64),
+        "comm": pd.array([f[0] for f in frames], dtype="string"),
+        "leaf": pd.array([f[-1] for f in frames], dtype="string"),
+        "depth": pd.array([len(f) for f in frames], dtype="Int64"),
     }
     df = coerce(pd.DataFrame(data), SCHEMA)
     df.attrs["total_samples"] = int(df["count"].sum())
@@ -155,8 +145,8 @@ def flat_cum(frame: pd.DataFrame) -> pd.DataFrame:
     Returns:
         A frame with FLAT_CUM_SCHEMA columns: function, flat_samples, cum_samples, flat_pct, cum_pct.
     """
-    flat: dict[str, int] = {}
-    cum: dict[str, int] = {}
+    flat: Counter[str] = Counter()
+    cum: Counter[str] = Counter()
     total = 0
     for stack, count in zip(frame["stack"], frame["count"], strict=True):
         count = int(count)
@@ -164,13 +154,11 @@ def flat_cum(frame: pd.DataFrame) -> pd.DataFrame:
         funcs = str(stack).split(";")[1:]
         if not funcs:
             continue  # a sample with only the comm: counted in the total, no function to charge
-        flat[funcs[-1]] = flat.get(funcs[-1], 0) + count
+        flat[funcs[-1]] += count
         for fn in set(funcs):
-            cum[fn] = cum.get(fn, 0) + count
-    if not cum:
-        return empty_frame(FLAT_CUM_SCHEMA)
-    names = sorted(cum, key=lambda fn: (-flat.get(fn, 0), -cum[fn], fn))
-    flat_arr = np.array([flat.get(fn, 0) for fn in names], dtype=np.int64)
+            cum[fn] += count
+    names = sorted(cum, key=lambda fn: (-flat[fn], -cum[fn], fn))
+    flat_arr = np.array([flat[fn] for fn in names], dtype=np.int64)
     cum_arr = np.array([cum[fn] for fn in names], dtype=np.int64)
     out = pd.DataFrame(
         {

@@ -31,6 +31,7 @@ Tested on: tests/fixtures/perf_script/ (see README.md there).
 from __future__ import annotations
 
 import re
+from collections import Counter
 from dataclasses import dataclass
 
 import pandas as pd
@@ -43,10 +44,8 @@ from ._common import Extras, Lines, Source, feed_lines
 class PerfScriptExtras(Extras):
     """What perf_script reads beside its rows (see `_common.Extras`)."""
 
-    # samples read
-    total_samples: int = 0
-    # samples with no stack, left out
-    samples_without_stack: int = 0
+    total_samples: int = 0  # samples read
+    samples_without_stack: int = 0  # left out
 
 
 EXTRAS = PerfScriptExtras
@@ -79,22 +78,23 @@ def parse(source: Source, *, host: str | None = None, tz: str = "UTC") -> pd.Dat
     Raises:
         ParseError: a non-indented line that is not a perf script event header.
     """
-    counts: dict[str, int] = {}
-    frames: list[str] = []
-    comm = ""
-    state = {"no_stack": 0, "dropped": 0, "in_sample": False}
+    counts: Counter[str] = Counter()
+    frames: list[str] = []  # of the current sample, leaf first
+    comm = ""  # of the last header: frames after a blank line and no header still take it, as in the awk
+    in_sample = False  # a header was read and its sample not yet emitted
+    no_stack = dropped = 0
 
     def emit() -> None:
+        nonlocal in_sample, no_stack
         if frames:
-            stack = ";".join([comm, *reversed(frames)])
-            counts[stack] = counts.get(stack, 0) + 1
-        elif state["in_sample"]:
-            state["no_stack"] += 1
+            counts[";".join([comm, *reversed(frames)])] += 1
+        elif in_sample:
+            no_stack += 1
         frames.clear()
-        state["in_sample"] = False
+        in_sample = False
 
     def feed(line_no: int, line: str, lines: Lines) -> None:
-        nonlocal comm
+        nonlocal comm, in_sample
         if line[:1] not in ("", " ", "\t"):
             emit()
             if line.startswith("#"):
@@ -104,32 +104,32 @@ def parse(source: Source, *, host: str | None = None, tz: str = "UTC") -> pd.Dat
                     line_no, line, "not a perf script event header (`comm pid [cpu] time: ...`)"
                 )
             comm = _BLANKS.split(line, 1)[0]
-            state["in_sample"] = True
+            in_sample = True
         elif _FRAME.match(line):
             frames.append(_symbol(_BLANKS.split(line.strip(" \t"))))
         elif not line.strip(" \t"):
             emit()
 
     def cut(line_no: int, line: str, lines: Lines) -> None:
+        nonlocal in_sample, dropped
         frames.clear()  # the sample's root frames may be missing: drop it whole
-        state["in_sample"] = False
-        state["dropped"] = 1
+        in_sample = False
+        dropped = 1
 
     feed_lines(source, KIND, feed, cut)
     emit()
     df = folded.stacks_frame(counts.items(), host=host)
-    df.attrs.update(samples_without_stack=state["no_stack"], dropped_lines=state["dropped"])
+    df.attrs.update(samples_without_stack=no_stack, dropped_lines=dropped)
     return df
 
 
 def _symbol(fields: list[str]) -> str:
     """A frame's name from its fields `[addr, sym..., dso]`, by the awk's rules."""
-    nf = len(fields)
-    if nf == 1:
+    if len(fields) == 1:
         return ""  # `  7f00 ` with nothing after the address: the awk's $2 is empty
-    sym = " ".join(fields[1 : nf - 1]) if nf >= 3 else fields[1]
-    sym = _OFFSET.sub("", sym)
-    if sym == "[unknown]" and nf >= 3:
+    has_dso = len(fields) >= 3
+    sym = _OFFSET.sub("", " ".join(fields[1:-1]) if has_dso else fields[1])
+    if sym == "[unknown]" and has_dso:
         dso = fields[-1].replace("(", "").replace(")", "").rsplit("/", 1)[-1]
         if dso != "[unknown]":
             sym = f"[{dso}]"

@@ -1,33 +1,31 @@
 """pprof: Go profiles as `net/http/pprof` serves them (profile.proto, gzip-compressed protobuf).
 
 Reads what collectors/pprof.py fetches from a Go service (TiDB, PD, any `net/http/pprof` server):
-`GET /debug/pprof/profile?seconds=N` (CPU), `/debug/pprof/heap`, `/allocs`, `/goroutine`, `/mutex`,
-`/block` (all `debug=0`, the default: protobuf), gzip-compressed as served or already gunzipped.
-The text forms (`?debug=1`, `?debug=2`) and TiKV's SVG flame graph are refused with a message saying
-so. The decoder is hand-written (protobuf varints and length-delimited fields; the field numbers are
-those of github.com/google/pprof proto/profile.proto): no Go, no protobuf library.
+`GET /debug/pprof/profile?seconds=N` (CPU), `/heap`, `/allocs`, `/goroutine`, `/mutex`, `/block`, all
+`debug=0` (the default: protobuf), gzip-compressed as served or already gunzipped. The text forms
+(`?debug=1`, `?debug=2`) and TiKV's SVG flame graph are refused, saying so. The decoder is hand-written
+(varints and length-delimited fields; field numbers from github.com/google/pprof proto/profile.proto):
+no Go, no protobuf library.
 
 A profile is binary, so `parse` needs its bytes: a path (what perfkit.dataset and `perfkit parse`
-pass), a binary stream, or `bytes`. Decoded text cannot carry them (gzip's bytes do not survive UTF-8
-decoding): a non-empty string that is not a path is a ParseError, the empty string the empty frame.
-`sniff(text)` is always False, for the same reason; the kind comes from the manifest (`kind: pprof`),
-or `perfkit parse --kind pprof FILE`. `sniff_bytes(data)` recognises a profile from its first bytes.
+pass), a binary stream or `bytes`; decoded text has lost them (gzip does not survive UTF-8 decoding).
+A non-empty string that is not a path is a ParseError, "" the empty frame. So `sniff(text)` is always
+False: the kind comes from the manifest (`kind: pprof`) or `perfkit parse --kind pprof FILE`;
+`sniff_bytes(data)` recognises a profile from its first bytes. Errors name line 1 (a profile has no
+lines) and the byte offset in the reason.
 
-Columns (one row per sample):
-  host        the `host` argument
-  stack       `root;...;leaf` function names, the folded format of perf's stackcollapse; frames of
-              functions inlined into a location are expanded (profile.proto: a Location's last Line
-              is the caller the earlier ones were inlined into); `;` inside a name becomes `:`
-  leaf        the innermost function (<NA> for a sample without locations)
-  labels      the sample's labels as `key=value,key=value` in profile order (numeric labels as
-              `key=123` or `key=123unit`), <NA> when the sample has none
-  then one int64 column per sample type, named `<type>_<unit>` from the string table:
+Columns (one row per sample; SCHEMA lists the fixed four):
+  host    the `host` argument
+  stack   `root;...;leaf` function names (perf's stackcollapse folded format); functions inlined into
+          a location are expanded (profile.proto: a Location's last Line is the caller the earlier
+          ones were inlined into); `;` inside a name becomes `:`
+  leaf    the innermost function (<NA> for a sample without locations)
+  labels  `key=value,key=value` in profile order (numeric: `key=123`, `key=123unit`), <NA> if none
+  then one int64 column per sample type, `<type>_<unit>` from the string table (attrs `value_columns`):
   `samples_count, cpu_nanoseconds` (CPU), `alloc_objects_count, alloc_space_bytes,
   inuse_objects_count, inuse_space_bytes` (heap, allocs), `goroutine_count`,
-  `contentions_count, delay_nanoseconds` (mutex, block). SCHEMA lists the fixed columns only; the
-  value columns vary by profile and are named in `value_columns`.
+  `contentions_count, delay_nanoseconds` (mutex, block).
 What it reads beside its rows: `EXTRAS` (below).
-Errors name line 1 (a profile has no lines) and the byte offset in the reason.
 
 `top(frame, col)` is `go tool pprof -top` (function, flat, flat_pct, cum, cum_pct);
 `folded(frame, col)` gives `a;b;c N` lines for flame graphs.
@@ -38,50 +36,42 @@ from __future__ import annotations
 
 import re
 import zlib
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, NamedTuple
+from typing import IO
 
 import numpy as np
 import pandas as pd
 
 from perfkit.errors import ParseError
 
-from ._common import Extras, coerce, empty_frame
+from ._common import Extras, _looks_like_path, coerce, empty_frame
 
 
 @dataclass(frozen=True)
 class PprofExtras(Extras):
-    """What pprof reads beside its rows (see `_common.Extras`); `dropped_lines` is always 0: a cut-off
-    profile cannot be read in part and is a ParseError."""
+    """What pprof reads beside its rows (see `_common.Extras`). `dropped_lines` is always 0: a cut-off
+    profile cannot be read in part and is a ParseError. `drop_frames`/`keep_frames` are the regexes of
+    frames pprof drops/keeps: recorded, not applied (Go's runtime sets neither)."""
 
-    # one {type, unit, column} per sample value
-    sample_types: list = field(default_factory=list)
-    # the frame's value columns
+    sample_types: list = field(default_factory=list)  # one {type, unit, column} per sample value
     value_columns: list[str] = field(default_factory=list)
-    # the one a flame graph draws: what `go tool pprof` shows by default (default_sample_type, else the
-    # last type)
+    # the one a flame graph draws, as `go tool pprof` does: default_sample_type, else the last type
     default_value_column: str | None = None
-    # the profile's sampling period
-    period: int | None = None
-    # its `type/unit`
+    period: int | None = None  # the sampling period, in `period_type` (`type/unit`)
     period_type: str | None = None
-    # how long the profile ran
     duration_ns: int | None = None
-    # when it was taken: a tz-aware UTC Timestamp from time_nanos, None when unset
-    time: object = None
-    # regex of frames pprof drops (recorded, not applied: Go's runtime sets neither)
+    time: object = None  # when taken: a tz-aware UTC Timestamp from time_nanos, None when unset
     drop_frames: str | None = None
-    # regex of frames pprof keeps (recorded, not applied)
     keep_frames: str | None = None
-    # the profile's comments
     comments: list[str] = field(default_factory=list)
 
 
 EXTRAS = PprofExtras
 
 KIND = "pprof"
+ProfileSource = str | Path | bytes | IO[bytes] | IO[str]
 SCHEMA: dict[str, str] = {"host": "string", "stack": "string", "leaf": "string", "labels": "string"}
 GZIP_MAGIC = b"\x1f\x8b"
 # A pure-Python decoder is slow on giant profiles and a small gzip can expand enormously (a zip
@@ -94,17 +84,10 @@ _WIRE_VARINT, _WIRE_I64, _WIRE_LEN, _WIRE_I32 = 0, 1, 2, 5
 _PROFILE_WIRE = {n: _WIRE_LEN for n in (1, 2, 3, 4, 5, 6, 11, 16)} | {
     n: _WIRE_VARINT for n in (7, 8, 9, 10, 12, 13, 14, 15)
 }
-_Lookup = Callable[[int, str], str]  # string-table index, what it is (for the error) -> string
-
-
-# ---------------------------------------------------------------- public API
 
 
 def sniff(text: str) -> bool:
-    """Always False: a profile is gzip-compressed binary, and decoded text has lost its bytes.
-
-    The kind comes from the manifest; for files without one see `sniff_bytes`.
-    """
+    """Always False: decoded text has lost a profile's bytes (see `sniff_bytes`)."""
     return False
 
 
@@ -127,13 +110,11 @@ def sniff_bytes(data: bytes) -> bool:
     try:
         while pos < len(data):
             key, pos = _varint(data, pos, len(data))
-            if _PROFILE_WIRE.get(key >> 3) != key & 7 and key not in (13 << 3 | _WIRE_LEN,):
+            if _PROFILE_WIRE.get(key >> 3) != key & 7 and key != 13 << 3 | _WIRE_LEN:
                 return False
+            value, pos = _varint(data, pos, len(data))
             if key & 7 == _WIRE_LEN:
-                n, pos = _varint(data, pos, len(data))
-                pos += n  # may run past the prefix: the rest of the file is not read here
-            else:
-                _, pos = _varint(data, pos, len(data))
+                pos += value  # may run past the prefix: the rest of the file is not read here
             if pos <= len(data):
                 seen += 1
     except _Bad:
@@ -141,9 +122,7 @@ def sniff_bytes(data: bytes) -> bool:
     return seen >= 2
 
 
-def parse(
-    source: str | Path | bytes | IO[bytes] | IO[str], *, host: str | None = None, tz: str = "UTC"
-) -> pd.DataFrame:
+def parse(source: ProfileSource, *, host: str | None = None, tz: str = "UTC") -> pd.DataFrame:
     """Parse one pprof profile into one row per sample.
 
     Args:
@@ -163,16 +142,15 @@ def parse(
 def parse_bytes(data: bytes, *, host: str | None = None, path: str | None = None) -> pd.DataFrame:
     """Parse a profile's bytes (gzip-compressed or raw protobuf); `path` only names it in errors."""
     if not data:
-        return _frame_attrs(empty_frame(SCHEMA), None, [])
+        return _empty()
     if len(data) > MAX_PROFILE_BYTES:
         raise ParseError(KIND, path, 1, "", f"profile larger than {MAX_PROFILE_BYTES >> 20} MiB")
     raw = _gunzip(data, path) if data[:2] == GZIP_MAGIC else bytes(data)
     if not raw:
-        return _frame_attrs(empty_frame(SCHEMA), None, [])
+        return _empty()
     _refuse_text(raw, path)
     try:
-        prof = _decode_profile(raw)
-        return _build(prof, host)
+        return _build(_decode_profile(raw), host)
     except _Bad as exc:
         at = raw[exc.offset : exc.offset + 16].hex(" ") if exc.offset >= 0 else ""
         where = f" at byte {exc.offset}" if exc.offset >= 0 else ""
@@ -229,10 +207,10 @@ def folded(frame: pd.DataFrame, value_col: str) -> list[str]:
 # ---------------------------------------------------------------- input
 
 
-def _read(source: str | Path | bytes | IO[bytes] | IO[str]) -> tuple[bytes, str | None]:
+def _read(source: ProfileSource) -> tuple[bytes, str | None]:
     if isinstance(source, bytes | bytearray | memoryview):
         return bytes(source), None
-    if isinstance(source, Path) or (isinstance(source, str) and _is_file(source)):
+    if isinstance(source, Path) or (isinstance(source, str) and _looks_like_path(source)):
         try:
             with open(source, "rb") as fh:
                 return fh.read(MAX_PROFILE_BYTES + 1), str(source)
@@ -251,25 +229,28 @@ def _read(source: str | Path | bytes | IO[bytes] | IO[str]) -> tuple[bytes, str 
     return bytes(got), path
 
 
-def _is_file(text: str) -> bool:
-    if not text or "\n" in text or len(text) >= 4096:
-        return False
-    try:
-        return Path(text).is_file()
-    except (OSError, ValueError):
-        return False
-
-
 def _text(text: str, path: str | None) -> bytes:
     """Decoded text: empty is the empty profile; anything else cannot be a profile any more."""
     if not text.strip():
         return b""
-    first = text.lstrip().splitlines()[0]
     if text.startswith("\x1f"):
         reason = "a gzip profile decoded as text has lost its bytes: pass its path or bytes"
     else:
         reason = _text_reason(text) or "pprof profiles are binary (gzip protobuf): pass a path or bytes"
-    raise ParseError(KIND, path, 1, first[:120], reason)
+    raise ParseError(KIND, path, 1, _first_line(text), reason)
+
+
+def _refuse_text(raw: bytes, path: str | None) -> None:
+    """Text that reached us as bytes (a debug=1 dump, an SVG): say what it is."""
+    if b"\x00" in raw[:512]:
+        return
+    try:
+        text = raw[:512].decode("utf-8")
+    except UnicodeDecodeError:
+        return
+    reason = _text_reason(text)
+    if reason:
+        raise ParseError(KIND, path, 1, _first_line(text), reason)
 
 
 def _text_reason(text: str) -> str | None:
@@ -286,6 +267,10 @@ def _text_reason(text: str) -> str | None:
     return None
 
 
+def _first_line(text: str) -> str:
+    return text.lstrip().splitlines()[0][:120] if text.strip() else ""
+
+
 def _gunzip(data: bytes, path: str | None) -> bytes:
     d = zlib.decompressobj(wbits=31)
     try:
@@ -297,19 +282,6 @@ def _gunzip(data: bytes, path: str | None) -> bytes:
     if not d.eof:
         raise ParseError(KIND, path, 1, "", "gzip stream cut off: the profile was not fetched completely")
     return out
-
-
-def _refuse_text(raw: bytes, path: str | None) -> None:
-    """Text that reached us as bytes (a debug=1 dump, an SVG): say what it is."""
-    if b"\x00" in raw[:512]:
-        return
-    try:
-        text = raw[:512].decode("utf-8")
-    except UnicodeDecodeError:
-        return
-    reason = _text_reason(text)
-    if reason:
-        raise ParseError(KIND, path, 1, text.lstrip().splitlines()[0][:120] if text.strip() else "", reason)
 
 
 # ---------------------------------------------------------------- protobuf
@@ -373,12 +345,10 @@ def _fields(buf: bytes, pos: int, end: int) -> Iterator[tuple[int, int, int, int
 
 
 def _ints(buf: bytes, wire: int, a: int, b: int, out: list[int]) -> None:
-    """A repeated integer field: one unpacked varint, or a packed run of them."""
+    """A repeated integer field: one unpacked varint, or a packed run of them (`_fields` yields no other)."""
     if wire == _WIRE_VARINT:
         out.append(a)
         return
-    if wire != _WIRE_LEN:
-        raise _Bad("repeated integer field with a fixed-width wire type", a)
     pos = a
     while pos < b:
         v, pos = _varint(buf, pos, b)
@@ -391,73 +361,75 @@ def _int(wire: int, a: int, what: str) -> int:
     return a
 
 
-class _Profile(NamedTuple):
-    sample_types: list[tuple[int, int]]
-    samples: list[tuple[list[int], list[int], list[tuple[int, int, int, int]]]]
-    locations: dict[int, list[int]]  # id -> function ids, innermost (inlined) first
-    loc_address: dict[int, int]
-    functions: dict[int, tuple[int, int]]  # id -> (name, system_name) string indices
-    strings: list[str]
-    scalars: dict[int, int]
-    period_type: tuple[int, int] | None
-    comments: list[int]
+def _varints(buf: bytes, a: int, b: int, names: dict[int, str]) -> dict[int, int]:
+    """The varint fields of message buf[a:b] that `names` lists (number -> name for errors), by number."""
+    found: dict[int, int] = {}
+    for no, wire, x, _ in _fields(buf, a, b):
+        if no in names:
+            found[no] = _int(wire, x, names[no])
+    return found
+
+
+_Label = tuple[int, int, int, int]  # key, str, num, num_unit (strings as table indices)
+
+
+@dataclass
+class _Profile:
+    """The Profile message's fields the frame needs; strings are string-table indices."""
+
+    sample_types: list[tuple[int, int]] = field(default_factory=list)  # (type, unit)
+    # (location ids, values, labels) per sample
+    samples: list[tuple[list[int], list[int], list[_Label]]] = field(default_factory=list)
+    # id -> (address, function ids of its Lines, the innermost inlined one first)
+    locations: dict[int, tuple[int, list[int]]] = field(default_factory=dict)
+    functions: dict[int, tuple[int, int]] = field(default_factory=dict)  # id -> name, system_name
+    strings: list[str] = field(default_factory=list)
+    scalars: dict[int, int] = field(default_factory=dict)  # the int64 fields, by number
+    period_type: tuple[int, int] | None = None
+    comments: list[int] = field(default_factory=list)
+
+    def string(self, i: int, what: str) -> str:
+        if not 0 <= i < len(self.strings):
+            raise _Bad(f"{what} names string {i}, the table has {len(self.strings)}")
+        return self.strings[i]
 
 
 def _decode_profile(buf: bytes) -> _Profile:
-    sample_types: list[tuple[int, int]] = []
-    samples: list[tuple[list[int], list[int], list[tuple[int, int, int, int]]]] = []
-    locations: dict[int, list[int]] = {}
-    loc_address: dict[int, int] = {}
-    functions: dict[int, tuple[int, int]] = {}
-    strings: list[str] = []
-    scalars: dict[int, int] = {}
-    period_type: tuple[int, int] | None = None
-    comments: list[int] = []
+    prof = _Profile()
     for no, wire, a, b in _fields(buf, 0, len(buf)):
         if no in (1, 2, 3, 4, 5, 6, 11) and wire != _WIRE_LEN:
             raise _Bad(f"Profile field {no} should be a message or string, has wire type {wire}")
         if no == 1:
-            sample_types.append(_value_type(buf, a, b))
+            prof.sample_types.append(_value_type(buf, a, b))
         elif no == 2:
-            samples.append(_sample(buf, a, b))
+            prof.samples.append(_sample(buf, a, b))
         elif no == 4:
             lid, addr, funcs = _location(buf, a, b)
-            locations[lid] = funcs
-            loc_address[lid] = addr
+            prof.locations[lid] = (addr, funcs)
         elif no == 5:
             fid, name, system_name = _function(buf, a, b)
-            functions[fid] = (name, system_name)
+            prof.functions[fid] = (name, system_name)
         elif no == 6:
-            try:
-                strings.append(buf[a:b].decode("utf-8"))
-            except UnicodeDecodeError:
-                strings.append(buf[a:b].decode("utf-8", errors="replace"))
+            prof.strings.append(buf[a:b].decode("utf-8", errors="replace"))
         elif no == 11:
-            period_type = _value_type(buf, a, b)
+            prof.period_type = _value_type(buf, a, b)
         elif no == 13:
-            _ints(buf, wire, a, b, comments)
+            _ints(buf, wire, a, b, prof.comments)
         elif no in (7, 8, 9, 10, 12, 14):
-            scalars[no] = _signed(_int(wire, a, f"Profile field {no}"))
+            prof.scalars[no] = _signed(_int(wire, a, f"Profile field {no}"))
         # 3 (mappings), 15, 16 and unknown fields: not needed for stacks and values.
-    return _Profile(
-        sample_types, samples, locations, loc_address, functions, strings, scalars, period_type, comments
-    )
+    return prof
 
 
 def _value_type(buf: bytes, a: int, b: int) -> tuple[int, int]:
-    typ = unit = 0
-    for no, wire, x, _ in _fields(buf, a, b):
-        if no == 1:
-            typ = _int(wire, x, "ValueType.type")
-        elif no == 2:
-            unit = _int(wire, x, "ValueType.unit")
-    return typ, unit
+    found = _varints(buf, a, b, {1: "ValueType.type", 2: "ValueType.unit"})
+    return found.get(1, 0), found.get(2, 0)
 
 
-def _sample(buf: bytes, a: int, b: int) -> tuple[list[int], list[int], list[tuple[int, int, int, int]]]:
+def _sample(buf: bytes, a: int, b: int) -> tuple[list[int], list[int], list[_Label]]:
     loc_ids: list[int] = []
     values: list[int] = []
-    labels: list[tuple[int, int, int, int]] = []
+    labels: list[_Label] = []
     for no, wire, x, y in _fields(buf, a, b):
         if no == 1:
             _ints(buf, wire, x, y, loc_ids)
@@ -466,23 +438,13 @@ def _sample(buf: bytes, a: int, b: int) -> tuple[list[int], list[int], list[tupl
         elif no == 3:
             if wire != _WIRE_LEN:
                 raise _Bad("Sample.label is not a message", x)
-            key = s = num = num_unit = 0
-            for lno, lwire, lx, _ in _fields(buf, x, y):
-                if lno in (1, 2, 3, 4):
-                    v = _int(lwire, lx, "Label field")
-                    if lno == 1:
-                        key = v
-                    elif lno == 2:
-                        s = v
-                    elif lno == 3:
-                        num = _signed(v)
-                    else:
-                        num_unit = v
-            labels.append((key, s, num, num_unit))
+            found = _varints(buf, x, y, dict.fromkeys((1, 2, 3, 4), "Label field"))
+            labels.append((found.get(1, 0), found.get(2, 0), _signed(found.get(3, 0)), found.get(4, 0)))
     return loc_ids, [_signed(v) for v in values], labels
 
 
 def _location(buf: bytes, a: int, b: int) -> tuple[int, int, list[int]]:
+    """(id, address, the function id of each Line: innermost first)."""
     lid = addr = 0
     funcs: list[int] = []
     for no, wire, x, y in _fields(buf, a, b):
@@ -493,46 +455,30 @@ def _location(buf: bytes, a: int, b: int) -> tuple[int, int, list[int]]:
         elif no == 4:
             if wire != _WIRE_LEN:
                 raise _Bad("Location.line is not a message", x)
-            fid = 0
-            for lno, lwire, lx, _ in _fields(buf, x, y):
-                if lno == 1:
-                    fid = _int(lwire, lx, "Line.function_id")
-            funcs.append(fid)
+            funcs.append(_varints(buf, x, y, {1: "Line.function_id"}).get(1, 0))
     if lid == 0:
         raise _Bad("a Location without an id", a)
     return lid, addr, funcs
 
 
 def _function(buf: bytes, a: int, b: int) -> tuple[int, int, int]:
-    fid = name = system_name = 0
-    for no, wire, x, _ in _fields(buf, a, b):
-        if no == 1:
-            fid = _int(wire, x, "Function.id")
-        elif no == 2:
-            name = _int(wire, x, "Function.name")
-        elif no == 3:
-            system_name = _int(wire, x, "Function.system_name")
-    if fid == 0:
+    found = _varints(buf, a, b, {1: "Function.id", 2: "Function.name", 3: "Function.system_name"})
+    if not found.get(1):
         raise _Bad("a Function without an id", a)
-    return fid, name, system_name
+    return found[1], found.get(2, 0), found.get(3, 0)
 
 
 # ---------------------------------------------------------------- frame
 
 
 def _build(prof: _Profile, host: str | None) -> pd.DataFrame:
-    strings = prof.strings
-    if not strings:
+    if not prof.strings:
         raise _Bad("no string table (every profile has one, starting with the empty string)")
-    if strings[0] != "":
-        raise _Bad(f"string table starts with {strings[0][:40]!r}, not the empty string")
+    if prof.strings[0] != "":
+        raise _Bad(f"string table starts with {prof.strings[0][:40]!r}, not the empty string")
     if not prof.sample_types:
         raise _Bad("no sample types")
-
-    def s(i: int, what: str) -> str:
-        if not 0 <= i < len(strings):
-            raise _Bad(f"{what} names string {i}, the table has {len(strings)}")
-        return strings[i]
+    s = prof.string
 
     types = [{"type": s(t, "sample type"), "unit": s(u, "sample unit")} for t, u in prof.sample_types]
     columns = _value_columns(types)
@@ -543,9 +489,9 @@ def _build(prof: _Profile, host: str | None) -> pd.DataFrame:
     for fid, (n, sysn) in prof.functions.items():
         names[fid] = (s(n, "function name") or s(sysn, "function system name") or "?").replace(";", ":")
     loc_frames: dict[int, list[str]] = {}
-    for lid, fids in prof.locations.items():
+    for lid, (addr, fids) in prof.locations.items():
         if not fids:  # not symbolized: the address stands in for the name, as in pprof
-            loc_frames[lid] = [f"0x{prof.loc_address.get(lid, 0):x}"]
+            loc_frames[lid] = [f"0x{addr:x}"]
             continue
         try:
             loc_frames[lid] = [names[f] for f in fids]
@@ -574,18 +520,59 @@ def _build(prof: _Profile, host: str | None) -> pd.DataFrame:
             hit = cache[key] = (";".join(reversed(leaf_first)), leaf_first[0] if leaf_first else None)
         stacks.append(hit[0])
         leaves.append(hit[1])
-        labels.append(_labels(labs, s) if labs else None)
+        labels.append(_labels(labs, prof) if labs else None)
 
-    data: dict[str, object] = {
+    data = {
         "host": pd.array([host] * len(stacks), dtype="string"),
         "stack": pd.array(stacks, dtype="string"),
         "leaf": pd.array(leaves, dtype="string"),
         "labels": pd.array(labels, dtype="string"),
     }
-    frame = coerce(pd.DataFrame(data), SCHEMA) if stacks else empty_frame(SCHEMA)
+    frame = coerce(pd.DataFrame(data), SCHEMA)
     for j, col in enumerate(columns):
         frame[col] = values[:, j]
-    return _frame_attrs(frame, prof, types, s)
+
+    # Profile-level facts go in attrs: they describe the whole profile, not a sample.
+    sc = prof.scalars
+    default = s(sc.get(14, 0), "default sample type")
+    by_type = {t["type"]: t["column"] for t in types}
+    default_column = by_type.get(default, columns[-1]) if default else columns[-1]
+    period_type = None
+    if prof.period_type is not None:
+        period_type = f"{s(prof.period_type[0], 'period type')}/{s(prof.period_type[1], 'period unit')}"
+    frame.attrs.update(
+        sample_types=types,
+        value_columns=columns,
+        default_value_column=default_column,
+        period=sc.get(12, 0),
+        period_type=period_type,
+        duration_ns=sc.get(10, 0) or None,
+        time=pd.Timestamp(sc[9], unit="ns", tz="UTC") if sc.get(9) else None,
+        drop_frames=s(sc.get(7, 0), "drop_frames"),
+        keep_frames=s(sc.get(8, 0), "keep_frames"),
+        comments=[s(c, "comment") for c in prof.comments],
+        dropped_lines=0,
+    )
+    return frame
+
+
+def _empty() -> pd.DataFrame:
+    """The frame of an empty input: no value columns, nothing known of a profile."""
+    frame = empty_frame(SCHEMA)
+    frame.attrs.update(
+        sample_types=[],
+        value_columns=[],
+        default_value_column=None,
+        period=None,
+        period_type=None,
+        duration_ns=None,
+        time=None,
+        drop_frames="",
+        keep_frames="",
+        comments=[],
+        dropped_lines=0,
+    )
+    return frame
 
 
 def _value_columns(types: list[dict[str, str]]) -> list[str]:
@@ -604,51 +591,12 @@ def _snake(text: str) -> str:
     return re.sub(r"[^a-z0-9]+", "_", text.lower()).strip("_")
 
 
-def _labels(labs: list[tuple[int, int, int, int]], s: _Lookup) -> str:
+def _labels(labs: list[_Label], prof: _Profile) -> str:
     parts = []
     for key, sidx, num, unit in labs:
-        value = s(sidx, "label value") if sidx else f"{num}{s(unit, 'label unit')}"
-        parts.append(f"{s(key, 'label key')}={value}")
+        value = prof.string(sidx, "label value") if sidx else f"{num}{prof.string(unit, 'label unit')}"
+        parts.append(f"{prof.string(key, 'label key')}={value}")
     return ",".join(parts)
-
-
-def _frame_attrs(
-    frame: pd.DataFrame, prof: _Profile | None, types: list[dict[str, str]], s: _Lookup | None = None
-) -> pd.DataFrame:
-    """Profile-level facts go in attrs: they describe the whole profile, not a sample."""
-    attrs: dict[str, object] = {
-        "sample_types": types,
-        "value_columns": [t["column"] for t in types],
-        "default_value_column": None,
-        "period": None,
-        "period_type": None,
-        "duration_ns": None,
-        "time": None,
-        "drop_frames": "",
-        "keep_frames": "",
-        "comments": [],
-        "dropped_lines": 0,
-    }
-    if prof is not None and s is not None:
-        sc = prof.scalars
-        default = s(sc.get(14, 0), "default sample type")
-        by_type = {t["type"]: t["column"] for t in types}
-        attrs["default_value_column"] = (
-            by_type.get(default, types[-1]["column"]) if default else types[-1]["column"]
-        )
-        attrs["period"] = sc.get(12, 0)
-        if prof.period_type is not None:
-            attrs["period_type"] = (
-                f"{s(prof.period_type[0], 'period type')}/{s(prof.period_type[1], 'period unit')}"
-            )
-        attrs["duration_ns"] = sc.get(10, 0) or None
-        if sc.get(9):
-            attrs["time"] = pd.Timestamp(sc[9], unit="ns", tz="UTC")
-        attrs["drop_frames"] = s(sc.get(7, 0), "drop_frames")
-        attrs["keep_frames"] = s(sc.get(8, 0), "keep_frames")
-        attrs["comments"] = [s(c, "comment") for c in prof.comments]
-    frame.attrs.update(attrs)
-    return frame
 
 
 __all__ = ["SCHEMA", "folded", "parse", "parse_bytes", "sniff", "sniff_bytes", "top"]
