@@ -32,16 +32,11 @@ cgroup's files once, however many processes share it::
 `file NAME` is followed by the file's lines, each indented by two spaces (an empty file: no lines).
 `missing ...` (a file, a controller, a process that exited, a device without a name),
 `unreachable ...` (a cgroup whose directory is not visible here: outside this cgroup namespace, or
-below no mount's root) and `controllers ...` (v2's `cgroup.controllers`) are kept as `attrs["notes"]`.
+below no mount's root) and `controllers ...` (v2's `cgroup.controllers`) are kept in `attrs["notes"]`
+with their process or cgroup, as are files this parser does not read; `attrs["dropped_lines"]` counts
+a last line cut mid-write.
 `device MAJ:MIN NAME` names the block devices that IO files list (`/sys/dev/block/MAJ:MIN/uevent`'s
 DEVNAME, else /proc/partitions): the name iostat prints.
-
-Files read — v1 (`cpu`, `cpuacct`, `blkio`, `memory` hierarchies, co-mounted or not):
-`cpu.cfs_quota_us`, `cpu.cfs_period_us`, `cpu.stat`, `cpuacct.usage`, `blkio.throttle.
-{read,write}_{bps,iops}_device`, `blkio.throttle.io_serviced`, `blkio.throttle.io_service_bytes`,
-`memory.limit_in_bytes`, `memory.usage_in_bytes`, `memory.max_usage_in_bytes`, `memory.failcnt`,
-`memory.oom_control`; v2: `cpu.max`, `cpu.weight`, `cpu.stat`, `io.max`, `io.stat`, `memory.max`,
-`memory.high`, `memory.current`, `memory.peak`, `memory.events`.
 
 Schema (one row per process, hierarchy, cgroup, key and device; a cgroup shared by several
 processes repeats under each of them):
@@ -62,25 +57,29 @@ processes repeats under each of them):
 | value | float64 | the number in the key's unit; NaN when `unlimited` |
 | unlimited | boolean | True for a limit set to none (v1 quota -1, memory limit ≥ 2**62; v2 `max`) |
 
-Keys, one name for v1 and v2 (times in microseconds: v1's nanosecond counters are divided by 1000):
+Keys, one name for v1 and v2, by the file read (v1: the `cpu`, `cpuacct`, `blkio`, `memory`
+hierarchies, co-mounted or not; times in microseconds: v1's nanosecond counters are divided by 1000):
 
-- CPU: `quota_usec`, `period_usec` (v1 cfs_quota_us/cfs_period_us; v2 cpu.max `QUOTA PERIOD`);
-  `nr_periods`, `nr_throttled` (counts), `throttled_usec` (v1 `throttled_time` ns, v2
-  `throttled_usec`), `nr_bursts`, `burst_usec` (v1 `burst_time` ns), `wait_usec` (v1 `wait_sum` ns,
-  with schedstats on); v2 cpu.stat's `usage_usec`, `user_usec`, `system_usec`, `nice_usec` as
-  named; `usage_usec` from v1 `cpuacct.usage` (ns; controller `cpuacct`); `weight` (v2 cpu.weight).
-  Any other cpu.stat key keeps its own name (a count, or already named `*_usec`).
+- CPU: `quota_usec`, `period_usec` (v1 cpu.cfs_quota_us, cpu.cfs_period_us; v2 cpu.max `QUOTA
+  PERIOD`); from cpu.stat `nr_periods`, `nr_throttled` (counts), `throttled_usec` (v1 `throttled_time`
+  ns, v2 `throttled_usec`), `nr_bursts`, `burst_usec` (v1 `burst_time` ns), `wait_usec` (v1 `wait_sum`
+  ns, with schedstats on), v2's `usage_usec`, `user_usec`, `system_usec`, `nice_usec`, and any other
+  key under its own name (a count, or already `*_usec`); `usage_usec` also from v1 cpuacct.usage (ns;
+  controller `cpuacct`); `weight` (v2 cpu.weight).
 - IO, per device: limits `read_max_bytes_s`, `write_max_bytes_s`, `read_max_iops`, `write_max_iops`
-  (v1 `blkio.throttle.*_device` list only the devices with a limit: a device absent from them has
-  none; v2 `io.max` prints `max` for the unlimited ones of a limited device); counters since the
-  cgroup was made `read_ios`, `write_ios`, `read_bytes`, `write_bytes`, `discard_ios`,
-  `discard_bytes` (v2 io.stat rios/wios/rbytes/wbytes/dios/dbytes; v1 io_serviced and
-  io_service_bytes Read/Write/Discard), v1 also `sync_*`, `async_*`, `total_*`. v1's last `Total N`
-  line (the sum over devices) is no row. Other io.stat keys (iocost's `cost.usage`) keep their name.
-- Memory: `max_bytes` (v1 limit_in_bytes, v2 memory.max), `high_bytes`, `current_bytes`,
-  `peak_bytes` (v1 max_usage_in_bytes, v2 memory.peak), `failcnt` (v1: times usage hit the limit),
-  `oom_kill_disable`, `under_oom`, `oom_kill` (v1 oom_control; v2 memory.events `oom_kill`),
-  v2 memory.events' `low_events`, `high_events`, `max_events`, `oom_events`, `oom_group_kill`.
+  (v1 blkio.throttle.{read,write}_{bps,iops}_device list only the devices with a limit: a device
+  absent from them has none; v2 io.max prints `max` for the unlimited ones of a limited device);
+  counters since the cgroup was made `read_ios`, `write_ios`, `read_bytes`, `write_bytes`,
+  `discard_ios`, `discard_bytes` (v2 io.stat rios/wios/rbytes/wbytes/dios/dbytes; v1
+  blkio.throttle.io_serviced and io_service_bytes Read/Write/Discard), v1 also `sync_*`, `async_*`,
+  `total_*`. v1's last `Total N` line (the sum over devices) is no row. Other io.stat keys (iocost's
+  `cost.usage`) keep their name.
+- Memory: `max_bytes` (v1 memory.limit_in_bytes, v2 memory.max), `high_bytes` (v2 memory.high),
+  `current_bytes` (v1 memory.usage_in_bytes, v2 memory.current), `peak_bytes` (v1
+  memory.max_usage_in_bytes, v2 memory.peak), `failcnt` (v1 memory.failcnt: times usage hit the
+  limit), `oom_kill_disable`, `under_oom`, `oom_kill` (v1 memory.oom_control; v2 memory.events
+  `oom_kill`), v2 memory.events' `low_events`, `high_events`, `max_events`, `oom_events`,
+  `oom_group_kill`.
 
 How a rule reads one step (the `cgroup-start` and `cgroup-end` frames of that step and host, rows
 matched on pid, version, controller, cgroup, key and device; counters are cumulative):
@@ -103,9 +102,6 @@ Limits of what is read: the process's own cgroup only (a parent's quota or limit
 is not read); the main thread's cgroup (v1 threads may sit elsewhere); `/proc/PID/cgroup` paths
 outside this cgroup namespace (`/..`) and cgroups below no mount's root are `unreachable`.
 
-attrs: `dropped_lines` (a last line cut mid-write), `notes` (the capture's `missing`,
-`unreachable` and `controllers` lines with their process or cgroup, and files this parser does not
-read).
 Tested on: tests/fixtures/cgroup/ (see README.md there).
 """
 
@@ -116,7 +112,7 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-from ._common import Lines, Source, coerce, empty_frame, feed_lines
+from ._common import Lines, Source, feed_lines, records_frame
 
 KIND = "cgroup"
 
@@ -168,19 +164,9 @@ _SINGLE: dict[str, tuple[str, float, str]] = {
     "memory.current": ("current_bytes", 1, ""),
     "memory.peak": ("peak_bytes", 1, ""),
 }
-_V1_CPU_STAT = {
-    "throttled_time": ("throttled_usec", 1000),
-    "burst_time": ("burst_usec", 1000),
-    "wait_sum": ("wait_usec", 1000),
-}
-_MEMORY_EVENTS = {
-    "low": "low_events",
-    "high": "high_events",
-    "max": "max_events",
-    "oom": "oom_events",
-    "oom_kill": "oom_kill",
-    "oom_group_kill": "oom_group_kill",
-}
+_V1_CPU_STAT_NS = {"throttled_time": "throttled_usec", "burst_time": "burst_usec", "wait_sum": "wait_usec"}
+# memory.events keys that take an `_events` suffix (the others keep their name)
+_MEMORY_EVENTS = frozenset({"low", "high", "max", "oom"})
 _V1_IO_LIMITS = {
     "blkio.throttle.read_bps_device": "read_max_bytes_s",
     "blkio.throttle.write_bps_device": "write_max_bytes_s",
@@ -205,8 +191,11 @@ _IO_STAT = {
 _FLAT = ("cpu.stat", "memory.oom_control", "memory.events")
 KNOWN_FILES = frozenset((*_SINGLE, *_FLAT, *_V1_IO_LIMITS, *_V1_IO_COUNTS, "cpu.max", "io.max", "io.stat"))
 
+# a content line's rows: (key, device, value, unlimited)
+_Row = tuple[str, str | None, float, bool]
 # (file, key, device, value, unlimited)
 Entry = tuple[str, str, str | None, float, bool]
+_UNLIMITED = float("nan"), True
 
 
 @dataclass
@@ -224,35 +213,34 @@ def sniff(text: str) -> bool:
     return False
 
 
-def _controller(file: str) -> str:
-    return file.split(".", 1)[0]
+def _hierarchy(m: re.Match[str]) -> tuple[int, str, str]:
+    """(version, v1 controllers or "", path) of a `cgroup ...` or `== cgroup ...` line."""
+    return (1 if m[1] else 2, m[1] or "", m[2])
 
 
-def _content(file: str, version: int, text: str, first: bool) -> list[tuple[str, str | None, float, bool]]:
-    """The rows one content line of `file` gives: (key, device, value, unlimited); ValueError says
-    what the line should have been."""
+def _content(file: str, version: int, text: str, first: bool) -> list[_Row]:
+    """The rows one content line of `file` gives; ValueError says what the line should have been."""
     if file in _SINGLE:
         key, divisor, unlimited_as = _SINGLE[file]
         if not first:
             raise ValueError(f"{file} holds one value; a second line")
         if unlimited_as == "max" and text == "max":
-            return [(key, None, float("nan"), True)]
+            return [(key, None, *_UNLIMITED)]
         if not _INT.match(text):
             raise ValueError(f"{file} is not an integer" + (" or `max`" if unlimited_as == "max" else ""))
         n = int(text)
         if (unlimited_as == "negative" and n < 0) or (unlimited_as == "huge" and n >= _V1_UNLIMITED_BYTES):
-            return [(key, None, float("nan"), True)]
+            return [(key, None, *_UNLIMITED)]
         return [(key, None, n / divisor, False)]
     if file in _FLAT:
         m = _KEY_VALUE.match(text)
         if m is None:
             raise ValueError(f"{file} line is not `key integer`")
         name, n = m[1], int(m[2])
-        if file == "cpu.stat" and version == 1 and name in _V1_CPU_STAT:
-            key, divisor = _V1_CPU_STAT[name]
-            return [(key, None, n / divisor, False)]
-        if file == "memory.events":
-            name = _MEMORY_EVENTS.get(name, name)
+        if file == "cpu.stat" and version == 1 and name in _V1_CPU_STAT_NS:
+            return [(_V1_CPU_STAT_NS[name], None, n / 1000, False)]
+        if file == "memory.events" and name in _MEMORY_EVENTS:
+            name = f"{name}_events"
         return [(name, None, float(n), False)]
     if file == "cpu.max":
         parts = text.split(" ")
@@ -263,7 +251,7 @@ def _content(file: str, version: int, text: str, first: bool) -> list[tuple[str,
             or not (parts[0] == "max" or _INT.match(parts[0]))
         ):
             raise ValueError("cpu.max is not one `QUOTA PERIOD` line (QUOTA an integer or `max`)")
-        quota = (float("nan"), True) if parts[0] == "max" else (float(parts[0]), False)
+        quota = _UNLIMITED if parts[0] == "max" else (float(parts[0]), False)
         return [("quota_usec", None, *quota), ("period_usec", None, float(parts[1]), False)]
     if file in _V1_IO_LIMITS:
         m = _DEV_VALUE.match(text)
@@ -281,22 +269,21 @@ def _content(file: str, version: int, text: str, first: bool) -> list[tuple[str,
     m = _DEV_PAIRS.match(text)
     if m is None:
         raise ValueError(f"{file} line is not `MAJ:MIN key=value ...`")
-    rows: list[tuple[str, str | None, float, bool]] = []
+    rows: list[_Row] = []
     for pair in m[2].split():
         name, value = pair.split("=", 1)
-        if file == "io.max":
-            if name not in _IO_MAX:
-                raise ValueError(f"io.max key {name!r} is none of rbps wbps riops wiops")
-            if value == "max":
-                rows.append((_IO_MAX[name], m[1], float("nan"), True))
-                continue
-            if not _INT.match(value):
-                raise ValueError(f"io.max {name} is not an integer or `max`")
-            rows.append((_IO_MAX[name], m[1], float(value), False))
-        else:
+        if file == "io.stat":
             if not _NUM.match(value):
                 raise ValueError(f"io.stat {name} is not a number")
             rows.append((_IO_STAT.get(name, name), m[1], float(value), False))
+        elif name not in _IO_MAX:
+            raise ValueError(f"io.max key {name!r} is none of rbps wbps riops wiops")
+        elif value == "max":
+            rows.append((_IO_MAX[name], m[1], *_UNLIMITED))
+        elif not _INT.match(value):
+            raise ValueError(f"io.max {name} is not an integer or `max`")
+        else:
+            rows.append((_IO_MAX[name], m[1], float(value), False))
     return rows
 
 
@@ -318,20 +305,20 @@ def parse(source: Source, *, host: str | None = None, tz: str = "UTC") -> pd.Dat
     """
     stamp: pd.Timestamp | None = None
     seen_header = False
-    pids: dict[int, str] = {}
-    members: dict[int, list[tuple[int, str, str]]] = {}
+    processes: dict[int, str] = {}
+    members: dict[int, list[tuple[int, str, str]]] = {}  # pid -> its hierarchies
     blocks: dict[tuple[int, str, str], _Block] = {}
     devices: dict[str, str] = {}
     notes: list[str] = []
     dropped = 0
-    pid: int | None = None
+    current_pid: int | None = None  # the `== pid` whose `cgroup` lines follow
     block: _Block | None = None
     where = ""  # the process or cgroup the lines belong to, for notes
     file: str | None = None  # the file whose lines follow; "" for one this parser does not read
     first = True
 
     def feed(line_no: int, line: str, lines: Lines) -> None:
-        nonlocal stamp, seen_header, pid, block, where, file, first
+        nonlocal stamp, seen_header, current_pid, block, where, file, first
         if not line.strip():
             return
         if not seen_header:
@@ -353,35 +340,35 @@ def parse(source: Source, *, host: str | None = None, tz: str = "UTC") -> pd.Dat
             except ValueError as exc:
                 raise lines.error(line_no, line, str(exc)) from None
             first = False
-            block.entries.extend((file, key, dev, value, unl) for key, dev, value, unl in rows)
+            block.entries.extend((file, *row) for row in rows)
             return
         file = None
         if line.startswith("== pid "):
             m = _PID.match(line)
             if m is None:
                 raise lines.error(line_no, line, "not `== pid PID NAME`")
-            pid, block = int(m[1]), None
-            if pid in pids:
-                raise lines.error(line_no, line, f"pid {pid} printed twice")
-            pids[pid] = m[2]
-            members[pid] = []
-            where = f"pid {pid} {m[2]}"
+            current_pid, block = int(m[1]), None
+            if current_pid in processes:
+                raise lines.error(line_no, line, f"pid {current_pid} printed twice")
+            processes[current_pid] = m[2]
+            members[current_pid] = []
+            where = f"pid {current_pid} {m[2]}"
         elif line.startswith("== cgroup "):
             m = _BLOCK.match(line)
             if m is None:
                 raise lines.error(line_no, line, "not `== cgroup v1 CONTROLLERS PATH` or `== cgroup v2 PATH`")
-            key = (1 if m[1] else 2, m[1] or "", m[2])
-            if key in blocks:
+            hierarchy = _hierarchy(m)
+            if hierarchy in blocks:
                 raise lines.error(line_no, line, "this cgroup printed twice")
-            pid, block = None, blocks.setdefault(key, _Block(key[0]))
-            where = f"cgroup v{key[0]} {m[1] + ' ' if m[1] else ''}{m[2]}"
+            current_pid, block = None, blocks.setdefault(hierarchy, _Block(hierarchy[0]))
+            where = line[3:]  # `cgroup v1 cpu,cpuacct /system.slice/mariadb.service`
         elif line.startswith("cgroup "):
             m = _MEMBER.match(line)
-            if m is None or pid is None:
+            if m is None or current_pid is None:
                 raise lines.error(
                     line_no, line, "not `cgroup v1 CONTROLLERS PATH` or `cgroup v2 PATH` under `== pid`"
                 )
-            members[pid].append((1 if m[1] else 2, m[1] or "", m[2]))
+            members[current_pid].append(_hierarchy(m))
         elif line.startswith("file "):
             name = line[5:]
             if block is None:
@@ -389,8 +376,9 @@ def parse(source: Source, *, host: str | None = None, tz: str = "UTC") -> pd.Dat
             if name in block.files:
                 raise lines.error(line_no, line, f"{name} printed twice for this cgroup")
             block.files.add(name)
-            file, first = (name, True) if name in KNOWN_FILES else ("", True)
+            file, first = name, True
             if name not in KNOWN_FILES:
+                file = ""
                 notes.append(f"{where}: {name} is not a file this parser reads: skipped")
         elif line.startswith(("missing ", "unreachable ", "controllers")):
             notes.append(f"{where}: {line}" if where else line)
@@ -399,9 +387,7 @@ def parse(source: Source, *, host: str | None = None, tz: str = "UTC") -> pd.Dat
             if m is None:
                 raise lines.error(line_no, line, "not `device MAJ:MIN NAME`")
             devices[m[1]] = m[2]
-        elif line.startswith(("mount ", "dir ")):
-            pass  # where the files were read from: for a person
-        else:
+        elif not line.startswith(("mount ", "dir ")):  # those say where the files were read from
             raise lines.error(line_no, line, "not a line of perfkit's cgroup snapshot")
 
     def cut_last(line_no: int, line: str, lines: Lines) -> None:
@@ -409,38 +395,25 @@ def parse(source: Source, *, host: str | None = None, tz: str = "UTC") -> pd.Dat
         dropped += 1  # `9223372036854771712` cut short would read as a limit: never keep it
 
     feed_lines(source, KIND, feed, cut_last)
-    records = [
-        (p, pids[p], version, _controller(f), path, f, key, dev, value, unl)
-        for p, hierarchies in members.items()
+    rows = [
+        {
+            "pid": pid,
+            "process": processes[pid],
+            "version": version,
+            "controller": name.split(".", 1)[0],
+            "cgroup": path,
+            "file": name,
+            "key": key,
+            "device": device,
+            "device_name": devices.get(device) if device else None,
+            "value": value,
+            "unlimited": unlimited,
+        }
+        for pid, hierarchies in members.items()
         for version, controllers, path in hierarchies
-        for f, key, dev, value, unl in blocks.get((version, controllers, path), _Block(version)).entries
+        if (version, controllers, path) in blocks
+        for name, key, device, value, unlimited in blocks[version, controllers, path].entries
     ]
-    attrs = {"dropped_lines": dropped, "notes": notes}
-    if not records:
-        df = empty_frame(SCHEMA)
-        df.attrs.update(attrs)
-        return df
-    cols = list(zip(*records, strict=True))
-    n = len(records)
-    df = coerce(
-        pd.DataFrame(
-            {
-                "timestamp": pd.Series([stamp] * n, dtype="datetime64[ns, UTC]"),
-                "host": pd.array([host] * n, dtype="string"),
-                "pid": pd.array(cols[0], dtype="Int64"),
-                "process": pd.array(cols[1], dtype="string"),
-                "version": pd.array(cols[2], dtype="Int64"),
-                "controller": pd.array(cols[3], dtype="string"),
-                "cgroup": pd.array(cols[4], dtype="string"),
-                "file": pd.array(cols[5], dtype="string"),
-                "key": pd.array(cols[6], dtype="string"),
-                "device": pd.array(cols[7], dtype="string"),
-                "device_name": pd.array([devices.get(d) if d else None for d in cols[7]], dtype="string"),
-                "value": pd.array(cols[8], dtype="float64"),
-                "unlimited": pd.array(cols[9], dtype="boolean"),
-            }
-        ),
-        SCHEMA,
-    )
-    df.attrs.update(attrs)
+    df = records_frame(rows, SCHEMA, timestamp=stamp, host=host)
+    df.attrs.update(dropped_lines=dropped, notes=notes)
     return df

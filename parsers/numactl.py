@@ -20,9 +20,8 @@ nodes, header `node   0   1   3`); a memory-only node (CXL, hot-plugged memory) 
 without distances prints `No distance information available.`; a kernel without NUMA makes
 numactl print only `No NUMA available on this system` (exit 1): an empty frame, not an error.
 CPU lists are read as printed, single numbers or ranges (`0-7`, the compressed form newer
-numactl can print, with an optional `(8)` count).
-
-In VMs the size can be below the RAM (the guest's firmware describes one node).
+numactl can print, with an optional `(8)` count). In VMs the size can be below the RAM (the guest's
+firmware describes one node).
 
 Scripts often save `numactl --hardware; numactl --show` in one file (either order). `--show` prints
 the memory policy and bindings of the process that ran it (the script's shell, which the tools it
@@ -55,9 +54,7 @@ Schema (one row per node, in file order):
 | size_mb | float64 | memory of the node, MB as numactl prints (MiB: bytes >> 20) |
 | free_mb | float64 | free memory of the node, MB, at capture time |
 
-What it reads beside its rows: `EXTRAS` (below).
-
-Tested on: tests/fixtures/numactl/ (README.md there).
+What it reads beside its rows: `EXTRAS` (below). Tested on: tests/fixtures/numactl/ (README.md there).
 """
 
 from __future__ import annotations
@@ -65,12 +62,11 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-import numpy as np
 import pandas as pd
 
 from perfkit.errors import ParseError
 
-from ._common import Extras, Lines, Skips, Source, coerce, empty_frame, feed_lines
+from ._common import Extras, Lines, Skips, Source, feed_lines, records_frame
 
 
 @dataclass(frozen=True)
@@ -152,41 +148,21 @@ def parse(source: Source, *, host: str | None = None, tz: str = "UTC") -> pd.Dat
     """
     state = _State()
     try:
-        feed_lines(source, KIND, state.feed, state.cut_last)
-    except ParseError:
-        raise
+        lines = feed_lines(source, KIND, state.feed, state.cut_last)
     except (ValueError, OverflowError, IndexError) as exc:  # a safety net: nothing else escapes
-        path = state.lines.path if state.lines is not None else None
-        raise ParseError(
-            KIND, path, state.line_no, "", f"cannot parse ({type(exc).__name__}: {exc})"
-        ) from exc
-    if state.lines is not None:
-        read = len(state.nodes) + (state.available is not None) + bool(state.show)
-        state.skips.refuse_if_nothing_read(read, state.lines)
-    attrs = {
-        "distances": state.distances(),
-        "available_nodes": state.available,
-        "show": state.show,
-        "dropped_lines": state.dropped,
-        "notes": state.notes,
-        "skipped": state.skips,
-    }
-    nodes = state.nodes
-    if not nodes:
-        df = empty_frame(SCHEMA)
-        df.attrs.update(attrs)
-        return df
-    ids = list(nodes)
-    data = {
-        "host": pd.array([host] * len(ids), dtype="string"),
-        "node": pd.array(ids, dtype="Int64"),
-        "cpus": pd.array([nodes[i].get("cpus") for i in ids], dtype="string"),
-        "cpu_count": pd.array([nodes[i].get("cpu_count") for i in ids], dtype="Int64"),
-        "size_mb": np.array([nodes[i].get("size", np.nan) for i in ids], dtype=np.float64),
-        "free_mb": np.array([nodes[i].get("free", np.nan) for i in ids], dtype=np.float64),
-    }
-    df = coerce(pd.DataFrame(data), SCHEMA)
-    df.attrs.update(attrs)
+        reason = f"cannot parse ({type(exc).__name__}: {exc})"
+        raise ParseError(KIND, state.path, state.line_no, "", reason) from exc
+    read = len(state.nodes) + (state.available is not None) + bool(state.show)
+    state.skips.refuse_if_nothing_read(read, lines)
+    df = records_frame([{"node": node, **fields} for node, fields in state.nodes.items()], SCHEMA, host=host)
+    df.attrs.update(
+        distances=state.distances(),
+        available_nodes=state.available,
+        show=state.show,
+        dropped_lines=state.dropped,
+        notes=state.notes,
+        skipped=state.skips,
+    )
     return df
 
 
@@ -194,11 +170,12 @@ class _State:
     """The line walk: `available:`, per-node lines, then the distance matrix."""
 
     def __init__(self) -> None:
-        self.lines: Lines | None = None
+        self.path: str | None = None
         self.line_no = 0
+        self.line = ""
         self.available: int | None = None
         self.listed: set[int] | None = None  # node numbers from the `available:` line
-        self.nodes: dict[int, dict[str, object]] = {}
+        self.nodes: dict[int, dict[str, object]] = {}  # node -> its SCHEMA fields
         self.in_distances = False
         self.dist_nodes: list[int] | None = None
         self.dist_rows: dict[int, list[int]] = {}
@@ -208,8 +185,12 @@ class _State:
         self.notes: list[str] = []
         self.skips = Skips()
 
+    def error(self, reason: str) -> ParseError:
+        """A ParseError naming the line being read."""
+        return ParseError(KIND, self.path, self.line_no, self.line, reason)
+
     def feed(self, line_no: int, line: str, lines: Lines) -> None:
-        self.lines, self.line_no = lines, line_no
+        self.path, self.line_no, self.line = lines.path, line_no, line
         text = line.rstrip()  # numactl ends every matrix line with a space
         if not text:
             return
@@ -217,108 +198,117 @@ class _State:
             if self._matrix_done() and not _DIST_ROW.match(text):
                 self.in_distances = False  # another tool's output follows the matrix
             else:
-                self._distance_line(line_no, line, text, lines)
+                self._distance_line(text)
                 return
         if m := _SHOW.match(text):
-            self._show_line(m[1], m[2].strip(), line_no, line, lines)
-            return
-        if text == _SHOW_NO_NUMA:
+            self._show_line(m[1], m[2].strip())
+        elif text == _SHOW_NO_NUMA:
             self.notes.append(f"numactl --show: {_SHOW_NO_NUMA}")
-            return
-        if self.no_numa:
-            raise lines.error(line_no, line, f"text after {_NO_NUMA!r}")
-        if m := _AVAILABLE.match(text):
+        elif self.no_numa:
+            raise self.error(f"text after {_NO_NUMA!r}")
+        elif m := _AVAILABLE.match(text):
             if self.available is not None or self.nodes:
-                raise lines.error(line_no, line, "second `available:` line: two captures in one file?")
+                raise self.error("second `available:` line: two captures in one file?")
             self.available = int(m[1])
-            self.listed = _node_list(m[2], line_no, line, lines)
+            self.listed = set()
+            for item in filter(None, m[2].split(",")):
+                self.listed.update(self._range(item, "node"))
             if len(self.listed) != self.available:
-                raise lines.error(
-                    line_no, line, f"{self.available} nodes announced, {len(self.listed)} listed"
-                )
-            return
-        if text == _NO_NUMA:
+                raise self.error(f"{self.available} nodes announced, {len(self.listed)} listed")
+        elif text == _NO_NUMA:
             if self.available is not None or self.nodes:
-                raise lines.error(line_no, line, f"{_NO_NUMA!r} after node lines")
+                raise self.error(f"{_NO_NUMA!r} after node lines")
             self.no_numa = True
             self.available = 0
             self.notes.append(f"numactl: {_NO_NUMA} (kernel without NUMA): no nodes")
-            return
-        if m := _CPUS.match(text):
-            node = self._node(int(m[1]), line_no, line, lines)
-            cpus = m[2].strip()
-            node["cpus"] = cpus
-            node["cpu_count"] = _cpu_count(cpus, line_no, line, lines)
-            return
-        if m := _MEM.match(text):
-            node = self._node(int(m[1]), line_no, line, lines)
-            node[m[2]] = float(m[3]) if m[3] is not None else np.nan
-            return
-        if text == "node distances:":
+        elif m := _CPUS.match(text):
+            node = self._node(int(m[1]))
+            node["cpus"] = m[2].strip()
+            node["cpu_count"] = self._cpu_count(m[2].strip())
+        elif m := _MEM.match(text):
+            self._node(int(m[1]))[f"{m[2]}_mb"] = float(m[3]) if m[3] is not None else float("nan")
+        elif text == "node distances:":
             self.in_distances = True
-            return
-        if text == _NO_DISTANCES:
+        elif text == _NO_DISTANCES:
             self.notes.append("numactl: no distance information available")
-            return
-        if _OWN.match(text):
-            raise lines.error(line_no, line, "not a `numactl --hardware` line")
-        self.skips.add(line_no, line, "not a `numactl --hardware` or `--show` line")
-
-    def _matrix_done(self) -> bool:
-        return self.dist_nodes is not None and set(self.dist_rows) == set(self.dist_nodes)
-
-    def _show_line(self, key: str, value: str, line_no: int, line: str, lines: Lines) -> None:
-        """A `numactl --show` line into `show`: masks as lists of ints, the rest as printed."""
-        name = key.replace(" ", "_")
-        if name in self.show:
-            raise lines.error(line_no, line, f"second `{key}:` line: two `numactl --show` in one file?")
-        if key in _SHOW_MASKS:
-            tokens = value.split()
-            if not all(t.isdigit() and len(t) <= 7 for t in tokens):
-                raise lines.error(line_no, line, f"`{key}:` is not a list of numbers")
-            self.show[name] = [int(t) for t in tokens]
-        elif key == "interleavenode":
-            if not value.isdigit() or len(value) > 7:
-                raise lines.error(line_no, line, "`interleavenode:` is not a node number")
-            self.show[name] = int(value)
+        elif _OWN.match(text):
+            raise self.error("not a `numactl --hardware` line")
         else:
-            self.show[name] = value
+            self.skips.add(line_no, line, "not a `numactl --hardware` or `--show` line")
 
     def cut_last(self, line_no: int, line: str, lines: Lines) -> None:
         """A last line without newline was cut mid-write: `size: 66` may be `size: 6618 MB` cut short."""
-        self.lines, self.line_no = lines, line_no
         self.dropped += 1
         if self.in_distances:
             self.notes.append("distance matrix cut off: attrs distances left empty")
 
-    def _node(self, node: int, line_no: int, line: str, lines: Lines) -> dict[str, object]:
+    def _matrix_done(self) -> bool:
+        return self.dist_nodes is not None and set(self.dist_rows) == set(self.dist_nodes)
+
+    def _show_line(self, key: str, value: str) -> None:
+        """A `numactl --show` line into `show`: masks as lists of ints, the rest as printed."""
+        name = key.replace(" ", "_")
+        if name in self.show:
+            raise self.error(f"second `{key}:` line: two `numactl --show` in one file?")
+        if key in _SHOW_MASKS:
+            tokens = value.split()
+            if not all(t.isdigit() and len(t) <= 7 for t in tokens):
+                raise self.error(f"`{key}:` is not a list of numbers")
+            self.show[name] = [int(t) for t in tokens]
+        elif key == "interleavenode":
+            if not value.isdigit() or len(value) > 7:
+                raise self.error("`interleavenode:` is not a node number")
+            self.show[name] = int(value)
+        else:
+            self.show[name] = value
+
+    def _node(self, node: int) -> dict[str, object]:
         if node >= _MAX_ID:
-            raise lines.error(line_no, line, f"implausible node number {node}")
+            raise self.error(f"implausible node number {node}")
         if self.listed is not None and node not in self.listed:
-            raise lines.error(line_no, line, f"node {node} is not on the `available:` line")
+            raise self.error(f"node {node} is not on the `available:` line")
         return self.nodes.setdefault(node, {})
 
-    def _distance_line(self, line_no: int, line: str, text: str, lines: Lines) -> None:
+    def _range(self, item: str, what: str) -> range:
+        """`3` or `0-7` (numactl compresses runs of numbers into ranges)."""
+        m = _CPU_ITEM.match(item)
+        if m is None:
+            raise self.error(f"bad {what} list item {item!r}")
+        lo, hi = int(m[1]), int(m[2] or m[1])
+        if hi < lo or hi >= _MAX_ID:
+            raise self.error(f"bad {what} range {item!r}")
+        return range(lo, hi + 1)
+
+    def _cpu_count(self, cpus: str) -> int:
+        """CPUs in a list as printed: `0 1 2 3`, or ranges `0-7, 16-23 (16)` (the count wins when printed)."""
+        tokens = cpus.replace(",", " ").split()
+        printed: int | None = None
+        if tokens and tokens[-1].startswith("(") and tokens[-1].endswith(")") and tokens[-1][1:-1].isdigit():
+            printed = int(tokens.pop()[1:-1])
+        count = sum(len(self._range(token, "CPU")) for token in tokens)
+        if printed is not None and printed != count:
+            raise self.error(f"CPU list holds {count} CPUs but says ({printed})")
+        return count
+
+    def _distance_line(self, text: str) -> None:
         if self.dist_nodes is None:
             m = _DIST_HEADER.match(text)
             if m is None:
-                raise lines.error(line_no, line, "expected the distance header `node   0   1 ...`")
+                raise self.error("expected the distance header `node   0   1 ...`")
             self.dist_nodes = [int(t) for t in m[1].split()]
             if len(set(self.dist_nodes)) != len(self.dist_nodes):
-                raise lines.error(line_no, line, "a node appears twice in the distance header")
+                raise self.error("a node appears twice in the distance header")
             if self.listed is not None and set(self.dist_nodes) != self.listed:
-                raise lines.error(line_no, line, "distance header does not list the `available:` nodes")
+                raise self.error("distance header does not list the `available:` nodes")
             return
         m = _DIST_ROW.match(text)
         if m is None:
-            raise lines.error(line_no, line, "not a distance row `  0:  10  21 ...`")
+            raise self.error("not a distance row `  0:  10  21 ...`")
         node, values = int(m[1]), [int(t) for t in m[2].split()]
         if node not in self.dist_nodes or node in self.dist_rows:
-            raise lines.error(line_no, line, f"distance row for node {node}: not in the header, or repeated")
+            raise self.error(f"distance row for node {node}: not in the header, or repeated")
         if len(values) != len(self.dist_nodes):
-            raise lines.error(
-                line_no, line, f"{len(values)} distances for {len(self.dist_nodes)} nodes in the header"
-            )
+            raise self.error(f"{len(values)} distances for {len(self.dist_nodes)} nodes in the header")
         self.dist_rows[node] = values
 
     def distances(self) -> dict[str, list]:
@@ -329,37 +319,3 @@ class _State:
                 self.notes.append("distance matrix incomplete: attrs distances left empty")
             return {"nodes": [], "matrix": []}
         return {"nodes": list(nodes), "matrix": [self.dist_rows[n] for n in nodes]}
-
-
-def _node_list(text: str, line_no: int, line: str, lines: Lines) -> set[int]:
-    """`0-1,3` -> {0, 1, 3} (numactl compresses runs of node numbers into ranges)."""
-    out: set[int] = set()
-    for item in filter(None, text.split(",")):
-        m = _CPU_ITEM.match(item)
-        if m is None:
-            raise lines.error(line_no, line, f"bad node list item {item!r}")
-        lo, hi = int(m[1]), int(m[2] or m[1])
-        if hi < lo or hi >= _MAX_ID:
-            raise lines.error(line_no, line, f"bad node range {item!r}")
-        out.update(range(lo, hi + 1))
-    return out
-
-
-def _cpu_count(cpus: str, line_no: int, line: str, lines: Lines) -> int:
-    """CPUs in a list as printed: `0 1 2 3`, or ranges `0-7, 16-23 (16)` (the count wins when printed)."""
-    tokens = cpus.replace(",", " ").split()
-    printed: int | None = None
-    if tokens and tokens[-1].startswith("(") and tokens[-1].endswith(")") and tokens[-1][1:-1].isdigit():
-        printed = int(tokens.pop()[1:-1])
-    count = 0
-    for tok in tokens:
-        m = _CPU_ITEM.match(tok)
-        if m is None:
-            raise lines.error(line_no, line, f"bad CPU list item {tok!r}")
-        lo, hi = int(m[1]), int(m[2] or m[1])
-        if hi < lo or hi >= _MAX_ID:
-            raise lines.error(line_no, line, f"bad CPU range {tok!r}")
-        count += hi - lo + 1
-    if printed is not None and printed != count:
-        raise lines.error(line_no, line, f"CPU list holds {count} CPUs but says ({printed})")
-    return count

@@ -107,57 +107,46 @@ def parse(source: Source, *, host: str | None = None, tz: str = "UTC") -> pd.Dat
             if m[1] != "1":
                 raise lines.error(line_no, line, f"PSI file format {m[1]} is not known (this reads 1)")
             seen_header = True
-            return
-        m = _STAMP.match(line)
-        if m:
+        elif m := _STAMP.match(line):
             stamp = float(m[1])
-            return
-        m = _LINE.match(line)
-        if m:
+        elif m := _LINE.match(line):
             if stamp is None:
                 raise lines.error(line_no, line, "a pressure line before the first stamp ('= epoch')")
             rows.append((stamp, m[1], m[2], float(m[3]), float(m[4]), float(m[5]), int(m[6])))
-            return
-        m = _MISSING.match(line)
-        if m:
+        elif m := _MISSING.match(line):
             notes.append(f"no PSI for {m[1]}: {m[2]}")
-            return
-        if _HEADER.match(line):
-            return  # the file is appended to: a second run's header
-        raise lines.error(line_no, line, "not a PSI line ('<resource> some|full avg10=… total=…')")
+        elif not _HEADER.match(line):  # a second run's header: the file is appended to
+            raise lines.error(line_no, line, "not a PSI line ('<resource> some|full avg10=… total=…')")
 
     def cut_last(line_no: int, line: str, lines: Lines) -> None:
         nonlocal dropped
         dropped += 1
 
     feed_lines(source, KIND, feed, cut_last)
-    attrs = {"dropped_lines": dropped, "notes": notes}
-    if not rows:
-        df = empty_frame(SCHEMA)
-        df.attrs.update(attrs)
-        return df
-    stamps, res, scope, a10, a60, a300, total = (list(c) for c in zip(*rows, strict=True))
+    df = _frame(rows, host) if rows else empty_frame(SCHEMA)
+    df.attrs.update(dropped_lines=dropped, notes=notes)
+    return df
+
+
+def _frame(rows: list[tuple[float, str, str, float, float, float, int]], host: str | None) -> pd.DataFrame:
+    stamps, resource, scope, avg10, avg60, avg300, total = (list(c) for c in zip(*rows, strict=True))
+    t = np.asarray(stamps, dtype="float64")
     frame = pd.DataFrame(
         {
-            "timestamp": pd.to_datetime(
-                np.round(np.asarray(stamps, dtype="float64") * 1e6).astype("int64") * 1000, utc=True
-            ),
+            # microseconds: a float of epoch seconds holds no more
+            "timestamp": pd.to_datetime(np.round(t * 1e6).astype("int64") * 1000, utc=True),
             "host": pd.array([host] * len(rows), dtype="string"),
-            "resource": pd.array(res, dtype="string"),
+            "resource": pd.array(resource, dtype="string"),
             "scope": pd.array(scope, dtype="string"),
-            "avg10_pct": a10,
-            "avg60_pct": a60,
-            "avg300_pct": a300,
+            "avg10_pct": avg10,
+            "avg60_pct": avg60,
+            "avg300_pct": avg300,
             "total_us": pd.array(total, dtype="Int64"),
         }
     )
-    t = pd.Series(np.asarray(stamps, dtype="float64"))
     key = [frame["resource"], frame["scope"]]
     d_total = pd.Series(np.asarray(total, dtype="float64")).groupby(key).diff()
-    d_t = t.groupby(key).diff()
+    d_t = pd.Series(t).groupby(key).diff()
     # a counter that went back (a reboot between blocks) or no time between blocks: no share
-    share = (d_total / 1e6 / d_t.where(d_t > 0) * 100).where(d_total >= 0)
-    frame["stall_pct"] = share.astype("float64").to_numpy()
-    df = coerce(frame, SCHEMA)
-    df.attrs.update(attrs)
-    return df
+    frame["stall_pct"] = (d_total / 1e6 / d_t.where(d_t > 0) * 100).where(d_total >= 0).astype("float64")
+    return coerce(frame, SCHEMA)

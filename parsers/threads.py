@@ -1,13 +1,12 @@
 """threads: perfkit's thread-state sampler (`collectors/thread_sampler.py`, or its awk mode in
 `collectors/captures.py`), one capture per host and window.
 
-What the sampler does: for the processes it selected (named by `/proc/PID/comm` from `{watch}`, plus
-the busiest few by CPU over a short probe at the start), it reads every thread's
-`/proc/PID/task/TID/stat` (state), `syscall` (first field) and `wchan` several times a second
-(`rate_hz` in the header: 2 with Python 2.7/3, 1 in the awk mode; the fixtures were taken at
-an earlier 5 and 2), counts the samples per (pid, thread name, state, syscall, wchan) and writes them once per
-interval, with every thread's `schedstat` delta (on-CPU ns, run-queue wait ns) summed per (pid,
-thread name). The capture:
+For the processes it selected (named by `/proc/PID/comm` from `{watch}`, plus the busiest few by CPU
+over a short probe at the start), the sampler reads every thread's `/proc/PID/task/TID/stat` (state),
+`syscall` (first field) and `wchan` several times a second (`rate_hz` in the header: 2 with Python
+2.7/3, 1 in the awk mode; the fixtures were taken at an earlier 5 and 2), counts the samples per (pid,
+thread name, state, syscall, wchan) and writes them once per interval, with every thread's
+`schedstat` delta (on-CPU ns, run-queue wait ns) summed per (pid, thread name). The capture:
 
     # perfkit-threads 1 mode=python3 version=3.11.7 rate_hz=5 interval_s=1 clk_tck=100 arch=x86_64 ...
     # select 1795766964.519 pid=11010 why=named comm=mariadbd
@@ -60,11 +59,9 @@ So per step and process, the average threads in a (state, syscall, wchan, thread
 delta with it; a thread first seen in an already sampled process counts from its start; `cpu_ns` and
 `run_delay_ns` are NA (`-` in the capture) when no thread of that name had a baseline yet.
 
-What it reads beside its rows: `EXTRAS` (below).
-
-A line that is none of these, a count or schedstat row before the first `=` line, or a capture
-without the `# perfkit-threads 1` header is a ParseError naming the line. Tested on:
-tests/fixtures/threads/ (README.md there).
+What it reads beside its rows: `EXTRAS` (below). A line that is none of these, a count or schedstat
+row before the first `=` line, or a capture without the `# perfkit-threads 1` header is a ParseError
+naming the line. Tested on: tests/fixtures/threads/ (README.md there).
 """
 
 from __future__ import annotations
@@ -157,12 +154,7 @@ rt_tgsigqueueinfo perf_event_open recvmmsg fanotify_init fanotify_mark prlimit64
 open_by_handle_at clock_adjtime syncfs sendmmsg setns getcpu process_vm_readv process_vm_writev kcmp
 finit_module sched_setattr sched_getattr renameat2 seccomp getrandom memfd_create kexec_file_load
 bpf execveat userfaultfd membarrier mlock2 copy_file_range preadv2 pwritev2 pkey_mprotect pkey_alloc
-pkey_free statx io_pgetevents rseq - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - -
-- - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - -
-- - - - - - pidfd_send_signal io_uring_setup io_uring_enter io_uring_register open_tree move_mount
-fsopen fsconfig fsmount fspick pidfd_open clone3 close_range openat2 pidfd_getfd faccessat2
-process_madvise epoll_pwait2 mount_setattr quotactl_fd landlock_create_ruleset landlock_add_rule
-landlock_restrict_self memfd_secret process_mrelease futex_waitv set_mempolicy_home_node
+pkey_free statx io_pgetevents rseq
 """
 _AARCH64 = """
 io_setup io_destroy io_submit io_cancel io_getevents setxattr lsetxattr fsetxattr getxattr lgetxattr
@@ -194,21 +186,25 @@ recvmmsg arch_specific_syscall - - - - - - - - - - - - - - - wait4 prlimit64 fan
 fanotify_mark name_to_handle_at open_by_handle_at clock_adjtime syncfs setns sendmmsg
 process_vm_readv process_vm_writev kcmp finit_module sched_setattr sched_getattr renameat2 seccomp
 getrandom memfd_create bpf execveat userfaultfd membarrier mlock2 copy_file_range preadv2 pwritev2
-pkey_mprotect pkey_alloc pkey_free statx io_pgetevents rseq kexec_file_load - - - - - - - - - - - -
-- - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - -
-- - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - -
-- - - - - - - - - - - - - - - - - pidfd_send_signal io_uring_setup io_uring_enter io_uring_register
-open_tree move_mount fsopen fsconfig fsmount fspick pidfd_open clone3 close_range openat2
-pidfd_getfd faccessat2 process_madvise epoll_pwait2 mount_setattr quotactl_fd
-landlock_create_ruleset landlock_add_rule landlock_restrict_self memfd_secret process_mrelease
-futex_waitv set_mempolicy_home_node
+pkey_mprotect pkey_alloc pkey_free statx io_pgetevents rseq kexec_file_load
 """
-SYSCALLS: dict[str, tuple[str, ...]] = {
-    "x86_64": tuple(_X86_64.split()),
-    "aarch64": tuple(_AARCH64.split()),
-}
-SYSCALLS["amd64"] = SYSCALLS["x86_64"]
-SYSCALLS["arm64"] = SYSCALLS["aarch64"]
+# since Linux 5.1 a new call has one number on every architecture, from 424 on
+_FROM_424 = """
+pidfd_send_signal io_uring_setup io_uring_enter io_uring_register open_tree move_mount fsopen
+fsconfig fsmount fspick pidfd_open clone3 close_range openat2 pidfd_getfd faccessat2 process_madvise
+epoll_pwait2 mount_setattr quotactl_fd landlock_create_ruleset landlock_add_rule
+landlock_restrict_self memfd_secret process_mrelease futex_waitv set_mempolicy_home_node
+"""
+
+
+def _numbered(names: str) -> tuple[str, ...]:
+    """`names` numbered from 0, `-` up to 423, then `_FROM_424`."""
+    below = names.split()
+    return (*below, *["-"] * (424 - len(below)), *_FROM_424.split())
+
+
+SYSCALLS: dict[str, tuple[str, ...]] = {"x86_64": _numbered(_X86_64), "aarch64": _numbered(_AARCH64)}
+SYSCALLS |= {"amd64": SYSCALLS["x86_64"], "arm64": SYSCALLS["aarch64"]}
 
 _HEADER = re.compile(r"^# perfkit-threads (\d+)(?: (.*))?$")
 _SELECT = re.compile(r"^# select (\d+(?:\.\d+)?) pid=(\d+) why=(\w+)(?: cpu_ticks=(\d+))? comm=(.*)$")
@@ -218,6 +214,8 @@ _STATE = re.compile(r"^[A-Za-z]$")
 _NUM = re.compile(r"^-?\d+$")
 _UNESCAPE = re.compile(r"\\(.)")
 _ESCAPES = {"\\": "\\", "t": "\t", "r": "\r", "n": "\n"}
+# the columns `_row` fills, `timestamp` as epoch seconds; the others are computed from them
+_ROW = [c for c in SCHEMA if c not in ("host", "avg_threads", "cpu_s_per_s", "run_delay_s_per_s")]
 
 
 def sniff(text: str) -> bool:
@@ -262,7 +260,7 @@ def parse(source: Source, *, host: str | None = None, tz: str = "UTC") -> pd.Dat
     selected: list[dict] = []
     why: dict[int, str] = {}
     notes: list[str] = []
-    block: list[float] | None = None  # [stamp, seconds, samples]
+    block: tuple[float, float, int] | None = None  # stamp, seconds, samples
     dropped = 0
 
     def feed(line_no: int, line: str, lines: Lines) -> None:
@@ -283,154 +281,88 @@ def parse(source: Source, *, host: str | None = None, tz: str = "UTC") -> pd.Dat
                 if eq:
                     meta[key] = value
             notes.append("sampler: " + (m[2] or ""))
-            return
-        if line.startswith("c\t") or line.startswith("d\t"):
+        elif line.startswith(("c\t", "d\t")):
             if block is None:
                 raise lines.error(
                     line_no, line, "a row before the first interval line ('= stamp seconds samples')"
                 )
-            rows.append(_row(line_no, line, lines, block, why, meta.get("arch", "x86_64")))
-            return
-        m = _BLOCK.match(line)
-        if m:
-            block = [float(m[1]), float(m[2]), int(m[3])]
-            return
-        m = _SELECT.match(line)
-        if m:
+            try:
+                rows.append(_row(line, block, why, meta.get("arch", "x86_64")))
+            except ValueError as exc:
+                raise lines.error(line_no, line, str(exc)) from None
+        elif m := _BLOCK.match(line):
+            block = (float(m[1]), float(m[2]), int(m[3]))
+        elif m := _SELECT.match(line):
             pid = int(m[2])
             why[pid] = m[3]
+            cpu_ticks = int(m[4]) if m[4] else None
             selected.append(
-                {
-                    "pid": pid,
-                    "process": _name(m[5]),
-                    "why": m[3],
-                    "cpu_ticks": int(m[4]) if m[4] else None,
-                    "at": float(m[1]),
-                }
+                {"pid": pid, "process": _name(m[5]), "why": m[3], "cpu_ticks": cpu_ticks, "at": float(m[1])}
             )
-            return
-        m = _GONE.match(line)
-        if m:
+        elif m := _GONE.match(line):
             notes.append(f"pid {m[2]} gone at {m[1]}")
-            return
-        raise lines.error(line_no, line, "not a thread-sampler line")
+        else:
+            raise lines.error(line_no, line, "not a thread-sampler line")
 
     def cut_last(line_no: int, line: str, lines: Lines) -> None:
         nonlocal dropped
         dropped += 1
 
     feed_lines(source, KIND, feed, cut_last)
-    attrs = {
-        "dropped_lines": dropped,
-        "notes": notes,
-        "sampler": dict(meta),
-        "selected": selected,
-    }
-    if not rows:
-        df = empty_frame(SCHEMA)
-        df.attrs.update(attrs)
-        return df
-    cols = list(zip(*rows, strict=True))
-    names = (
-        "stamp",
-        "interval_s",
-        "samples",
-        "pid",
-        "process",
-        "selected",
-        "thread",
-        "record",
-        "state",
-        "syscall",
-        "syscall_nr",
-        "wchan",
-        "count",
-        "threads",
-        "cpu_ns",
-        "run_delay_ns",
-    )
-    data = dict(zip(names, cols, strict=True))
+    df = _frame(rows, host) if rows else empty_frame(SCHEMA)
+    df.attrs.update(dropped_lines=dropped, notes=notes, sampler=dict(meta), selected=selected)
+    return df
+
+
+def _row(line: str, block: tuple[float, float, int], why: dict[int, str], arch: str) -> tuple:
+    """A `c` or `d` line as the values of `_ROW`; ValueError says which field is wrong."""
+    f = line.split("\t")
+    if f[0] == "c":
+        if len(f) != 8:
+            raise ValueError(f"a count row has 8 tab-separated fields, this has {len(f)}")
+        pid = _int(f[1], "pid")
+        if not _STATE.match(f[2]):
+            raise ValueError(f"thread state {f[2]!r} is not one letter")
+        if not (f[3] in ("running", "kernel", "?") or _NUM.match(f[3])):
+            raise ValueError(f"syscall {f[3]!r} is neither a number nor running/kernel/?")
+        call, nr = syscall_name(f[3], arch)
+        count = _int(f[5], "count")
+        wchan = None if f[4] == "?" else _name(f[4])
+        process, thread = f[6], f[7]
+        values = ("state", f[2], call, nr, wchan, count, None, None, None)
+    else:
+        if len(f) != 7:
+            raise ValueError(f"a schedstat row has 7 tab-separated fields, this has {len(f)}")
+        pid = _int(f[1], "pid")
+        threads = _int(f[2], "threads")
+        cpu = _int(f[3], "cpu_ns", dash=True)
+        delay = _int(f[4], "run_delay_ns", dash=True)
+        process, thread = f[5], f[6]
+        values = ("sched", None, None, None, None, None, threads, cpu, delay)
+    return (*block, pid, _name(process), why.get(pid), _name(thread), *values)
+
+
+def _int(text: str, what: str, *, dash: bool = False) -> int | None:
+    if dash and text == "-":
+        return None
+    if not _NUM.match(text):
+        raise ValueError(f"{what} {text!r} is not a whole number")
+    return int(text)
+
+
+def _frame(rows: list[tuple], host: str | None) -> pd.DataFrame:
+    data = {col: list(values) for col, values in zip(_ROW, zip(*rows, strict=True), strict=True)}
+    stamps = np.asarray(data.pop("timestamp"), dtype="float64")
     frame = pd.DataFrame(
         {
             # microseconds: a float of epoch seconds holds no more
-            "timestamp": pd.to_datetime(
-                np.round(np.asarray(data.pop("stamp"), dtype="float64") * 1e6).astype("int64") * 1000,
-                utc=True,
-            ),
+            "timestamp": pd.to_datetime(np.round(stamps * 1e6).astype("int64") * 1000, utc=True),
             "host": pd.array([host] * len(rows), dtype="string"),
-            **{k: pd.array(list(v), dtype=SCHEMA[k]) for k, v in data.items()},
+            **{col: pd.array(values, dtype=SCHEMA[col]) for col, values in data.items()},
         }
     )
     frame["avg_threads"] = (frame["count"] / frame["samples"].where(frame["samples"] > 0)).astype("float64")
     secs = frame["interval_s"].where(frame["interval_s"] > 0)
     frame["cpu_s_per_s"] = (frame["cpu_ns"].astype("float64") / 1e9 / secs).astype("float64")
     frame["run_delay_s_per_s"] = (frame["run_delay_ns"].astype("float64") / 1e9 / secs).astype("float64")
-    df = coerce(frame, SCHEMA)
-    df.attrs.update(attrs)
-    return df
-
-
-def _int(text: str, line_no: int, line: str, lines: Lines, what: str, *, dash: bool = False) -> int | None:
-    if dash and text == "-":
-        return None
-    if not _NUM.match(text):
-        raise lines.error(line_no, line, f"{what} {text!r} is not a whole number")
-    return int(text)
-
-
-def _row(line_no: int, line: str, lines: Lines, block: list[float], why: dict[int, str], arch: str) -> tuple:
-    f = line.split("\t")
-    stamp, secs, samples = block
-    if f[0] == "c":
-        if len(f) != 8:
-            raise lines.error(line_no, line, f"a count row has 8 tab-separated fields, this has {len(f)}")
-        pid = _int(f[1], line_no, line, lines, "pid")
-        if not _STATE.match(f[2]):
-            raise lines.error(line_no, line, f"thread state {f[2]!r} is not one letter")
-        if not (f[3] in ("running", "kernel", "?") or _NUM.match(f[3])):
-            raise lines.error(line_no, line, f"syscall {f[3]!r} is neither a number nor running/kernel/?")
-        call, nr = syscall_name(f[3], arch)
-        count = _int(f[5], line_no, line, lines, "count")
-        wchan = None if f[4] == "?" else _name(f[4])
-        return (
-            stamp,
-            secs,
-            samples,
-            pid,
-            _name(f[6]),
-            why.get(pid),
-            _name(f[7]),
-            "state",
-            f[2],
-            call,
-            nr,
-            wchan,
-            count,
-            None,
-            None,
-            None,
-        )
-    if len(f) != 7:
-        raise lines.error(line_no, line, f"a schedstat row has 7 tab-separated fields, this has {len(f)}")
-    pid = _int(f[1], line_no, line, lines, "pid")
-    threads = _int(f[2], line_no, line, lines, "threads")
-    cpu = _int(f[3], line_no, line, lines, "cpu_ns", dash=True)
-    delay = _int(f[4], line_no, line, lines, "run_delay_ns", dash=True)
-    return (
-        stamp,
-        secs,
-        samples,
-        pid,
-        _name(f[5]),
-        why.get(pid),
-        _name(f[6]),
-        "sched",
-        None,
-        None,
-        None,
-        None,
-        None,
-        threads,
-        cpu,
-        delay,
-    )
+    return coerce(frame, SCHEMA)
