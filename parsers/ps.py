@@ -43,14 +43,11 @@ A header with top's labels (`PR`, `VIRT`, `RES`, `SHR`, `TIME+`: a top task tabl
 summary) is not sniffed as ps: it is top's (`top.is_task_header`).
 
 `df.attrs`: `dropped_lines` (a last line cut off mid-write), `unknown_columns` (header names not
-mapped), `notes`.
+mapped), `notes`. ps prints no date: the capture time is the manifest's.
 
-ps prints no date: the capture time is the manifest's. Tested on: tests/fixtures/ps/ (README.md there).
-
-Reading: the table engine (parsers/_table.py) reads the rows by the header's layout (no label, one
-field per column, the last one the rest of the line when it is text), in bulk or row by row naming
-the first bad line; this module checks what is ps's own (no signs, times, printable text) on the
-distinct values of each block and assembles the frame.
+The table engine (parsers/_table.py) splits the rows by the header's layout; this module checks what
+is ps's own (no signs, times, printable text) on each block's distinct values.
+Tested on: tests/fixtures/ps/ (README.md there).
 """
 
 from __future__ import annotations
@@ -122,9 +119,8 @@ def sniff(text: str) -> bool:
         if line.strip():
             labels = line.split()
             known = sum(1 for t in labels if t in _HEADERS or t in _COMMAND)
-            if is_task_header(labels):  # `PR NI VIRT RES SHR ... TIME+`: top's task table, not ps
-                return False
-            return "PID" in labels and known >= 3 and all(_LABEL.match(t) for t in labels)
+            ours = "PID" in labels and known >= 3 and all(_LABEL.match(t) for t in labels)
+            return ours and not is_task_header(labels)  # `PR NI VIRT RES SHR ... TIME+`: top's task table
     return False
 
 
@@ -189,17 +185,14 @@ class _Ps:
             reason = f"column {multi[0]} prints several words: cannot split its rows by whitespace"
             raise self.table.error(line_no, text, reason)
         last_cmd = max((i for i, t in enumerate(labels) if t in _COMMAND), default=None)
-        seen: set[str] = set()
         for i, label in enumerate(labels):
             col = "command" if i == last_cmd else _HEADERS.get(label)
-            if col is None or col in seen:
+            if col is None or col in self.columns:  # not known, or a column seen before
+                col = None
                 self.unknown.append(label)
                 if label in _COMMAND:
                     note = f"an earlier {label} column (comm) was skipped: command is the last one"
                     self.notes.append(note)
-                col = None
-            else:
-                seen.add(col)
             self.columns.append(col)
         if last_cmd is not None and last_cmd != len(labels) - 1:
             self.notes.append(f"{labels[last_cmd]} is not the last column: taken as one word")
@@ -216,23 +209,21 @@ class _Ps:
 
     def rows(self, block: Block) -> None:
         fields = {c: f for c, f in zip(self.columns, block.fields, strict=True) if c is not None}
-        bad: list[tuple[int, str]] = []  # (row, reason) of each check's first bad row
-        for col in _KINDS:
-            if col in fields and (neg := np.signbit(fields[col])).any():  # ps prints no sign
-                k = int(np.argmax(neg))
-                bad.append((k, f"malformed ps row: {col} {fields[col][k]!r}"))
+        wrong = {col: np.signbit(fields[col]) for col in _KINDS if col in fields}  # ps prints no sign
         seconds = None
         if "time" in fields:
             cat = fields["time"]
             seconds = np.append(_seconds(cat.categories.tolist()), np.nan)[cat.codes]
-            bad += _first(np.isnan(seconds), lambda k: f"malformed ps row: time {cat[k]!r}")
+            wrong["time"] = np.isnan(seconds)
         for col in ("user", "tty", "stat", "start"):
             if col in fields:
                 cat = fields[col]
-                odd = np.array([not t.isprintable() for t in cat.categories.tolist()] + [False])[cat.codes]
-                bad += _first(odd, lambda k, c=cat, n=col: f"malformed ps row: {n} {c[k]!r}")
+                odd = [not t.isprintable() for t in cat.categories.tolist()]
+                wrong[col] = np.array(odd + [False])[cat.codes]  # code -1 (NA): nothing printed
+        # each check's first bad row: the first of them is raised
+        bad = [(int(np.argmax(rows)), col) for col, rows in wrong.items() if rows.any()]
         if bad:
-            k, reason = min(bad)
+            k, reason = min((k, f"malformed ps row: {col} {fields[col][k]!r}") for k, col in bad)
             raise self.table.error(int(block.line_nos[k]), block.text(k), reason)
         n = len(block)
         self.parts.add([fields.get(c, np.zeros(n, dtype=_DTYPES[k])) for c, k in _KINDS.items()])
@@ -254,14 +245,9 @@ class _Ps:
             df.attrs.update(attrs)
             return df
         data: dict[str, object] = {"host": text_column([host], np.zeros(n, dtype=np.intp))}
-        present = set(self.columns)
-        for col, values in zip(_KINDS, self.parts.columns(), strict=True):
-            if col not in present:
-                continue
-            if _KINDS[col] == "i":
-                data[col] = pd.arrays.IntegerArray(values, np.zeros(n, dtype=bool))
-            else:
-                data[col] = values
+        for (col, kind), values in zip(_KINDS.items(), self.parts.columns(), strict=True):
+            if col in self.columns:
+                data[col] = pd.arrays.IntegerArray(values, np.zeros(n, dtype=bool)) if kind == "i" else values
         while self.texts:  # each column's chunks let go once it is built: one text column held twice
             col, cats = self.texts.popitem()
             if cats:
@@ -274,14 +260,6 @@ class _Ps:
         df = coerce(pd.DataFrame({c: data[c] for c in SCHEMA if c in data}, copy=False), SCHEMA)
         df.attrs.update(attrs)
         return df
-
-
-def _first(bad: np.ndarray, reason: object) -> list[tuple[int, str]]:
-    """[(the first row where `bad` holds, `reason(row)`)], or [] when none does."""
-    if not bad.any():
-        return []
-    k = int(np.argmax(bad))
-    return [(k, reason(k))]  # type: ignore[operator]
 
 
 def _seconds(texts: list[str]) -> np.ndarray:

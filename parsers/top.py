@@ -11,10 +11,10 @@ Reads:
 Each iteration is a summary (`top - 08:10:11 up 46 min,  0 user,  load average: ...`, `Tasks:` or
 `Threads:`, `%Cpu(s):`, `KiB|MiB|GiB Mem :`, `... Swap:`), a blank line, the column header
 (`PID USER PR NI VIRT RES SHR S %CPU %MEM TIME+ COMMAND`) and the rows. Columns are mapped by their
-header names; a header this parser does not know is listed in `unknown_columns` and its
-values skipped. Rows are split on whitespace: every column before COMMAND is one word; COMMAND last
-is the rest of the line VERBATIM (spaces, `<script>`, non-ASCII; under LC_ALL=C top prints each byte
-of a non-ASCII argument as `?`).
+header names; a label this parser does not know goes to `unknown_columns`, its values skipped.
+Rows are split on whitespace: every column before COMMAND is one word; COMMAND last is the rest of
+the line VERBATIM (spaces, `<script>`, non-ASCII; under LC_ALL=C top prints each byte of a non-ASCII
+argument as `?`).
 
 Fields a toprc adds (`f` then `W`: `P`, `nTH`, `SWAP`, `CODE`, `WCHAN`, `ENVIRON`, `nsIPC`, ... ; jc's
 "allfields" captures) are shown after COMMAND, which top then pads to a fixed width (`+` where it cut
@@ -48,19 +48,17 @@ Schema:
 | cpu_pct | float64 | %CPU | share of one CPU over the interval (iteration 0: since the task started) |
 | mem_pct | float64 | %MEM | RES / physical memory |
 | time_s | float64 | TIME+ / TIME | CPU time in seconds |
-| command | string | COMMAND | verbatim rest of the line (fields after it: see below) |
+| command | string | COMMAND | verbatim rest of the line (fields after it: see above) |
 
 Sizes: an unsuffixed value is KiB (top's default). `-e m|g|...` scaling (or `E` in a toprc) prints
 the values with a suffix letter, which is converted; a capture whose scaling prints unsuffixed
 non-KiB values cannot be told apart and is read as KiB. TIME+ is `m:ss.hh` (minutes unbounded),
 then `mmmm:ss` (minutes:seconds) when it no longer fits, then `h,mm` (hours,minutes), `Nd+Nh`.
+Beside its rows top gives `EXTRAS` (the summaries, below).
 
-What it reads beside its rows: `EXTRAS` (below).
-
-The table engine (parsers/_table.py) reads the rows: in bulk where it can prove its reader agrees,
-else row by row, naming a bad row; the summary lines are its aside lines, handed over in bulk. Rows
-are read under the last task header above them (a screen whose header was lost: the one before) and
-belong to the iteration of the last `top - ` line above them.
+The table engine (parsers/_table.py) reads the rows, the summary lines as its aside lines. A row is
+read under the last task header above it (a screen whose header was lost: the one before) and
+belongs to the iteration of the last `top - ` line above it.
 
 procps-ng 4.0.0 to 4.0.3 print a multi-threaded process's leader under `-H` with the whole process's
 %CPU and TIME+ (procps issue 280); the rows are kept as printed, and analyzers/cpu.py `own_cpu` puts
@@ -108,8 +106,7 @@ class TopExtras(Extras):
     # mem_total/free/used/buff_cache_mib, swap_total/free/used_mib, mem_avail_mib (memory converted to
     # MiB); NaN when absent or printed overflowed as `12345678+total`
     summaries: list[dict] = field(default_factory=list)
-    # whether a multi-threaded process's leader row under -H holds the whole process's %CPU and TIME+
-    # (procps-ng 4.0.0-4.0.3, procps issue 280), from the tool's version; None: its version unknown
+    # whether -H leader rows hold the whole process's %CPU and TIME+ (procps issue 280); None: unknown
     leader_holds_process: bool | None = None
 
 
@@ -160,6 +157,7 @@ _STRINGS = frozenset({"user", "pr", "state", "command"})
 _INTEGERS = frozenset({"pid", "ni"})  # read as integers, held as float64 (NaN: a header without it)
 _NUMBERS = frozenset({"cpu_pct", "mem_pct"})
 _LOCALE = "capture not taken under LC_ALL=C"
+_NOT_TOP = "not a top capture (no `top - HH:MM:SS up ...` line first)"
 _TOP_ONLY = frozenset({"PR", "VIRT", "RES", "SHR", "TIME+"})
 # Whole lines, read one at a time or all of a kind at once (joined by newlines: a blank is `[^\S\n]`)
 _TOP = re.compile(
@@ -179,7 +177,7 @@ _START = re.compile(
 )
 _KINDS = {"top - ": _TOP_LINE, "Tasks:": _TASKS_LINE, "Threads:": _TASKS_LINE, "%Cpu(s):": _CPU_LINE, "": -1}
 _KINDS |= {"%Cpu": _OTHER_LINE, "%Node": _OTHER_LINE}  # any other: `KiB Mem :` ...
-_CPU_PAIR = re.compile(r"(\d+\.\d+)[^\S\n]+(us|sy|ni|id|wa|hi|si|st)\b")  # in one line (or all, joined)
+_CPU_PAIR = re.compile(r"(\d+\.\d+)[^\S\n]+(us|sy|ni|id|wa|hi|si|st)\b")  # a line not of the usual form
 _CPU_LABELS = ("us", "sy", "ni", "id", "wa", "hi", "si", "st")
 _CPU_USUAL = r"%Cpu\(s\):" + ",".join(rf" *[0-9]+\.[0-9]+ {label}" for label in _CPU_LABELS) + " *"
 _CPU_ALL = re.compile(rf"{_CPU_USUAL}(?:\n{_CPU_USUAL})*+")  # %Cpu(s) lines of the usual form, joined
@@ -187,52 +185,26 @@ _CPU_WORDS = ("%Cpu(s):" + "".join(_CPU_LABELS) + ",").encode()  # all but their
 _MEM_PAIR = re.compile(r"(\d+(?:\.\d+)?)(\+?)\s*(total|free|used|buff/cache|avail Mem)")
 _TO_MIB = {"KiB": 1 / 1024, "MiB": 1.0, "GiB": 1024.0, "TiB": 1024.0**2, "PiB": 1024.0**3, "EiB": 1024.0**4}
 _COMMA_DECIMAL = re.compile(r"\d,\d")
-_SUMMARY_KEYS = [
-    "iteration",
-    "clock",
-    "up",
-    "users",
-    "load_1",
-    "load_5",
-    "load_15",
-    "tasks_total",
-    "tasks_running",
-    "tasks_sleeping",
-    "tasks_stopped",
-    "tasks_zombie",
-    "threads_mode",
-    "cpu_us",
-    "cpu_sy",
-    "cpu_ni",
-    "cpu_id",
-    "cpu_wa",
-    "cpu_hi",
-    "cpu_si",
-    "cpu_st",
-    "mem_total_mib",
-    "mem_free_mib",
-    "mem_used_mib",
-    "mem_buff_cache_mib",
-    "swap_total_mib",
-    "swap_free_mib",
-    "swap_used_mib",
-    "mem_avail_mib",
-]
-_MEM_KEYS = {
-    ("Mem", "total"): "mem_total_mib",
-    ("Mem", "free"): "mem_free_mib",
-    ("Mem", "used"): "mem_used_mib",
-    ("Mem", "buff/cache"): "mem_buff_cache_mib",
-    ("Swap", "total"): "swap_total_mib",
-    ("Swap", "free"): "swap_free_mib",
-    ("Swap", "used"): "swap_used_mib",
-    ("Swap", "avail Mem"): "mem_avail_mib",
-}
+# (memory line, label) -> summary key (top prints `avail Mem` on its Swap line)
+_MEM_KEYS = {("Mem", label): f"mem_{label}_mib" for label in ("total", "free", "used")}
+_MEM_KEYS[("Mem", "buff/cache")] = "mem_buff_cache_mib"
+_MEM_KEYS |= {("Swap", label): f"swap_{label}_mib" for label in ("total", "free", "used")}
+_MEM_KEYS[("Swap", "avail Mem")] = "mem_avail_mib"
 _TASK_KEYS = ("tasks_total", "tasks_running", "tasks_sleeping", "tasks_stopped", "tasks_zombie")
+# a summary record's keys, in order
+_SUMMARY_KEYS = ["iteration", "clock", "up", "users", "load_1", "load_5", "load_15", *_TASK_KEYS]
+_SUMMARY_KEYS += ["threads_mode", *(f"cpu_{label}" for label in _CPU_LABELS), *_MEM_KEYS.values()]
 # Value forms of the columns the engine reads as text (ASCII digits: any other digit is refused)
 _SIZE = r"([0-9]{1,20}(?:\.[0-9]{1,6})?)([kmgtpe]?)"  # KiB, or scaled by its suffix
+_ONE_SIZE = re.compile(_SIZE)
+_ALL_SIZES = re.compile(rf"{_SIZE}(?:\n{_SIZE})*+")
 _SIZE_KB = {"": 1.0, "k": 1.0, "m": 1024.0, "g": 1024.0**2, "t": 1024.0**3, "p": 1024.0**4, "e": 1024.0**5}
+_SUFFIX_KB = np.ones(256)  # last byte of a size -> KiB factor (a digit: 1)
+_SUFFIX_KB[[ord(letter) for letter in "kmgtpe"]] = [_SIZE_KB[letter] for letter in "kmgtpe"]
 _TIME_HUND = r"([0-9]{1,9}):([0-5][0-9])\.([0-9]{2})"  # minutes:seconds.hundredths, up to 10000 minutes
+_ONE_HUNDREDTHS = re.compile(_TIME_HUND)
+_ALL_HUNDREDTHS = re.compile(rf"{_TIME_HUND}(?:\n{_TIME_HUND})*+")
+_TIME_SEPARATORS = str.maketrans(":.", "\n\n")
 _TIME_FORMS = (  # then minutes:seconds, hours,minutes, days+hours: (form, seconds of its two numbers)
     (re.compile(r"([0-9]{1,9}):([0-5][0-9])"), (60, 1)),
     (re.compile(r"([0-9]{1,9}),([0-5][0-9])"), (3600, 60)),
@@ -295,18 +267,13 @@ def leader_holds_process(tool_version: str | None) -> bool | None:
     return (4, 0, 0) <= tuple(map(int, m.groups())) <= (4, 0, 3)
 
 
+@dataclass(frozen=True)
 class _Plan:
     """What the rows under a task header are: the schema column of each field up to COMMAND (None: not
     read), and COMMAND's columns when fields follow it (`cut`, else None)."""
 
-    def __init__(self, columns: tuple[str | None, ...], cut: tuple[int, int] | None):
-        self.columns, self.cut = columns, cut
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, _Plan) and (self.columns, self.cut) == (other.columns, other.cut)
-
-    def __hash__(self) -> int:
-        return hash((self.columns, self.cut))
+    columns: tuple[str | None, ...]
+    cut: tuple[int, int] | None
 
 
 class _Top:
@@ -326,7 +293,6 @@ class _Top:
         self.unknown: list[str] = []
         self.present: set[str] = set()
         self.headless = False
-        self.dropped = 0
         self.iteration_lines: list[int] = []  # each iteration's `top - ` line (a headless table's header)
         # summary values by key: (the `top - ` line of each one's iteration, the values)
         self.kept: dict[str, list[tuple[np.ndarray, list]]] = {}
@@ -352,10 +318,9 @@ class _Top:
             raise min(filter(None, (exc, self.pending)), key=lambda e: e.line_no) from None
         self._check(None)
         cut = self.table.cut
-        if cut is not None:  # a number or the command may be a prefix of itself: dropped, counted
-            if not self.iteration_lines and not cut[1].startswith("top - "):
-                raise self.table.error(*cut, "not a top capture (no `top - HH:MM:SS up ...` line first)")
-            self.dropped += 1
+        # a cut last line is dropped and counted (a number or the command may be a prefix of itself)
+        if cut is not None and not self.iteration_lines and not cut[1].startswith("top - "):
+            raise self.table.error(*cut, _NOT_TOP)
         return self._frame(host, tz, started_at)
 
     def _check(self, line_no: int | None) -> None:
@@ -368,7 +333,7 @@ class _Top:
             return self.table.error(line_no, line, f"decimal comma: {_LOCALE}")
         return self.table.error(line_no, line, f"{reason} ({_LOCALE}?)")
 
-    # ------------------------------------------------------------ the format
+    # ------------------------------------------------------------ the summary lines
 
     def aside(self, line_nos: np.ndarray, texts: list[str]) -> np.ndarray:
         """The summary lines among those starting with a letter or `%` (any other is a task row), read
@@ -391,16 +356,13 @@ class _Top:
         index = {
             kind: np.flatnonzero(kinds == kind) for kind in (_TOP_LINE, _TASKS_LINE, _CPU_LINE, _MEM_LINE)
         }
-        of = {kind: [texts[i] for i in at.tolist()] for kind, at in index.items()}  # each kind's lines
-
-        def each(kind: int, rx: re.Pattern[str], what: str) -> list[tuple[str, ...]]:
-            return _each(rx, line_nos[index[kind]], of[kind], errors, self._bad, what)
-
-        if len(index[_TOP_LINE]):
-            found = each(_TOP_LINE, _TOP, "unreadable `top - ` line")
+        at = {kind: line_nos[rows] for kind, rows in index.items()}
+        of = {kind: [texts[i] for i in rows.tolist()] for kind, rows in index.items()}  # each kind's lines
+        if len(at[_TOP_LINE]):
+            found = self._each(_TOP, at[_TOP_LINE], of[_TOP_LINE], errors, "unreadable `top - ` line")
             values = np.array(found, dtype=object).reshape(-1, 9)
-            clocks = self._clocks(line_nos[index[_TOP_LINE]], of[_TOP_LINE], values, errors)
-            tops, values = line_nos[index[_TOP_LINE]][: len(clocks)], values[: len(clocks)]
+            clocks = self._clocks(at[_TOP_LINE], of[_TOP_LINE], values, errors)
+            tops, values = at[_TOP_LINE][: len(clocks)], values[: len(clocks)]
             self._keep(tops, "clock", values[:, 0].tolist())
             self._keep(tops, "up", values[:, 4].tolist())
             self._keep(tops, "users", values[:, 5].astype(np.int64).tolist())
@@ -413,27 +375,36 @@ class _Top:
             self.iteration_lines += tops.tolist()
         # the other lines: each in the iteration of the last `top - ` line above it
         for kind in (_TASKS_LINE, _CPU_LINE, _MEM_LINE):
-            at = line_nos[index[kind]]
-            above = np.searchsorted(self.starts, at, side="right") - 1
-            if len(at) and above[0] < 0:
-                no_top = "not a top capture (no `top - HH:MM:SS up ...` line first)"
-                errors.append(self.table.error(int(at[0]), of[kind][0], no_top))
+            above = np.searchsorted(self.starts, at[kind], side="right") - 1
+            if len(above) and above[0] < 0:
+                errors.append(self.table.error(int(at[kind][0]), of[kind][0], _NOT_TOP))
                 continue
             owner = self.starts[above]
             if kind == _TASKS_LINE:
-                found = each(kind, _TASKS, "unreadable Tasks:/Threads: line")
+                found = self._each(_TASKS, at[kind], of[kind], errors, "unreadable Tasks:/Threads: line")
                 values = np.array(found, dtype=object).reshape(-1, 6)
                 owner = owner[: len(found)]
                 self._keep(owner, "threads_mode", (values[:, 0] == "Threads").tolist())
                 for k, key in enumerate(_TASK_KEYS, 1):
                     self._keep(owner, key, values[:, k].astype(np.int64).tolist())
-                continue
-            if kind == _CPU_LINE:
-                self._cpu(owner, at, of[kind], errors)
+            elif kind == _CPU_LINE:
+                self._cpu(owner, at[kind], of[kind], errors)
             else:
-                self._memory(owner, at, of[kind], errors)
+                self._by_line(owner, at[kind], of[kind], errors, _memory_values)
         if errors:
             raise min(errors, key=lambda exc: exc.line_no)
+
+    def _each(
+        self, rx: re.Pattern[str], at: np.ndarray, texts: list[str], errors: list[ParseError], what: str
+    ) -> list[tuple[str, ...]]:
+        """`rx`'s groups in each of `texts` (lines `at`), all matched at once; up to the first that does
+        not match, which is added to `errors`."""
+        found = rx.findall("\n".join(texts))
+        if len(found) == len(texts):  # each line matches at most once (`rx` spans one line)
+            return found
+        k = next(k for k, text in enumerate(texts) if not rx.match(text))
+        errors.append(self._bad(int(at[k]), texts[k], what))
+        return found[:k]
 
     def _clocks(
         self, at: np.ndarray, texts: list[str], found: np.ndarray, errors: list[ParseError]
@@ -453,63 +424,39 @@ class _Top:
         return (sod + 86400 * day).astype(np.float64)
 
     def _cpu(self, owner: np.ndarray, at: np.ndarray, texts: list[str], errors: list[ParseError]) -> None:
-        """`%Cpu(s):` lines (each second's differs): their `value label` pairs, found in all at once."""
+        """`%Cpu(s):` lines (each second's differs): all at once when all are of the usual form."""
         joined = "\n".join(texts)
-        if _CPU_ALL.fullmatch(joined):  # the usual: all values at once
-            numbers = np.fromstring(joined.encode().translate(None, _CPU_WORDS), sep=" ")
-            values = numbers.reshape(-1, len(_CPU_LABELS))
-            for k, label in enumerate(_CPU_LABELS):
-                self._keep(owner, f"cpu_{label}", values[:, k].tolist())
+        if not _CPU_ALL.fullmatch(joined):
+            self._by_line(owner, at, texts, errors, _cpu_values)
             return
-        if comma := _COMMA_DECIMAL.search(joined):
-            k = joined.count("\n", 0, comma.start())
-            errors.append(self.table.error(int(at[k]), texts[k], f"decimal comma: {_LOCALE}"))
-        found = [(m.start(), m[1], m[2]) for m in _CPU_PAIR.finditer(joined)]
-        starts = np.cumsum([0] + [len(text) + 1 for text in texts[:-1]])
-        line = np.searchsorted(starts, np.array([at for at, _, _ in found], dtype=np.int64), side="right") - 1
-        if len(empty := np.flatnonzero(np.bincount(line, minlength=len(texts)) == 0)):
-            k = int(empty[0])
-            errors.append(self.table.error(int(at[k]), texts[k], "unreadable %Cpu(s) line"))
-        labels = np.array([label for _, _, label in found], dtype=object)
-        values = np.array([float(value) for _, value, _ in found])
-        for label in dict.fromkeys(labels.tolist()):
-            mine = labels == label
-            self._keep(owner[line[mine]], f"cpu_{label}", values[mine].tolist())
+        numbers = np.fromstring(joined.encode().translate(None, _CPU_WORDS), sep=" ")
+        values = numbers.reshape(-1, len(_CPU_LABELS))
+        for k, label in enumerate(_CPU_LABELS):
+            self._keep(owner, f"cpu_{label}", values[:, k].tolist())
 
-    def _memory(self, owner: np.ndarray, at: np.ndarray, texts: list[str], errors: list[ParseError]) -> None:
-        """Memory lines: their `value label` pairs, each kept under its summary key; each distinct line
-        read once (a Swap line rarely changes)."""
-        read: dict[str, list[tuple[str, float]] | str] = {}  # text -> (key, value) pairs, or what is wrong
-        for text in dict.fromkeys(texts):
-            pairs = _MEM_PAIR.findall(text)
-            if _COMMA_DECIMAL.search(text):
-                read[text] = f"decimal comma: {_LOCALE}"
-            elif not pairs:
-                read[text] = "unreadable memory line"
-            else:  # `MiB Swap: ... avail Mem`: the unit and table of its line; `12345678+total`: cut, unknown
-                to_mib, table = _TO_MIB[text[:3]], text[4:8].strip(" :")
-                found = [(_MEM_KEYS.get((table, label)), value, plus) for value, plus, label in pairs]
-                read[text] = [
-                    (k, math.nan if plus else float(v) * to_mib) for k, v, plus in found if k is not None
-                ]
-        distinct = {text: k for k, text in enumerate(read)}
-        codes = np.array([distinct[text] for text in texts], dtype=np.int64)
-        wrong = np.flatnonzero([isinstance(values, str) for values in read.values()])
-        if len(wrong) and len(bad := np.flatnonzero(np.isin(codes, wrong))):
-            k = int(bad[0])
-            errors.append(self.table.error(int(at[k]), texts[k], read[texts[k]]))  # type: ignore[arg-type]
+    def _by_line(
+        self,
+        owner: np.ndarray,
+        at: np.ndarray,
+        texts: list[str],
+        errors: list[ParseError],
+        read: Callable[[str], dict[str, float] | str],
+    ) -> None:
+        """Summary lines read one by one (`read`: a line's values by key, or what is wrong with it), each
+        distinct line once (a Swap line rarely changes); up to the first bad one, added to `errors`."""
+        code = {text: k for k, text in enumerate(dict.fromkeys(texts))}
+        codes = np.array([code[text] for text in texts], dtype=np.int64)
+        found = [read(text) for text in code]
+        wrong = [k for k, values in enumerate(found) if isinstance(values, str)]
+        if wrong:
+            k = int(np.flatnonzero(np.isin(codes, wrong))[0])
+            errors.append(self.table.error(int(at[k]), texts[k], found[codes[k]]))  # type: ignore[arg-type]
             codes, owner = codes[:k], owner[:k]
-        # per key, its value in each distinct line (NaN: not there), then in each line
-        pairs = [values for values in read.values() if not isinstance(values, str)]
-        keys = dict.fromkeys(key for values in pairs for key, _ in values)
-        table = {key: np.full(len(read), np.nan) for key in keys}
-        has = {key: np.zeros(len(read), dtype=bool) for key in keys}
-        for k, values in enumerate(read.values()):
-            for key, value in values if not isinstance(values, str) else ():
-                table[key][k], has[key][k] = value, True
-        for key in keys:
-            mine = has[key][codes]
-            self._keep(owner[mine], key, table[key][codes[mine]].tolist())
+        good = [values if isinstance(values, dict) else {} for values in found]  # a bad one: none left
+        for key in dict.fromkeys(key for values in good for key in values):
+            has = np.array([key in values for values in good])[codes]
+            value = np.array([values.get(key, math.nan) for values in good])
+            self._keep(owner[has], key, value[codes[has]].tolist())
 
     def _keep(self, lines: np.ndarray, key: str, values: list) -> None:
         self.kept.setdefault(key, []).append((lines, values))
@@ -528,6 +475,8 @@ class _Top:
         rows = zip(*(column.tolist() for column in columns.values()), strict=True)
         return [dict(zip(_SUMMARY_KEYS, row, strict=True)) for row in rows]
 
+    # ------------------------------------------------------------ the task table
+
     def layout(self, line_no: int, text: str) -> Layout:
         self._check(line_no)
         labels = text.split()
@@ -535,26 +484,24 @@ class _Top:
             return ROW  # a task row whose command names PID
         if not len(self.starts) or self.starts[0] > line_no:  # no `top - ` line above
             if not is_task_header(labels):
-                raise self.table.error(
-                    line_no, text, "not a top capture (no `top - HH:MM:SS up ...` line first)"
-                )
+                raise self.table.error(line_no, text, _NOT_TOP)
             self._headless(line_no)
         if not ("COMMAND" in labels and "%CPU" in labels[: labels.index("COMMAND")]):
             raise self.table.error(
                 line_no, text, f"top header without COMMAND, or %CPU after it ({_LOCALE}, or a toprc?)"
             )
-        # Fields a toprc adds (P, SWAP, nTH, WCHAN, ENVIRON, ...) come after COMMAND, which top then
-        # pads to a fixed width: the labels up to COMMAND are split as usual, COMMAND is cut at the
-        # next label, the rest of the row is not read (its labels go to unknown_columns).
         cmd = labels.index("COMMAND")
-        columns = _columns(labels[: cmd + 1])
-        after = [None] * (len(labels) - cmd - 1)
+        columns: list[str | None] = []  # None: a label not known, or a column repeated
+        for label in labels[: cmd + 1]:
+            col = _HEADERS.get(label)
+            columns.append(col if col not in columns else None)
+        after = [None] * (len(labels) - cmd - 1)  # fields after COMMAND: not read
         for label, col in zip(labels, columns + after, strict=True):
             if col is None and label not in self.unknown:
                 self.unknown.append(label)
         self.present |= {col for col in columns if col is not None}
         cut = None
-        if cmd + 1 < len(labels):
+        if after:
             start = text.index(" COMMAND ") + 1
             cut = (start, text.index(labels[cmd + 1], start + len("COMMAND")))
         kinds = "".join("i" if col in _INTEGERS else "f" if col in _NUMBERS else "t" for col in columns)
@@ -571,7 +518,7 @@ class _Top:
         """A line before any task header that is no summary line."""
         self._check(line_no)
         if not self.iteration_lines:
-            raise self.table.error(line_no, text, "not a top capture (no `top - HH:MM:SS up ...` line first)")
+            raise self.table.error(line_no, text, _NOT_TOP)
         raise self._bad(line_no, text, "not a top summary line or task header")
 
     def rows(self, block: Block) -> None:
@@ -593,7 +540,8 @@ class _Top:
                 )
                 out[col] = remap[cells.codes]
                 continue
-            if col in _INTEGERS or col in _NUMBERS:
+            numeric = col in _INTEGERS or col in _NUMBERS
+            if numeric:
                 values = np.asarray(cells, dtype=np.float64)
                 # as top prints them: no sign but NI's, at most 10 digits
                 wrong = (np.abs(values) >= 1e10) | ((values < 0) if col != "ni" else False)
@@ -603,19 +551,14 @@ class _Top:
                 wrong = np.isnan(values)
             if wrong.any():
                 row = int(np.argmax(wrong))
-                shown = cells[row] if col not in _INTEGERS and col not in _NUMBERS else _shown(values[row])
+                shown = _shown(values[row]) if numeric else cells[row]
                 bad.append((row, f"unreadable {col} value {shown!r}"))
             out[col] = values
         if plan.cut is not None:  # COMMAND before other fields: its text is cut out of the row
-            lines = block.data.decode("utf-8", "replace").split("\n")
-            table = self.texts["command"]
-            out["command"] = np.array(
-                [
-                    table.setdefault(_command_between(line, *plan.cut), len(table))
-                    for line in lines[: len(nos)]
-                ],
-                dtype=np.int64,
-            )
+            lines = block.data.decode("utf-8", "replace").split("\n")[: len(nos)]
+            table, (start, stop) = self.texts["command"], plan.cut
+            codes = [table.setdefault(_command_between(line, start, stop), len(table)) for line in lines]
+            out["command"] = np.array(codes, dtype=np.int64)
         if bad:
             row, reason = min(bad)
             raise self.table.error(int(nos[row]), block.text(row), reason)
@@ -656,56 +599,60 @@ class _Top:
         if self.headless:
             notes.append("a task table without top's summary lines first: clock_s NaN, no summary values")
         attrs = {
-            "dropped_lines": self.dropped,
+            "dropped_lines": int(self.table.cut is not None),
             "unknown_columns": self.unknown,
             "notes": notes,
             "summaries": self._records(),
         }
         if not n:
             df = empty_frame(SCHEMA)
-            df.attrs.update(attrs)
-            return df
-        iteration, clocks, *values = self.parts.columns()
-        data: dict[str, object] = {
-            "timestamp": pd.Series(pd.NaT, index=range(n), dtype="datetime64[ns, UTC]"),
-            "host": text_column([host], np.zeros(n, dtype=np.intp)),
-            "iteration": _integers(iteration),
-            "clock_s": clocks,
-        }
-        for col, column in zip(_VALUES, values, strict=True):
-            if col not in self.present:
-                continue
-            if col in _STRINGS:
-                data[col] = text_column(list(self.texts[col]), column)
-            elif col in _INTEGERS:
-                data[col] = _integers(column)  # NaN (a header without it): NA
-            else:
-                data[col] = column
-        if started_at is not None and not np.isnan(clocks).all():
-            day = capture_day(clocks[~np.isnan(clocks)][0], started_at, tz)
-            data["timestamp"] = clock_stamps(clocks, day, tz)
-        # copy=False: the columns are new arrays; copying them into one block would only cost time
-        df = coerce(pd.DataFrame(data, copy=False), SCHEMA)
+        else:
+            iteration, clocks, *values = self.parts.columns()
+            data: dict[str, object] = {
+                "timestamp": pd.Series(pd.NaT, index=range(n), dtype="datetime64[ns, UTC]"),
+                "host": text_column([host], np.zeros(n, dtype=np.intp)),
+                "iteration": _integers(iteration),
+                "clock_s": clocks,
+            }
+            for col, column in zip(_VALUES, values, strict=True):
+                if col not in self.present:
+                    continue
+                if col in _STRINGS:
+                    data[col] = text_column(list(self.texts[col]), column)
+                elif col in _INTEGERS:
+                    data[col] = _integers(column)  # NaN (a header without it): NA
+                else:
+                    data[col] = column
+            if started_at is not None and not np.isnan(clocks).all():
+                day = capture_day(clocks[~np.isnan(clocks)][0], started_at, tz)
+                data["timestamp"] = clock_stamps(clocks, day, tz)
+            # copy=False: the columns are new arrays; copying them into one block would only cost time
+            df = coerce(pd.DataFrame(data, copy=False), SCHEMA)
         df.attrs.update(attrs)
         return df
 
 
-def _each(
-    rx: re.Pattern[str],
-    at: np.ndarray,
-    texts: list[str],
-    errors: list[ParseError],
-    bad: Callable[[int, str, str], ParseError],
-    what: str,
-) -> list[tuple[str, ...]]:
-    """`rx`'s groups in each of `texts` (lines `at`), all matched at once; up to the first that does not
-    match, which is added to `errors`."""
-    found = rx.findall("\n".join(texts))
-    if len(found) == len(texts):  # each line matches at most once (`rx` spans one line)
-        return found
-    k = next(k for k, text in enumerate(texts) if not rx.match(text))
-    errors.append(bad(int(at[k]), texts[k], what))
-    return found[:k]
+def _cpu_values(text: str) -> dict[str, float] | str:
+    """A `%Cpu(s):` line's values by summary key, or what is wrong with it."""
+    if _COMMA_DECIMAL.search(text):
+        return f"decimal comma: {_LOCALE}"
+    pairs = _CPU_PAIR.findall(text)
+    if not pairs:
+        return "unreadable %Cpu(s) line"
+    return {f"cpu_{label}": float(value) for value, label in pairs}
+
+
+def _memory_values(text: str) -> dict[str, float] | str:
+    """A memory line's values in MiB by summary key (NaN: printed overflowed, `12345678+total`), or what
+    is wrong with it."""
+    if _COMMA_DECIMAL.search(text):
+        return f"decimal comma: {_LOCALE}"
+    pairs = _MEM_PAIR.findall(text)
+    if not pairs:
+        return "unreadable memory line"
+    to_mib, table = _TO_MIB[text[:3]], text[4:8].strip(" :")  # `MiB Swap: ... avail Mem`
+    found = [(_MEM_KEYS.get((table, label)), value, plus) for value, plus, label in pairs]
+    return {key: math.nan if plus else float(value) * to_mib for key, value, plus in found if key is not None}
 
 
 def _integers(values: np.ndarray) -> pd.arrays.IntegerArray:
@@ -757,17 +704,6 @@ def _seconds(texts: list[str]) -> np.ndarray:
     return out
 
 
-_ONE_SIZE = re.compile(_SIZE)
-_ALL_SIZES = re.compile(rf"{_SIZE}(?:\n{_SIZE})*+")
-_ONE_HUNDREDTHS = re.compile(_TIME_HUND)
-_ALL_HUNDREDTHS = re.compile(rf"{_TIME_HUND}(?:\n{_TIME_HUND})*+")
-_TIME_SEPARATORS = str.maketrans(":.", "\n\n")
-_SUFFIX_KB = np.ones(256)  # last byte of a size -> KiB factor (a digit: 1)
-for _letter, _factor in _SIZE_KB.items():
-    if _letter:
-        _SUFFIX_KB[ord(_letter)] = _factor
-
-
 def _command_between(row: str, start: int, stop: int) -> str:
     """COMMAND's text when other fields follow it: left-justified from its label's column, padded to
     the next label's. A number wider than its label (right-justified) reaches left of that column:
@@ -776,17 +712,3 @@ def _command_between(row: str, start: int, stop: int) -> str:
     if stop < len(row) and row[stop - 1] != " ":
         text = text.rsplit(None, 1)[0] if len(text.split()) > 1 else ""
     return text.rstrip()
-
-
-def _columns(labels: list[str]) -> list[str | None]:
-    """The schema column of each header label; None for a label not known, or known but repeated."""
-    columns: list[str | None] = []
-    seen: set[str] = set()
-    for label in labels:
-        col = _HEADERS.get(label)
-        if col is None or col in seen:
-            columns.append(None)
-        else:
-            seen.add(col)
-            columns.append(col)
-    return columns
