@@ -19,7 +19,7 @@ import pandas as pd
 from perfkit.errors import ParseError
 
 from . import _common
-from ._table import Numbers
+from ._table import Numbers, Table
 
 _NAT = np.iinfo(np.int64).min
 _BANNER = re.compile(r"^Linux\s+\S+\s+\(([^)]*)\)\s+(\S+)")
@@ -39,16 +39,17 @@ def banner_cpus(line: str) -> int | None:
 
 
 class Sysstat:
-    """Banner, time labels, timestamps and numbers of one time-only sysstat capture.
+    """Banner, time labels, timestamps and decimal mark of one time-only sysstat capture.
 
     `label()` splits a row's leading time (or `Average:` label) off; `stamp()` turns a row's time of
-    day into UTC nanoseconds, rolling the banner's date over at midnight; `number()` reads a value
-    with the decimal mark the file uses (decided by the first value with a fraction).
+    day into UTC nanoseconds, rolling the banner's date over at midnight; `numbers` (the table
+    engine's) holds the decimal mark the file uses (decided by the first value with a fraction).
     """
 
+    host: str | None = None  # the `host` argument: `host_name()` prefers it to the banner's
+    table: Table  # the table engine reading the capture, made by the format
+
     def __init__(self, kind: str, source: _common.Source, tz: str):
-        self.kind = kind
-        self.source = source
         self.lines = _common.Lines(source, kind)  # for errors before the walk; the walk's own replaces it
         try:
             ZoneInfo(tz)
@@ -58,7 +59,6 @@ class Sysstat:
         self.banner_host: str | None = None
         self.banner_cpus: int | None = None
         self.date: date | None = None
-        self.slash_date = False
         self.day = 0
         self.prev_sod: int | None = None
         self.numbers = Numbers()  # the decimal mark: the table engine's, which reads the rows
@@ -72,16 +72,19 @@ class Sysstat:
         self.epoch_labels = False
         self.epoch_day: int | None = None
 
-    @property
-    def decimal(self) -> str | None:
-        return self.numbers.decimal
-
-    @decimal.setter
-    def decimal(self, mark: str | None) -> None:
-        self.numbers.decimal = mark
-
     def error(self, line_no: int, line: str, reason: str) -> ParseError:
         return self.lines.error(line_no, line, reason)
+
+    def host_name(self) -> str | None:
+        return self.host if self.host is not None else self.banner_host
+
+    def read(self) -> None:
+        """Run the table engine (`self.table`, the format's) over the capture; a last line cut off
+        mid-write is dropped (`cut_last`)."""
+        self.table.run()
+        self.lines = self.table.lines
+        if self.table.cut is not None:
+            self.cut_last(*self.table.cut, self.lines)
 
     def banner(self, line_no: int, line: str) -> bool:
         """Read a `Linux ... (host) DATE ...` banner; False if the line is none."""
@@ -96,10 +99,10 @@ class Sysstat:
         self.banner_host = m[1] or None
         self.banner_cpus = banner_cpus(line) or self.banner_cpus
         self.date = day
-        self.slash_date = "/" in m[2]
-        self.numbers.comma_refusal = _COMMA_WITH_SLASH if self.slash_date else None
-        if self.slash_date and self.decimal == ",":
-            raise self._comma_with_slash(line_no, line)
+        slash_date = "/" in m[2]
+        self.numbers.comma_refusal = _COMMA_WITH_SLASH if slash_date else None
+        if slash_date and self.numbers.decimal == ",":
+            raise self.error(line_no, line, _COMMA_WITH_SLASH)
         self.day, self.prev_sod = 0, None  # a new capture starts here
         self._stamps.clear()
         return True
@@ -158,17 +161,6 @@ class Sysstat:
             self._stamps[key] = ns
         return ns
 
-    def _iso_sods(self, clocks: list[str]) -> None:
-        """Remember the seconds since midnight of the `HH:MM:SS` clocks among `clocks` (numpy, no
-        regex: a day holds 86,400 of them); other forms are left to `label()`."""
-        plain = [c for c in clocks if len(c) == 8 and c.isascii()]
-        if not plain:
-            return
-        chars = np.frombuffer("".join(plain).encode("ascii"), dtype=np.uint8).reshape(-1, 8)
-        ok, sods = iso_clocks(chars)
-        for clock, sod in zip(np.array(plain, dtype=object)[ok].tolist(), sods[ok].tolist(), strict=True):
-            self._sods[(clock,)] = sod
-
     def stamp_rows(self, line_nos: np.ndarray, sods: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(UTC ns, sod + 86400 × day) of each row, as `stamp()` row by row would give them.
 
@@ -204,16 +196,6 @@ class Sysstat:
         seconds = midnight + np.asarray(days, dtype=np.int64) * 86400 + np.asarray(sods, dtype=np.int64)
         return seconds * 1_000_000_000 if self.tz == "UTC" else _common.wall_utc(seconds, self.tz)
 
-    def number(self, line_no: int, line: str, token: str) -> float:
-        """A value as printed, with the file's decimal mark; ParseError on anything else."""
-        try:
-            return self.numbers.number(token)
-        except ValueError as exc:
-            raise self.error(line_no, line, str(exc)) from None
-
-    def _comma_with_slash(self, line_no: int, line: str) -> ParseError:
-        return self.error(line_no, line, _COMMA_WITH_SLASH)
-
     def label_seconds(self, label: pd.Categorical, line_nos: np.ndarray) -> np.ndarray:
         """Seconds since midnight of each row from its time label (`Block.label`): numpy for the
         `HH:MM:SS` clocks, `label()` once per other distinct label; one that is no time is a
@@ -221,11 +203,17 @@ class Sysstat:
         texts = label.categories.tolist()
         joined = "".join(texts)
         if len(joined) == 8 * len(texts) and joined.isascii():  # only `HH:MM:SS`, the usual: numpy alone
-            ok, sods = iso_clocks(np.frombuffer(joined.encode(), dtype=np.uint8).reshape(-1, 8))
+            ok, sods = iso_clocks(joined)
             if ok.all():
                 return sods[label.codes]
         cats = [tuple(c.split()) for c in texts]
-        self._iso_sods([t[0] for t in cats if len(t) == 1 and t not in self._sods])
+        # the other `HH:MM:SS` clocks by numpy too (a day holds 86,400), the other forms by `label()`
+        plain = [
+            t[0] for t in cats if len(t) == 1 and len(t[0]) == 8 and t[0].isascii() and t not in self._sods
+        ]
+        ok, plain_sods = iso_clocks("".join(plain))
+        for k in np.flatnonzero(ok).tolist():
+            self._sods[(plain[k],)] = int(plain_sods[k])
         sods = np.empty(len(cats), dtype=np.int64)
         first: np.ndarray | None = None
         for k, tokens in enumerate(cats):
@@ -246,9 +234,10 @@ class Sysstat:
         self.dropped += 1
 
 
-def iso_clocks(chars: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Rows of 8 ASCII bytes -> (which are `HH:MM:SS` clocks `parse_clock` accepts, their seconds
-    since midnight); vectorised for the clocks of a whole day."""
+def iso_clocks(joined: str) -> tuple[np.ndarray, np.ndarray]:
+    """ASCII texts of 8 characters each, joined -> (which are `HH:MM:SS` clocks `parse_clock` accepts,
+    their seconds since midnight); vectorised for the clocks of a whole day."""
+    chars = np.frombuffer(joined.encode(), dtype=np.uint8).reshape(-1, 8)
     digits = chars.astype(np.int64) - ord("0")
     h = digits[:, 0] * 10 + digits[:, 1]
     m = digits[:, 3] * 10 + digits[:, 4]
@@ -279,6 +268,3 @@ def record_value(value: object) -> object:
     if value is None or (isinstance(value, float) and value != value):
         return None
     return value
-
-
-# ---------------------------------------------------------------- mpstat

@@ -7,16 +7,13 @@ only date, then per interval a header line `HH:MM:SS CPU %usr %nice %sys %iowait
 labelled `Average:`. Columns are mapped by header name, never by position: a column the version does
 not print is NaN, a header name this parser does not know is listed in `unknown_columns`.
 
-Locales (the capture should be `LC_ALL=C S_TIME_FORMAT=ISO`, but foreign archives are not):
-
-- dates `2026-11-23` (ISO), `11/23/26` (C), `11/23/2026` (en_US), `23.11.2026` (de_DE),
-  `2026年11月23日` (zh_CN);
-- clocks `06:56:01`, `06:56:03 AM` (en_US; AM/PM read by hand, `12:xx AM` is 00:xx), `06时56分07秒`
-  (zh_CN);
-- `Average:`, `Durchschn.:` (de_DE), `平均时间:` (zh_CN) label the averages;
-- decimal commas (`49,75`, de_DE) are read as such, once the whole file is seen to use them; a file
-  mixing `,` and `.`, or using commas with a slash date (dd/mm or mm/dd cannot be told apart), is a
-  ParseError saying "capture not taken under LC_ALL=C".
+Locales (captures should be `LC_ALL=C S_TIME_FORMAT=ISO`; foreign archives are not): dates
+`2026-11-23` (ISO), `11/23/26` (C), `11/23/2026` (en_US), `23.11.2026` (de_DE), `2026年11月23日`
+(zh_CN); clocks `06:56:01`, `06:56:03 AM` (en_US; AM/PM read by hand, `12:xx AM` is 00:xx),
+`06时56分07秒` (zh_CN); `Average:`, `Durchschn.:` (de_DE), `平均时间:` (zh_CN) label the averages;
+decimal commas (`49,75`, de_DE) are read as such once the whole file is seen to use them. A file
+mixing `,` and `.`, or using commas with a slash date (dd/mm or mm/dd cannot be told apart), is a
+ParseError saying "capture not taken under LC_ALL=C".
 
 Rows carry only a time of day: the date is the banner's, rolled forward a day when the clock goes
 back by more than an hour (midnight); a smaller step back is a clock step, kept as printed and noted
@@ -81,16 +78,8 @@ EXTRAS = MpstatExtras
 KIND = "mpstat"
 
 _METRICS = {
-    "%usr": "usr_pct",
-    "%nice": "nice_pct",
-    "%sys": "sys_pct",
-    "%iowait": "iowait_pct",
-    "%irq": "irq_pct",
-    "%soft": "soft_pct",
-    "%steal": "steal_pct",
-    "%guest": "guest_pct",
-    "%gnice": "gnice_pct",
-    "%idle": "idle_pct",
+    f"%{name}": f"{name}_pct"
+    for name in ("usr", "nice", "sys", "iowait", "irq", "soft", "steal", "guest", "gnice", "idle")
 }
 _COLS = list(_METRICS.values())
 
@@ -131,17 +120,12 @@ def parse(source: _common.Source, *, host: str | None = None, tz: str = "UTC") -
     return _Mpstat(source, host, tz).run()
 
 
+@dataclass(frozen=True)
 class _Plan:
     """What a CPU header's fields are: (field, column) of each metric; topology fields after CPU."""
 
-    def __init__(self, pairs: tuple[tuple[int, int], ...], topology: int):
-        self.pairs, self.topology = pairs, topology
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, _Plan) and (self.pairs, self.topology) == (other.pairs, other.topology)
-
-    def __hash__(self) -> int:
-        return hash((self.pairs, self.topology))
+    pairs: tuple[tuple[int, int], ...]
+    topology: int
 
 
 class _Mpstat(Sysstat):
@@ -166,10 +150,7 @@ class _Mpstat(Sysstat):
         self.cpu_names: dict[str, int] = {}
 
     def run(self) -> pd.DataFrame:
-        self.table.run()
-        self.lines = self.table.lines
-        if self.table.cut is not None:
-            self.cut_last(*self.table.cut, self.lines)
+        self.read()
         return self.assemble()
 
     # ------------------------------------------------------------ the format
@@ -210,19 +191,22 @@ class _Mpstat(Sysstat):
             return
         if text.startswith("Linux") and self.banner(line_no, text):
             return
-        sod, used = self.label(line_no, text, tokens)  # raises on a line that is neither
-        if sod is not None:
+        sod, _ = self.label(line_no, text, tokens)  # raises on a line that is neither
+        if sod is not None or self.current is None:
             raise self.error(line_no, text, "a row before any mpstat `CPU %usr ...` header")
         if isinstance(self.current, Skip):
             self.table.skips.count += 1  # an `Average:` row of a table skipped: its header is quoted
-        elif isinstance(self.current, Layout):
-            block = self.table.read_lines([(line_no, text)], self.current)
-            self._check_cpus(block)
-            self.averages.append(
-                {"host": self.host_name(), "cpu": block.fields[0][0], **self._values(block, 0)}
-            )
-        else:
-            raise self.error(line_no, text, "a row before any mpstat `CPU %usr ...` header")
+            return
+        block = self.table.read_lines([(line_no, text)], self.current)
+        self._check_cpus(block)
+        average: dict[str, object] = {
+            "host": self.host_name(),
+            "cpu": block.fields[0][0],
+            **dict.fromkeys(_COLS),
+        }
+        for i, j in self.current.key.pairs:
+            average[_COLS[j]] = record_value(float(block.fields[i][0]))
+        self.averages.append(average)
 
     def _odd_row(self, line_no: int, text: str, tokens: list[str], layout: Layout) -> list[str] | None:
         """-T: the `all` row leaves CORE SOCK NODE blank."""
@@ -240,15 +224,11 @@ class _Mpstat(Sysstat):
         codes = np.asarray(cpus.codes, dtype=np.int64)
         run = np.cumsum(np.concatenate(([0], keys[1:] != keys[:-1])))  # intervals of this block
         continues = (run == 0) & (keys[0] == self.seen_at)  # the interval the last block ended in
-        pairs = run * len(cpus.categories) + codes
-        twice = _first_repeat(pairs)
         names = cpus.categories
-        before = np.flatnonzero(
-            continues & np.isin(codes, [k for k, c in enumerate(names) if c in self.seen])
-        )
-        bad = [i for i in (twice, int(before[0]) if len(before) else None) if i is not None]
-        if bad:
-            i = min(bad)
+        listed = continues & np.isin(codes, [k for k, c in enumerate(names) if c in self.seen])
+        twice = pd.Series(run * len(names) + codes).duplicated().to_numpy() | listed
+        if twice.any():
+            i = int(np.argmax(twice))
             raise self.error(
                 int(block.line_nos[i]), "", f"CPU {names[codes[i]]} listed twice in the same interval"
             )
@@ -256,7 +236,7 @@ class _Mpstat(Sysstat):
         seen = set(names[np.unique(codes[last])])
         self.seen = seen | self.seen if keys[-1] == self.seen_at else seen
         self.seen_at = int(keys[-1])
-        remap = np.array([self._cpu_code(c) for c in names], dtype=np.int32)
+        remap = np.array([self.cpu_names.setdefault(c, len(self.cpu_names)) for c in names], dtype=np.int32)
         values = [np.full(len(block), np.nan)] * len(_COLS)
         for i, j in block.layout.key.pairs:
             values[j] = block.fields[i]
@@ -270,19 +250,7 @@ class _Mpstat(Sysstat):
                 raise self.error(int(block.line_nos[i]), "", f"CPU {name!r} is neither `all` nor a number")
         return cpus
 
-    def _values(self, block: Block, row: int) -> dict[str, object]:
-        out: dict[str, object] = dict.fromkeys(_COLS)
-        for i, j in block.layout.key.pairs:
-            out[_COLS[j]] = record_value(float(block.fields[i][row]))
-        return out
-
     # ------------------------------------------------------------ the frame
-
-    def _cpu_code(self, name: str) -> int:
-        return self.cpu_names.setdefault(name, len(self.cpu_names))
-
-    def host_name(self) -> str | None:
-        return self.host if self.host is not None else self.banner_host
 
     def assemble(self) -> pd.DataFrame:
         skips = self.table.skips
@@ -309,13 +277,3 @@ class _Mpstat(Sysstat):
             frame = pd.DataFrame(data, copy=False)  # one block per column, no copy
         frame.attrs.update(attrs)
         return frame
-
-
-def _first_repeat(values: np.ndarray) -> int | None:
-    """The index of the first value seen before (values are non-negative ints), or None."""
-    _, first = np.unique(values, return_index=True)
-    if len(first) == len(values):
-        return None
-    mask = np.ones(len(values), dtype=bool)
-    mask[first] = False
-    return int(np.flatnonzero(mask)[0])

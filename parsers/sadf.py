@@ -10,7 +10,8 @@ perfkit records `sar -o FILE` during the window and converts FILE on the host wi
 Each activity starts with its own header, `# hostname;interval;timestamp;CPU;%user;%nice;...`,
 then rows `vm;1;2026-11-23 07:47:26 UTC;-1;55.56;0.00;44.44;...` (CPU `all` is printed as `-1`).
 A reboot recorded in the file is a row `vm;-1;2026-11-23 07:48:28 UTC;LINUX-RESTART<TAB>(2 CPU)`
-followed by the header again; `sadf -C` comments are `vm;-1;...;COM text`.
+followed by the header again; `sadf -C` comments are `vm;-1;...;COM text`. `sadf -h` puts several
+activities on one line: the row is split into one row per table.
 
 Timestamps carry `UTC` (the default); `-U` prints seconds since the epoch. `-T` (local time) and `-t`
 (the file's own zone) print the wall clock without a zone up to sysstat 12.6 (read in `tz`) and with
@@ -20,26 +21,22 @@ is read in the caller's `tz` when it is one of that zone's names for the time: t
 the zone's standard-time name, which sysstat prints all year (glibc's `tzname[0]`: `CET` on a summer
 clock that is really CEST; the zone's rules give the right offset). Any other abbreviation is a
 ParseError naming the line and asking for the zone (`--tz`): read in a wrong zone every row would be
-hours off. `sadf -h` puts several activities on one line: the row is split into one row per
-table. Any sar activity may come through `-- OPTIONS`: the tables read, their column names, the
-instance column and the unit conversions are parsers/sar.py's (its docstring has the table), so the
-sar text and the sadf export of one sa file give equal frames. A header of another activity (`-B`,
-`-w`, ...; `sadf -d -- -A` prints some thirty) is skipped as a block (parsers/_common.py `Skips`,
-`skipped`: the header quoted, every row counted, not checked against it: `INTR;CPU*` rows
-carry one column per CPU) and listed in `skipped_tables`; a file with no row of a read
-table is a ParseError "nothing readable". Numbers: `sadf` follows
-LC_NUMERIC, so a de_DE export prints `55,56`; with `;` as separator that is unambiguous and is read
-as a decimal comma (a file mixing `,` and `.` is a ParseError: "capture not taken under LC_ALL=C").
+hours off.
 
-Schema: exactly parsers/sar.py's `SCHEMA` (timestamp UTC, host from the row's hostname field unless
-the `host` argument is given, table, instance, the metric columns as float64, NaN where a table has
-no such column). Rows are grouped by table in sar.py's order, file order within a table.
-
-What it reads beside its rows: `EXTRAS` (below). No `averages`: sadf -d prints none.
+Any sar activity may come through `-- OPTIONS`; the tables read, their columns, instances and unit
+conversions, the `SCHEMA` and the row order (by table, file order within one) are parsers/sar.py's,
+so the sar text and the sadf export of one sa file give equal frames; `host` is the rows' hostname
+field unless the `host` argument is given. A header of another activity (`-B`, `-w`, ...; `sadf -d
+-- -A` prints some thirty) is skipped as a block (parsers/_common.py `Skips`: the header quoted,
+every row counted, not checked against it: `INTR;CPU*` rows carry one column per CPU) and listed in
+`skipped_tables`; a file with no row of a read table is a ParseError "nothing readable". Numbers:
+`sadf` follows LC_NUMERIC, so a de_DE export prints `55,56`; with `;` as separator that is
+unambiguous and is read as a decimal comma (a file mixing `,` and `.` is a ParseError: "capture not
+taken under LC_ALL=C"). What it reads beside its rows: `EXTRAS` (below); no `averages`: sadf -d
+prints none.
 
 Read by the table engine (parsers/_table.py: runs of rows read in bulk, a bad row named by its line)
 with `;` as separator: headers are the `#` lines, restart and comment records among the rows are none.
-
 Not read: `sadf -j` (JSON), `-x` (XML), `-p` (awk-friendly). Tested on: tests/fixtures/sadf/*.txt
 (see README.md there).
 """
@@ -48,7 +45,6 @@ from __future__ import annotations
 
 import calendar
 import re
-from array import array
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -57,9 +53,8 @@ import pandas as pd
 
 from . import _common
 from ._common import Extras
-from ._sysstat import Sysstat, utc
-from ._table import ROW, STRUCTURE, Block, Layout, Skip, Table
-from .sar import _NOT_READ, _TABLES, _classify, _instances, _Store
+from ._table import ROW, STRUCTURE, Block, Layout, Skip
+from .sar import _TABLES, _codes, _instances, _Report
 from .sar import SCHEMA as _SAR_SCHEMA
 
 
@@ -88,7 +83,6 @@ _STAMP = re.compile(r"^(\d{4})-(\d{2})-(\d{2}) (\d{2}):(\d{2}):(\d{2})(?: (\S+))
 _OFFSET = re.compile(r"^([-+])(\d{2}):?(\d{2})?$")  # `+0100`, `-05:00`, `+01`
 _ABBREVIATION = re.compile(r"^[A-Za-z]{2,6}$")  # `CET`, `EST`, `AEDT`
 _EPOCH = re.compile(r"^\d{9,11}$")
-_CPUS = re.compile(r"\((\d+) CPU\)")
 _SNIFF = re.compile(r"^# hostname;interval;timestamp;\S")
 _NS_MIN, _NS_MAX = -(1 << 63) + 1, (1 << 63) - 1  # what datetime64[ns] holds (-2**63 is NaT)
 
@@ -119,7 +113,7 @@ def parse(source: _common.Source, *, host: str | None = None, tz: str = "UTC") -
     return _Sadf(source, host, tz).run()
 
 
-class _Sadf(Sysstat):
+class _Sadf(_Report):
     """The format for the table engine (parsers/_table.py): `;`-separated rows under `#` headers.
     parsers/_sysstat.py gives the decimal mark and errors; times come from each row's own stamp."""
 
@@ -137,37 +131,12 @@ class _Sadf(Sysstat):
     )
 
     def __init__(self, source: _common.Source, host: str | None, tz: str):
-        super().__init__(KIND, source, tz)
-        self.host = host
-        self.table = Table(source, KIND, self, self.numbers)
-        self.store = _Store()
+        super().__init__(KIND, source, host, tz)
         self.intervals: set[int] = set()
-        self.restarts: list[dict[str, object]] = []
-        self.comments: list[str] = []
-        self.skipped: list[str] = []
-        self.unknown: list[str] = []
 
     def run(self) -> pd.DataFrame:
-        self.table.run()
-        self.lines = self.table.lines
-        if self.table.cut is not None:
-            self.cut_last(*self.table.cut, self.lines)
-        frame = self.store.frame()
-        skips = self.table.skips
-        skips.refuse_if_nothing_read(len(frame), self.lines)
-        frame.attrs.update(
-            {
-                "skipped": skips,
-                "intervals_s": sorted(self.intervals),
-                "restarts": self.restarts,
-                "comments": self.comments,
-                "skipped_tables": self.skipped,
-                "unknown_columns": self.unknown,
-                "dropped_lines": self.dropped,
-                "notes": self.notes,
-            }
-        )
-        return frame
+        self.read()
+        return self.frame(intervals_s=sorted(self.intervals))
 
     def layout(self, line_no: int, text: str) -> Layout | Skip:
         if not text.startswith("#"):  # a mark found `LINUX-RESTART` or `COM ` in a line among the rows
@@ -175,20 +144,8 @@ class _Sadf(Sysstat):
         names = text[1:].strip().split(";")
         if names[:3] != _LEAD or len(names) < 4:
             raise self.error(line_no, text, "not a sadf -d header (`# hostname;interval;timestamp;...`)")
-        plans, unknown, dup = _classify(names)
-        if dup is not None:
-            raise self.error(line_no, text, f"column {dup!r} twice in the header")
-        if not plans:
-            name = ";".join(names[3:])
-            if name not in self.skipped:
-                self.skipped.append(name)
-                self.notes.append(f"line {line_no}: table not read, its rows skipped: {name[:80]}")
-            return _NOT_READ  # its rows counted, not checked: some print one column per CPU (`INTR;CPU*`)
-        self.unknown.extend(n for n in unknown if n not in _LEAD and n not in self.unknown)
-        values = {i for plan in plans for i, _, _ in plan.fields}
-        # hostname, interval (its `-1` records are no rows), timestamp, instance and unknown: text
-        kinds = "".join("f" if i in values else "t" for i in range(len(names)))
-        return Layout(kinds, labels=(0,), key=tuple(plans), sep=";")
+        # a table not read: its rows counted, not checked (some print one column per CPU: `INTR;CPU*`)
+        return self.header(line_no, text, names, 0, sep=";", lead=len(_LEAD))
 
     def structure(self, line_no: int, text: str) -> None:
         """A restart or comment record (`host;-1;TIME;LINUX-RESTART (N CPU)` / `host;-1;TIME;COM text`),
@@ -202,9 +159,7 @@ class _Sadf(Sysstat):
             raise self.error(line_no, text, str(exc)) from None
         what = ";".join(fields[3:])
         if what.startswith("LINUX-RESTART"):
-            m = _CPUS.search(what)
-            when = utc(array("q", [ns]))[0].isoformat()
-            self.restarts.append({"timestamp": when, "cpus": int(m[1]) if m else None})
+            self.restart(ns, what)
         else:
             self.comments.append(what[4:])
 
@@ -214,8 +169,9 @@ class _Sadf(Sysstat):
             hosts = np.full(len(block), self.store.hosts.code(self.host), dtype=np.int64)
         else:
             column = block.fields[0]
-            codes = np.asarray(column.codes, dtype=np.int64)
-            hosts = self.store.codes(self.store.hosts, column.categories.tolist(), codes)
+            hosts = _codes(
+                self.store.hosts, column.categories.tolist(), np.asarray(column.codes, dtype=np.int64)
+            )
         for plan in block.layout.key:
             alias = {"-1": "all"} if _TABLES[plan.table].name == "cpu" else None  # as sar prints it
             names, codes = _instances(block, plan, self.error, alias)
@@ -235,13 +191,11 @@ class _Sadf(Sysstat):
         ns = _iso_stamps(texts, self.tz)
         if ns is None:
             ns = np.empty(len(texts), dtype=np.int64)
-            distinct, firsts = np.unique(codes, return_index=True)
-            order = np.argsort(firsts)
-            for code, row in zip(distinct[order].tolist(), firsts[order].tolist(), strict=True):
+            for row in np.sort(np.unique(codes, return_index=True)[1]).tolist():  # each stamp's first row
                 if row > first_bad:
                     break
                 try:
-                    ns[code] = self.timestamp(texts[code])
+                    ns[codes[row]] = self.timestamp(texts[codes[row]])
                 except ValueError as exc:
                     raise self.error(int(block.line_nos[row]), block.text(row), str(exc)) from None
         if first_bad < n:
@@ -251,8 +205,8 @@ class _Sadf(Sysstat):
         return ns[codes]
 
     def timestamp(self, text: str) -> int:
-        """UTC ns of `2026-11-23 07:47:26 UTC` (or a zone, see `_zoned`), of the same without zone
-        (wall-clock time in `tz`), or of epoch seconds; ValueError (its reason) otherwise."""
+        """UTC ns of `2026-11-23 07:47:26 UTC`, of the same with another zone or none (see `_zoned`),
+        or of epoch seconds; ValueError (its reason) otherwise."""
         if _EPOCH.match(text):
             ns = int(text) * 1_000_000_000
         else:
@@ -264,39 +218,29 @@ class _Sadf(Sysstat):
                 naive = datetime(y, mo, d, h, mi, min(s, 59))
             except ValueError:
                 raise ValueError(f"impossible timestamp {text!r}") from None
-            if m[7]:
-                ns = self._zoned(naive, m[7])
-            else:
-                try:
-                    ns = _common.to_utc(naive, self.tz).value
-                except (OverflowError, ValueError):  # pandas' own range check (OutOfBoundsDatetime)
-                    ns = None
+            ns = self._zoned(naive, m[7])
         if ns is None or not _NS_MIN <= ns <= _NS_MAX:  # the frame's datetime64[ns] cannot hold it
             raise ValueError(f"timestamp {text!r} outside 1677-2262 (datetime64[ns])")
         return ns
 
-    def _zoned(self, naive: datetime, zone: str) -> int | None:
-        """UTC ns of a wall-clock time printed with a zone; None when pandas cannot hold it.
-
-        `UTC`/`GMT` and numeric offsets are exact. An abbreviation (`sadf -T`/`-t` print one since
-        sysstat 12.7) names no zone by itself (`IST`, `CST` are three each), so it is read in the
-        caller's `tz` when it is one of that zone's names for this time: the one in force, or the
-        zone's standard-time name, which sysstat prints all year (glibc's `tzname[0]`: `CET` on a
-        summer wall clock that is CEST). Any other abbreviation is a ValueError saying which zone to
-        give: reading the stamp in another zone would shift every row by hours.
-        """
+    def _zoned(self, naive: datetime, zone: str | None) -> int | None:
+        """UTC ns of a wall-clock time printed with `zone` (None: without one, read in `tz`); None when
+        pandas cannot hold it. An abbreviation that is not one of `tz`'s names for the time (module
+        docstring) is a ValueError saying which zone to give: read in another zone every row would be
+        hours off."""
         if zone in ("UTC", "GMT"):
             return calendar.timegm(naive.timetuple()) * 1_000_000_000
-        if m := _OFFSET.match(zone):
-            sign = -1 if m[1] == "-" else 1
-            offset = sign * (int(m[2]) * 3600 + int(m[3] or 0) * 60)
+        if m := _OFFSET.match(zone or ""):
+            offset = (-1 if m[1] == "-" else 1) * (int(m[2]) * 3600 + int(m[3] or 0) * 60)
             return (calendar.timegm(naive.timetuple()) - offset) * 1_000_000_000
-        if not _ABBREVIATION.match(zone):
+        if zone and not _ABBREVIATION.match(zone):
             raise ValueError(f"unreadable time zone {zone!r} in the timestamp")
         try:
             ns = _common.to_utc(naive, self.tz).value
         except (OverflowError, ValueError):  # pandas' own range check (OutOfBoundsDatetime)
             return None
+        if zone is None:
+            return ns
         names = _common.zone_names(self.tz, naive, standard_all_year=True)
         if zone not in names:
             raise ValueError(

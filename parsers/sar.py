@@ -4,13 +4,13 @@ perfkit runs `LC_ALL=C S_TIME_FORMAT=ISO sar -o FILE INTERVAL COUNT` (its stdout
 table; the binary FILE is converted on the host by `sadf -d`, see parsers/sadf.py). This parser also
 reads what `sar -u [-P ALL] -q -r -d -n DEV,TCP,ETCP ...` prints live, and the `sar -f FILE ...` and
 `sar -A`-style replays: a `Linux 6.18.44 (host) <TAB>2026-11-23 <TAB>_x86_64_<TAB>(2 CPU)` banner
-(the only date), then blocks, each opened by its own header line (`07:47:25  CPU %user ...`,
-`07:47:25  runq-sz plist-sz ...`), rows labelled with a time of day, `Average:` rows closing each
-block, and `07:48:28  LINUX RESTART (2 CPU)` lines where the sa file holds a reboot. Live sar
-alternates the tables every interval; a replay prints each table over the whole file, then the next.
-`sar -A` prints some thirty tables, most of which this parser does not read; where an average means
-nothing (`-F` filesystems, USB devices) sysstat >= 12 closes the table with a `Summary:` block
-(`Zusammenfassung:`, `总计:`) instead. `sar -dp`/`--pretty` print the device name last.
+(the only date), then blocks, each opened by its own header line (`07:47:25  CPU %user ...`), rows
+labelled with a time of day, `Average:` rows closing each block, and `07:48:28  LINUX RESTART (2
+CPU)` lines where the sa file holds a reboot. Live sar alternates the tables every interval; a
+replay prints each table over the whole file, then the next. `sar -A` prints some thirty tables,
+most not read here; where an average means nothing (`-F` filesystems, USB devices) sysstat >= 12
+closes the table with a `Summary:` block (`Zusammenfassung:`, `总计:`) instead. `sar -dp`/`--pretty`
+print the device name last.
 
 Tables read (by header name, never by position; the table is told by a key column):
 
@@ -30,10 +30,10 @@ Tables read (by header name, never by position; the table is told by a key colum
   sysstat 12.7.6), isegerr_s, orsts_s.
 
 Names follow parsers/mpstat.py, pidstat.py and iostat.py: `%x` -> `x_pct`, `x/s` -> `x_s`, `kB` ->
-`kb`, `-` -> `_`, a unit where sar's name has none (`await` ms, `areq-sz` kB). `-u` prints `%user
-%system` (guest time in user, irq/softirq time in system); `-u ALL` prints `%usr %sys` without
-them, as mpstat does: different quantities, so different columns. The old `sar -d` header
-(sysstat <= 11.4: `rd_sec/s wr_sec/s avgrq-sz avgqu-sz`, 512-byte sectors) is converted to kB.
+`kb`, `-` -> `_`, a unit where sar's name has none (`await` ms, `areq-sz` kB: parsers/_columns.py).
+`-u` prints `%user %system` (guest time in user, irq/softirq time in system); `-u ALL` prints `%usr
+%sys` without them, as mpstat does: different quantities, so different columns. The old `sar -d`
+header (sysstat <= 11.4: `rd_sec/s wr_sec/s avgrq-sz avgqu-sz`, 512-byte sectors) is converted to kB.
 
 Schema: long in tables, wide in metrics. One row per (table, instance, interval); the metric
 columns are the union over the tables, all float64, NaN where the row's table has no such column
@@ -54,32 +54,27 @@ clocks `07:47:26`, `07:47:26 AM` (read by hand), `07时47分26秒`; `Average:`, 
 `平均时间:`; decimal commas read as such when the whole file uses them (parsers/_sysstat.py). A
 file mixing marks, or with commas and a slash date, is a ParseError saying "capture not taken under
 LC_ALL=C". Rows carry only a time of day: each table rolls the banner's date forward when its own
-clock goes back by more than an hour (a replay restarts every table at the file's start, so the
-rollover is tracked per table, not per file: parsers/_sysstat.py's rule, per table).
+clock goes back by more than an hour (parsers/_sysstat.py's rule, tracked per table: a replay
+restarts every table at the file's start).
 
-Read what can be read (parsers/_common.py `Skips`, `skipped`): a table this parser does not
-read (`-B`, `-w`, `-I ALL`, `-n SOCK`, `-F` ... in a `sar -A` capture) is skipped as a block, its
-header quoted and every row, `Average:` and `Summary:` ones included, counted, never guessed at. A
-`Summary:` block is a table like any other (its header says which); a `Summary:` row under a table
-this parser reads (no sysstat 12.6-12.7 prints one) is skipped and quoted: the last values, neither
-an interval nor an average. A file holding no row of a read table (`sar -F` alone) is a ParseError
-"nothing readable" naming the first skipped header; sniff claims `sar -F` so that this is said.
-
-What it reads beside its rows: `EXTRAS` (below).
+Read what can be read (parsers/_common.py `Skips`): a table not read (`-B`, `-w`, `-I ALL`, `-n
+SOCK`, `-F` ... in a `sar -A` capture) is skipped as a block, its header quoted and every row,
+`Average:` and `Summary:` ones included, counted, never guessed at. A `Summary:` block is a table
+like any other (its header says which); a `Summary:` row under a table read (no sysstat 12.6-12.7
+prints one) is skipped and quoted: the last values, neither an interval nor an average. A file with
+no row of a read table (`sar -F` alone) is a ParseError "nothing readable" naming the first skipped
+header; sniff claims `sar -F` so that this is said. What it reads beside its rows: `EXTRAS` (below).
 
 Read by the table engine (parsers/_table.py: runs of rows read in bulk, a bad row named by its
 line): a header is the line after a blank line (sar prints one before each) whose fields after its
-label are words, none a number; `LINUX RESTART` and `COM` lines among the rows are no rows.
-
-
-Not read: `sar -o JSON`-less binary files (use `sadf`), `sadf` output (parsers/sadf.py). Tested
-on: tests/fixtures/sar/*.txt (see README.md there).
+label are words, none a number; `LINUX RESTART` and `COM` lines among the rows are no rows. Not
+read: binary sa files and `sadf` output (parsers/sadf.py). Tested on: tests/fixtures/sar/*.txt (see
+README.md there).
 """
 
 from __future__ import annotations
 
 import re
-from array import array
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
@@ -91,6 +86,7 @@ from perfkit.errors import ParseError
 
 from . import _common
 from ._chunks import Interned
+from ._columns import CONVERT, RENAME
 from ._common import Extras
 from ._sysstat import Sysstat, record_value, utc
 from ._table import ROW, STRUCTURE, Block, Layout, Skip, Table
@@ -124,138 +120,61 @@ class _Table:
     name: str
     key: str  # the header name that tells this table
     instance: str | None  # the header name of its instance column, if any
-    columns: dict[str, tuple[str, float]]  # header name -> (column, factor to the column's unit)
+    columns: tuple[str, ...]  # its metric columns, in order
+    slots: dict[str, tuple[int, float]]  # header name -> (index in `columns`, factor to the column's unit)
 
 
-def _same(*pairs: tuple[str, str]) -> dict[str, tuple[str, float]]:
-    return {name: (col, 1.0) for name, col in pairs}
+# beyond iostat's names (parsers/_columns.py): sysstat >= 12.7.6's name for retrans/s (which is also
+# -n NFS's), and the old `sar -d` sector counts (sysstat <= 11.4: 512-byte sectors, to kB)
+_RENAME = {**RENAME, "retrseg/s": "retrans_s"}
+_CONVERT = {**CONVERT, "rd_sec/s": ("rkb_s", 0.5), "wr_sec/s": ("wkb_s", 0.5)}
+
+
+def _column(header: str) -> tuple[str, float]:
+    """A header name's column and the factor to its unit, by the naming rule in the module docstring."""
+    if header in _CONVERT:
+        return _CONVERT[header]
+    if header in _RENAME:
+        return _RENAME[header], 1.0
+    if header.startswith("%"):
+        return header[1:] + "_pct", 1.0
+    return header.replace("kB", "kb").replace("/s", "_s").replace("-", "_"), 1.0
+
+
+def _table(name: str, key: str, instance: str | None, headers: str) -> _Table:
+    """A table read from the header names sar prints for it (blank-separated), its columns in their order."""
+    named = {header: _column(header) for header in headers.split()}
+    columns = tuple(dict.fromkeys(col for col, _ in named.values()))
+    slots = {header: (columns.index(col), factor) for header, (col, factor) in named.items()}
+    return _Table(name, key, instance, columns, slots)
 
 
 _TABLES: tuple[_Table, ...] = (
-    _Table(
-        "cpu",
-        "%idle",
-        "CPU",
-        _same(
-            ("%user", "user_pct"),
-            ("%usr", "usr_pct"),
-            ("%nice", "nice_pct"),
-            ("%system", "system_pct"),
-            ("%sys", "sys_pct"),
-            ("%iowait", "iowait_pct"),
-            ("%steal", "steal_pct"),
-            ("%irq", "irq_pct"),
-            ("%soft", "soft_pct"),
-            ("%guest", "guest_pct"),
-            ("%gnice", "gnice_pct"),
-            ("%idle", "idle_pct"),
-        ),
+    _table(
+        "cpu", "%idle", "CPU", "%user %usr %nice %system %sys %iowait %steal %irq %soft %guest %gnice %idle"
     ),
-    _Table(
-        "queue",
-        "runq-sz",
-        None,
-        _same(
-            ("runq-sz", "runq_sz"),
-            ("plist-sz", "plist_sz"),
-            ("ldavg-1", "ldavg_1"),
-            ("ldavg-5", "ldavg_5"),
-            ("ldavg-15", "ldavg_15"),
-            ("blocked", "blocked"),
-        ),
-    ),
-    _Table(
+    _table("queue", "runq-sz", None, "runq-sz plist-sz ldavg-1 ldavg-5 ldavg-15 blocked"),
+    _table(
         "memory",
         "kbmemfree",
         None,
-        _same(
-            ("kbmemfree", "kbmemfree"),
-            ("kbavail", "kbavail"),
-            ("kbmemused", "kbmemused"),
-            ("%memused", "memused_pct"),
-            ("kbbuffers", "kbbuffers"),
-            ("kbcached", "kbcached"),
-            ("kbcommit", "kbcommit"),
-            ("%commit", "commit_pct"),
-            ("kbactive", "kbactive"),
-            ("kbinact", "kbinact"),
-            ("kbdirty", "kbdirty"),
-            ("kbanonpg", "kbanonpg"),
-            ("kbslab", "kbslab"),
-            ("kbkstack", "kbkstack"),
-            ("kbpgtbl", "kbpgtbl"),
-            ("kbvmused", "kbvmused"),
-        ),
+        "kbmemfree kbavail kbmemused %memused kbbuffers kbcached kbcommit %commit kbactive kbinact kbdirty "
+        "kbanonpg kbslab kbkstack kbpgtbl kbvmused",
     ),
-    _Table(
+    _table(
         "disk",
         "tps",
         "DEV",
-        {
-            **_same(
-                ("tps", "tps"),
-                ("rkB/s", "rkb_s"),
-                ("wkB/s", "wkb_s"),
-                ("dkB/s", "dkb_s"),
-                ("areq-sz", "areq_kb"),
-                ("aqu-sz", "aqu_sz"),
-                ("avgqu-sz", "aqu_sz"),
-                ("await", "await_ms"),
-                ("svctm", "svctm_ms"),
-                ("%util", "util_pct"),
-            ),
-            # sysstat <= 11.4 counted 512-byte sectors: to kB
-            "rd_sec/s": ("rkb_s", 0.5),
-            "wr_sec/s": ("wkb_s", 0.5),
-            "avgrq-sz": ("areq_kb", 0.5),
-        },
+        "tps rkB/s wkB/s dkB/s areq-sz aqu-sz avgqu-sz await svctm %util rd_sec/s wr_sec/s avgrq-sz",
     ),
-    _Table(
-        "net_dev",
-        "rxpck/s",
-        "IFACE",
-        _same(
-            ("rxpck/s", "rxpck_s"),
-            ("txpck/s", "txpck_s"),
-            ("rxkB/s", "rxkb_s"),
-            ("txkB/s", "txkb_s"),
-            ("rxcmp/s", "rxcmp_s"),
-            ("txcmp/s", "txcmp_s"),
-            ("rxmcst/s", "rxmcst_s"),
-            ("%ifutil", "ifutil_pct"),
-        ),
-    ),
-    _Table(
-        "net_tcp",
-        "active/s",
-        None,
-        _same(
-            ("active/s", "active_s"), ("passive/s", "passive_s"), ("iseg/s", "iseg_s"), ("oseg/s", "oseg_s")
-        ),
-    ),
-    _Table(
-        "net_etcp",
-        "atmptf/s",
-        None,
-        _same(
-            ("atmptf/s", "atmptf_s"),
-            ("estres/s", "estres_s"),
-            ("retrans/s", "retrans_s"),
-            ("retrseg/s", "retrans_s"),  # sysstat >= 12.7.6's name for it (retrans/s is also -n NFS's)
-            ("isegerr/s", "isegerr_s"),
-            ("orsts/s", "orsts_s"),
-        ),
-    ),
+    _table("net_dev", "rxpck/s", "IFACE", "rxpck/s txpck/s rxkB/s txkB/s rxcmp/s txcmp/s rxmcst/s %ifutil"),
+    _table("net_tcp", "active/s", None, "active/s passive/s iseg/s oseg/s"),
+    _table("net_etcp", "atmptf/s", None, "atmptf/s estres/s retrans/s retrseg/s isegerr/s orsts/s"),
 )
 
-
-def _table_columns(table: _Table) -> list[str]:
-    return list(dict.fromkeys(col for col, _ in table.columns.values()))
-
-
-_METRIC_COLS: list[str] = list(dict.fromkeys(c for t in _TABLES for c in _table_columns(t)))
+_METRIC_COLS: list[str] = [col for table in _TABLES for col in table.columns]
 # a column belongs to exactly one table: the union frame must not mix two quantities in one column
-if len(_METRIC_COLS) != sum(len(_table_columns(t)) for t in _TABLES):
+if len(set(_METRIC_COLS)) != len(_METRIC_COLS):
     raise RuntimeError("sar: two tables share a metric column")
 
 SCHEMA: dict[str, str] = {
@@ -313,12 +232,73 @@ def parse(source: _common.Source, *, host: str | None = None, tz: str = "UTC") -
     return _Sar(source, host, tz).run()
 
 
-# ---------------------------------------------------------------- sar text, on the table engine
+# ---------------------------------------------------------------- sar text, and what parsers/sadf.py shares
 
 _NOT_READ = Skip("a sar table perfkit does not read")
 
 
-class _Sar(Sysstat):
+class _Report(Sysstat):
+    """What sar's text and sadf's export share: the tables read into `_Store`, the headers of the
+    tables not read, the restart and comment records, the frame and its attrs."""
+
+    def __init__(self, kind: str, source: _common.Source, host: str | None, tz: str):
+        super().__init__(kind, source, tz)
+        self.host = host
+        self.table = Table(source, kind, self, self.numbers)
+        self.store = _Store()
+        self.restarts: list[dict[str, object]] = []
+        self.comments: list[str] = []
+        self.skipped: list[str] = []
+        self.unknown: list[str] = []
+
+    def header(
+        self, line_no: int, text: str, names: list[str], labels: int, sep: str | None = None, lead: int = 0
+    ) -> Layout | Skip:
+        """How the rows under a header of `names` read, by the tables it holds (`_classify`); a header
+        of none is listed in `skipped_tables` and its rows skipped. `labels` tokens lead each row (sar's
+        time) before the fields `names` name; `names[:lead]` (sadf's hostname;interval;timestamp) are
+        text fields, and no unknown columns."""
+        plans, unknown, dup = _classify(names)
+        if dup is not None:
+            raise self.error(line_no, text, f"column {dup!r} twice in the header")
+        if not plans:
+            shown = (sep or " ").join(names[lead:])
+            if shown not in self.skipped:
+                self.skipped.append(shown)
+                self.notes.append(f"line {line_no}: table not read, its rows skipped: {shown[:80]}")
+            return _NOT_READ
+        self.unknown.extend(n for n in unknown if n not in names[:lead] and n not in self.unknown)
+        values = {i for plan in plans for i, _, _ in plan.fields}
+        kinds = "".join("f" if i in values else "t" for i in range(len(names)))  # instance, unknown: text
+        return Layout(kinds, labels=(labels,), key=tuple(plans), sep=sep)
+
+    def restart(self, ns: int | None, text: str) -> None:
+        """A LINUX RESTART record at UTC ns `ns` (None: no date)."""
+        m = _CPUS.search(text)
+        when = None if ns is None else pd.Timestamp(ns, tz="UTC").isoformat()
+        self.restarts.append({"timestamp": when, "cpus": int(m[1]) if m else None})
+
+    def frame(self, **attrs: object) -> pd.DataFrame:
+        """The frame of the rows read, with the attrs both give and `attrs`; ParseError with none read."""
+        frame = self.store.frame()
+        skips = self.table.skips
+        skips.refuse_if_nothing_read(len(frame), self.lines)
+        frame.attrs.update(
+            {
+                "skipped": skips,
+                "restarts": self.restarts,
+                "comments": self.comments,
+                "skipped_tables": self.skipped,
+                "unknown_columns": self.unknown,
+                "dropped_lines": self.dropped,
+                "notes": self.notes,
+                **attrs,
+            }
+        )
+        return frame
+
+
+class _Sar(_Report):
     """The format for the table engine (parsers/_table.py): rows start with a digit (their time);
     headers are found by `header_marks`, told from rows by `layout`."""
 
@@ -333,42 +313,16 @@ class _Sar(Sysstat):
     )
 
     def __init__(self, source: _common.Source, host: str | None, tz: str):
-        super().__init__(KIND, source, tz)
-        self.host = host
-        self.table = Table(source, KIND, self, self.numbers)
-        self.store = _Store()
+        super().__init__(KIND, source, host, tz)
         self.tracks: dict[object, tuple[int, int | None]] = {}  # per table: (day, previous time)
         self.averages: list[dict[str, object]] = []
         self.held: list[tuple[int, str]] = []  # `Average:` rows not read yet (read together: `averages`)
         self.held_layout: Layout | None = None
-        self.restarts: list[dict[str, object]] = []
-        self.comments: list[str] = []
-        self.skipped: list[str] = []
-        self.unknown: list[str] = []
 
     def run(self) -> pd.DataFrame:
-        self.table.run()
+        self.read()
         self.read_averages()
-        self.lines = self.table.lines
-        if self.table.cut is not None:
-            self.cut_last(*self.table.cut, self.lines)
-        frame = self.store.frame()
-        skips = self.table.skips
-        skips.refuse_if_nothing_read(len(frame), self.lines)
-        frame.attrs.update(
-            {
-                "skipped": skips,
-                "averages": self.averages,
-                "restarts": self.restarts,
-                "comments": self.comments,
-                "skipped_tables": self.skipped,
-                "unknown_columns": self.unknown,
-                "dropped_lines": self.dropped,
-                "notes": self.notes,
-                "cpus": self.banner_cpus,
-            }
-        )
-        return frame
+        return self.frame(averages=self.averages, cpus=self.banner_cpus)
 
     def layout(self, line_no: int, text: str) -> Layout | Skip:
         self.read_averages()
@@ -385,19 +339,7 @@ class _Sar(Sysstat):
             return STRUCTURE
         if len(fields) < 2 or any(_NUMBER.match(f) for f in fields):
             return ROW
-        plans, unknown, dup = _classify(fields)
-        if dup is not None:
-            raise self.error(line_no, text, f"column {dup!r} twice in the header")
-        if not plans:
-            name = " ".join(fields)
-            if name not in self.skipped:
-                self.skipped.append(name)
-                self.notes.append(f"line {line_no}: table not read, its rows skipped: {name[:80]}")
-            return _NOT_READ
-        self.unknown.extend(n for n in unknown if n not in self.unknown)
-        values = {i for plan in plans for i, _, _ in plan.fields}
-        kinds = "".join("f" if i in values else "t" for i in range(len(fields)))  # instance, unknown: text
-        return Layout(kinds, labels=(used,), key=tuple(plans))
+        return self.header(line_no, text, fields, used)
 
     def structure(self, line_no: int, text: str) -> None:
         tokens = text.split()
@@ -422,7 +364,12 @@ class _Sar(Sysstat):
         if not fields:
             raise self.error(line_no, text, "a time label with nothing after it")
         if fields[:2] == ["LINUX", "RESTART"]:
-            self.restart(line_no, text, sod)
+            if sod is None:
+                raise self.error(line_no, text, "a restart line without a time")
+            self.day, self.prev_sod = self.tracks.get("restart", (0, None))
+            ns = self.stamp(line_no, sod)
+            self.tracks["restart"] = (self.day, self.prev_sod)
+            self.restart(None if self.date is None else ns, text)
         elif sod is not None and fields[0] == "COM":
             self.comments.append(" ".join(fields[1:]))
         elif isinstance(current, Skip):
@@ -456,31 +403,15 @@ class _Sar(Sysstat):
         tables = [(plan, *_instances(block, plan, self.error)) for plan in layout.key]
         for k in range(len(block)):
             for plan, names, codes in tables:
-                row = [float("nan")] * len(_table_columns(_TABLES[plan.table]))
+                table = _TABLES[plan.table]
+                average = {"host": self.host_name(), "table": table.name, "instance": names[codes[k]]}
+                average.update(dict.fromkeys(table.columns))  # None: a missing value
                 for i, j, factor in plan.fields:
-                    row[j] = float(block.fields[i][k]) * factor
-                self.averages.append(_record(self.host_name(), plan.table, names[codes[k]], row))
-
-    def restart(self, line_no: int, line: str, sod: int | None) -> None:
-        if sod is None:
-            raise self.error(line_no, line, "a restart line without a time")
-        ns, _ = self.table_stamp("restart", line_no, sod)
-        m = _CPUS.search(line)
-        when = None if self.date is None else utc(array("q", [ns]))[0].isoformat()
-        self.restarts.append({"timestamp": when, "cpus": int(m[1]) if m else None})
-
-    def table_stamp(self, track: object, line_no: int, sod: int) -> tuple[int, int]:
-        """UTC ns of a row, rolling midnight per table (a replay restarts every table at the file's start)."""
-        self.day, self.prev_sod = self.tracks.get(track, (0, None))
-        ns = self.stamp(line_no, sod)
-        self.tracks[track] = (self.day, self.prev_sod)
-        return ns, self.day * 86400 + sod
-
-    def host_name(self) -> str | None:
-        return self.host if self.host is not None else self.banner_host
+                    average[table.columns[j]] = record_value(float(block.fields[i][k]) * factor)
+                self.averages.append(average)
 
 
-# ---------------------------------------------------------------- shared with parsers/sadf.py
+# ---------------------------------------------------------------- tables, headers, rows (sadf too)
 
 
 @dataclass(frozen=True)
@@ -505,19 +436,10 @@ def _classify(names: list[str]) -> tuple[list[_Plan], list[str], str | None]:
     for t_no, table in enumerate(_TABLES):
         if table.key not in index or (table.instance is not None and table.instance not in index):
             continue
-        cols = _table_columns(table)
-        fields = tuple(
-            (i, cols.index(table.columns[n][0]), table.columns[n][1])
-            for i, n in enumerate(names)
-            if n in table.columns
-        )
-        claimed.update(n for n in names if n in table.columns)
-        inst = None
-        if table.instance is not None:
-            inst = index[table.instance]
-            claimed.add(table.instance)
-        plans.append(_Plan(t_no, inst, fields))
-    unknown = [n for n in names if n not in claimed] if plans else []
+        fields = tuple((i, *table.slots[name]) for i, name in enumerate(names) if name in table.slots)
+        claimed.update(name for name in names if name in table.slots or name == table.instance)
+        plans.append(_Plan(t_no, None if table.instance is None else index[table.instance], fields))
+    unknown = [name for name in names if name not in claimed] if plans else []
     return plans, unknown, None
 
 
@@ -562,27 +484,11 @@ class _Store:
             why = f"{_TABLES[plan.table].name} {names[codes[twice]]!r} listed twice {when}"
             raise error(int(block.line_nos[twice]), block.text(twice), why)
         self.interval[plan.table] = state
-        cols: list[np.ndarray | None] = [None] * len(_table_columns(_TABLES[plan.table]))
+        cols: list[np.ndarray | None] = [None] * len(_TABLES[plan.table].columns)
         for i, j, factor in plan.fields:
             cols[j] = block.fields[i] * factor if factor != 1.0 else block.fields[i]
-        self.extend(plan.table, stamps, hosts, self.codes(self.instances, names.tolist(), codes), cols)
-
-    def extend(
-        self,
-        t_no: int,
-        stamps: np.ndarray,
-        hosts: np.ndarray,
-        instances: np.ndarray,
-        cols: list[np.ndarray | None],
-    ) -> None:
-        """Append rows of one table; codes from `codes()`."""
-        self.segments[t_no].append(_Segment(stamps, hosts, instances, cols))
-
-    @staticmethod
-    def codes(table: Interned, names: list[str | None], index: np.ndarray) -> np.ndarray:
-        """Codes into `table` of the rows' names: `names[index]`, None as -1 (NA)."""
-        known = np.array([-1 if name is None else table.code(name) for name in names], dtype=np.int64)
-        return known[index]
+        instances = _codes(self.instances, names.tolist(), codes)
+        self.segments[plan.table].append(_Segment(stamps, hosts, instances, cols))
 
     def repeats(
         self, t_no: int, keys: np.ndarray, codes: np.ndarray, names: np.ndarray
@@ -619,24 +525,14 @@ class _Store:
         nan = np.full(n, np.nan)
         metrics: dict[str, object] = {}
         start = 0
-        for t_no, table in enumerate(_TABLES):
-            end = start + counts[t_no]
-            for j, col in enumerate(_table_columns(table)):
-                if all(s.values[j] is None for s in self.segments[t_no]):
+        for table, mine, count in zip(_TABLES, self.segments, counts, strict=True):
+            end = start + count
+            for j, col in enumerate(table.columns):
+                if all(s.values[j] is None for s in mine):
                     metrics[col] = pd.Series(nan, copy=False)
                     continue
-                values = np.empty(n)
-                values[:start] = np.nan
-                values[end:] = np.nan
-                at = start
-                for s in self.segments[t_no]:
-                    if s.values[j] is None:
-                        values[at : at + len(s.stamps)] = np.nan
-                        at += len(s.stamps)
-                        continue
-                    values[at : at + len(s.stamps)] = s.values[j]
-                    at += len(s.stamps)
-                metrics[col] = values
+                parts = [nan[: len(s.stamps)] if s.values[j] is None else s.values[j] for s in mine]
+                metrics[col] = np.concatenate([nan[:start], *parts, nan[end:]])  # each row written once
             start = end
         data: dict[str, object] = {
             "timestamp": utc(np.concatenate([s.stamps for s in segments])),
@@ -647,10 +543,16 @@ class _Store:
             ),
             **metrics,
         }
-        frame = pd.DataFrame(data, copy=False)  # one block per column: no consolidation copy
-        if {c: str(t) for c, t in frame.dtypes.items()} != SCHEMA:  # safety net; copies the frame
-            frame = _common.coerce(frame, SCHEMA)
-        return frame
+        return pd.DataFrame(data, copy=False)  # one block per column: no consolidation copy
+
+
+def _codes(table: Interned, names: list[str | None], index: np.ndarray) -> np.ndarray:
+    """Codes into `table` of the rows' names: `names[index]`, None as -1 (NA)."""
+    known = np.array([-1 if name is None else table.code(name) for name in names], dtype=np.int64)
+    return known[index]
+
+
+_FEW_RUNS = 64  # a string column with more runs of one text than this is built row by row
 
 
 def _text_runs(texts: list[str], codes: np.ndarray) -> pd.api.extensions.ExtensionArray:
@@ -670,19 +572,6 @@ def _text_runs(texts: list[str], codes: np.ndarray) -> pd.api.extensions.Extensi
     return pd.array(pa.concat_arrays(runs), dtype="string")
 
 
-def _record(host: str | None, t_no: int, instance: str, row: list[float]) -> dict[str, object]:
-    cols = _table_columns(_TABLES[t_no])
-    return {
-        "host": host,
-        "table": _TABLES[t_no].name,
-        "instance": instance,
-        **{c: record_value(v) for c, v in zip(cols, row, strict=True)},
-    }
-
-
-_FEW_RUNS = 64  # a string column with more runs of one text than this is built row by row
-
-
 def _instances(
     block: Block,
     plan: _Plan,
@@ -690,8 +579,8 @@ def _instances(
     alias: dict[str, str] | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """(the distinct instances of a block's rows of one table, each row's index into them), `alias`
-    renaming some (sadf's CPU `-1` is `all`); one its table cannot have (a CPU neither `all` nor a
-    number) is a ParseError (`error`) at its first row."""
+    renaming some (sadf's CPU `-1` is `all`); a CPU neither `all` nor a number is a ParseError
+    (`error`) at its first row."""
     if plan.instance is None:
         return np.array([""], dtype=object), np.zeros(len(block), dtype=np.int64)
     column = block.fields[plan.instance]
@@ -700,16 +589,10 @@ def _instances(
     if alias and any(name in alias for name in names.tolist()):
         merged, uniq = pd.factorize(np.array([alias.get(n, n) for n in names.tolist()], dtype=object))
         names, codes = np.asarray(uniq, dtype=object), merged[codes]  # one instance however printed
-    bad = [k for k, name in enumerate(names.tolist()) if _check_instance(plan.table, name)]
-    if bad:
-        row = int(np.flatnonzero(np.isin(codes, bad))[0])
-        why = _check_instance(plan.table, names[codes[row]])
-        raise error(int(block.line_nos[row]), block.text(row), str(why))
+    if _TABLES[plan.table].name == "cpu":
+        bad = [k for k, name in enumerate(names.tolist()) if not _CPU_ID.match(name)]
+        if bad:
+            row = int(np.flatnonzero(np.isin(codes, bad))[0])
+            why = f"CPU {names[codes[row]]!r} is neither `all` nor a number"
+            raise error(int(block.line_nos[row]), block.text(row), why)
     return names, codes
-
-
-def _check_instance(t_no: int, instance: str) -> str | None:
-    """Why an instance value cannot be right for its table, or None."""
-    if _TABLES[t_no].name == "cpu" and not _CPU_ID.match(instance):
-        return f"CPU {instance!r} is neither `all` nor a number"
-    return None

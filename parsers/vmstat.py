@@ -4,14 +4,13 @@ Reads procps-ng 3.3 and 4.0 output, narrow or wide (`-w`), with or without the `
 (procps 4 prints it in wide mode), with or without `-t` timestamps (`2026-11-22 08:10:06`, wall
 clock of the host, in the zone below), with buff/cache or (`-a`) inact/active.
 
-Time zone: with `-t` vmstat prints the zone's abbreviation (`%Z`) above the stamps, at the end of the
-second header line (its last word, told from the lowercase column names), and the stamps are read in
-it (`_common.printed_zone`): `UTC` and `GMT` exactly, whatever `tz` says; `tz`, the capturing host's
-IANA zone, when that is what `tz` prints at the run's first stamp; else an abbreviation that names
-one offset (`PDT`: UTC−7, `CET`: UTC+1, the DST state is in the name) at that offset. One that names
-several zones (`CST`: China, Cuba or US Central; `IST`) and is not `tz`'s is a ParseError naming that
-header line (wrong times are wrong values: pass the host's zone, e.g. `tz="Asia/Shanghai"` for
-China's `CST`).
+Time zone: with `-t` vmstat prints the zone's abbreviation (`%Z`) as the last word of the column-name
+line (told from the lowercase names), and the stamps are read in it (`_common.printed_zone`): `UTC`
+and `GMT` exactly, whatever `tz` says; `tz`, the capturing host's IANA zone, when that is what `tz`
+prints at the run's first stamp; else an abbreviation that names one offset (`PDT`: UTC−7, `CET`:
+UTC+1, the DST state is in the name) at that offset. One that names several zones (`CST`: China,
+Cuba or US Central; `IST`) and is not `tz`'s is a ParseError naming that header line (wrong times
+are wrong values: pass the host's zone, e.g. `tz="Asia/Shanghai"` for China's `CST`).
 
 Columns: timestamp (UTC), host, since_boot (the first row of each run is the average since boot),
 then vmstat's own names, which every reader knows: r, b (tasks), swpd, free, buff, cache, inact,
@@ -41,13 +40,13 @@ row) prints the same header: its first row is flagged, and its first repeat, aft
 a new run; a wall clock set back (DST's end) just across a repeated header reads as a new run.
 
 Reading: the table engine (parsers/_table.py) reads the rows, in bulk or row by row naming the first
-bad one: every column an integer (`[-+]?digits`, ASCII, at most int64), then with `-t` the stamp's date and
-clock (`2026-11-22 13:47:00` exactly, read as the integers 20261122 and 134700: `_table.Layout.shapes`);
-the header pair's `procs` line only leads the column names (`_table.LEAD`). What is vmstat's own is
-done here, vectorised: the stamps (numpy; each distinct date looked up once), the runs (above) and
-the zones. A malformed row is a ParseError naming it; a last line cut off mid-write (no line end) is
-dropped and counted (`attrs["dropped_lines"]`); `attrs["unknown_columns"]` lists header names not
-above (read as integers, kept out of the frame).
+bad one: every column an integer (`[-+]?digits`, ASCII, at most int64), then with `-t` the stamp's
+date and clock (`2026-11-22 13:47:00` exactly, read as the integers 20261122 and 134700:
+`_table.Layout.shapes`); the header pair's `procs` line only leads the column names (`_table.LEAD`).
+What is vmstat's own is done here, vectorised: the stamps (numpy; each distinct date looked up once),
+the runs (above) and the zones. A malformed row is a ParseError naming it; a last line cut off
+mid-write (no line end) is dropped and counted (`attrs["dropped_lines"]`); `attrs["unknown_columns"]`
+lists header names not above (read as integers, kept out of the frame).
 """
 
 from __future__ import annotations
@@ -64,27 +63,11 @@ from ._table import LEAD, ROW, Block, Layout, Table
 
 KIND = "vmstat"
 COUNTS = (
-    "r",
-    "b",
-    "swpd",
-    "free",
-    "buff",
-    "cache",
-    "inact",
-    "active",
-    "si",
-    "so",
-    "bi",
-    "bo",
-    "in",
-    "cs",
-    "us",
-    "sy",
-    "id",
-    "wa",
-    "st",
-    "gu",
-)
+    "r", "b",  # tasks
+    "swpd", "free", "buff", "cache", "inact", "active",  # KiB
+    "si", "so", "bi", "bo", "in", "cs",  # per second
+    "us", "sy", "id", "wa", "st", "gu",  # percent of CPU time
+)  # fmt: skip
 SCHEMA: dict[str, str] = {
     "timestamp": "datetime64[ns, UTC]",
     "host": "string",
@@ -198,7 +181,7 @@ class _Vmstat:
         key: _Header = block.layout.key
         n = len(block)
         stamps = self._stamps(block) if key.zone else np.full(n, _NAT, dtype=np.int64)
-        at = _counts_at(key.names)
+        at = {name: i for i, name in enumerate(key.names) if name in COUNTS}  # a repeated name: its last
         values = [block.fields[at[c]] if c in at else np.zeros(n, dtype=np.int64) for c in COUNTS]
         code = np.full(n, self.headers[key], dtype=np.int64)
         self.parts.add([block.line_nos, block.headers, code, stamps, *values])
@@ -238,12 +221,11 @@ class _Vmstat:
     # ------------------------------------------------------------ the frame
 
     def assemble(self, dropped: int) -> pd.DataFrame:
-        attrs = {"dropped_lines": dropped, "unknown_columns": self.unknown}
-        n = self.parts.rows
-        if n == 0:
-            frame = empty_frame(SCHEMA)
-            frame.attrs.update(attrs)
-            return frame
+        frame = self._frame(self.parts.rows) if self.parts.rows else empty_frame(SCHEMA)
+        frame.attrs.update({"dropped_lines": dropped, "unknown_columns": self.unknown})
+        return frame
+
+    def _frame(self, n: int) -> pd.DataFrame:
         line_nos, header_nos, codes, naive, *values = self.parts.columns()
         if (np.diff(line_nos) < 0).any():  # the engine hands a chunk's rows over layout by layout
             order = np.argsort(line_nos, kind="stable")
@@ -260,9 +242,7 @@ class _Vmstat:
         present = np.array([[c in k.names for c in COUNTS] for k in keys])[codes]
         for j, (name, col) in enumerate(zip(COUNTS, values, strict=True)):
             data[name] = pd.arrays.IntegerArray(col, ~present[:, j])
-        frame = pd.DataFrame(data, copy=False)
-        frame.attrs.update(attrs)
-        return frame
+        return pd.DataFrame(data, copy=False)
 
     def _utc(self, naive: np.ndarray, codes: np.ndarray, header_nos: np.ndarray) -> np.ndarray:
         """Naive stamps -> UTC ns, each stretch of rows under one printed zone read in it (resolved at
@@ -321,8 +301,3 @@ def _is_procs(tokens: list[str]) -> bool:
 
 def _unknown(names: list[str]) -> list[str]:
     return [n for n in names if n not in COUNTS]
-
-
-def _counts_at(names: tuple[str, ...]) -> dict[str, int]:
-    """Schema column -> printed column (the last one if a name repeats)."""
-    return {name: i for i, name in enumerate(names) if name in COUNTS}
