@@ -210,10 +210,7 @@ class _Pidstat(Sysstat):
         self.flushed_bytes = 0  # bytes of the rows merged so far
 
     def run(self) -> pd.DataFrame:
-        self.table.run()
-        self.lines = self.table.lines
-        if self.table.cut is not None:
-            self.cut_last(*self.table.cut, self.lines)
+        self.read()
         return self.assemble()
 
     # ------------------------------------------------------------ the format
@@ -566,9 +563,6 @@ class _Pidstat(Sysstat):
 
     def _cmd_code(self, name: str) -> int:
         return self.cmd_names.setdefault(name, len(self.cmd_names))
-
-    def host_name(self) -> str | None:
-        return self.host if self.host is not None else self.banner_host
 
     def assemble(self) -> pd.DataFrame:
         attrs = {
