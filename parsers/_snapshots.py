@@ -1,21 +1,23 @@
 """The JSON lines of perfkit's per-step database snapshots (collectors/db_snapshot.py), read once for
 the parsers mysql_variables, mysql_lock_waits and mysql_waits.
 
-Each line is one snapshot: `{"snapshot": KIND, "ts": ISO, "t": EPOCH_S, "server": VERSION, ...}` plus
-the kind's own field (`variables`, `waits`, `events`). A file holds one snapshot as perfkit writes it,
-or several appended.
+Each line is one snapshot, `{"snapshot":KIND,"ts":ISO,"t":EPOCH_S,"server":VERSION,"source":TABLES,
+FIELD:...}` with the kind's own FIELD (`variables`, `waits`, `events`); a file holds one, as perfkit
+writes it, or several appended. A line that is not a snapshot of the kind is a ParseError naming it;
+a last line cut off mid-write is dropped (`attrs["dropped_lines"]`).
 """
 
 from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
 
-from ._common import Lines, Source
+from ._common import Lines, Source, records_frame
 
 # datetime64[ns] holds the years 1678-2261: an epoch second past 9.2e9 would wrap to a wrong time
 _T_LIMIT_S = 9.2e9
@@ -27,7 +29,7 @@ class Snapshot:
     line: str
     timestamp: pd.Timestamp
     body: Any  # the kind's own field, not yet checked
-    obj: dict  # the whole line (`server`, `source`)
+    source: str | None  # the server tables read, where the line names them
 
 
 def sniff_kind(text: str, kind: str) -> bool:
@@ -71,9 +73,41 @@ def read(source: Source, kind: str, field: str, expected: type) -> tuple[list[Sn
             pending = (line_no, line, f"the snapshot's {field!r} is not a {expected.__name__}")
             continue
         stamp = pd.Timestamp(round(t * 1000), unit="ms", tz="UTC")
-        snaps.append(Snapshot(line_no, line, stamp, o[field], o))
+        tables = o.get("source")
+        snaps.append(Snapshot(line_no, line, stamp, o[field], tables if isinstance(tables, str) else None))
     if pending is not None and (lines.last_complete or pending[0] != line_no):
         raise lines.error(*pending)
     # a last line that reads as a whole object is kept even without its newline: JSON cannot be cut
     # and still parse
     return snaps, int(pending is not None), lines
+
+
+def frame(
+    source: Source,
+    kind: str,
+    field: str,
+    schema: dict[str, str],
+    row_of: Callable[[Any], dict],
+    what: str,
+    host: str | None,
+) -> pd.DataFrame:
+    """A frame of `schema`: `row_of` each item of every snapshot's `field` list, with the snapshot's
+    timestamp and source; `attrs["dropped_lines"]` as `read` counts them.
+
+    Raises:
+        ParseError: as `read` does, or an item `row_of` refuses with ValueError (`what` names it).
+    """
+    snaps, dropped, lines = read(source, kind, field, list)
+    rows: list[dict] = []
+    for snap in snaps:
+        for item in snap.body:
+            try:
+                fields = row_of(item)
+            except ValueError:
+                raise lines.error(
+                    snap.line_no, snap.line, f"{what} that does not read: {item!r:.80}"
+                ) from None
+            rows.append({**fields, "timestamp": snap.timestamp, "source": snap.source})
+    df = records_frame(rows, schema, host=host)
+    df.attrs["dropped_lines"] = dropped
+    return df

@@ -6,10 +6,11 @@ one column for the whole row: a line with a name and `: ` in that column starts 
 line continues the field before it (a query spanning lines keeps its newlines). `NULL` is None; an
 empty value (`State: `, its trailing space sometimes stripped) is the empty string.
 
-Row numbers restart at 1 with each statement's result, which is how a file of results appended one
-after another (pt-stalk's `-processlist`, `-lock-waits`, `-transactions`) is cut into samples by its
-readers. Lines outside any row (a blank line, a `TS <epoch>` stamp, a title a script printed) are
-handed back as they are: the reader that knows the file decides what they are.
+Row numbers restart at 1 with each statement's result. `read` hands back the lines outside any row
+(a blank line, a `TS <epoch>` stamp, a title a script printed) as they are. `Samples` walks pt-stalk's
+files of results appended once a second (`-processlist`, `-lock-waits`, `-transactions`): a `TS`
+stamp starts a sample, as does a `1. row` of its first result unless a stamp just did; the lines
+outside rows but blank ones, and the rows its reader `skip`s, are counted (`attrs["skipped"]`).
 """
 
 from __future__ import annotations
@@ -18,7 +19,11 @@ import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
-from ._common import PT_STALK_STAMP
+import pandas as pd
+
+from perfkit.errors import ParseError
+
+from ._common import PT_STALK_STAMP, Lines, Skips, Source, records_frame
 
 ROW = re.compile(r"^\*{27} (\d+)\. row \*{27}$")
 _FIELD = re.compile(r"^ *([A-Za-z_][A-Za-z0-9_]*): ?")
@@ -88,3 +93,55 @@ def _done(row: Row) -> Row:
     # trailing blank lines taken into a value belong between results, not to it
     row.fields = {k: (None if v == "NULL" else v.rstrip("\n")) for k, v in row.fields.items()}
     return row
+
+
+class Samples:
+    """The rows of a pt-stalk file of vertical results (above); `outside` says why a line outside a row
+    is skipped, `dated` reads the stamps' times into `stamp` (where the frame has them)."""
+
+    def __init__(self, source: Source, kind: str, outside: str, *, dated: bool = False):
+        self.lines = Lines(source, kind)
+        self.skips = Skips()
+        self.sample = -1
+        self.opened = False  # a stamp (or a summary) opened `sample`: a `1. row` does not start another
+        self.stamp = pd.NaT
+        self.taken = 0  # rows read
+        self._outside = outside
+        self._dated = dated
+
+    def __iter__(self) -> Iterator[Row]:
+        for item in read(self.lines):
+            if isinstance(item, Row):
+                yield item
+            elif m := PT_STALK_STAMP.match(item.text):
+                self.sample += 1
+                self.opened = True
+                if self._dated:
+                    self.stamp = pd.Timestamp(float(m.group(1)), unit="s", tz="UTC")
+            elif item.text.strip():
+                self.skips.add(item.line_no, item.text, self._outside)
+
+    def take(self, row: Row) -> int:
+        """Count `row` as read; the sample it is in."""
+        if row.number == 1:
+            self.sample += 0 if self.opened else 1
+            self.opened = False
+        self.taken += 1
+        return self.sample
+
+    def skip(self, row: Row, reason: str) -> None:
+        self.skips.add(row.line_no, f"{row.number}. row: {', '.join(row.fields)}", reason)
+
+    def error(self, row: Row, reason: str) -> ParseError:
+        return self.lines.error(row.line_no, f"{row.number}. row", reason)
+
+    def frame(self, rows: list[dict], schema: dict[str, str], **same: object) -> pd.DataFrame:
+        """`rows` as a frame of `schema` (`same` as `records_frame`), the skipped lines in its attrs.
+
+        Raises:
+            ParseError: no row was taken and lines were skipped.
+        """
+        self.skips.refuse_if_nothing_read(self.taken, self.lines)
+        df = records_frame(rows, schema, **same)
+        df.attrs["skipped"] = self.skips
+        return df

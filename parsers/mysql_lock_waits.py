@@ -1,8 +1,7 @@
 """mysql_lock_waits: who blocks whom, one row per lock wait per snapshot.
 
-Reads perfkit's per-step snapshot (collectors/db_snapshot.py, `db/<host>/<step>/lock_waits-<phase>.jsonl`),
-one JSON object per snapshot: `{"snapshot":"mysql_lock_waits","ts":ISO,"t":EPOCH_S,"server":VERSION,
-"source":TABLE,"waits":[{...}, ...]}`, where `source` says which server tables were read:
+Reads perfkit's per-step snapshot (parsers/_snapshots.py, `db/<host>/<step>/lock_waits-<phase>.jsonl`)
+as `"source":TABLE,"waits":[{...}, ...]`, `source` naming the server tables read:
 
 - `information_schema.innodb_lock_waits` (MariaDB, MySQL 5.7): joined with `innodb_trx` (both
   transactions) and `innodb_locks` (the table, index and modes of both locks);
@@ -30,9 +29,8 @@ Columns (SCHEMA), one row per waiting transaction per snapshot (NA where the ser
   MariaDB and MySQL, whose innodb_trx keeps trx_wait_started to the second)
 - waiting_digest, blocking_digest (string): the statements' digests (TiDB)
 
-A line that is not such a snapshot, or a wait that is not an object of scalars, is a ParseError
-naming the line; a line cut off mid-write at the end is dropped.
-Tested on: tests/fixtures/mysql_lock_waits/ (see README.md there: MariaDB 10.11, real).
+A wait that is not an object of scalars is a ParseError naming its line.
+Tested on: tests/fixtures/mysql_lock_waits/ (README.md there: MariaDB 10.11, real).
 """
 
 from __future__ import annotations
@@ -43,23 +41,9 @@ import numpy as np
 import pandas as pd
 
 from . import _snapshots
-from ._common import Source, empty_frame, records_frame
+from ._common import Source
 
 KIND = "mysql_lock_waits"
-_TEXT = (
-    "waiting_trx_id",
-    "waiting_query",
-    "blocking_trx_id",
-    "blocking_query",
-    "table",
-    "index",
-    "waiting_lock_mode",
-    "blocking_lock_mode",
-    "wait_started",
-    "waiting_digest",
-    "blocking_digest",
-)
-_COLUMN = {"index": "index_name"}  # `index` would hide DataFrame.index
 SCHEMA: dict[str, str] = {
     "timestamp": "datetime64[ns, UTC]",
     "host": "string",
@@ -79,11 +63,37 @@ SCHEMA: dict[str, str] = {
     "waiting_digest": "string",
     "blocking_digest": "string",
 }
+# A wait's text fields: its string columns past host and source, each under the column's name but
+# index_name, which the snapshot calls `index` (a column `index` would hide DataFrame.index)
+_TEXT = {
+    column: "index" if column == "index_name" else column
+    for column, dtype in SCHEMA.items()
+    if dtype == "string" and column not in ("host", "source")
+}
 _INT64_MAX = 2**63 - 1
 
 
 def sniff(text: str) -> bool:
     return _snapshots.sniff_kind(text, KIND)
+
+
+def parse(source: Source, *, host: str | None = None, tz: str = "UTC") -> pd.DataFrame:
+    """Parse lock-wait snapshots. `tz` is unused: snapshots are in UTC (`wait_started` stays as printed).
+
+    Raises:
+        ParseError: a line that is not a mysql_lock_waits snapshot, or a wait that does not read.
+    """
+    return _snapshots.frame(source, KIND, "waits", SCHEMA, _wait, "a lock wait", host)
+
+
+def _wait(wait: object) -> dict:
+    if not isinstance(wait, dict):
+        raise ValueError(wait)
+    row = {column: _text(wait.get(key)) for column, key in _TEXT.items()}
+    row["waiting_thread_id"] = _thread(wait.get("waiting_thread_id"))
+    row["blocking_thread_id"] = _thread(wait.get("blocking_thread_id"))
+    row["wait_age_s"] = _age(wait.get("wait_age_s"))
+    return row
 
 
 def _text(value: object) -> str | None:
@@ -110,32 +120,3 @@ def _age(value: object) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
         raise ValueError(value)
     return float(value)
-
-
-def parse(source: Source, *, host: str | None = None, tz: str = "UTC") -> pd.DataFrame:
-    """Parse lock-wait snapshots. `tz` is unused: snapshots are in UTC (`wait_started` stays as printed).
-
-    Raises:
-        ParseError: a line that is not a mysql_lock_waits snapshot, or a wait that does not read.
-    """
-    snaps, dropped, lines = _snapshots.read(source, KIND, "waits", list)
-    rows: list[dict] = []
-    for snap in snaps:
-        for wait in snap.body:
-            try:
-                if not isinstance(wait, dict):
-                    raise ValueError(wait)
-                row = {_COLUMN.get(k, k): _text(wait.get(k)) for k in _TEXT}
-                row["waiting_thread_id"] = _thread(wait.get("waiting_thread_id"))
-                row["blocking_thread_id"] = _thread(wait.get("blocking_thread_id"))
-                row["wait_age_s"] = _age(wait.get("wait_age_s"))
-            except ValueError:
-                raise lines.error(
-                    snap.line_no, snap.line, f"a lock wait that does not read: {wait!r:.80}"
-                ) from None
-            row["timestamp"] = snap.timestamp
-            row["source"] = snap.obj.get("source") if isinstance(snap.obj.get("source"), str) else None
-            rows.append(row)
-    df = records_frame(rows, SCHEMA, host=host) if rows else empty_frame(SCHEMA)
-    df.attrs["dropped_lines"] = dropped
-    return df

@@ -29,7 +29,7 @@ import numpy as np
 import pandas as pd
 
 from . import _vertical
-from ._common import PT_STALK_STAMP, Lines, Skips, Source, empty_frame, records_frame
+from ._common import Source
 from .mysql_status import LOCK_KINDS, SESSION_CLASSES, session_class
 
 KIND = "mysql_processlist"
@@ -64,40 +64,21 @@ def parse(source: Source, *, host: str | None = None, tz: str = "UTC") -> pd.Dat
     Raises:
         ParseError: an Id or Time that does not read, or nothing readable at all.
     """
-    lines = Lines(source, KIND)
-    skips = Skips()
+    walk = _vertical.Samples(source, KIND, "not a row of SHOW PROCESSLIST\\G", dated=True)
     rows: list[dict] = []
-    sample, stamp = -1, pd.NaT
-    fresh = False  # a stamp opened a sample that its `1. row` has not started yet
-    for item in _vertical.read(lines):
-        if isinstance(item, _vertical.Other):
-            m = PT_STALK_STAMP.match(item.text)
-            if m:
-                sample, stamp, fresh = sample + 1, pd.Timestamp(float(m.group(1)), unit="s", tz="UTC"), True
-            elif item.text.strip():
-                skips.add(item.line_no, item.text, "not a row of SHOW PROCESSLIST\\G")
+    for row in walk:
+        if not {"Id", "Command"} <= row.fields.keys():
+            walk.skip(row, "not a processlist row")
             continue
-        if not {"Id", "Command"} <= item.fields.keys():
-            skips.add(item.line_no, f"{item.number}. row: {', '.join(item.fields)}", "not a processlist row")
-            continue
-        if item.number == 1:
-            sample += 0 if fresh else 1
-            fresh = False
-        row: dict = {"timestamp": stamp, "sample": sample}
-        for key, col in _COLUMNS.items():
-            row[col] = item.fields.get(key)
+        record: dict = {"timestamp": walk.stamp, "sample": walk.take(row)}
+        record.update({col: row.fields.get(key) for key, col in _COLUMNS.items()})
         try:
-            row["id"] = int(row["id"])
-            row["time_s"] = float(row["time_s"]) if row["time_s"] not in (None, "") else np.nan
+            record["id"] = int(record["id"])
+            record["time_s"] = float(record["time_s"]) if record["time_s"] not in (None, "") else np.nan
         except ValueError:
-            raise lines.error(
-                item.line_no, f"{item.number}. row", "an Id or Time that is no number"
-            ) from None
-        rows.append(row)
-    skips.refuse_if_nothing_read(len(rows), lines)
-    df = records_frame(rows, SCHEMA, host=host) if rows else empty_frame(SCHEMA)
-    df.attrs["skipped"] = skips
-    return df
+            raise walk.error(row, "an Id or Time that is no number") from None
+        rows.append(record)
+    return walk.frame(rows, SCHEMA, host=host)
 
 
 def by_class(frame: pd.DataFrame, lock_wait: dict[int, set[int]] | None = None) -> pd.DataFrame:

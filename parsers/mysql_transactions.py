@@ -28,7 +28,7 @@ import numpy as np
 import pandas as pd
 
 from . import _vertical
-from ._common import PT_STALK_STAMP, Lines, Skips, Source, empty_frame, records_frame, to_utc
+from ._common import Source, to_utc
 
 KIND = "mysql_transactions"
 SCHEMA: dict[str, str] = {
@@ -66,27 +66,17 @@ def parse(source: Source, *, host: str | None = None, tz: str = "UTC") -> pd.Dat
     Raises:
         ParseError: a time or count that does not read, or nothing readable at all.
     """
-    lines = Lines(source, KIND)
-    skips = Skips()
+    walk = _vertical.Samples(source, KIND, "not a row of pt-stalk's transactions queries")
     rows: list[dict] = []
-    snapshot, fresh = -1, False
-    for item in _vertical.read(lines):
-        if isinstance(item, _vertical.Other):
-            if PT_STALK_STAMP.match(item.text):
-                snapshot, fresh = snapshot + 1, True
-            elif item.text.strip():
-                skips.add(item.line_no, item.text, "not a row of pt-stalk's transactions queries")
-            continue
-        f = item.fields
+    for row in walk:
+        f = row.fields
         if "trx_id" not in f or "trx_state" not in f:
             if not any(k in f for k in _KNOWN):
-                skips.add(item.line_no, f"{item.number}. row: {', '.join(f)}", "not an INNODB_TRX row")
+                walk.skip(row, "not an INNODB_TRX row")
             continue
-        if item.number == 1:
-            snapshot += 0 if fresh else 1
-            fresh = False
+        snapshot = walk.take(row)
         try:
-            row = {
+            record = {
                 "snapshot": snapshot,
                 "trx_id": f["trx_id"],
                 "state": f["trx_state"],
@@ -98,14 +88,9 @@ def parse(source: Source, *, host: str | None = None, tz: str = "UTC") -> pd.Dat
                 **{col: float(f[key]) if f.get(key) else np.nan for key, col in _COUNTS.items()},
             }
         except ValueError:
-            raise lines.error(
-                item.line_no, f"{item.number}. row", "a time or count that does not read"
-            ) from None
-        rows.append(row)
-    skips.refuse_if_nothing_read(len(rows), lines)
-    df = records_frame(rows, SCHEMA, host=host) if rows else empty_frame(SCHEMA)
-    df.attrs["skipped"] = skips
-    return df
+            raise walk.error(row, "a time or count that does not read") from None
+        rows.append(record)
+    return walk.frame(rows, SCHEMA, host=host)
 
 
 def _time(text: str | None, tz: str) -> pd.Timestamp:

@@ -1,24 +1,22 @@
 """mysql_variables: `SHOW GLOBAL VARIABLES` of a MySQL, MariaDB or TiDB server, one row per variable.
 
-Reads two forms:
-
-- perfkit's per-step snapshot (collectors/db_snapshot.py, `db/<host>/<step>/variables-<phase>.jsonl`):
-  one JSON object per snapshot, `{"snapshot":"mysql_variables","ts":ISO,"t":EPOCH_S,"server":VERSION,
-  "variables":{NAME: VALUE, ...}}`, values as the server returned them (strings);
+Reads:
+- perfkit's per-step snapshot (parsers/_snapshots.py, `db/<host>/<step>/variables-<phase>.jsonl`) with
+  `"variables":{NAME: VALUE, ...}`, values as the server returned them (strings);
 - the client's batch output, `mysql -B -e 'SHOW GLOBAL VARIABLES'` (or `mariadb -B`, pt-stalk's
-  `variables` file): a `Variable_name<TAB>Value` header, then one `name<TAB>value` line per variable.
-  It carries no time: `timestamp` is NaT;
+  `variables` file): a `Variable_name<TAB>Value` header, then one `name<TAB>value` line per variable;
 - pt-stalk's `-variables`: a blank line, the title `SHOW GLOBAL VARIABLES`, a blank line, then the
-  batch output above; after the first blank line that ends it, pt-stalk's per-thread tables (each
-  under a `select * from performance_schema...` title; empty on MariaDB) are not variables of the
-  server: their lines are skipped and counted (`attrs["skipped"]`);
-- the same without its header, `mysql -ss -e 'SHOW VARIABLES'` (pt-mysql-summary's `mysql-variables`):
-  read when the first line is `name<TAB>...`; sniffed when every one of the first lines is
-  `lowercase_name<TAB>value` and at least two of the names are ones every server has
+  batch output; pt-stalk's per-thread tables after the blank line that ends it (each under a
+  `select * from performance_schema...` title; empty on MariaDB) are no variables of the server:
+  skipped and counted (`attrs["skipped"]`);
+- the batch output without its header, `mysql -ss -e 'SHOW VARIABLES'` (pt-mysql-summary's
+  `mysql-variables`): read when the first line is `name<TAB>...`; sniffed when every one of the first
+  lines is `lowercase_name<TAB>value` and at least two of the names are ones every server has
   (`max_connections`, `datadir`, ...: SHOW STATUS's names are capitalised, so its -ss output is not
-  claimed). A line with no tab at all (pt-mysql-summary's own `pt-summary-internal-now   ...` lines
-  after the variables, a client's warning) is no variable: skipped and counted (`attrs["skipped"]`,
-  parsers/_common.Skips); a line with a tab whose name does not read is still a ParseError.
+  claimed). A line with no tab (pt-mysql-summary's own `pt-summary-internal-now   ...` lines after
+  the variables, a client's warning) is no variable: skipped and counted; a line with a tab whose
+  name does not read is still a ParseError.
+The batch forms carry no time: `timestamp` is NaT.
 
 Columns (SCHEMA), one row per variable per snapshot, in the server's order:
 - timestamp (UTC): when the snapshot was taken (`t`); host (the `host` argument)
@@ -40,7 +38,7 @@ import numpy as np
 import pandas as pd
 
 from . import _snapshots
-from ._common import Lines, Skips, Source, coerce, empty_frame, head
+from ._common import Lines, Skips, Source, head, records_frame
 
 KIND = "mysql_variables"
 SCHEMA: dict[str, str] = {
@@ -58,43 +56,20 @@ _HEADERLESS = re.compile(r"[a-z_][a-z0-9_]*\t")  # the first line of `mysql -ss`
 _SNIFF_ROW = re.compile(r"[a-z_][a-z0-9_]*\t[^\t]*")
 # variables every MySQL/MariaDB server has (5.0 on): two of them among the first lines of a
 # headerless name<TAB>value file make it SHOW VARIABLES rather than any other two-column table
-_KNOWN = frozenset(
-    [
-        "autocommit",
-        "back_log",
-        "basedir",
-        "binlog_format",
-        "character_set_server",
-        "datadir",
-        "hostname",
-        "innodb_buffer_pool_size",
-        "innodb_flush_log_at_trx_commit",
-        "innodb_log_file_size",
-        "interactive_timeout",
-        "key_buffer_size",
-        "log_bin",
-        "max_allowed_packet",
-        "max_connections",
-        "port",
-        "read_only",
-        "server_id",
-        "socket",
-        "sql_mode",
-        "table_open_cache",
-        "tmpdir",
-        "version",
-        "wait_timeout",
-    ]
-)
+_KNOWN = frozenset({
+    "autocommit", "back_log", "basedir", "binlog_format", "character_set_server", "datadir", "hostname",
+    "innodb_buffer_pool_size", "innodb_flush_log_at_trx_commit", "innodb_log_file_size",
+    "interactive_timeout", "key_buffer_size", "log_bin", "max_allowed_packet", "max_connections", "port",
+    "read_only", "server_id", "socket", "sql_mode", "table_open_cache", "tmpdir", "version", "wait_timeout",
+})  # fmt: skip
 
 
 def sniff(text: str) -> bool:
     start = text.lstrip("\n")
-    titled = start.startswith(f"{_TITLE}\n\n{_BATCH_HEADER}\n")
     return (
         _snapshots.sniff_kind(text, KIND)
         or start.startswith(_BATCH_HEADER + "\n")
-        or titled
+        or start.startswith(f"{_TITLE}\n\n{_BATCH_HEADER}\n")
         or _sniff_ss(start)
     )
 
@@ -116,9 +91,10 @@ def parse(source: Source, *, host: str | None = None, tz: str = "UTC") -> pd.Dat
     start = head(source, 256).lstrip("\n")
     skips = Skips()
     titled = start.startswith(_TITLE + "\n")
-    if titled or start.startswith(_BATCH_HEADER) or _HEADERLESS.match(start):
+    headerless = _HEADERLESS.match(start) is not None
+    if titled or headerless or start.startswith(_BATCH_HEADER):
         lines = Lines(source, KIND)
-        rows, dropped = _batch(lines, skips, header=not _HEADERLESS.match(start), titled=titled)
+        rows, dropped = _batch(lines, skips, header=not headerless, titled=titled)
         skips.refuse_if_nothing_read(len(rows), lines)
     else:
         snaps, dropped, lines = _snapshots.read(source, KIND, "variables", dict)
@@ -128,15 +104,22 @@ def parse(source: Source, *, host: str | None = None, tz: str = "UTC") -> pd.Dat
                 if not _NAME.fullmatch(name) or not (value is None or isinstance(value, str | int | float)):
                     raise lines.error(snap.line_no, snap.line, f"variable {name!r} is not a name and a value")
                 rows.append((snap.timestamp, name, None if value is None else str(value)))
-    df = _frame(rows, host) if rows else empty_frame(SCHEMA)
+    records = [
+        {"timestamp": t, "name": name, "value": value, "number": number(value)} for t, name, value in rows
+    ]
+    df = records_frame(records, SCHEMA, host=host)
     df.attrs["dropped_lines"] = dropped
     df.attrs["skipped"] = skips
     return df
 
 
-def _batch(lines: Lines, skips: Skips, header: bool, titled: bool = False) -> tuple[list[tuple], int]:
+def _batch(lines: Lines, skips: Skips, header: bool, titled: bool) -> tuple[list[tuple], int]:
     rows: list[tuple] = []
-    seen_title, seen_header, ended = not titled, not header, False
+    # the lines above the variables, each with why another line there is refused
+    preamble = [(_TITLE, f"not pt-stalk's `{_TITLE}` title")] if titled else []
+    if header:
+        preamble.append((_BATCH_HEADER, "not the `Variable_name<TAB>Value` header"))
+    ended = False
     for line_no, line in lines:
         if ended:  # pt-stalk's per-thread tables after the variables
             if line.strip():
@@ -145,15 +128,10 @@ def _batch(lines: Lines, skips: Skips, header: bool, titled: bool = False) -> tu
         if not line.strip():
             ended = titled and bool(rows)
             continue
-        if not seen_title:
-            if line != _TITLE:
-                raise lines.error(line_no, line, f"not pt-stalk's `{_TITLE}` title")
-            seen_title = True
-            continue
-        if not seen_header:
-            if line != _BATCH_HEADER:
-                raise lines.error(line_no, line, "not the `Variable_name<TAB>Value` header")
-            seen_header = True
+        if preamble:
+            expected, reason = preamble.pop(0)
+            if line != expected:
+                raise lines.error(line_no, line, reason)
             continue
         name, tab, value = line.partition("\t")
         if not tab:  # not a name<TAB>value line at all: pt-mysql-summary's own line, a warning
@@ -173,15 +151,3 @@ def number(value: str | None) -> float:
     if value is None or not _NUMBER.fullmatch(value.strip()):
         return np.nan
     return float(value)
-
-
-def _frame(rows: list[tuple], host: str | None) -> pd.DataFrame:
-    values = [r[2] for r in rows]
-    data = {
-        "timestamp": pd.to_datetime(pd.Series([r[0] for r in rows], dtype="object"), utc=True),
-        "host": pd.array([host] * len(rows), dtype="string"),
-        "name": pd.array([r[1] for r in rows], dtype="string"),
-        "value": pd.array(values, dtype="string"),
-        "number": np.array([number(v) for v in values], dtype="float64"),
-    }
-    return coerce(pd.DataFrame(data), SCHEMA)

@@ -1,19 +1,17 @@
 """mysql_waits: performance_schema's wait summaries, one row per wait event per snapshot.
 
-Reads perfkit's per-step snapshot (collectors/db_snapshot.py, `db/<host>/<step>/waits-<phase>.jsonl`) of
+Reads perfkit's per-step snapshot (parsers/_snapshots.py, `db/<host>/<step>/waits-<phase>.jsonl`) of
 
     SELECT EVENT_NAME, COUNT_STAR, SUM_TIMER_WAIT, MAX_TIMER_WAIT
     FROM performance_schema.events_waits_summary_global_by_event_name
     WHERE COUNT_STAR > 0 ORDER BY SUM_TIMER_WAIT DESC LIMIT 500
 
-one JSON object per snapshot: `{"snapshot":"mysql_waits","ts":ISO,"t":EPOCH_S,"server":VERSION,
-"source":"performance_schema","events":[{"event_name":..,"count_star":..,"sum_timer_wait":..,
-"max_timer_wait":..}, ...]}` (timers in picoseconds, as performance_schema keeps them).
-
-Every event that counted is kept, not only the top few: a rule takes the delta end - start of each
-event, and an event must be in both snapshots for that. The figures are cumulative since the server
-started (or since the summary was truncated). A server whose performance_schema is OFF (MariaDB's
-default) has no such file: the capture's manifest record says `unavailable` and why.
+as `"source":"performance_schema","events":[{"event_name":..,"count_star":..,"sum_timer_wait":..,
+"max_timer_wait":..}, ...]` (timers in picoseconds, as performance_schema keeps them). Every event
+that counted is kept, not only the top few: a rule takes each event's delta end - start, so it must be
+in both snapshots. The figures are cumulative since the server started (or the summary was
+truncated). A server whose performance_schema is OFF (MariaDB's default) has no such file: the
+capture's manifest record says `unavailable` and why.
 
 Columns (SCHEMA), one row per event per snapshot, heaviest first:
 - timestamp (UTC, when the snapshot was taken), host (the `host` argument)
@@ -22,10 +20,8 @@ Columns (SCHEMA), one row per event per snapshot, heaviest first:
 - count_star (float64): waits counted; sum_wait_s (float64, s): their total time (SUM_TIMER_WAIT /
   1e12); max_wait_s (float64, s): the longest one (NaN where the instrument is not timed)
 
-A line that is not such a snapshot, or an event without a name or with a figure that is not a
-number, is a ParseError naming the line; a line cut off mid-write at the end is dropped.
-Tested on: tests/fixtures/mysql_waits/ (see README.md there: MariaDB 10.11 with
---performance-schema=ON, real).
+An event without a name or with a figure that is not a number is a ParseError naming its line.
+Tested on: tests/fixtures/mysql_waits/ (README.md there: MariaDB 10.11 with --performance-schema=ON, real).
 """
 
 from __future__ import annotations
@@ -34,7 +30,7 @@ import numpy as np
 import pandas as pd
 
 from . import _snapshots
-from ._common import Source, coerce, empty_frame
+from ._common import Source
 
 KIND = "mysql_waits"
 SCHEMA: dict[str, str] = {
@@ -52,47 +48,32 @@ def sniff(text: str) -> bool:
     return _snapshots.sniff_kind(text, KIND)
 
 
-def _figure(value: object) -> float:
-    if value is None:
-        return np.nan
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise ValueError(value)
-    return float(value)
-
-
 def parse(source: Source, *, host: str | None = None, tz: str = "UTC") -> pd.DataFrame:
     """Parse wait-summary snapshots. `tz` is unused: snapshots are in UTC.
 
     Raises:
         ParseError: a line that is not a mysql_waits snapshot, or an event that does not read.
     """
-    snaps, dropped, lines = _snapshots.read(source, KIND, "events", list)
-    rows: list[tuple] = []
-    for snap in snaps:
-        for event in snap.body:
-            try:
-                if not isinstance(event, dict) or not isinstance(event.get("event_name"), str):
-                    raise ValueError(event)
-                count = _figure(event.get("count_star"))
-                total = _figure(event.get("sum_timer_wait")) / _PS_PER_S
-                longest = _figure(event.get("max_timer_wait")) / _PS_PER_S
-            except (ValueError, OverflowError):
-                raise lines.error(
-                    snap.line_no, snap.line, f"a wait event that does not read: {event!r:.80}"
-                ) from None
-            rows.append((snap.timestamp, event["event_name"], count, total, longest))
-    df = _frame(rows, host) if rows else empty_frame(SCHEMA)
-    df.attrs["dropped_lines"] = dropped
-    return df
+    return _snapshots.frame(source, KIND, "events", SCHEMA, _event, "a wait event", host)
 
 
-def _frame(rows: list[tuple], host: str | None) -> pd.DataFrame:
-    data = {
-        "timestamp": pd.to_datetime(pd.Series([r[0] for r in rows], dtype="object"), utc=True),
-        "host": pd.array([host] * len(rows), dtype="string"),
-        "event_name": pd.array([r[1] for r in rows], dtype="string"),
-        "count_star": np.array([r[2] for r in rows], dtype="float64"),
-        "sum_wait_s": np.array([r[3] for r in rows], dtype="float64"),
-        "max_wait_s": np.array([r[4] for r in rows], dtype="float64"),
+def _event(event: object) -> dict:
+    if not isinstance(event, dict) or not isinstance(event.get("event_name"), str):
+        raise ValueError(event)
+    return {
+        "event_name": event["event_name"],
+        "count_star": _figure(event.get("count_star")),
+        "sum_wait_s": _figure(event.get("sum_timer_wait")) / _PS_PER_S,
+        "max_wait_s": _figure(event.get("max_timer_wait")) / _PS_PER_S,
     }
-    return coerce(pd.DataFrame(data), SCHEMA)
+
+
+def _figure(value: object) -> float:
+    if value is None:
+        return np.nan
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ValueError(value)
+    try:
+        return float(value)
+    except OverflowError:  # an integer past a float's range
+        raise ValueError(value) from None

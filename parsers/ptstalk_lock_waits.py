@@ -28,7 +28,7 @@ from __future__ import annotations
 import pandas as pd
 
 from . import _vertical
-from ._common import PT_STALK_STAMP, Lines, Skips, Source, empty_frame, records_frame
+from ._common import Source
 from .mysql_lock_waits import SCHEMA as _WAITS
 
 KIND = "ptstalk_lock_waits"
@@ -42,9 +42,9 @@ _FIELDS = {
     "blocking_query": "blocking_query",
 }
 _NUMBERS = {
-    "waiting_thread": "waiting_thread_id",
-    "blocking_thread": "blocking_thread_id",
-    "wait_time": "wait_age_s",
+    "waiting_thread": ("waiting_thread_id", int),
+    "blocking_thread": ("blocking_thread_id", int),
+    "wait_time": ("wait_age_s", float),
 }
 
 
@@ -60,41 +60,23 @@ def parse(source: Source, *, host: str | None = None, tz: str = "UTC") -> pd.Dat
     Raises:
         ParseError: a thread id or wait time that is no number, or nothing readable at all.
     """
-    lines = Lines(source, KIND)
-    skips = Skips()
+    walk = _vertical.Samples(source, KIND, "not a row of pt-stalk's lock-waits queries")
     rows: list[dict] = []
-    snapshot, after_summary, read_rows = -1, False, 0
-    for item in _vertical.read(lines):
-        if isinstance(item, _vertical.Other):
-            if PT_STALK_STAMP.match(item.text):
-                snapshot, after_summary = snapshot + 1, True  # the stamp starts it: its 1. row does not
-            elif item.text.strip():
-                skips.add(item.line_no, item.text, "not a row of pt-stalk's lock-waits queries")
+    for row in walk:
+        summary = "who_blocks" in row.fields
+        if not summary and ("waiting_trx_id" not in row.fields or "blocking_trx_id" not in row.fields):
+            walk.skip(row, "not a lock-wait row")
             continue
-        if "who_blocks" in item.fields:
-            if item.number == 1 and not after_summary:
-                snapshot += 1
-            after_summary = True
-            read_rows += 1
+        snapshot = walk.take(row)
+        walk.opened = summary  # the waits after a summary are in its snapshot
+        if summary:
             continue
-        if "waiting_trx_id" not in item.fields or "blocking_trx_id" not in item.fields:
-            skips.add(item.line_no, f"{item.number}. row: {', '.join(item.fields)}", "not a lock-wait row")
-            continue
-        if item.number == 1 and not after_summary:
-            snapshot += 1
-        after_summary = False
-        row: dict = {"snapshot": snapshot, **{col: item.fields.get(key) for key, col in _FIELDS.items()}}
+        record: dict = {"snapshot": snapshot, **{col: row.fields.get(key) for key, col in _FIELDS.items()}}
         try:
-            for key, col in _NUMBERS.items():
-                value = item.fields.get(key)
-                row[col] = (
-                    None if value in (None, "") else (float(value) if col == "wait_age_s" else int(value))
-                )
+            for key, (col, cast) in _NUMBERS.items():
+                value = row.fields.get(key)
+                record[col] = None if value in (None, "") else cast(value)
         except ValueError:
-            raise lines.error(item.line_no, f"{item.number}. row", f"a {key} that is no number") from None
-        rows.append(row)
-        read_rows += 1
-    skips.refuse_if_nothing_read(read_rows, lines)
-    df = records_frame(rows, SCHEMA, host=host, source=SOURCE) if rows else empty_frame(SCHEMA)
-    df.attrs["skipped"] = skips
-    return df
+            raise walk.error(row, f"a {key} that is no number") from None
+        rows.append(record)
+    return walk.frame(rows, SCHEMA, host=host, source=SOURCE)
