@@ -229,8 +229,25 @@ def head(source: Source, size: int = SNIFF_BYTES) -> str:
 # ---------------------------------------------------------------- dates and clocks
 
 _CLOCK = re.compile(r"^(\d{1,2}):(\d{2}):(\d{2})(?:\s*([AaPp])\.?[Mm]\.?)?$")
+# Epoch seconds a frame can hold: datetime64[ns] ends in 2262 (2**63 ns); a larger time would wrap to a
+# wrong one, not fail
+T_LIMIT_S = 9.2e9
 # pt-stalk's snapshot series (-diskstats, -netstat_s, ...): `TS <epoch seconds>[ <date time>]` before each
 PT_STALK_STAMP = re.compile(r"^TS (\d+(?:\.\d+)?)(?: .*)?$")
+
+
+def stamp_seconds(stamp: re.Match[str], line_no: int, lines: Lines) -> float:
+    """A `PT_STALK_STAMP` match's epoch seconds.
+
+    Raises:
+        ParseError: a time past 2261, which datetime64[ns] cannot hold (it would wrap to a wrong one).
+    """
+    seconds = float(stamp[1])
+    if seconds >= T_LIMIT_S:
+        raise lines.error(line_no, stamp.string, "a TS time past the year 2261")
+    return seconds
+
+
 _CJK_CLOCK = re.compile(r"^(\d{1,2})[时時](\d{2})分(\d{2})秒$")  # zh_CN 12时46分44秒, ja_JP 時
 _DATE_FORMS = (
     (re.compile(r"^(\d{4})-(\d{2})-(\d{2})$"), ("y", "m", "d")),  # ISO 2026-11-22

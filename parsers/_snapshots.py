@@ -17,10 +17,7 @@ from typing import Any
 
 import pandas as pd
 
-from ._common import Lines, Source, records_frame
-
-# datetime64[ns] holds the years 1678-2261: an epoch second past 9.2e9 would wrap to a wrong time
-_T_LIMIT_S = 9.2e9
+from ._common import T_LIMIT_S, Lines, Source, records_frame
 
 
 @dataclass
@@ -65,7 +62,7 @@ def read(source: Source, kind: str, field: str, expected: type) -> tuple[list[Sn
             isinstance(t, bool)
             or not isinstance(t, int | float)
             or not math.isfinite(t)
-            or abs(t) >= _T_LIMIT_S
+            or abs(t) >= T_LIMIT_S
         ):
             pending = (line_no, line, f"snapshot time t={t!r} is not a time in the years 1678-2261")
             continue
@@ -95,7 +92,8 @@ def frame(
     timestamp and source; `attrs["dropped_lines"]` as `read` counts them.
 
     Raises:
-        ParseError: as `read` does, or an item `row_of` refuses with ValueError (`what` names it).
+        ParseError: as `read` does, or an item `row_of` refuses with ValueError or OverflowError
+            (`float()` of an integer of 309 digits; `what` names it).
     """
     snaps, dropped, lines = read(source, kind, field, list)
     rows: list[dict] = []
@@ -103,7 +101,7 @@ def frame(
         for item in snap.body:
             try:
                 fields = row_of(item)
-            except ValueError:
+            except (ValueError, OverflowError):
                 raise lines.error(
                     snap.line_no, snap.line, f"{what} that does not read: {item!r:.80}"
                 ) from None

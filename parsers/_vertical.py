@@ -23,7 +23,7 @@ import pandas as pd
 
 from perfkit.errors import ParseError
 
-from ._common import PT_STALK_STAMP, Lines, Skips, Source, records_frame
+from ._common import PT_STALK_STAMP, Lines, Skips, Source, records_frame, stamp_seconds
 
 ROW = re.compile(r"^\*{27} (\d+)\. row \*{27}$")
 _FIELD = re.compile(r"^ *([A-Za-z_][A-Za-z0-9_]*): ?")
@@ -117,7 +117,7 @@ class Samples:
                 self.sample += 1
                 self.opened = True
                 if self._dated:
-                    self.stamp = pd.Timestamp(float(m.group(1)), unit="s", tz="UTC")
+                    self.stamp = pd.Timestamp(stamp_seconds(m, item.line_no, self.lines), unit="s", tz="UTC")
             elif item.text.strip():
                 self.skips.add(item.line_no, item.text, self._outside)
 

@@ -112,7 +112,7 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-from ._common import Lines, Source, feed_lines, records_frame
+from ._common import T_LIMIT_S, Lines, Source, feed_lines, records_frame
 
 KIND = "cgroup"
 
@@ -327,6 +327,8 @@ def parse(source: Source, *, host: str | None = None, tz: str = "UTC") -> pd.Dat
                 raise lines.error(
                     line_no, line, "not a cgroup snapshot: no `cgroup snapshot at EPOCH of: NAMES` line first"
                 )
+            if m[1] and int(m[1]) >= T_LIMIT_S:
+                raise lines.error(line_no, line, f"snapshot time {m[1]} is not a time in the years 1678-2261")
             seen_header = True
             stamp = pd.Timestamp(int(m[1]), unit="s", tz="UTC") if m[1] else None
             return

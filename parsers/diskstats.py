@@ -52,7 +52,17 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from ._common import PT_STALK_STAMP, Extras, Lines, Skips, Source, coerce, empty_frame, feed_lines
+from ._common import (
+    PT_STALK_STAMP,
+    Extras,
+    Lines,
+    Skips,
+    Source,
+    coerce,
+    empty_frame,
+    feed_lines,
+    stamp_seconds,
+)
 
 
 @dataclass(frozen=True)
@@ -139,7 +149,7 @@ def parse(source: Source, *, host: str | None = None, tz: str = "UTC") -> pd.Dat
             return
         m = PT_STALK_STAMP.match(line.lstrip("\ufeff"))
         if m:
-            stamps.append(float(m[1]))
+            stamps.append(stamp_seconds(m, line_no, lines))
             return
         if _LOOSE.match(line):
             raise lines.error(

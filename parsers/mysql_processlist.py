@@ -46,6 +46,7 @@ SCHEMA: dict[str, str] = {
     "state": "string",
     "info": "string",
 }
+_ID = re.compile(r"\d{1,18}", re.ASCII)
 _KEYS = ("Id", "User", "Host", "db", "Command", "Time", "State", "Info")
 _COLUMNS = dict(zip(_KEYS, ("id", "user", "client", "db", "command", "time_s", "state", "info"), strict=True))
 # Statements that read the server's state: pt-stalk's own (this SHOW FULL PROCESSLIST, mysqladmin's
@@ -73,6 +74,8 @@ def parse(source: Source, *, host: str | None = None, tz: str = "UTC") -> pd.Dat
         record: dict = {"timestamp": walk.stamp, "sample": walk.take(row)}
         record.update({col: row.fields.get(key) for key, col in _COLUMNS.items()})
         try:
+            if not _ID.fullmatch(record["id"] or ""):  # NULL, a sign, past Int64: no connection id
+                raise ValueError
             record["id"] = int(record["id"])
             record["time_s"] = float(record["time_s"]) if record["time_s"] not in (None, "") else np.nan
         except ValueError:

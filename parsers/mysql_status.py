@@ -41,12 +41,9 @@ import re
 import numpy as np
 import pandas as pd
 
-from ._common import Lines, Source, coerce, empty_frame
+from ._common import T_LIMIT_S, Lines, Source, coerce, empty_frame
 
 KIND = "mysql_status"
-# Sample times (`t`, epoch seconds) the frame can hold: datetime64[ns] ends in 2262 (2**63 ns), and a
-# larger `t` overflows the int64 milliseconds it is rounded to (wrapping to a wrong time, not failing).
-_T_LIMIT_S = 9.2e9
 # float() fails on an int of 309 digits or more: only a line with such a run of digits is checked value
 # by value (`_overflows`), so the usual line costs one regex scan.
 _LONG_DIGITS = re.compile(r"\d{300}")
@@ -250,7 +247,7 @@ def parse(source: Source, *, host: str | None = None, tz: str = "UTC") -> pd.Dat
         except (ValueError, TypeError, OverflowError):  # OverflowError: float() of a 400-digit int
             pending = (line_no, line, "not a mysql_status sampler line")
             continue
-        if not abs(t) < _T_LIMIT_S:  # NaN and inf too
+        if not abs(t) < T_LIMIT_S:  # NaN and inf too
             pending = (line_no, line, f"sample time t={o['t']!r} outside the years 1678-2261")
             continue
         if _LONG_DIGITS.search(line) and _overflows(o):

@@ -73,7 +73,4 @@ def _figure(value: object) -> float:
         return np.nan
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise ValueError(value)
-    try:
-        return float(value)
-    except OverflowError:  # an integer past a float's range
-        raise ValueError(value) from None
+    return float(value)

@@ -48,7 +48,17 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from ._common import PT_STALK_STAMP, Extras, Lines, Skips, Source, coerce, empty_frame, feed_lines
+from ._common import (
+    PT_STALK_STAMP,
+    Extras,
+    Lines,
+    Skips,
+    Source,
+    coerce,
+    empty_frame,
+    feed_lines,
+    stamp_seconds,
+)
 
 
 @dataclass(frozen=True)
@@ -175,7 +185,7 @@ def parse(source: Source, *, host: str | None = None, tz: str = "UTC") -> pd.Dat
         line = line.lstrip("\ufeff")
         m = PT_STALK_STAMP.match(line)
         if m:
-            new_snapshot(float(m[1]))
+            new_snapshot(stamp_seconds(m, line_no, lines))
             return
         if st["sample"] < 0:
             new_snapshot(float("nan"))  # a snapshot without a stamp

@@ -381,6 +381,7 @@ def test_cut_last_line_dropped() -> None:
         ("cgroup snapshot at 1 of: x\n== pid 9 x\n== pid 9 x\n", 3, "twice"),
         ("cgroup snapshot at 1 of: x\ndevice 8:0\n", 2, "device MAJ:MIN NAME"),
         ("cgroup snapshot at 1 of: x\nhello\n", 2, "not a line"),
+        ("cgroup snapshot at 9200000000 of: x\n", 1, "years 1678-2261"),  # would wrap to 1970-ish
     ],
 )
 def test_bad_lines_are_parse_errors_naming_the_line(text: str, line_no: int, reason: str) -> None:

@@ -1,4 +1,5 @@
-"""mysql_variables, mysql_waits, mysql_lock_waits: figures checked by hand against the raw fixtures."""
+"""mysql_variables, mysql_waits, mysql_lock_waits: figures checked by hand against the raw fixtures; bad
+values in these and pt-stalk's series refused with a ParseError."""
 
 from __future__ import annotations
 
@@ -9,7 +10,14 @@ import pandas as pd
 import pytest
 
 from perfkit.errors import ParseError
-from perfkit.parsers import mysql_lock_waits, mysql_variables, mysql_waits
+from perfkit.parsers import (
+    diskstats,
+    mysql_lock_waits,
+    mysql_processlist,
+    mysql_variables,
+    mysql_waits,
+    netstat_s,
+)
 
 from .conftest import FIXTURES
 
@@ -80,6 +88,52 @@ def test_another_kinds_snapshot_is_a_parse_error_naming_the_line(module) -> None
 def test_a_time_past_2261_is_refused() -> None:
     with pytest.raises(ParseError, match="1678-2261"):
         mysql_waits.parse('{"snapshot":"mysql_waits","t":1e10,"events":[]}\n')
+
+
+@pytest.mark.parametrize(
+    ("module", "field", "item"),
+    [
+        (mysql_waits, "events", '{"event_name":"a","count_star":N}'),
+        (mysql_lock_waits, "waits", '{"wait_age_s":N}'),
+    ],
+)
+def test_a_number_past_a_float_is_a_parse_error_not_a_crash(module, field: str, item: str) -> None:
+    huge = "9" * 400  # float() raises OverflowError on it
+    body = item.replace("N", huge)
+    line = json.dumps({"snapshot": module.KIND, "t": 1700000000, field: []}).replace("[]", f"[{body}]") + "\n"
+    with pytest.raises(ParseError, match="does not read") as info:
+        module.parse(line)
+    assert info.value.line_no == 1
+
+
+_PROCESSLIST_ROW = (
+    "*************************** 1. row ***************************\n"
+    "     Id: {id}\n   User: u\n   Host: h\n     db: NULL\n"
+    "Command: Query\n   Time: 1\n  State: x\n   Info: NULL\n"
+)
+
+
+@pytest.mark.parametrize("connection_id", ["NULL", "9" * 30, "-1", "\u0663"])
+def test_processlist_id_that_is_no_connection_number_is_a_parse_error(connection_id: str) -> None:
+    with pytest.raises(ParseError, match="no number"):
+        mysql_processlist.parse(_PROCESSLIST_ROW.format(id=connection_id))
+
+
+@pytest.mark.parametrize(
+    ("module", "after"),
+    [
+        (mysql_processlist, _PROCESSLIST_ROW.format(id="7")),
+        (netstat_s, "Tcp:\n    5 active connection openings\n"),
+        (diskstats, "   8       0 sda 1 0 8 1 1 0 8 1 0 1 2 0 0 0 0\n"),
+    ],
+)
+def test_a_ts_stamp_past_2261_is_a_parse_error(module, after: str) -> None:
+    """datetime64[ns] ends in 2262: such a `TS` would wrap to a wrong time (or crash pandas)."""
+    with pytest.raises(ParseError, match="past the year 2261") as info:
+        module.parse("TS 1700000000.0 x\n" + after + "TS 9200000000.5 2261-07-14\n" + after)
+    assert info.value.line_no == 2 + after.count("\n")
+    dated = module.parse("TS 9199999998.5 x\n" + after + "TS 9199999999.5 2261-07-14\n" + after)
+    assert dated["timestamp"].iloc[-1] == pd.Timestamp(9199999999.5, unit="s", tz="UTC")
 
 
 def test_sniff_tells_the_kinds_apart() -> None:
