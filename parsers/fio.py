@@ -83,6 +83,7 @@ EXTRAS = FioExtras
 KIND = "fio"
 DIRECTIONS = ("read", "write", "trim", "sync")
 PERCENTILES = {"50": 50.0, "90": 90.0, "95": 95.0, "99": 99.0, "99_9": 99.9}
+_LAT_STATS = ("mean", "stddev", "min", "max")
 SCHEMA: dict[str, str] = {
     "timestamp": "datetime64[ns, UTC]",
     "host": "string",
@@ -96,10 +97,7 @@ SCHEMA: dict[str, str] = {
     "io_bytes": "Int64",
     "total_ios": "Int64",
     "runtime_ms": "float64",
-    "lat_mean_us": "float64",
-    "lat_stddev_us": "float64",
-    "lat_min_us": "float64",
-    "lat_max_us": "float64",
+    **{f"lat_{stat}_us": "float64" for stat in _LAT_STATS},
     "clat_mean_us": "float64",
     "slat_mean_us": "float64",
     **{f"clat_p{name}_us": "float64" for name in PERCENTILES},
@@ -135,33 +133,29 @@ def parse(source: Source, *, host: str | None = None, tz: str = "UTC") -> pd.Dat
     lines = Lines(source, KIND)
     preamble: list[str] = []
     docs: list[tuple[int, dict[str, Any]]] = []
-    buf: list[str] = []
+    buf: list[str] = []  # the lines of the document being read
     start = 0
     first_text: tuple[int, str] | None = None
     for line_no, line in lines:
-        if buf:
-            buf.append(line)
-            if line.rstrip() == "}":
-                docs.append((start, _decode(lines, start, buf)))
-                buf = []
-            continue
-        if not line.strip():
-            continue
-        if first_text is None:
-            first_text = (line_no, line)
-        if line.startswith("{"):
-            start, buf = line_no, [line]
-            if line.rstrip().endswith("}"):  # a whole document on one line (minified JSON)
-                docs.append((start, _decode(lines, start, buf)))
-                buf = []
-            continue
-        if not _PROSE.match(line):
-            raise lines.error(line_no, line, "text outside the fio JSON document")
-        preamble.append(line)
-    notes: list[str] = []
-    dropped = 0
-    if buf:  # capture ended inside a document: it was cut off while fio wrote it
-        dropped = len(buf)
+        if not buf:
+            if not line.strip():
+                continue
+            if first_text is None:
+                first_text = (line_no, line)
+            if not line.startswith("{"):
+                if not _PROSE.match(line):
+                    raise lines.error(line_no, line, "text outside the fio JSON document")
+                preamble.append(line)
+                continue
+            start = line_no
+        buf.append(line)
+        # the document's closing brace alone, or a whole document on one line (minified JSON)
+        if line.rstrip() == "}" or (len(buf) == 1 and line.rstrip().endswith("}")):
+            docs.append((start, _decode(lines, start, buf)))
+            buf = []
+    dropped = len(buf)  # the lines of a document the capture cut off while fio wrote it
+    notes = []
+    if dropped:
         notes.append(f"fio JSON document starting at line {start} cut off: {dropped} lines dropped")
     if not docs and first_text is not None and not dropped:
         raise lines.error(*first_text, "no fio JSON document (not --output-format=json?)")
@@ -174,7 +168,10 @@ def parse(source: Source, *, host: str | None = None, tz: str = "UTC") -> pd.Dat
         "disk_util": [],
     }
     for run, (doc_line, doc) in enumerate(docs):
-        _read_doc(lines, run, doc_line, doc, rows, attrs)
+        try:
+            _read_doc(run, doc, rows, attrs)
+        except _Bad as exc:
+            raise lines.error(doc_line, "{", f"fio JSON document {run}: {exc}") from None
     if rows:
         df = pd.DataFrame(rows)
         df["host"] = host
@@ -184,6 +181,10 @@ def parse(source: Source, *, host: str | None = None, tz: str = "UTC") -> pd.Dat
         df = empty_frame(SCHEMA)
     df.attrs.update(attrs, preamble=preamble, dropped_lines=dropped, notes=notes)
     return df
+
+
+class _Bad(Exception):
+    """A document that breaks fio's layout (the reason); `parse` names the document."""
 
 
 def _decode(lines: Lines, start: int, buf: list[str]) -> dict[str, Any]:
@@ -199,137 +200,122 @@ def _decode(lines: Lines, start: int, buf: list[str]) -> dict[str, Any]:
     return doc
 
 
-def _read_doc(
-    lines: Lines,
-    run: int,
-    doc_line: int,
-    doc: dict[str, Any],
-    rows: list[dict[str, Any]],
-    attrs: dict[str, Any],
-) -> None:
-    def bad(reason: str) -> Exception:
-        return lines.error(doc_line, "{", f"fio JSON document {run}: {reason}")
-
+def _read_doc(run: int, doc: dict[str, Any], rows: list[dict[str, Any]], attrs: dict[str, Any]) -> None:
     if attrs["fio_version"] is None and isinstance(doc.get("fio version"), str):
         attrs["fio_version"] = doc["fio version"]
         if isinstance(doc.get("global options"), dict):
             attrs["global_options"] = dict(doc["global options"])
-    stamp = _num(doc, "timestamp_ms", bad)
+    stamp = _num(doc, "timestamp_ms")
     if math.isnan(stamp):
-        stamp = _num(doc, "timestamp", bad) * 1000
+        stamp = _num(doc, "timestamp") * 1000
     if not 0 <= stamp < 9e15 and not math.isnan(stamp):  # NaN: no timestamp; 9e15 ms is year 2255
-        raise bad(f"timestamp_ms {stamp!r} out of range")
+        raise _Bad(f"timestamp_ms {stamp!r} out of range")
     for i, job in enumerate(doc["jobs"]):
         if not isinstance(job, dict) or not isinstance(job.get("jobname"), str):
-            raise bad(f"job {i} has no jobname")
+            raise _Bad(f"job {i} has no jobname")
         if isinstance(job.get("job options"), dict):
             attrs["job_options"].setdefault(job["jobname"], dict(job["job options"]))
         common = {
             "timestamp": stamp if stamp == stamp else None,
             "run": run,
             "jobname": job["jobname"],
-            "groupid": _int(job, "groupid", bad),
-            "error": _int(job, "error", bad),
-            "usr_cpu_pct": _num(job, "usr_cpu", bad),
-            "sys_cpu_pct": _num(job, "sys_cpu", bad),
+            "groupid": _int(job, "groupid"),
+            "error": _int(job, "error"),
+            "usr_cpu_pct": _num(job, "usr_cpu"),
+            "sys_cpu_pct": _num(job, "sys_cpu"),
         }
         for direction in DIRECTIONS:
             part = job.get(direction)
             if part is None:
                 continue
             if not isinstance(part, dict):
-                raise bad(f"job {job['jobname']!r}: {direction} is not an object")
-            ios = _num(part, "total_ios", bad)
-            if not ios > 0:
+                raise _Bad(f"job {job['jobname']!r}: {direction} is not an object")
+            if not _num(part, "total_ios") > 0:
                 continue  # fio prints every direction; only those that did IO are rows
-            rows.append({**common, "direction": direction, **_direction(direction, part, bad)})
+            rows.append({**common, "direction": direction, **_direction(direction, part)})
     for disk in doc.get("disk_util") or []:
         if not isinstance(disk, dict):
-            raise bad("disk_util entry is not an object")
+            raise _Bad("disk_util entry is not an object")
         attrs["disk_util"].append(
             {
                 "run": run,
                 "name": str(disk.get("name")),
-                "read_ios": _int(disk, "read_ios", bad),
-                "write_ios": _int(disk, "write_ios", bad),
-                "read_merges": _int(disk, "read_merges", bad),
-                "write_merges": _int(disk, "write_merges", bad),
-                "read_ticks_ms": _int(disk, "read_ticks", bad),
-                "write_ticks_ms": _int(disk, "write_ticks", bad),
-                "in_queue_ms": _int(disk, "in_queue", bad),
-                "util_pct": _num(disk, "util", bad),
+                "read_ios": _int(disk, "read_ios"),
+                "write_ios": _int(disk, "write_ios"),
+                "read_merges": _int(disk, "read_merges"),
+                "write_merges": _int(disk, "write_merges"),
+                "read_ticks_ms": _int(disk, "read_ticks"),
+                "write_ticks_ms": _int(disk, "write_ticks"),
+                "in_queue_ms": _int(disk, "in_queue"),
+                "util_pct": _num(disk, "util"),
             }
         )
 
 
-def _direction(direction: str, part: dict[str, Any], bad: Any) -> dict[str, Any]:
+def _direction(direction: str, part: dict[str, Any]) -> dict[str, Any]:
     """The metrics of one direction; latencies converted to µs whatever fio's generation."""
-    lat, lat_scale = _lat_block(part, "lat", bad)
+    lat, lat_scale = _lat_block(part, "lat")
     if direction == "sync":
         # fio times only the whole fsync call: its completion latency is its total latency.
         clat, clat_scale = lat, lat_scale
         slat, slat_scale = {}, 1.0
-        out: dict[str, Any] = {"total_ios": _int(part, "total_ios", bad)}
+        out: dict[str, Any] = {"total_ios": _int(part, "total_ios")}
     else:
-        clat, clat_scale = _lat_block(part, "clat", bad)
-        slat, slat_scale = _lat_block(part, "slat", bad)
+        clat, clat_scale = _lat_block(part, "clat")
+        slat, slat_scale = _lat_block(part, "slat")
         out = {
-            "iops": _num(part, "iops", bad),
-            "bw_kib_per_s": _num(part, "bw", bad),
-            "io_bytes": _int(part, "io_bytes", bad),
-            "total_ios": _int(part, "total_ios", bad),
-            "runtime_ms": _num(part, "runtime", bad),
+            "iops": _num(part, "iops"),
+            "bw_kib_per_s": _num(part, "bw"),
+            "io_bytes": _int(part, "io_bytes"),
+            "total_ios": _int(part, "total_ios"),
+            "runtime_ms": _num(part, "runtime"),
         }
-    out.update(
-        lat_mean_us=_num(lat, "mean", bad) * lat_scale,
-        lat_stddev_us=_num(lat, "stddev", bad) * lat_scale,
-        lat_min_us=_num(lat, "min", bad) * lat_scale,
-        lat_max_us=_num(lat, "max", bad) * lat_scale,
-        clat_mean_us=_num(clat, "mean", bad) * clat_scale,
-        slat_mean_us=_num(slat, "mean", bad) * slat_scale,
-    )
+    for stat in _LAT_STATS:
+        out[f"lat_{stat}_us"] = _num(lat, stat) * lat_scale
+    out["clat_mean_us"] = _num(clat, "mean") * clat_scale
+    out["slat_mean_us"] = _num(slat, "mean") * slat_scale
     pct = clat.get("percentile")
     if pct is not None and not isinstance(pct, dict):
-        raise bad(f"{direction}: percentile is not an object")
+        raise _Bad(f"{direction}: percentile is not an object")
     by_value: dict[float, float] = {}
     for key in pct or {}:
         try:
-            by_value[round(float(key), 6)] = _num(pct, key, bad) * clat_scale
+            by_value[round(float(key), 6)] = _num(pct, key) * clat_scale
         except ValueError:
-            raise bad(f"{direction}: percentile key {key!r} is not a number") from None
+            raise _Bad(f"{direction}: percentile key {key!r} is not a number") from None
     for name, p in PERCENTILES.items():
         out[f"clat_p{name}_us"] = by_value.get(p, _NAN)
     return out
 
 
-def _lat_block(part: dict[str, Any], name: str, bad: Any) -> tuple[dict[str, Any], float]:
+def _lat_block(part: dict[str, Any], name: str) -> tuple[dict[str, Any], float]:
     """fio 3 `<name>_ns` (ns -> µs: /1000) or fio 2 `<name>` (already µs); {} if neither."""
     for key, scale in ((f"{name}_ns", 1e-3), (name, 1.0)):
         block = part.get(key)
         if block is None:
             continue
         if not isinstance(block, dict):
-            raise bad(f"{key} is not an object")
+            raise _Bad(f"{key} is not an object")
         if block.get("N") == 0:  # not measured (slat of sync engines): fio's 0.000 is no value
             return {}, scale
         return block, scale
     return {}, 1.0
 
 
-def _num(obj: dict[str, Any], key: str, bad: Any) -> float:
-    """A JSON number as float; NaN if the key is absent; ParseError for a value of another type."""
+def _num(obj: dict[str, Any], key: str) -> float:
+    """A JSON number as float; NaN if the key is absent; `_Bad` for a value of another type."""
     value = obj.get(key)
     if value is None:
         return _NAN
     if isinstance(value, bool) or not isinstance(value, int | float):
-        raise bad(f"{key} is {value!r}, not a number")
+        raise _Bad(f"{key} is {value!r}, not a number")
     return float(value)
 
 
-def _int(obj: dict[str, Any], key: str, bad: Any) -> int | None:
-    value = _num(obj, key, bad)
+def _int(obj: dict[str, Any], key: str) -> int | None:
+    value = _num(obj, key)
     if math.isnan(value):
         return None
     if not value.is_integer() or abs(value) >= 2**63:
-        raise bad(f"{key} is {obj.get(key)!r}, not an integer")
+        raise _Bad(f"{key} is {obj.get(key)!r}, not an integer")
     return int(value)

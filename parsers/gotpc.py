@@ -65,11 +65,10 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
-from ._common import SNIFF_BYTES, Extras, Lines, Source, coerce, empty_frame, feed_lines
-from ._golines import GoReader, Malformed, column, nan_to_none
+from ._common import SNIFF_BYTES, Extras, Source
+from ._golines import IS_NUMBER, GoReader, Malformed, nan_to_none, per_op
 
 
 @dataclass(frozen=True)
@@ -92,6 +91,7 @@ EXTRAS = GotpcExtras
 
 KIND = "gotpc"
 
+_LATS = ["sum_ms", *(f"lat_{name}_ms" for name in ("avg", "p50", "p90", "p95", "p99", "p999", "max"))]
 SCHEMA: dict[str, str] = {
     "host": "string",
     "run": "Int64",
@@ -103,31 +103,15 @@ SCHEMA: dict[str, str] = {
     "count": "Int64",
     "interval_count": "Int64",
     "tpm": "float64",
-    "sum_ms": "float64",
-    "lat_avg_ms": "float64",
-    "lat_p50_ms": "float64",
-    "lat_p90_ms": "float64",
-    "lat_p95_ms": "float64",
-    "lat_p99_ms": "float64",
-    "lat_p999_ms": "float64",
-    "lat_max_ms": "float64",
+    **dict.fromkeys(_LATS, "float64"),
 }
-_FLOATS = [c for c, t in SCHEMA.items() if t == "float64"]
-_METRICS = [c for c in _FLOATS if c != "time_s"]
-
-_N = r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?|[-+]?(?:nan|inf)"
-_NUM = re.compile(rf"^(?:{_N})$", re.I)
-_INT64_MAX = 2**63 - 1
 
 _OP = re.compile(r"^(?:\[(Current|Summary)\] )?([A-Z][A-Z0-9_]*)\s+- (Takes\(s\):.*?)\s*$")
-_LAT_KEY = re.compile(r"^(Sum|Avg|Max|(\d+(?:\.\d+)?)th)\((ms|us|s)\)$")
-_PLAIN_KEYS = {"Takes(s)": "time_s", "Count": "count", "TPM": "tpm"}
 _TPMC = re.compile(r"^tpmC: (.*?)\s*$")
 _TPMC_KEYS = {"tpmC": "tpmc", "tpmTotal": "tpm_total", "efficiency": "efficiency_pct"}
 _FINISHED = re.compile(r"^Finished\s*$")
 _MAXPROCS = re.compile(r"^\d{4}/\d\d/\d\d \d\d:\d\d:\d\d maxprocs: ")
 _JSON_LINE = re.compile(r"^\[\{")
-_TABLE_STYLE = re.compile(r"^\|\s*(?:PREFIX|TPMC)\s*\|")
 _FATAL = re.compile(
     r"""^(?:failed\ to\ ping\ db
           | panic:\ | fatal\ error:[ ]
@@ -179,98 +163,57 @@ def parse(source: Source, *, host: str | None = None, tz: str = "UTC") -> pd.Dat
     `tz` is accepted for the common parser signature; go-tpc prints no wall-clock time on its lines.
     """
     del tz
-    reader = _Reader()
-    lines = feed_lines(source, KIND, reader.feed, reader.cut_last)
-    return reader.finish(lines, host)
+    return _Reader.read(source, host)
 
 
 class _Reader(GoReader):
-    """Walks the lines once; keeps rows as column lists and the per-run facts."""
-
-    REFUSED = (_TABLE_STYLE,)
+    KIND = KIND
+    SCHEMA = SCHEMA
+    RUN = _Run
+    REFUSED = (re.compile(r"^\|\s*(?:PREFIX|TPMC)\s*\|"),)
     REFUSAL = "go-tpc --output table is not read; use --output plain"
     FATAL = _FATAL
     CUT_STRUCTURE = (_OP, _TPMC, _FINISHED, _MAXPROCS)
     NOT_FOUND = "no go-tpc output found (no transaction lines, Finished or tpmC)"
+    PLAIN_KEYS = {"Takes(s)": "time_s", "Count": "count", "TPM": "tpm"}
+    LAT_KEY = re.compile(r"^(Sum|Avg|Max|(\d+(?:\.\d+)?)th)\((ms|us|s)\)$")
 
     def __init__(self) -> None:
         super().__init__()
-        self.cols: dict[str, list[Any]] = {c: [] for c in SCHEMA if c != "host"}
-        self.runs: list[_Run] = [_Run(0)]
-        self.unknown: set[str] = set()
         self.block: tuple[str, str] | None = None  # (phase, last op) of the open block; None: none open
 
-    @property
-    def cur(self) -> _Run:
-        return self.runs[-1]
-
     def new_run(self) -> _Run:
-        if self.cur.touched:
-            self.runs.append(_Run(len(self.runs)))
         self.block = None
-        return self.cur
+        return super().new_run()
 
-    # ------------------------------------------------------------ per line
     def _line(self, text: str) -> None:
-        m = _OP.match(text)
-        if m:
-            self._op(m[1], m[2], self._fields(m[3]))
-            return
-        if _JSON_LINE.match(text):
+        if m := _OP.match(text):
+            self._op(m[1], m[2], self._fields(_pairs(m[3])))
+        elif _JSON_LINE.match(text):
             self._json(text)
-            return
-        m = _TPMC.match(text)
-        if m:
+        elif m := _TPMC.match(text):
             self._tpmc(m[1])
-            return
-        if _FINISHED.match(text):
+        elif _FINISHED.match(text):
             run = self.new_run() if self.cur.finished else self.cur  # runs appended without maxprocs line
             self.structure = run.touched = run.finished = True
             self.block = None
-            return
-        if _MAXPROCS.match(text):
+        elif _MAXPROCS.match(text):
             self.structure = True
             self.new_run()
-            return
-        if _FATAL.match(text):
+        elif _FATAL.match(text):
             self._fatal(text)
         # anything else (per-transaction errors, prepare progress, wait times) is not ours to judge
 
-    def _fatal(self, text: str) -> None:
-        self.structure = self.cur.touched = True
-        if self.cur.fatal is None:
-            self.cur.fatal = text.strip()
-
-    # ------------------------------------------------------------ transaction lines
-    def _fields(self, body: str) -> dict[str, float]:
-        pairs = []
-        for part in body.split(","):
-            key, sep, value = part.strip().partition(":")
-            if not sep:
-                raise Malformed(f"malformed field {part.strip()[:30]!r}")
-            pairs.append((key.strip(), value.strip()))
-        return self._convert(pairs)
-
-    def _convert(self, pairs: list[tuple[str, str]]) -> dict[str, float]:
+    def _fields(self, pairs: list[tuple[str, str]]) -> dict[str, float]:
         fields: dict[str, float] = {}
         for key, value in pairs:
-            if not _NUM.match(value):
+            if not IS_NUMBER.match(value):
                 raise Malformed(f"{key} is not a number: {value[:30]!r}")
-            col, divisor = column(key, _PLAIN_KEYS, _LAT_KEY, SCHEMA)
-            if col is None:
-                self.unknown.add(key)
-                continue
-            fields[col] = float(value) / divisor
+            self._keep(fields, key, value)
         return fields
 
     def _op(self, prefix: str | None, op: str, fields: dict[str, float]) -> None:
-        for key, label in (("time_s", "Takes(s)"), ("count", "Count"), ("tpm", "TPM")):
-            if key not in fields:
-                raise Malformed(f"transaction line without {label}")
-        count = fields["count"]
-        if not count.is_integer() or not 0 <= count <= _INT64_MAX:
-            raise Malformed("Count is not a whole number")
-        n = int(count)
+        n = self._count(fields, "transaction")
         time_s = fields["time_s"]
         self.structure = True
         run = self.cur
@@ -288,15 +231,13 @@ class _Reader(GoReader):
             run.reports += 1  # go-tpc sorts ops: a repeat (or one going back) opens a block
         self.block = (phase, op)
         run.touched = True
-        interval: int | None
+        interval: int | None = None
         if phase == "current":
             interval = n
         elif phase == "cumulative":
             p_count = run.cumulative.get(op, (0, 0.0))[0]
             interval = n - p_count if n >= p_count else None  # never a negative count
             run.cumulative[op] = (n, time_s)
-        else:
-            interval = None
         row = {
             "run": run.index,
             "report": run.reports - 1,
@@ -306,10 +247,10 @@ class _Reader(GoReader):
             "error": op.endswith("_ERR"),
             "count": n,
             "interval_count": interval,
-            **{c: fields.get(c, math.nan) for c in _METRICS},
+            "tpm": fields["tpm"],
+            **{c: fields.get(c, math.nan) for c in _LATS},
         }
-        for col, value in row.items():
-            self.cols[col].append(value)
+        self.rows.append(row)
         if phase == "summary":
             run.summary_rows.append(row)
 
@@ -330,7 +271,7 @@ class _Reader(GoReader):
                 if prefix not in ("", "[Current]", "[Summary]") or not re.fullmatch(r"[A-Z][A-Z0-9_]*", op):
                     raise Malformed("unknown JSON record; use --output plain")
                 pairs = [(k, v) for k, v in rec.items() if k not in ("Prefix", "Operation")]
-                self._op(prefix[1:-1] or None, op, self._convert(pairs))
+                self._op(prefix[1:-1] or None, op, self._fields(pairs))
             elif "tpmC" in rec:
                 self._tpmc(", ".join(f"{k}: {v}" for k, v in rec.items()), first="")
             else:
@@ -342,7 +283,7 @@ class _Reader(GoReader):
         for part in (first + rest).split(","):
             key, sep, value = part.strip().partition(":")
             value = value.strip().removesuffix("%")
-            if not sep or not _NUM.match(value):
+            if not sep or not IS_NUMBER.match(value):
                 raise Malformed(f"malformed tpmC field {part.strip()[:30]!r}")
             key = key.strip()
             if key in _TPMC_KEYS:
@@ -351,35 +292,21 @@ class _Reader(GoReader):
                 self.unknown.add(key)
         if "tpmc" not in values:
             raise Malformed("tpmC line without tpmC")
-        run = self.cur
-        if run.tpmc is not None:
-            run = self.new_run()
+        run = self.new_run() if self.cur.tpmc is not None else self.cur
         self.structure = run.touched = True
         run.tpmc = values
         self.block = None
 
-    # ------------------------------------------------------------ end
-    def finish(self, lines: Lines, host: str | None) -> pd.DataFrame:
-        self.check_end(lines)
-        n = len(self.cols["run"])
-        if n == 0:
-            df = empty_frame(SCHEMA)
-        else:
-            data: dict[str, Any] = {"host": pd.array([host] * n, dtype="string")}
-            for col in ("run", "report", "count"):
-                data[col] = np.asarray(self.cols[col], dtype="int64")
-            data["interval_count"] = pd.array(self.cols["interval_count"], dtype="Int64")
-            data["error"] = np.asarray(self.cols["error"], dtype="bool")
-            for col in ("phase", "op"):
-                data[col] = pd.array(self.cols[col], dtype="string")
-            for col in _FLOATS:
-                data[col] = np.asarray(self.cols[col], dtype="float64")
-            df = coerce(pd.DataFrame(data), SCHEMA)
-        df.attrs["runs"] = [r.as_dict() for r in self.runs if r.touched]
-        df.attrs["dropped_lines"] = self.dropped
-        if self.unknown:
-            df.attrs["unknown_columns"] = sorted(self.unknown)
-        return df
+
+def _pairs(body: str) -> list[tuple[str, str]]:
+    """`Takes(s): 1.0, Count: 249, ...` as (key, value) texts."""
+    pairs = []
+    for part in body.split(","):
+        key, sep, value = part.strip().partition(":")
+        if not sep:
+            raise Malformed(f"malformed field {part.strip()[:30]!r}")
+        pairs.append((key.strip(), value.strip()))
+    return pairs
 
 
 def _summary(rows: list[dict[str, Any]], tpmc: dict[str, float] | None) -> dict[str, Any]:
@@ -404,13 +331,5 @@ def _summary(rows: list[dict[str, Any]], tpmc: dict[str, float] | None) -> dict[
         "lat_p95_ms": nan_to_none(new_order["lat_p95_ms"]) if new_order else None,
         "lat_p99_ms": nan_to_none(new_order["lat_p99_ms"]) if new_order else None,
         "tps": count / total_time if total_time and total_time > 0 else None,
-        "ops": {
-            r["op"]: {
-                "count": r["count"],
-                "tpm": nan_to_none(r["tpm"]),
-                "lat_avg_ms": nan_to_none(r["lat_avg_ms"]),
-                "lat_p95_ms": nan_to_none(r["lat_p95_ms"]),
-            }
-            for r in rows
-        },
+        "ops": per_op(rows, ("tpm", "lat_avg_ms", "lat_p95_ms")),
     }

@@ -64,11 +64,10 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
-from ._common import SNIFF_BYTES, Extras, Lines, Source, coerce, empty_frame, feed_lines
-from ._golines import GoReader, Malformed, column, nan_to_none
+from ._common import SNIFF_BYTES, Extras, Source
+from ._golines import IS_NUMBER, GoReader, Malformed, nan_to_none, per_op
 
 
 @dataclass(frozen=True)
@@ -79,10 +78,9 @@ class GoycsbExtras(Extras):
     # `dotransactions`, else None), `threads` (the `threadcount` property, else None), `properties`
     # (every printed property; values of keys containing password/passwd/pwd/secret/token are "***"),
     # `finished_s` (from `Run finished, takes ...`, else None), `signal` ("terminated" from `Got signal
-    # [terminated] to exit.`, else None), `summary` (from the final block; {} without one: `ops_s`,
-    # `count`, `errors`, `lat_avg_ms`, `lat_p95_ms`, `lat_p99_ms`, `total_time_s`, `ops`; see `_summary`)
-    # and `fatal` (the first line that says go-ycsb failed: `create db ... failed ...`, `panic: ...`,
-    # else None)
+    # [terminated] to exit.`, else None), `summary` (the final block's totals, {} without one: see
+    # `_summary`) and `fatal` (the first line that says go-ycsb failed: `create db ... failed ...`,
+    # `panic: ...`, else None)
     runs: list[dict] = field(default_factory=list)
 
 
@@ -90,6 +88,7 @@ EXTRAS = GoycsbExtras
 
 KIND = "goycsb"
 
+_LATS = [f"lat_{name}_ms" for name in ("avg", "min", "max", "p50", "p90", "p95", "p99", "p999", "p9999")]
 SCHEMA: dict[str, str] = {
     "host": "string",
     "run": "Int64",
@@ -101,25 +100,10 @@ SCHEMA: dict[str, str] = {
     "count": "Int64",
     "ops_s": "float64",
     "interval_ops_s": "float64",
-    "lat_avg_ms": "float64",
-    "lat_min_ms": "float64",
-    "lat_max_ms": "float64",
-    "lat_p50_ms": "float64",
-    "lat_p90_ms": "float64",
-    "lat_p95_ms": "float64",
-    "lat_p99_ms": "float64",
-    "lat_p999_ms": "float64",
-    "lat_p9999_ms": "float64",
+    **dict.fromkeys(_LATS, "float64"),
 }
-_FLOATS = [c for c, t in SCHEMA.items() if t == "float64"]
-_LATS = [c for c in _FLOATS if c.startswith("lat_")]
-
-_N = r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?|[-+]?(?:nan|inf)"
-_NUM = re.compile(rf"^(?:{_N})$", re.I)
-_INT64_MAX = 2**63 - 1
 
 _OP = re.compile(r"^([A-Z][A-Z0-9_]*)\s+- (Takes\(s\):.*?)\s*$")
-_LAT_KEY = re.compile(r"^(Avg|Min|Max|(\d+(?:\.\d+)?)th)\((us|ms)\)$")
 _BANNER = re.compile(r"^\*+ properties \*+\s*$")
 _STARS = re.compile(r"^\*{10,}\s*$")
 _PROPERTY = re.compile(r'^"(.*?)"="(.*)"\s*$')
@@ -135,8 +119,6 @@ _FATAL = re.compile(
           | Wait\ \d+s\ for\ closed,\ force\ exit)""",
     re.X,
 )
-_JSON_STYLE = re.compile(r'^\[\{.*"Operation":')
-_TABLE_STYLE = re.compile(r"^\|\s*OPERATION\s*\|")
 _SECRET_KEY = re.compile(r"password|passwd|pwd|secret|token", re.I)
 _GO_DURATION = re.compile(r"^(?:(\d+(?:\.\d+)?)h)?(?:(\d+(?:\.\d+)?)m)?(?:(\d+(?:\.\d+)?)(s|ms|µs|us|ns))?$")
 _DURATION_UNIT = {"s": 1.0, "ms": 1e-3, "µs": 1e-6, "us": 1e-6, "ns": 1e-9}
@@ -191,103 +173,72 @@ def parse(source: Source, *, host: str | None = None, tz: str = "UTC") -> pd.Dat
     `tz` is accepted for the common parser signature; go-ycsb prints no wall-clock time.
     """
     del tz
-    reader = _Reader()
-    lines = feed_lines(source, KIND, reader.feed, reader.cut_last)
-    return reader.finish(lines, host)
+    return _Reader.read(source, host)
 
 
 class _Reader(GoReader):
-    """Walks the lines once; keeps rows as column lists and the per-run facts."""
-
-    REFUSED = (_JSON_STYLE, _TABLE_STYLE)
+    KIND = KIND
+    SCHEMA = SCHEMA
+    RUN = _Run
+    REFUSED = (re.compile(r'^\[\{.*"Operation":'), re.compile(r"^\|\s*OPERATION\s*\|"))
     REFUSAL = "go-ycsb outputstyle json/table is not read; use outputstyle=plain"
     FATAL = _FATAL
     CUT_STRUCTURE = (_OP, _BANNER, _FINISHED)
     NOT_FOUND = "no go-ycsb output found (no properties, operation lines or summary)"
+    PLAIN_KEYS = {"Takes(s)": "time_s", "Count": "count", "OPS": "ops_s"}
+    LAT_KEY = re.compile(r"^(Avg|Min|Max|(\d+(?:\.\d+)?)th)\((us|ms)\)$")
 
     def __init__(self) -> None:
         super().__init__()
-        self.cols: dict[str, list[Any]] = {c: [] for c in SCHEMA if c != "host"}
-        self.runs: list[_Run] = [_Run(0)]
-        self.unknown: set[str] = set()
         self.in_props = False
         self.block_last: str | None = None  # last op of the open block; None: no block open
         self.block_final = False
 
-    @property
-    def cur(self) -> _Run:
-        return self.runs[-1]
-
     def new_run(self) -> _Run:
-        if self.cur.touched:
-            self.runs.append(_Run(len(self.runs)))
         self.in_props = False
         self.block_last = None
-        return self.cur
+        return super().new_run()
 
-    # ------------------------------------------------------------ per line
     def _line(self, text: str) -> None:
-        m = _OP.match(text)
-        if m:
+        if m := _OP.match(text):
             self._op(m[1], m[2])
-            return
-        if self.in_props:
-            m = _PROPERTY.match(text)
-            if m:
-                key, value = m[1], m[2]
-                self.cur.properties[key] = "***" if _SECRET_KEY.search(key) else value
-                return
-        if _BANNER.match(text):
+        elif self.in_props and (m := _PROPERTY.match(text)):
+            key, value = m[1], m[2]
+            self.cur.properties[key] = "***" if _SECRET_KEY.search(key) else value
+        elif _BANNER.match(text):
             self.structure = True
             self.new_run().touched = True
             self.in_props = True
-            return
-        if _STARS.match(text):
+        elif _STARS.match(text):
             self.in_props = False
             self.block_last = None
-            return
-        m = _FINISHED.match(text)
-        if m:
-            self._finished(m[1])
-            return
-        m = _SIGNAL.match(text)
-        if m:
+        elif m := _FINISHED.match(text):
+            seconds = _go_duration(m[1])
+            run = self.new_run() if self.cur.finished else self.cur
+            self.structure = run.touched = run.finished = True
+            run.finished_s = seconds
+            self.in_props = False
+            self.block_last = None
+        elif m := _SIGNAL.match(text):
             self.structure = self.cur.touched = True
             self.block_last = None
             if self.cur.signal is None:
                 self.cur.signal = m[1]
-            return
-        if _FATAL.match(text):
+        elif _FATAL.match(text):
             self._fatal(text)
-            return
-        if _DISTRIBUTION.match(text):
+        elif _DISTRIBUTION.match(text):
             self.structure = True
         # anything else (the go-ycsb banner, `operation err: ...` with silence=false) is not ours to judge
 
-    def _fatal(self, text: str) -> None:
-        self.structure = self.cur.touched = True
-        if self.cur.fatal is None:
-            self.cur.fatal = text.strip()
-
-    def _finished(self, value: str) -> None:
-        seconds = _go_duration(value)
-        run = self.cur
-        if run.finished:
-            run = self.new_run()
-        self.structure = run.touched = run.finished = True
-        run.finished_s = seconds
-        self.in_props = False
-        self.block_last = None
-
-    # ------------------------------------------------------------ operation lines
     def _op(self, op: str, body: str) -> None:
-        fields = self._fields(body)
-        for key in ("time_s", "count", "ops_s"):
-            if key not in fields:
-                raise Malformed(f"operation line without {_LABEL[key]}")
-        count = fields["count"]
-        if not count.is_integer() or not 0 <= count <= _INT64_MAX:
-            raise Malformed("Count is not a whole number")
+        fields: dict[str, float] = {}
+        for part in body.split(","):
+            key, sep, value = part.strip().partition(":")
+            value = value.strip()
+            if not sep or not IS_NUMBER.match(value):
+                raise Malformed(f"malformed field {part.strip()[:30]!r}")
+            self._keep(fields, key.strip(), value)
+        n = self._count(fields, "operation")
         self.structure = True
         self.in_props = False
         run = self.cur
@@ -298,10 +249,8 @@ class _Reader(GoReader):
             run.reports += 1
         self.block_last = op
         run.touched = True
-        final = self.block_final
         time_s = fields["time_s"]
-        n = int(count)
-        if final:
+        if self.block_final:
             interval = math.nan
         else:
             p_count, p_time = run.prev.get(op, (0, 0.0))
@@ -311,7 +260,7 @@ class _Reader(GoReader):
         row = {
             "run": run.index,
             "report": run.reports - 1,
-            "final": final,
+            "final": self.block_final,
             "time_s": time_s,
             "op": op,
             "error": op.endswith("_ERROR"),
@@ -320,50 +269,9 @@ class _Reader(GoReader):
             "interval_ops_s": interval,
             **{c: fields.get(c, math.nan) for c in _LATS},
         }
-        for col, value in row.items():
-            self.cols[col].append(value)
-        if final:
+        self.rows.append(row)
+        if self.block_final:
             run.final_rows.append(row)
-
-    def _fields(self, body: str) -> dict[str, float]:
-        fields: dict[str, float] = {}
-        for part in body.split(","):
-            key, sep, value = part.strip().partition(":")
-            value = value.strip()
-            if not sep or not _NUM.match(value):
-                raise Malformed(f"malformed field {part.strip()[:30]!r}")
-            col, scale = column(key.strip(), _PLAIN_KEYS, _LAT_KEY, SCHEMA)
-            if col is None:
-                self.unknown.add(key.strip())
-                continue
-            fields[col] = float(value) / scale
-        return fields
-
-    # ------------------------------------------------------------ end
-    def finish(self, lines: Lines, host: str | None) -> pd.DataFrame:
-        self.check_end(lines)
-        n = len(self.cols["run"])
-        if n == 0:
-            df = empty_frame(SCHEMA)
-        else:
-            data: dict[str, Any] = {"host": pd.array([host] * n, dtype="string")}
-            for col in ("run", "report", "count"):
-                data[col] = np.asarray(self.cols[col], dtype="int64")
-            for col in ("final", "error"):
-                data[col] = np.asarray(self.cols[col], dtype="bool")
-            data["op"] = pd.array(self.cols["op"], dtype="string")
-            for col in _FLOATS:
-                data[col] = np.asarray(self.cols[col], dtype="float64")
-            df = coerce(pd.DataFrame(data), SCHEMA)
-        df.attrs["runs"] = [r.as_dict() for r in self.runs if r.touched]
-        df.attrs["dropped_lines"] = self.dropped
-        if self.unknown:
-            df.attrs["unknown_columns"] = sorted(self.unknown)
-        return df
-
-
-_LABEL = {"time_s": "Takes(s)", "count": "Count", "ops_s": "OPS"}
-_PLAIN_KEYS = {"Takes(s)": "time_s", "Count": "count", "OPS": "ops_s"}
 
 
 def _go_duration(text: str) -> float:
@@ -406,12 +314,5 @@ def _summary(rows: list[dict[str, Any]], finished_s: float | None) -> dict[str, 
         "lat_p95_ms": nan_to_none(total["lat_p95_ms"]) if total is not None else None,
         "lat_p99_ms": nan_to_none(total["lat_p99_ms"]) if total is not None else None,
         "total_time_s": finished_s if finished_s is not None else (max(times) if times else None),
-        "ops": {
-            r["op"]: {
-                "count": r["count"],
-                "ops_s": nan_to_none(r["ops_s"]),
-                "lat_avg_ms": nan_to_none(r["lat_avg_ms"]),
-            }
-            for r in rows
-        },
+        "ops": per_op(rows, ("ops_s", "lat_avg_ms")),
     }

@@ -49,7 +49,7 @@ from decimal import Decimal
 
 import pandas as pd
 
-from ._common import Lines, Source, coerce, empty_frame
+from ._common import Lines, Source, empty_frame, records_frame
 
 KIND = "sweep"
 SCHEMA: dict[str, str] = {
@@ -62,24 +62,12 @@ SCHEMA: dict[str, str] = {
     "lat_p99_ms": "float64",
 }
 ALIASES = {
-    "threads": "threads",
-    "concurrency": "threads",
-    "thds": "threads",
-    "clients": "threads",
-    "users": "threads",
-    "tps": "tps",
-    "throughput": "tps",
-    "ops": "tps",
-    "ops_s": "tps",
+    **dict.fromkeys(("threads", "concurrency", "thds", "clients", "users"), "threads"),
+    **dict.fromkeys(("tps", "throughput", "ops", "ops_s"), "tps"),
     "qps": "qps",
-    "lat_ms": "lat_avg_ms",
-    "lat_avg_ms": "lat_avg_ms",
-    "avg_ms": "lat_avg_ms",
-    "latency_ms": "lat_avg_ms",
-    "lat_p95_ms": "lat_p95_ms",
-    "p95_ms": "lat_p95_ms",
-    "lat_p99_ms": "lat_p99_ms",
-    "p99_ms": "lat_p99_ms",
+    **dict.fromkeys(("lat_ms", "lat_avg_ms", "avg_ms", "latency_ms"), "lat_avg_ms"),
+    **dict.fromkeys(("lat_p95_ms", "p95_ms"), "lat_p95_ms"),
+    **dict.fromkeys(("lat_p99_ms", "p99_ms"), "lat_p99_ms"),
 }
 _LATENCIES = ("lat_avg_ms", "lat_p95_ms", "lat_p99_ms")
 _SPLIT = re.compile(r"[,;\t ]+")
@@ -87,7 +75,7 @@ _MISSING = frozenset({"", "-", "na", "n/a", "nan"})
 _MAX_THREADS = 2**63 - 1  # the Int64 column's range
 
 # A number as written: sign, body (digits, marks, group blanks), exponent. The body's shape is judged
-# by _Cell; these only split it.
+# by _cell; these only split it.
 _NUMBER = re.compile(r"([+-]?)([0-9.,' \u00a0\u202f]*[0-9][0-9.,' \u00a0\u202f]*)([eE][+-]?[0-9]+)?")
 _GROUP_BLANKS = " '\u00a0\u202f"  # blank, apostrophe (de_CH), no-break space, narrow no-break (fr_FR)
 _OTHER = {".": ",", ",": "."}
@@ -110,29 +98,28 @@ def sniff(text: str) -> bool:
 
 @dataclass(frozen=True)
 class _Cell:
-    """One numeric cell as written. `mark` is the one `.`/`,` it holds when that mark could be either
-    a decimal or a thousands separator (`1.234`); `decimal` the decimal mark its shape proves, if any;
-    `thousands` the mark it uses as a thousands separator, if any."""
+    """One numeric cell as written. `proves` is the decimal mark its shape proves (`64,9`, `1.234,5` and
+    `1.234.567` prove `,`), if any; `mark` the one `.`/`,` it holds when that mark could be either a
+    decimal or a thousands separator (`1.234`)."""
 
     sign: str
     whole: str  # digits before the decimal mark, thousands separators removed
     frac: str | None  # digits after the decimal mark; None when the cell has none
     exp: str
-    decimal: str | None = None
-    thousands: str | None = None
+    proves: str | None = None
     mark: str | None = None
 
     def text(self, decimal: str | None) -> str:
         """The number in Python's syntax under the table's decimal mark (None: the table fixed none)."""
         whole, frac = self.whole, self.frac
-        if self.mark is not None:
-            if decimal is None:
-                raise ValueError("ambiguous")
-            if decimal != self.mark:  # the one mark was a thousands separator: 1.234 -> 1234
-                whole, frac = whole + (frac or ""), None
-        elif decimal is not None and (self.decimal not in (None, decimal) or self.thousands == decimal):
-            raise ValueError("conflict")
+        if self.mark is not None and decimal != self.mark:  # a thousands separator: 1.234 -> 1234
+            whole, frac = whole + (frac or ""), None
         return f"{self.sign}{whole}{'.' + frac if frac else ''}{self.exp}"
+
+
+def _grouped(sep: str) -> str:
+    """The pattern of a whole number in groups of three digits split by `sep` (`1.234.567`)."""
+    return rf"[1-9][0-9]{{0,2}}(?:{re.escape(sep)}[0-9]{{3}})+"
 
 
 def _cell(text: str) -> _Cell | None:
@@ -144,37 +131,32 @@ def _cell(text: str) -> _Cell | None:
     blanks = {c for c in body if c in _GROUP_BLANKS}
     marks = [c for c in body if c in ".,"]
     if blanks:  # 1 234 / 1'234,5: blanks group, the mark (if any) is the decimal one
-        if len(blanks) > 1 or exp or len(set(marks)) > 1 or len(marks) > 1:
+        if len(blanks) > 1 or exp or len(marks) > 1:
             return None
-        g = re.escape(blanks.pop())
-        mm = re.fullmatch(rf"([1-9][0-9]{{0,2}}(?:{g}[0-9]{{3}})+)(?:([.,])([0-9]+))?", body)
-        if mm is None:
+        blank = blanks.pop()
+        grouped = re.fullmatch(rf"({_grouped(blank)})(?:([.,])([0-9]+))?", body)
+        if grouped is None:
             return None
-        whole = re.sub(g, "", mm[1])
-        return _Cell(sign, whole, mm[3], exp, decimal=mm[2])
+        return _Cell(sign, grouped[1].replace(blank, ""), grouped[3], exp, proves=grouped[2])
     if not marks:
         return _Cell(sign, body, None, exp)
-    kinds = set(marks)
-    if len(kinds) == 2:  # 1.234,5 / 1,234.5: the last mark is the decimal, the other groups
+    if len(set(marks)) == 2:  # 1.234,5 / 1,234.5: the last mark is the decimal, the other groups
         dec = marks[-1]
-        sep = _OTHER[dec]
-        mm = re.fullmatch(
-            rf"([1-9][0-9]{{0,2}}(?:{re.escape(sep)}[0-9]{{3}})+){re.escape(dec)}([0-9]+)", body
-        )
-        if mm is None or exp:
+        grouped = re.fullmatch(rf"({_grouped(_OTHER[dec])}){re.escape(dec)}([0-9]+)", body)
+        if grouped is None or exp:
             return None
-        return _Cell(sign, mm[1].replace(sep, ""), mm[2], exp, decimal=dec, thousands=sep)
+        return _Cell(sign, grouped[1].replace(_OTHER[dec], ""), grouped[2], exp, proves=dec)
     mark = marks[0]
     if len(marks) > 1:  # 1.234.567: only a thousands separator repeats
-        if exp or not re.fullmatch(rf"[1-9][0-9]{{0,2}}(?:{re.escape(mark)}[0-9]{{3}})+", body):
+        if exp or not re.fullmatch(_grouped(mark), body):
             return None
-        return _Cell(sign, body.replace(mark, ""), None, exp, thousands=mark)
+        return _Cell(sign, body.replace(mark, ""), None, exp, proves=_OTHER[mark])
     whole, _, frac = body.partition(mark)
     if not whole and not frac:
         return None
     if not exp and 1 <= len(whole) <= 3 and whole[0] != "0" and len(frac) == 3:
         return _Cell(sign, whole, frac, exp, mark=mark)  # 1.234: a decimal or a thousands separator
-    return _Cell(sign, whole or "0", frac or None, exp, decimal=mark)
+    return _Cell(sign, whole or "0", frac or None, exp, proves=mark)
 
 
 def parse(source: Source, *, host: str | None = None, tz: str = "UTC") -> pd.DataFrame:
@@ -186,22 +168,17 @@ def parse(source: Source, *, host: str | None = None, tz: str = "UTC") -> pd.Dat
             names the file, the line and the value.
     """
     lines = Lines(source, KIND)
-    rows: list[tuple[int, str]] = []
-    header: tuple[int, str] | None = None
+    rows: list[tuple[int, str]] = []  # the header, then the rows
     line_no = 0
     try:
         for line_no, line in lines:
-            if not line.strip() or line.lstrip().startswith("#"):
-                continue
-            if header is None:
-                header = (line_no, line)
-            else:
+            if line.strip() and not line.lstrip().startswith("#"):
                 rows.append((line_no, line))
     except (UnicodeDecodeError, OSError) as exc:
         raise lines.error(line_no + 1, "", f"cannot read: {exc}") from None
-    if header is None:
+    if not rows:
         return _empty(0)
-    h_no, h_line = header
+    (h_no, h_line), rows = rows[0], rows[1:]
     found = [s for s in (",", ";", "\t") if s in h_line]
     if len(found) > 1:
         shown = " and ".join(repr(s) for s in found)
@@ -221,23 +198,15 @@ def parse(source: Source, *, host: str | None = None, tz: str = "UTC") -> pd.Dat
     names = [n.lower() for n in cells(h_no, h_line)]
     mapped = [ALIASES.get(n) for n in names]
     if "threads" not in mapped or not {"tps", "qps"} & set(mapped):
-        raise lines.error(
-            h_no,
-            h_line,
-            "not a sweep table: the header needs a threads/concurrency column "
-            "and a tps/throughput/qps column",
-        )
-    where: dict[str, int] = {}
+        need = "a threads/concurrency column and a tps/throughput/qps column"
+        raise lines.error(h_no, h_line, f"not a sweep table: the header needs {need}")
+    where: dict[str, int] = {}  # column -> its index in the header
     for i, target in enumerate(mapped):
-        if target is None:
-            continue
         if target in where:
-            raise lines.error(
-                h_no,
-                h_line,
-                f"columns {names[where[target]]!r} and {names[i]!r} both mean {target}: keep one",
-            )
-        where[target] = i
+            both = f"columns {names[where[target]]!r} and {names[i]!r} both mean {target}"
+            raise lines.error(h_no, h_line, f"{both}: keep one")
+        if target is not None:
+            where[target] = i
     throughput = "tps" if "tps" in where else "qps"
     dropped = 0
     if rows and not lines.last_complete:
@@ -253,12 +222,9 @@ def parse(source: Source, *, host: str | None = None, tz: str = "UTC") -> pd.Dat
             continue  # a spreadsheet's empty row
         extra = [v for v in values[len(names) :] if v]
         if extra:
-            raise lines.error(
-                no,
-                line,
-                f"{len(names) + len(extra)} values but the header names {len(names)} columns "
-                f"(a thousands separator that is also the column separator?)",
-            )
+            header = f"the header names {len(names)} columns"
+            why = "a thousands separator that is also the column separator?"
+            raise lines.error(no, line, f"{len(names) + len(extra)} values but {header} ({why})")
         got: dict[str, tuple[str, _Cell | None]] = {}
         for target, i in where.items():
             text = values[i] if i < len(values) else ""
@@ -270,9 +236,8 @@ def parse(source: Source, *, host: str | None = None, tz: str = "UTC") -> pd.Dat
                 what = "not finite" if text.lower().lstrip("+-") in ("inf", "infinity") else "not a number"
                 raise lines.error(no, line, f"{names[i]} {text!r} is {what}")
             got[target] = (text, cell)
-            for dec in (cell.decimal, _OTHER.get(cell.thousands or "")):
-                if dec is not None:
-                    proof.setdefault(dec, (no, line, text))
+            if cell.proves is not None:
+                proof.setdefault(cell.proves, (no, line, text))
         table.append((no, line, got))
     if sep == ",":
         if "," in proof:
@@ -280,41 +245,30 @@ def parse(source: Source, *, host: str | None = None, tz: str = "UTC") -> pd.Dat
             raise lines.error(no, line, f"{text!r} has a decimal comma in a ','-separated table (use ';')")
         decimal: str | None = "."
     elif len(proof) == 2:
-        no, line, text = max(proof.values())
-        first = min(proof.values())
-        raise lines.error(
-            no, line, f"{text!r} and {first[2]!r} (line {first[0]}) use different decimal marks"
-        )
+        (no, line, text), (first_no, _, first) = max(proof.values()), min(proof.values())
+        raise lines.error(no, line, f"{text!r} and {first!r} (line {first_no}) use different decimal marks")
     else:
         decimal = next(iter(proof), None)
 
     # second pass: the values, each checked against its column's range
-    data: dict[str, list[float | int]] = {t: [] for t in where}
+    out: list[dict[str, float | int]] = []
     notes: list[str] = []
     for no, line, got in table:
+        row: dict[str, float | int] = {}
         for target, (text, cell) in got.items():
             name = names[where[target]]
             if cell is None:
                 if target == "threads" or target == throughput:
                     raise lines.error(no, line, f"{name} has no value ({text!r}): every row needs one")
-                data[target].append(math.nan)
+                row[target] = math.nan
                 continue
-            try:
-                number = cell.text(decimal)
-            except ValueError as exc:
-                if str(exc) == "ambiguous":
-                    raise lines.error(
-                        no,
-                        line,
-                        f"{name} {text!r} reads two ways ({cell.mark!r} as thousands separator or decimal "
-                        "mark) and no other value shows the table's decimal mark: write it without the "
-                        "separator",
-                    ) from None
-                raise lines.error(
-                    no, line, f"{name} {text!r} does not use the table's decimal mark {decimal!r}"
-                ) from None
+            if cell.mark is not None and decimal is None:
+                two_ways = f"{cell.mark!r} as thousands separator or decimal mark"
+                unknown = "no other value shows the table's decimal mark: write it without the separator"
+                raise lines.error(no, line, f"{name} {text!r} reads two ways ({two_ways}) and {unknown}")
+            number = cell.text(decimal)
             if target == "threads":
-                data[target].append(_threads(lines, no, line, name, text, number))
+                row[target] = _threads(lines, no, line, name, text, number)
                 continue
             value = float(number)
             if not math.isfinite(value):
@@ -322,19 +276,14 @@ def parse(source: Source, *, host: str | None = None, tz: str = "UTC") -> pd.Dat
             if value < 0:
                 raise lines.error(no, line, f"{name} {text!r} is negative")
             if value == 0 and target in _LATENCIES:
-                notes.append(
-                    f"line {no}: {name} {text!r} is below the table's print resolution, "
-                    "not zero: kept as missing"
-                )
+                below = "below the table's print resolution, not zero: kept as missing"
+                notes.append(f"line {no}: {name} {text!r} is {below}")
                 value = math.nan
-            data[target].append(value + 0.0)  # -0 -> 0
-    if not table:
+            row[target] = value + 0.0  # -0 -> 0
+        out.append(row)
+    if not out:
         return _empty(dropped)
-    frame = pd.DataFrame(
-        {t: pd.Series(v, dtype="float64" if t != "threads" else "int64") for t, v in data.items()}
-    )
-    frame["host"] = pd.array([host] * len(frame), dtype="string")
-    df = coerce(frame, SCHEMA)
+    df = records_frame(out, SCHEMA, host=host)
     df.attrs.update(
         dropped_lines=dropped,
         unknown_columns=[n for n, t in zip(names, mapped, strict=True) if t is None],

@@ -32,9 +32,8 @@ Columns (SCHEMA):
     errors_s      float64  ignored errors per second (`err/s`, legacy `errors`)
     reconnects_s  float64  reconnects per second
 
-Nothing is dropped or derived: warm-up and shutdown-tail lines stay (the analyzer trims them).
-
-What it reads beside its rows: `EXTRAS` (below).
+Nothing is dropped or derived: warm-up and shutdown-tail lines stay (the analyzer trims them). What it
+reads beside its rows: `EXTRAS` (below).
 
 A new run starts at a banner (`sysbench 1.0.20 ...`), at `Running the test with following options:`
 after a run's report lines, when report time goes backwards (not when it repeats: a late reporter
@@ -56,7 +55,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ._common import SNIFF_BYTES, Extras, Lines, Source, coerce, empty_frame, feed_lines
+from ._common import SNIFF_BYTES, Extras, Lines, Source
+from ._golines import IS_NUMBER, NUMBER, LineReader, Malformed
 
 
 @dataclass(frozen=True)
@@ -93,37 +93,27 @@ SCHEMA: dict[str, str] = {
     "errors_s": "float64",
     "reconnects_s": "float64",
 }
-_METRICS = [c for c, t in SCHEMA.items() if t == "float64" and c != "time_s"]
-
-_N = r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?|[-+]?(?:nan|inf)"
-_NUM = re.compile(rf"^(?:{_N})$", re.I)
 
 # ---------------------------------------------------------------- report lines
 _BRACKET = re.compile(r"^\[\s*(\d+(?:\.\d+)?)s\s*\]\s*(.*?)\s*$")
 _FIELD = re.compile(
     rf"""
-      \(r/w/o:\s*(?P<r>{_N})/(?P<w>{_N})/(?P<o>{_N})\)
-    | lat\s*\(ms,\s*(?P<lat_pct>{_N})%\):?\s*(?P<lat>{_N})(?=[\s,]|$)
-    | response\ time:\s*(?P<rt>{_N})\s*ms\s*\(\s*(?P<rt_pct>{_N})%\)
-    | (?P<key>[a-z][a-z/]*(?:\ [a-z]+)*)(?::\s*|\s+)(?P<val>{_N})(?=[\s,]|$)
+      \(r/w/o:\s*(?P<r>{NUMBER})/(?P<w>{NUMBER})/(?P<o>{NUMBER})\)
+    | lat\s*\(ms,\s*(?P<lat_pct>{NUMBER})%\):?\s*(?P<lat>{NUMBER})(?=[\s,]|$)
+    | response\ time:\s*(?P<rt>{NUMBER})\s*ms\s*\(\s*(?P<rt_pct>{NUMBER})%\)
+    | (?P<key>[a-z][a-z/]*(?:\ [a-z]+)*)(?::\s*|\s+)(?P<val>{NUMBER})(?=[\s,]|$)
     """,
     re.X | re.I,
 )
 _SEP = re.compile(r"[\s,]*")
 _ROW_KEYS = {
-    "thds": "threads",
-    "threads": "threads",
-    "tps": "tps",
-    "eps": "tps",
+    **dict.fromkeys(("thds", "threads"), "threads"),
+    **dict.fromkeys(("tps", "eps"), "tps"),
     "qps": "qps",
-    "reads": "reads_s",
-    "reads/s": "reads_s",
-    "writes": "writes_s",
-    "writes/s": "writes_s",
-    "err/s": "errors_s",
-    "errors": "errors_s",
-    "reconn/s": "reconnects_s",
-    "reconnects": "reconnects_s",
+    **dict.fromkeys(("reads", "reads/s"), "reads_s"),
+    **dict.fromkeys(("writes", "writes/s"), "writes_s"),
+    **dict.fromkeys(("err/s", "errors"), "errors_s"),
+    **dict.fromkeys(("reconn/s", "reconnects"), "reconnects_s"),
 }
 _QUEUE_KEYS = {"queue length", "concurrency"}
 
@@ -149,20 +139,15 @@ _SUMMARY_SECTIONS = {
 _KEYVAL = re.compile(r"^\s+([^:]+?):\s*(.*?)\s*$")
 _HIST_START = re.compile(r"^Latency histogram \(values are in milliseconds\)")
 _HIST_HEADER = re.compile(r"^\s*value\s+-+\s*distribution\s*-+\s*count\s*$")
-_HIST_ROW = re.compile(rf"^\s*({_N})\s*\|[* ]*?\s*(\d+)\s*$")
-_COUNT_RATE = re.compile(rf"^(\d+)\s*\(\s*({_N})\s+per sec\.\)$")
-_SECONDS = re.compile(rf"^({_N})\s*s$")
-_MS = re.compile(rf"^({_N})\s*(?:ms)?$")
+_HIST_ROW = re.compile(rf"^\s*({NUMBER})\s*\|[* ]*?\s*(\d+)\s*$")
+_COUNT_RATE = re.compile(rf"^(\d+)\s*\(\s*({NUMBER})\s+per sec\.\)$")
+_SECONDS = re.compile(rf"^({NUMBER})\s*s$")
+_MS = re.compile(rf"^({NUMBER})\s*(?:ms)?$")
 _PCT_KEY = re.compile(r"^(?:(\d+)th percentile|approx\.\s+(\d+) percentile)$")
-_GARBAGE = re.compile("[\x00-\x08\x0e-\x1f\x7f\ufffd]")
 _SNIFF = re.compile(
     r"^(?:sysbench [01]\.|\[\s*\d+(?:\.\d+)?s\s*\]\s+(?:thds|threads):|(?:SQL|OLTP test) statistics:)",
     re.M,
 )
-
-
-class _Malformed(Exception):
-    """A line that looks like sysbench structure but cannot be read; becomes a ParseError (or is dropped)."""
 
 
 @dataclass
@@ -208,121 +193,66 @@ def parse(source: Source, *, host: str | None = None, tz: str = "UTC") -> pd.Dat
     `tz` is accepted for the common parser signature; sysbench prints no wall-clock time.
     """
     del tz
-    reader = _Reader()
-    lines = feed_lines(source, KIND, reader.feed, reader.drop_cut_last)
-    return reader.finish(lines, host)
+    return _Reader.read(source, host)
 
 
-class _Reader:
-    """Walks the lines once; keeps rows as column lists and the per-run facts."""
+class _Reader(LineReader):
+    KIND = KIND
+    SCHEMA = SCHEMA
+    RUN = _Run
+    CUT_STRUCTURE = (_BRACKET, _BANNER)
+    NOT_FOUND = "no sysbench output found (no banner, report lines or summary)"
 
     def __init__(self) -> None:
-        self.cols: dict[str, list[Any]] = {c: [] for c in ("run", "time_s", "threads", *_METRICS)}
-        self.runs: list[_Run] = [_Run(0)]
-        self.dropped = 0
-        self.unknown: set[str] = set()
-        self.structure = False
-        self.first_text: tuple[int, str] | None = None
-        self.pending: tuple[int, str, str] | None = None  # a malformed line: fatal unless it is the last
+        super().__init__()
         self.section: str | None = None
         self.subsection: str | None = None
         self.in_hist = False
 
-    @property
-    def cur(self) -> _Run:
-        return self.runs[-1]
-
     def new_run(self) -> _Run:
-        if self.cur.touched:
-            self.runs.append(_Run(len(self.runs)))
         self.section = self.subsection = None
         self.in_hist = False
-        return self.cur
+        return super().new_run()
 
-    # ------------------------------------------------------------ per line
     def feed(self, line_no: int, text: str, lines: Lines) -> None:
         if not text.strip():
-            if self.in_hist:
-                self.in_hist = False  # the histogram ends with a line holding one space
-            return
-        if self.pending is not None:
-            p_no, p_text, reason = self.pending
-            raise lines.error(p_no, p_text, reason)
-        if self.first_text is None:
-            self.first_text = (line_no, text)
-        if _GARBAGE.search(text):
-            self.pending = (line_no, text, "binary garbage (control characters or invalid UTF-8)")
-            return
-        try:
-            self._line(text)
-        except _Malformed as exc:
-            self.pending = (line_no, text, str(exc))
-        except (ValueError, OverflowError) as exc:
-            self.pending = (line_no, text, f"unreadable number: {exc}")
-
-    def drop_cut_last(self, line_no: int, text: str, lines: Lines) -> None:
-        """A last line without newline: cut off mid-write, so the numbers in it may be cut too."""
-        if self.pending is not None:
-            p_no, p_text, reason = self.pending
-            raise lines.error(p_no, p_text, reason)
-        self.dropped += 1
-        if self.first_text is None:
-            self.first_text = (line_no, text)
-        if _BRACKET.match(text) or _BANNER.match(text):
-            self.structure = True
+            self.in_hist = False  # the histogram ends with a line holding one space
+        super().feed(line_no, text, lines)
 
     def _line(self, text: str) -> None:
-        m = _BRACKET.match(text)
-        if m:
+        run = self.cur
+        if m := _BRACKET.match(text):
             self._report(float(m[1]), m[2])
-            return
-        if self.in_hist:
+        elif self.in_hist:
             self._hist_row(text)
-            return
-        m = _BANNER.match(text)
-        if m:
+        elif m := _BANNER.match(text):
             self.structure = True
-            self.new_run().version = m[1]
-            self.cur.touched = True
-            return
-        if _OPTIONS.match(text):
+            run = self.new_run()
+            run.version = m[1]
+            run.touched = True
+        elif _OPTIONS.match(text):
             self.structure = True
-            if self.cur.options_seen or self.cur.rows or self.cur.sections:
-                self.new_run()
-            self.cur.options_seen = self.cur.touched = True
+            if run.options_seen or run.rows or run.sections:
+                run = self.new_run()
+            run.options_seen = run.touched = True
             self.section = None
-            return
-        if _FATAL.match(text):
-            self.structure = self.cur.touched = True
-            if self.cur.fatal is None:
-                self.cur.fatal = text.strip()
-            return
-        if _HIST_START.match(text):
-            self.structure = self.cur.touched = True
-            self.cur.histogram = []
+        elif _FATAL.match(text):
+            self._fatal(text)
+        elif _HIST_START.match(text):
+            self.structure = run.touched = True
+            run.histogram = []
             self.in_hist = True
-            return
-        m = _SECTION.match(text)
-        if m and m[1].strip().lower() in _SUMMARY_SECTIONS:
+        elif (m := _SECTION.match(text)) and m[1].strip().lower() in _SUMMARY_SECTIONS:
             self._section(m[1].strip().lower())
-            return
-        m = _THREADS.match(text)
-        if m:
-            self.cur.threads_opt = _int(m[1])
-            self.cur.touched = True
-            return
-        m = _INTERVAL.match(text)
-        if m:
-            self.cur.report_interval_s = _plain(_float(m[1]))
-            return
-        m = _UNFINISHED.match(text)
-        if m:
-            self.cur.unfinished = _int(m[1])
-            return
-        if self.section is not None:
-            m = _KEYVAL.match(text)
-            if m:
-                self._summary(m[1].strip().lower(), m[2])
+        elif m := _THREADS.match(text):
+            run.threads_opt = _int(m[1])
+            run.touched = True
+        elif m := _INTERVAL.match(text):
+            run.report_interval_s = _plain(_float(m[1]))
+        elif m := _UNFINISHED.match(text):
+            run.unfinished = _int(m[1])
+        elif self.section is not None and (m := _KEYVAL.match(text)):
+            self._summary(m[1].strip().lower(), m[2])
         # anything else (warnings, "Threads started!", Lua messages) is not ours to judge
 
     def _section(self, title: str) -> None:
@@ -339,7 +269,7 @@ class _Reader:
         while pos < len(body):
             m = _FIELD.match(body, pos)
             if not m:
-                raise _Malformed(f"malformed report line at {body[pos : pos + 30]!r}")
+                raise Malformed(f"malformed report line at {body[pos : pos + 30]!r}")
             if m["r"] is not None:
                 fields.update(reads_s=float(m["r"]), writes_s=float(m["w"]), other_s=float(m["o"]))
             elif m["lat"] is not None:
@@ -359,11 +289,11 @@ class _Reader:
         if "threads" not in fields or "tps" not in fields:
             if "_queue" in fields:
                 return  # --rate: "[ 10s ] queue length: 0, concurrency: 12" is not a row
-            raise _Malformed("report line without thds and tps/eps")
+            raise Malformed("report line without thds and tps/eps")
         threads = fields["threads"]
         # read as a float: past 2**53 it is no longer the printed whole number (and past 2**63 no int64)
         if not threads.is_integer() or not 0 <= threads < 2**53:
-            raise _Malformed("thds is not a whole number (below 2**53)")
+            raise Malformed("thds is not a whole number (below 2**53)")
         run = self.cur
         # the same time again is the same run: a reporter that missed its second (sysbench stopped or
         # starved for longer than the interval) prints the late report and the one due at once
@@ -379,18 +309,14 @@ class _Reader:
             fields["lat_ms"] = np.nan  # no events in the interval: 0.00 is a placeholder
         if run.percentile is None and "lat_pct" in fields:
             run.percentile = fields["lat_pct"]
-        self.cols["run"].append(run.index)
-        self.cols["time_s"].append(time_s)
-        self.cols["threads"].append(int(threads))
-        for col in _METRICS:
-            self.cols[col].append(fields.get(col, np.nan))
+        self.rows.append({**fields, "run": run.index, "time_s": time_s, "threads": int(threads)})
 
     def _hist_row(self, text: str) -> None:
         if _HIST_HEADER.match(text):
             return
         m = _HIST_ROW.match(text)
         if not m:
-            raise _Malformed("malformed latency histogram row")
+            raise Malformed("malformed latency histogram row")
         self.cur.histogram.append([float(m[1]), int(m[2])])  # type: ignore[union-attr]
 
     # ------------------------------------------------------------ summary block
@@ -401,15 +327,13 @@ class _Reader:
             self.subsection = key  # "queries performed:", 0.5's "response time:"
             return
         if key in ("transactions", "queries"):
-            count, rate = _count_rate(value)
-            s[key] = count
-            s["tps" if key == "transactions" else "qps"] = rate
+            s[key], s["tps" if key == "transactions" else "qps"] = _count_rate(value)
         elif key in ("ignored errors", "reconnects"):
             s[key.replace(" ", "_")] = _count_rate(value)[0]
         elif key in ("total time", "time elapsed"):
             m = _SECONDS.match(value)
             if not m:
-                raise _Malformed(f"malformed {key}")
+                raise Malformed(f"malformed {key}")
             s["total_time_s"] = float(m[1])
         elif key == "total number of events":
             s["events"] = _int(value)
@@ -428,7 +352,7 @@ class _Reader:
         if key in ("min", "avg", "max", "sum") or m:
             v = _MS.match(value)
             if not v:
-                raise _Malformed(f"malformed latency {key}")
+                raise Malformed(f"malformed latency {key}")
             if m:
                 pct = m[1] or m[2]
                 run.summary[f"lat_p{pct}_ms"] = float(v[1])
@@ -437,32 +361,6 @@ class _Reader:
             else:
                 run.summary[f"lat_{key}_ms"] = float(v[1])
 
-    # ------------------------------------------------------------ end
-    def finish(self, lines: Lines, host: str | None) -> pd.DataFrame:
-        if self.pending is not None:  # a malformed last line: cut off, not garbage mid-file
-            self.dropped += 1
-        if not self.structure and self.first_text is not None:
-            line_no, text = self.first_text
-            if self.pending is not None and self.pending[0] == line_no:
-                raise lines.error(line_no, text, self.pending[2])
-            raise lines.error(line_no, text, "no sysbench output found (no banner, report lines or summary)")
-        n = len(self.cols["run"])
-        if n == 0:
-            df = empty_frame(SCHEMA)
-        else:
-            data: dict[str, Any] = {"host": pd.array([host] * n, dtype="string")}
-            data["run"] = np.asarray(self.cols["run"], dtype="int64")
-            data["time_s"] = np.asarray(self.cols["time_s"], dtype="float64")
-            data["threads"] = np.asarray(self.cols["threads"], dtype="int64")
-            for col in _METRICS:
-                data[col] = np.asarray(self.cols[col], dtype="float64")
-            df = coerce(pd.DataFrame(data), SCHEMA)
-        df.attrs["runs"] = [r.as_dict() for r in self.runs if r.touched]
-        df.attrs["dropped_lines"] = self.dropped
-        if self.unknown:
-            df.attrs["unknown_columns"] = sorted(self.unknown)
-        return df
-
 
 def _plain(value: float | None) -> int | float | None:
     """95.0 -> 95 for attrs that sysbench prints as whole numbers (JSON stays readable)."""
@@ -470,19 +368,19 @@ def _plain(value: float | None) -> int | float | None:
 
 
 def _float(text: str) -> float:
-    if not _NUM.match(text):
-        raise _Malformed(f"not a number: {text!r}")
+    if not IS_NUMBER.match(text):
+        raise Malformed(f"not a number: {text!r}")
     return float(text)
 
 
 def _int(text: str) -> int:
     if not text.isdigit():
-        raise _Malformed(f"not a whole number: {text!r}")
+        raise Malformed(f"not a whole number: {text!r}")
     return int(text)
 
 
 def _count_rate(value: str) -> tuple[int, float]:
     m = _COUNT_RATE.match(value)
     if not m:
-        raise _Malformed("expected 'N (X per sec.)'")
+        raise Malformed("expected 'N (X per sec.)'")
     return int(m[1]), float(m[2])
