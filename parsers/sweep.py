@@ -209,7 +209,7 @@ def parse(source: Source, *, host: str | None = None, tz: str = "UTC") -> pd.Dat
             where[target] = i
     throughput = "tps" if "tps" in where else "qps"
     dropped = 0
-    if rows and not lines.last_complete:
+    if rows and not lines.last_complete and rows[-1][0] == line_no:  # the file's last line, cut mid-write
         rows.pop()
         dropped = 1
 

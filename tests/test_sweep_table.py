@@ -129,6 +129,15 @@ def test_repeated_thread_counts_are_kept_and_blank_latency_is_missing() -> None:
     assert df["qps"].isna().tolist() == [True, False, True] and df["lat_avg_ms"].isna().all()
 
 
+@pytest.mark.parametrize("last", ["3,3", "# end", "   "])
+def test_only_a_cut_last_row_is_dropped(last: str) -> None:
+    """A last line without its newline may be a row cut mid-write (`3,3` of `3,30`): dropped. A comment
+    or blanks there are no row, and the row before them was written whole."""
+    df = sweep.parse("threads,tps\n1,10\n2,20\n" + last)
+    assert list(df["threads"]) == [1, 2]
+    assert df.attrs["dropped_lines"] == (1 if last == "3,3" else 0)
+
+
 def test_thread_counts_are_exact_integers() -> None:
     df = sweep.parse("threads;tps\n1.024;5\n8,0;6\n2e3;7\n9223372036854775807;8\n")
     assert df["threads"].tolist() == [1024, 8, 2000, 2**63 - 1]
