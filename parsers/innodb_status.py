@@ -226,20 +226,21 @@ class _Reader:
 
     def cut_last(self, line_no: int, line: str, lines: Lines) -> None:
         """A last line cut off mid-write: read if it reads, else dropped (with its dump, if any)."""
+        in_dump = self.dump.n_lines if self.dump is not None else None
         try:
             self.step(line_no, line, lines)
         except ParseError:
-            if self.dump is None:
+            if self.dump is None or self.dump.n_lines == in_dump:  # else counted with its dump
                 self.dropped += 1
 
     def step(self, line_no: int, line: str, lines: Lines) -> None:
         prev, self.prev = self.prev, line
         if m := _HEADER.match(line):
-            # a new dump; one still open never ended (the client was killed): drop it
-            self.drop("has no END OF INNODB MONITOR OUTPUT before the next dump")
             # YYYY-MM-DD, or 5.5's YYMMDD
             day = (int(m[1]), int(m[2]), int(m[3])) if m[1] else (2000 + int(m[4]), int(m[5]), int(m[6]))
             stamp = _stamp(lines, line_no, line, self.tz, *day, int(m[7]), int(m[8]), int(m[9]))
+            # a new dump; one still open never ended (the client was killed): drop it
+            self.drop("has no END OF INNODB MONITOR OUTPUT before the next dump")
             self.dump = _Dump(line_no, stamp)
             return
         dump = self.dump

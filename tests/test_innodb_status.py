@@ -141,6 +141,17 @@ def test_cut_line_that_would_not_read_is_dropped_with_its_dump() -> None:
     assert len(df) == 0 and df.attrs["dropped_lines"] > 0
 
 
+def test_unreadable_last_header_after_an_unfinished_dump_counts_each_line_once() -> None:
+    one = _text("mariadb-10.11-idle.txt")
+    unfinished = one[: one.index("--------\nFILE I/O")]  # ends with a newline
+    bad_header = "2026-13-27 08:58:15 0x7fc8081ca6c0 INNODB MONITOR OUTPUT"  # no month 13, no newline
+    df = innodb_status.parse(unfinished + bad_header)
+    start = next(i for i, line in enumerate(unfinished.splitlines(), 1) if "INNODB MONITOR OUTPUT" in line)
+    dump_lines = unfinished.count("\n") - start + 1
+    assert len(df) == 0 and df.attrs["dropped_lines"] == dump_lines + 1  # the dump, then the header
+    assert len(df.attrs["notes"]) == 1 and f"({dump_lines} lines)" in df.attrs["notes"][0]
+
+
 def test_dump_without_end_before_the_next_one_is_dropped() -> None:
     one = _text("mariadb-10.11-idle.txt")
     unfinished = one[: one.index("--------\nFILE I/O")]
