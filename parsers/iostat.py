@@ -52,10 +52,8 @@ A report is a run of device rows on consecutive lines (a stamp, header, blank or
 ends it). The first report after the banner is the average since boot (`since_boot=True`); sysstat
 12.x with `-y` prints a second blank line after the banner instead, and then nothing is marked.
 
-Read by the table engine (parsers/_table.py), which reads the device rows in bulk and names a bad
-one; here are the headers' column plans and the lines among the rows that are none (the engine's
-aside lines: `-t` stamps, `avg-cpu:` blocks, blank-looking lines) or that it cannot place (the banner;
-a row before any header, named like a banner or indented with a tab: read one by one).
+Read by the table engine (parsers/_table.py: device rows in bulk, a bad one named); this module gives
+it each header's column plan and sorts out the lines among the rows that are none (`_Iostat`).
 
 Tested on: tests/fixtures/iostat/*.txt (see README.md there).
 """
@@ -86,46 +84,41 @@ class IostatExtras(Extras):
 
     # which sysstat header form the capture prints (`sysstat>=12.3`, ...; `+`-joined when several)
     header_generation: str | None = None
-    # the last banner's `(N CPU)`; None without a banner
-    cpus: int | None = None
+    cpus: int | None = None  # the last banner's `(N CPU)`; None without a banner
 
 
 EXTRAS = IostatExtras
 
 KIND = "iostat"
 
+_NUMERIC = (
+    "r_s", "w_s", "rkb_s", "wkb_s", "rrqm_s", "wrqm_s", "r_await_ms", "w_await_ms", "await_ms", "aqu_sz",
+    "areq_kb", "rareq_kb", "wareq_kb", "util_pct", "svctm_ms", "d_s", "dkb_s", "d_await_ms", "f_s",
+    "f_await_ms",
+)  # fmt: skip
 SCHEMA: dict[str, str] = {
     "timestamp": "datetime64[ns, UTC]",
     "host": "string",
     "sample": "Int64",
     "since_boot": "bool",
     "device": "string",
-    "r_s": "float64",
-    "w_s": "float64",
-    "rkb_s": "float64",
-    "wkb_s": "float64",
-    "rrqm_s": "float64",
-    "wrqm_s": "float64",
-    "r_await_ms": "float64",
-    "w_await_ms": "float64",
-    "await_ms": "float64",
-    "aqu_sz": "float64",
-    "areq_kb": "float64",
-    "rareq_kb": "float64",
-    "wareq_kb": "float64",
-    "util_pct": "float64",
-    "svctm_ms": "float64",
-    "d_s": "float64",
-    "dkb_s": "float64",
-    "d_await_ms": "float64",
-    "f_s": "float64",
-    "f_await_ms": "float64",
+    **dict.fromkeys(_NUMERIC, "float64"),
 }
-
-_NUMERIC = [col for col, dtype in SCHEMA.items() if dtype == "float64"]
 _J = {col: j for j, col in enumerate(_NUMERIC)}
 _NAT = np.iinfo(np.int64).min  # the int64 behind NaT
 
+# printed header name -> (schema column, factor to its unit)
+_SOURCES = {**{name: (col, 1.0) for name, col in RENAME.items()}, **CONVERT}
+_KNOWN = _SOURCES.keys() | IOSTAT_IGNORED
+# The first of these names a header prints tells its generation (`Device:` alone tells <= 11.4).
+_GENERATIONS = (
+    ("avgrq-sz", "sysstat<=11.4"),
+    ("avgqu-sz", "sysstat<=11.4"),
+    ("f/s", "sysstat>=12.3"),
+    ("d/s", "sysstat-12.1-12.2"),
+    ("rareq-sz", "sysstat-11.5-12.0"),
+    ("areq-sz", "sysstat>=12.0-short"),
+)
 # Value count after the device name -> the header that version prints (headerless fragments only).
 _FALLBACK_HEADERS = {
     13: "Device: rrqm/s wrqm/s r/s w/s rkB/s wkB/s avgrq-sz avgqu-sz await r_await w_await svctm %util",
@@ -173,67 +166,51 @@ def parse(source: _common.Source, *, host: str | None = None, tz: str = "UTC") -
 class _Plan:
     """One header's column plan (a `Layout`'s key): which printed field feeds which schema column."""
 
-    line_no: int  # of the header; 0 for a header assumed from the value count
+    where: str  # the header at line N, or an assumed one
     fields: tuple[tuple[int, int, float], ...]  # (field, schema numeric index, factor)
-    missing: tuple[int, ...]  # schema numeric indices the header does not print
     generation: str
     has_rates: bool
     prints_await: bool
     prints_areq: bool  # the request size as iostat computed it from its exact counters
     prints_rwareq: bool
 
-    def where(self) -> str:
-        return f"header at line {self.line_no}" if self.line_no else "assumed header"
-
 
 def _plan(line_no: int, text: str, lines: _common.Lines) -> _Plan:
-    """The plan of a `Device ...` header; ParseError for a report this parser does not read."""
+    """The plan of a `Device ...` header (`line_no` 0: assumed); ParseError for a report this parser
+    does not read."""
     tokens = text.split()
     names = tokens[1:]
     fields: list[tuple[int, int, float]] = []
     seen: dict[str, str] = {}  # schema column -> printed name
     for i, name in enumerate(names, 1):
-        if name in RENAME:
-            col, factor = RENAME[name], 1.0
-        elif name in CONVERT:
-            col, factor = CONVERT[name]
-        else:
+        if name not in _SOURCES:
             continue
+        col, factor = _SOURCES[name]
         if col in seen:
             raise lines.error(line_no, text, f"columns {seen[col]!r} and {name!r} both give {col}")
         seen[col] = name
         fields.append((i, _J[col], factor))
     if not _EXTENDED_MARKS & set(names):
         raise lines.error(line_no, text, "not an extended device report: capture iostat with -x")
-    printed = set(seen.values())
-    if tokens[0] == "Device:" or "avgrq-sz" in printed or "avgqu-sz" in printed:
+    if tokens[0] == "Device:":
         generation = "sysstat<=11.4"
-    elif "f/s" in printed:
-        generation = "sysstat>=12.3"
-    elif "d/s" in printed:
-        generation = "sysstat-12.1-12.2"
-    elif "rareq-sz" in printed:
-        generation = "sysstat-11.5-12.0"
-    elif "areq-sz" in printed:
-        generation = "sysstat>=12.0-short"
     else:
-        generation = "unknown"
+        generation = next((gen for name, gen in _GENERATIONS if name in names), "unknown")
     return _Plan(
-        line_no,
+        f"header at line {line_no}" if line_no else "assumed header",
         tuple(fields),
-        tuple(j for col, j in _J.items() if col not in seen),
         generation,
-        has_rates={"r_s", "w_s", "rkb_s", "wkb_s"} <= set(seen),
-        prints_await="await" in printed,
+        has_rates={"r_s", "w_s", "rkb_s", "wkb_s"} <= seen.keys(),
+        prints_await="await" in names,
         prints_areq="areq_kb" in seen,
-        prints_rwareq={"r_s", "w_s", "rareq_kb", "wareq_kb"} <= set(seen),
+        prints_rwareq={"r_s", "w_s", "rareq_kb", "wareq_kb"} <= seen.keys(),
     )
 
 
 class _Iostat:
     """The format for the table engine: headers hold `Device`; aside lines (taken out of the runs of
     rows) start with a digit (`-t` stamps), `a` (`avg-cpu:`) or a blank (its values); structure lines
-    with `L` (the banner) or a tab."""
+    with `L` (the banner) or a tab, or come before any header: read one by one."""
 
     structure_bytes = b"L\t"
     aside_bytes = b"0123456789a "
@@ -255,7 +232,6 @@ class _Iostat:
         self.generations: list[str] = []
         self.unknown: list[str] = []
         self.notes: list[str] = []
-        self.dropped = 0
         # stamps: the last one read before this stretch of the file, then this stretch's (line, UTC ns)
         self.stamp_lines = np.empty(0, dtype=np.int64)
         self.stamp_ns = np.empty(0, dtype=np.int64)
@@ -283,15 +259,10 @@ class _Iostat:
             if self.short is not None and self.short[0] < exc.line_no:
                 raise self.table.error(*self.short) from None
             raise
-        self.chunk_end()
-        if self.short is not None:
-            line_no, text, reason = self.short
-            if self.last_row > line_no or self.last_struct > line_no or self.table.cut is not None:
-                raise self.table.error(line_no, text, reason)
-            self.dropped += 1  # the last row, cut mid-write
-        if self.table.cut is not None:
-            self.dropped += 1
-        return self._assemble()
+        cut = self.table.cut is not None
+        if self.short is not None and (max(self.last_row, self.last_struct) > self.short[0] or cut):
+            raise self.table.error(*self.short)
+        return self._assemble(dropped=(self.short is not None) + cut)  # a last row cut mid-write
 
     # ------------------------------------------------------------ the format
 
@@ -301,8 +272,7 @@ class _Iostat:
         self._seen(line_no)
         plan = _plan(line_no, text, self.table.lines)
         names = text.split()[1:]
-        known = RENAME.keys() | CONVERT.keys() | IOSTAT_IGNORED | set(self.unknown)
-        self.unknown.extend(name for name in dict.fromkeys(names) if name not in known)
+        self.unknown.extend(n for n in dict.fromkeys(names) if n not in _KNOWN and n not in self.unknown)
         if plan.generation not in self.generations:
             self.generations.append(plan.generation)
         return Layout("t" + "f" * len(names), labels=(0,), key=plan)
@@ -312,9 +282,10 @@ class _Iostat:
         named like `8:0` has more than 8 blanks), `avg-cpu:` and the indented lines under it (its
         values), blank ones; any other indented line is a device row (a pasted fragment)."""
         codes = np.array(texts).view(np.uint32).reshape(len(texts), -1)
-        stamp = ((codes[:, 0] - ord("0")) < 10) & ((codes == ord(" ")).sum(axis=1) <= 8)  # uint32 wraps
+        digit = (codes[:, 0] - ord("0")) < 10  # uint32 wraps
+        stamp = digit & ((codes == ord(" ")).sum(axis=1) <= 8)
         aside = stamp.copy()
-        for k in np.flatnonzero((codes[:, 0] - ord("0")) >= 10).tolist():  # `avg-cpu:` blocks, blank lines
+        for k in np.flatnonzero(~digit).tolist():  # `avg-cpu:` blocks, blank lines
             line_no, text = int(line_nos[k]), texts[k]
             if text.startswith("avg-cpu") or (text[0] == " " and line_no == self.cpu_at + 1):
                 self.cpu_at = line_no  # the header, then the values indented under it
@@ -360,7 +331,7 @@ class _Iostat:
         """A row whose value count is not its header's: an error, unless too few values end the file
         (a last row cut mid-write: `run` drops it)."""
         width = len(layout.kinds)
-        reason = f"{len(tokens) - 1} values after the device name, the {layout.key.where()} has {width - 1}"
+        reason = f"{len(tokens) - 1} values after the device name, the {layout.key.where} has {width - 1}"
         if self.short is not None:
             raise self.table.error(*self.short)
         if len(tokens) > width:
@@ -371,32 +342,25 @@ class _Iostat:
     def rows(self, block: Block) -> None:
         """A block's rows as schema columns, held until `chunk_end` puts the chunk's in file order (the
         engine hands over one block per layout)."""
-        line_nos = block.line_nos
+        line_nos, fields = block.line_nos, block.fields
         if self.short is not None:
             short_at = self.short[0]
             if line_nos[-1] > short_at:
                 raise self.table.error(*self.short)
             if line_nos[-1] == short_at:  # the short row, last so far: kept out
-                keep = slice(0, len(block) - 1)
-                line_nos = line_nos[keep]
-                block = Block(
-                    block.layout, block.header_line_no, line_nos, None, [f[keep] for f in block.fields]
-                )
                 self.last_row = max(self.last_row, short_at)
-                if not len(block):
+                line_nos, fields = line_nos[:-1], [f[:-1] for f in fields]
+                if not len(line_nos):
                     return
-        n = len(block)
+        n = len(line_nos)
         plan: _Plan = block.layout.key  # type: ignore[assignment]
         if not self.parts.rows and not self.held:  # room for as many rows as these in the whole capture
             width = len(block.data) / n if block.data else 2 * len(block.layout.kinds)  # more: chunks then
             self.parts.capacity = int(self.size / width) + 1
-        numbers: list[np.ndarray] = [np.empty(0)] * len(_NUMERIC)
-        for i, j, factor in plan.fields:
-            numbers[j] = block.fields[i] if factor == 1.0 else block.fields[i] * factor
-        for j in plan.missing:
-            numbers[j] = np.full(n, np.nan)
+        printed = {j: fields[i] if factor == 1.0 else fields[i] * factor for i, j, factor in plan.fields}
+        numbers = [printed[j] if j in printed else np.full(n, np.nan) for j in range(len(_NUMERIC))]
         _derive(numbers, plan)
-        devices = block.fields[0]
+        devices = fields[0]
         remap = np.array([self.devices.setdefault(d, len(self.devices)) for d in devices.categories])
         self.held.append([line_nos, remap[devices.codes].astype(np.int32), *numbers])
 
@@ -503,53 +467,46 @@ class _Iostat:
             )
         key = line[:pos] + line[pos + 2 :]
         base = self._minutes.get(key)
-        if base is None:
-            base = self._minute(line_no, line, day, hhmm, ampm, zone)
+        if base is None:  # the minute's start in UTC
+            d = _common.parse_date(day)
+            clock = _common.parse_clock(f"{hhmm}:00{ampm or ''}")
+            if d is None or clock is None:
+                raise self.table.error(line_no, line, "invalid date or time in the timestamp line")
+            naive = datetime(d.year, d.month, d.day, clock[0], clock[1])
+            if zone:
+                offset = 0 if zone == "Z" else int(zone[0] + "1") * (int(zone[1:3]) * 60 + int(zone[-2:]))
+                base = pd.Timestamp(naive - timedelta(minutes=offset), tz="UTC").value
+            else:
+                base = _common.to_utc(naive, self.tz).value
             self._minutes[key] = base
             self._seconds_at[len(line)] = pos
         return base + int(line[pos : pos + 2]) * 1_000_000_000
 
-    def _minute(
-        self, line_no: int, line: str, day: str, hhmm: str, ampm: str | None, zone: str | None
-    ) -> int:
-        """UTC nanoseconds at the start of the stamp's minute."""
-        d = _common.parse_date(day)
-        clock = _common.parse_clock(f"{hhmm}:00{ampm or ''}")
-        if d is None or clock is None:
-            raise self.table.error(line_no, line, "invalid date or time in the timestamp line")
-        naive = datetime(d.year, d.month, d.day, clock[0], clock[1])
-        if zone:
-            offset = 0 if zone == "Z" else int(zone[0] + "1") * (int(zone[1:3]) * 60 + int(zone[-2:]))
-            return pd.Timestamp(naive - timedelta(minutes=offset), tz="UTC").value
-        return _common.to_utc(naive, self.tz).value
-
     # ------------------------------------------------------------ the frame
 
-    def _assemble(self) -> pd.DataFrame:
-        attrs = {
-            "header_generation": "+".join(self.generations) or None,
-            "unknown_columns": list(self.unknown),
-            "dropped_lines": self.dropped,
-            "notes": list(self.notes),
-            "cpus": self.banner_cpus,
-        }
+    def _assemble(self, dropped: int) -> pd.DataFrame:
         n = self.parts.rows
         if n == 0:
             frame = _common.empty_frame(SCHEMA)
-            frame.attrs.update(attrs)
-            return frame
-        stamps, samples, boots, codes, *numbers = self.parts.columns()
-        host = self.host if self.host is not None else self.banner_host
-        data = {
-            "timestamp": pd.DatetimeIndex(stamps.view("M8[ns]")).tz_localize("UTC"),
-            "host": _common.text_column([host], np.zeros(n, dtype=np.intp)),
-            "sample": pd.arrays.IntegerArray(samples, np.zeros(n, dtype=bool)),
-            "since_boot": boots,
-            "device": _common.text_column(list(self.devices), codes),  # codes in insertion order
-            **dict(zip(_NUMERIC, numbers, strict=True)),
-        }
-        frame = pd.DataFrame(data, copy=False)  # one block per column, no copy
-        frame.attrs.update(attrs)
+        else:
+            stamps, samples, boots, codes, *numbers = self.parts.columns()
+            host = self.host if self.host is not None else self.banner_host
+            data = {
+                "timestamp": pd.DatetimeIndex(stamps.view("M8[ns]")).tz_localize("UTC"),
+                "host": _common.text_column([host], np.zeros(n, dtype=np.intp)),
+                "sample": pd.arrays.IntegerArray(samples, np.zeros(n, dtype=bool)),
+                "since_boot": boots,
+                "device": _common.text_column(list(self.devices), codes),  # codes in insertion order
+                **dict(zip(_NUMERIC, numbers, strict=True)),
+            }
+            frame = pd.DataFrame(data, copy=False)  # one block per column, no copy
+        frame.attrs.update(
+            header_generation="+".join(self.generations) or None,
+            unknown_columns=list(self.unknown),
+            dropped_lines=dropped,
+            notes=list(self.notes),
+            cpus=self.banner_cpus,
+        )
         return frame
 
 

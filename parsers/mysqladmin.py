@@ -8,10 +8,9 @@ Reads the stdout of
                                                               difference to the previous block
 
 (MariaDB 10.11 `mysqladmin Ver 10.0` tested; MySQL's layout is the same; pt-stalk's `<stamp>-mysqladmin`
-files are `mysqladmin ext -i1 -c N`, absolute blocks). Each block is a box:
-`+---+---+`, `| Variable_name | Value |`, `+---+---+`, one `| name | value |` row per variable,
-`+---+---+`, then a blank line before the next block. The output carries no time of day and no flag
-saying whether `-r` was given, so:
+files are `mysqladmin ext -i1 -c N`, absolute blocks). Each block is a box: `+---+---+`,
+`| Variable_name | Value |`, `+---+---+`, one `| name | value |` row per variable, `+---+---+`, then a
+blank line. The output carries no time of day and no flag saying whether `-r` was given, so:
 
 - **-r is detected**: `Uptime` dropping from one block to the next (a difference of about the
   interval after the first block's absolute uptime), or a known text/fractional variable
@@ -20,11 +19,10 @@ saying whether `-r` was given, so:
   so `OFF` prints as `0` and `Query_time 2.18` as `2` in every block, the first included. Known
   text/fractional variables (`_NOT_INTEGER` below) are NaN there, never that fake 0; unknown ones
   cannot be recognised. Take one plain `extended-status` block too when they matter.
-- **Rates** use `interval_s` (the `-i` given, default 1 s): the per-second rate of a counter is
-  the difference between consecutive samples / interval_s. With -r mysqladmin printed that
-  difference; without -r it is computed from consecutive absolute blocks. mysqladmin sleeps
-  `interval` between polls, so the real spacing is slightly longer (the query time): rates are
-  a little high, by well under 1 % at -i1 on an idle box.
+- **Rates** use `interval_s` (the `-i` given, default 1 s): a counter's per-second rate is the
+  difference between consecutive samples (printed by -r, else computed from absolute blocks) /
+  interval_s. mysqladmin sleeps `interval` between polls, so the real spacing is slightly longer (the
+  query time): rates are a little high, by well under 1 % at -i1 on an idle box.
 - Counters vs gauges: the counters of perfkit's sampler (parsers/mysql_status.py `COUNTERS`)
   plus the families below (`Com_*`, `Handler_*`, `Bytes_*`, `Innodb_rows_*`, ...); its `GAUGES` and
   every other variable are gauges (no rate: NaN). A negative counter difference (FLUSH STATUS,
@@ -44,12 +42,12 @@ Schema (long form: one row per block and variable):
 | counter | bool | whether the variable is a cumulative counter (has a rate) |
 | per_s | float64 | counters: change since the previous sample / interval_s; NaN on sample 0, gauges, text |
 
-Reading: the table engine (parsers/_table.py) reads the rows in bulk or row by row naming a bad one:
-each `| name | value |` split at its `|` (`_table.Layout.sep`; a value holding a `|` keeps it),
-the name one word after one blank, the value after one blank (or none), blanks after it dropped;
-borders and the `Variable_name` header are taken aside and checked in order (border, header, border,
-rows, border), each distinct name and value judged once. A line of another program is an error but
-before a box: mysqladmin's own messages (`mysqladmin: ...`) are kept in `notes`.
+Reading: the table engine (parsers/_table.py) reads the rows in bulk, or row by row naming a bad one:
+each `| name | value |` split at its `|` (`_table.Layout.sep`; a value holding a `|` keeps it), the
+name one word after one blank, the value after one blank (or none), blanks after it dropped. Borders
+and the `Variable_name` header are taken aside and checked in order (border, header, border, rows,
+border); each distinct name and value is judged once. Any other line is an error, but mysqladmin's own
+messages before a box (`mysqladmin: ...`) are kept in `notes`.
 
 What it reads beside its rows: `EXTRAS` (below).
 Tested on: tests/fixtures/mysqladmin/ (see README.md there).
@@ -75,12 +73,9 @@ from .mysql_status import GAUGES as _SAMPLER_GAUGES
 class MysqladminExtras(Extras):
     """What mysqladmin reads beside its rows (see `_common.Extras`)."""
 
-    # status blocks in the file
-    runs: int = 0
-    # -r: values are per interval, not since start (as detected, or as `relative=` said)
-    relative: bool = False
-    # -i seconds
-    interval_s: float | None = None
+    runs: int = 0  # status blocks in the file
+    relative: bool = False  # -r: values are per interval, not since start (detected, or `relative=`)
+    interval_s: float | None = None  # -i seconds
 
 
 EXTRAS = MysqladminExtras
@@ -115,73 +110,31 @@ _COUNTER_FAMILY = re.compile(
 )
 # Text or fractional variables (MariaDB 10.11 as captured here, plus MySQL 8 ones): under -r
 # mysqladmin prints them as a truncated integer (`OFF` -> 0), which must not pass for a value.
-_NOT_INTEGER = frozenset(
-    (
-        "Binlog_snapshot_file",
-        "Busy_time",
-        "Compression",
-        "Cpu_time",
-        "Innodb_buffer_pool_dump_status",
-        "Innodb_buffer_pool_load_status",
-        "Innodb_buffer_pool_resize_status",
-        "Innodb_buffer_pool_load_incomplete",
-        "Innodb_have_lz4",
-        "Innodb_have_lzo",
-        "Innodb_have_lzma",
-        "Innodb_have_bzip2",
-        "Innodb_have_snappy",
-        "Innodb_have_punch_hole",
-        "Last_query_cost",
-        "Max_memory_used",
-        "Query_time",
-        "Rpl_semi_sync_master_status",
-        "Rpl_semi_sync_slave_status",
-        "Rpl_status",
-        "Slave_heartbeat_period",
-        "Slave_running",
-        "Ssl_cipher",
-        "Ssl_cipher_list",
-        "Ssl_server_not_after",
-        "Ssl_server_not_before",
-        "Ssl_session_cache_mode",
-        "Ssl_version",
-        "wsrep_cluster_capabilities",
-        "wsrep_cluster_state_uuid",
-        "wsrep_cluster_status",
-        "wsrep_connected",
-        "wsrep_provider_capabilities",
-        "wsrep_provider_name",
-        "wsrep_provider_vendor",
-        "wsrep_provider_version",
-        "wsrep_ready",
-        "Rsa_public_key",
-        "Caching_sha2_password_rsa_public_key",
-        "Current_tls_ca",
-        "Current_tls_capath",
-        "Current_tls_cert",
-        "Current_tls_cipher",
-        "Current_tls_ciphersuites",
-        "Current_tls_crl",
-        "Current_tls_crlpath",
-        "Current_tls_key",
-        "Current_tls_version",
-        "Innodb_redo_log_enabled",
-        "Innodb_redo_log_read_only",
-        "Innodb_redo_log_resize_status",
-        "Mysqlx_address",
-        "Mysqlx_socket",
-        "Resource_group_supported",
-        "Rpl_semi_sync_source_status",
-        "Rpl_semi_sync_replica_status",
-        "Tls_library_version",
-    )
-)
+_NOT_INTEGER = frozenset({
+    "Binlog_snapshot_file", "Busy_time", "Compression", "Cpu_time", "Last_query_cost", "Max_memory_used",
+    "Query_time", "Innodb_buffer_pool_dump_status", "Innodb_buffer_pool_load_status",
+    "Innodb_buffer_pool_resize_status", "Innodb_buffer_pool_load_incomplete", "Innodb_have_lz4",
+    "Innodb_have_lzo", "Innodb_have_lzma", "Innodb_have_bzip2", "Innodb_have_snappy",
+    "Innodb_have_punch_hole", "Rpl_semi_sync_master_status", "Rpl_semi_sync_slave_status", "Rpl_status",
+    "Slave_heartbeat_period", "Slave_running", "Ssl_cipher", "Ssl_cipher_list", "Ssl_server_not_after",
+    "Ssl_server_not_before", "Ssl_session_cache_mode", "Ssl_version", "wsrep_cluster_capabilities",
+    "wsrep_cluster_state_uuid", "wsrep_cluster_status", "wsrep_connected", "wsrep_provider_capabilities",
+    "wsrep_provider_name", "wsrep_provider_vendor", "wsrep_provider_version", "wsrep_ready",
+    # MySQL 8
+    "Rsa_public_key", "Caching_sha2_password_rsa_public_key", "Current_tls_ca", "Current_tls_capath",
+    "Current_tls_cert", "Current_tls_cipher", "Current_tls_ciphersuites", "Current_tls_crl",
+    "Current_tls_crlpath", "Current_tls_key", "Current_tls_version", "Innodb_redo_log_enabled",
+    "Innodb_redo_log_read_only", "Innodb_redo_log_resize_status", "Mysqlx_address", "Mysqlx_socket",
+    "Resource_group_supported", "Rpl_semi_sync_source_status", "Rpl_semi_sync_replica_status",
+    "Tls_library_version",
+})  # fmt: skip
 _BORDER = re.compile(r"^\+-+\+-+\+$")
 _HEADER = re.compile(r"^\|\s*Variable_name\s*\|\s*Value\s*\|$")
 # A row split at `|`: `'' | ' NAME   ' | ' VALUE   ' | tail`: names have no blanks; a value may hold
 # blanks (`Buffer pool(s) load completed at 261123  7:49:50`), a `|`, or be empty.
 _NAME_FIELD = re.compile(r"^ (\S+) +$")
-_NUMBER = re.compile(r"^-?\d+(?:\.\d+)?$")
+_NUMBER = r"^-?\d+(?:\.\d+)?$"
+_INTEGER = r"^-?\d+$"  # all -r prints
 _MESSAGE = re.compile(r"^(?:mysqladmin|mariadb-admin): ")
 _MALFORMED = "malformed mysqladmin row"
 _FOREIGN = "not mysqladmin extended-status output"
@@ -198,8 +151,8 @@ def sniff(text: str) -> bool:
 class _Mysqladmin:
     """The format for the table engine: every `|`, `+` and blank line goes in the runs of rows (no cut
     per box), rows read by one layout from the start (`first_layout`); borders (`+`) and the header
-    (`Variable_name`) taken aside, where the boxes' order is checked (`_structure`). A problem found
-    there is raised once the rows before it are read (the first error of the file is the one named)."""
+    (`Variable_name`) taken aside, where the boxes' order is checked. A problem found there is raised
+    once the rows before it are read (the first error of the file is the one named)."""
 
     row_bytes = b"|+\n"
     header_words = ()
@@ -221,8 +174,8 @@ class _Mysqladmin:
         self.names: dict[str, int] = {}  # variable -> code, in order of first appearance
         self.texts: dict[str, int] = {}  # non-numeric value -> code
         self.parts: list[list[np.ndarray]] = []  # per chunk: sample, code, value, text code
-        self.integers = True  # every value printed as an integer (`^-?\d+$`): what -r prints
-        self.carry = (-1, np.empty(0, dtype=np.int64))  # the last block's codes so far (duplicates)
+        self.integers = True  # every value printed as an integer: what -r prints
+        self.carry = (-1, np.empty(0, dtype=np.int64))  # the last block's keys so far (duplicates)
 
     def run(self) -> None:
         self.table.run()
@@ -301,40 +254,35 @@ class _Mysqladmin:
         """Rows inside a box (after the border under its header, before its closing one), each distinct
         name and value checked once; a variable twice in one block is an error."""
         lines = block.line_nos
-        tops = np.array(self.tops, dtype=np.int64)
         closes = np.array([*self.closes, np.iinfo(np.int64).max], dtype=np.int64)
-        sample = np.searchsorted(tops, lines) - 1
-        inside = (sample >= 0) & (lines < closes[np.minimum(np.maximum(sample, 0), len(closes) - 1)])
+        sample = np.searchsorted(np.array(self.tops, dtype=np.int64), lines) - 1
+        inside = (sample >= 0) & (lines < closes[np.clip(sample, 0, len(closes) - 1)])
         _, name_field, value_field, tail = block.fields
-        names = name_field.categories.tolist()
-        found = [_NAME_FIELD.match(n) for n in names]
+        found = [_NAME_FIELD.match(name) for name in name_field.categories.tolist()]
         remap = np.array(
             [self.names.setdefault(m[1], len(self.names)) if m else -1 for m in found], dtype=np.int64
         )
         code = remap[name_field.codes]
-        fields = value_field.categories.tolist()
-        printed = [f[1:].rstrip(" ") if not f or f[0] == " " else None for f in fields]
+        values = value_field.categories.tolist()
+        printed = [v[1:].rstrip(" ") if not v or v[0] == " " else None for v in values]
         well = np.array([p is not None for p in printed], dtype=bool)[value_field.codes]
         well &= np.array([not t or t.isspace() for t in tail.categories.tolist()], dtype=bool)[tail.codes]
         bad = ~inside | (code < 0) | ~well
         key = sample * (len(self.names) + 1) + code
-        carried = self.carry[1] if len(lines) and sample[0] == self.carry[0] else np.empty(0, dtype=np.int64)
-        twice = (
-            pd.Series(np.concatenate((carried, key)), copy=False).duplicated().to_numpy()[len(carried) :]
-            & ~bad
-        )
+        carried = self.carry[1] if sample[0] == self.carry[0] else np.empty(0, dtype=np.int64)
+        joined = pd.Series(np.concatenate((carried, key)), copy=False)
+        twice = joined.duplicated().to_numpy()[len(carried) :] & ~bad
         if bad.any() or twice.any() or self.problem is not None:
             self._first_error(block, bad | twice, inside, twice)
-        last = int(sample[-1]) if len(lines) else -1
+        last = int(sample[-1])
         self.carry = (last, np.concatenate((carried, key[sample == last])))
         # values: the same tests as on every row, once per distinct printed text (Arrow: no Python step each)
         texts = pa.array([p or "" for p in printed], type=pa.string())
-        numeric = pc.match_substring_regex(texts, _NUMBER.pattern).to_numpy(zero_copy_only=False)
+        numeric = pc.match_substring_regex(texts, _NUMBER).to_numpy(zero_copy_only=False)
         value = np.full(len(printed), np.nan)
         value[numeric] = pc.cast(texts.filter(pa.array(numeric)), pa.float64()).to_numpy(zero_copy_only=False)
-        self.integers = (
-            self.integers and pc.all(pc.match_substring_regex(texts, r"^-?\d+$")).as_py() is not False
-        )
+        if self.integers:
+            self.integers = pc.all(pc.match_substring_regex(texts, _INTEGER)).as_py() is not False
         text_code = np.full(len(printed), -1, dtype=np.int32)
         for k in np.flatnonzero(~numeric).tolist():
             text_code[k] = self.texts.setdefault(printed[k] or "", len(self.texts))
@@ -385,21 +333,30 @@ def parse(
         raise ValueError(f"interval_s must be > 0, not {interval_s!r}")
     reader = _Mysqladmin(source)
     reader.run()
-    dropped = int(reader.table.cut is not None)
     notes: list[str] = []
     if reader.messages:
         notes.append("mysqladmin said: " + " | ".join(reader.messages))
     blocks = len(reader.heads)
     if reader.state != "none" and blocks:
         notes.append(f"block {blocks - 1} has no closing border (capture cut off)")
-    if not reader.parts:
+    if reader.parts:
+        df, relative = _long_form(reader, host, interval_s, relative, notes)
+    else:
         df = empty_frame(SCHEMA)
-        df.attrs.update(
-            runs=blocks, relative=bool(relative), interval_s=interval_s, dropped_lines=dropped, notes=notes
-        )
-        return df
+    dropped = int(reader.table.cut is not None)
+    df.attrs.update(
+        runs=blocks, relative=bool(relative), interval_s=interval_s, dropped_lines=dropped, notes=notes
+    )
+    return df
+
+
+def _long_form(
+    reader: _Mysqladmin, host: str | None, interval_s: float, relative: bool | None, notes: list[str]
+) -> tuple[pd.DataFrame, bool]:
+    """The frame of the rows read, and whether they are -r differences (detected when None)."""
     sample, code, value, text_code = (np.concatenate(c) for c in zip(*reader.parts, strict=True))
     names = np.array(list(reader.names), dtype=object)
+    blocks = len(reader.heads)
     if relative is None:
         relative = _detect_relative(sample, code, value, names, reader.integers, blocks)
         if relative is None:
@@ -423,13 +380,12 @@ def parse(
                 "-r blocks list different variables: mysqladmin pairs rows by position (differences suspect)"
             )
     # Per variable in file order (= sample order): cumulative sums and differences, by code.
-    by_var = pd.Series(value, copy=False).groupby(code, sort=False)
-    absolute = by_var.cumsum() if relative else pd.Series(value, copy=False)
+    values = pd.Series(value, copy=False)
+    absolute = values.groupby(code, sort=False).cumsum() if relative else values
     counter = np.array([_is_counter(n) for n in names], dtype=bool)[code]
     step = pd.Series(sample, copy=False).groupby(code, sort=False).diff()
     change = absolute.groupby(code, sort=False).diff()
-    rate = change / (step * interval_s)
-    per_s = rate.where(counter & (change >= 0))
+    per_s = (change / (step * interval_s)).where(counter & (change >= 0))
     n = len(sample)
     df = pd.DataFrame(
         {
@@ -445,11 +401,7 @@ def parse(
         },
         copy=False,
     )
-    df = coerce(df, SCHEMA)  # a no-op safety net when the dtypes are right
-    df.attrs.update(
-        runs=blocks, relative=bool(relative), interval_s=interval_s, dropped_lines=dropped, notes=notes
-    )
-    return df
+    return coerce(df, SCHEMA), relative  # coerce: a no-op safety net when the dtypes are right
 
 
 def _blocks_differ(sample: np.ndarray, code: np.ndarray) -> bool:
@@ -464,9 +416,7 @@ def _blocks_differ(sample: np.ndarray, code: np.ndarray) -> bool:
 
 
 def _is_counter(name: str) -> bool:
-    if name in _KNOWN_GAUGES:
-        return False
-    return name in _KNOWN_COUNTERS or _COUNTER_FAMILY.match(name) is not None
+    return name not in _KNOWN_GAUGES and (name in _KNOWN_COUNTERS or _COUNTER_FAMILY.match(name) is not None)
 
 
 def _detect_relative(
@@ -479,8 +429,6 @@ def _detect_relative(
         return True  # a known text/fraction variable printed as an integer: strtoull did that
     if blocks < 2:
         return False  # one block is absolute either way
-    uptime_code = np.flatnonzero(names == "Uptime")
-    uptime = value[code == uptime_code[0]] if len(uptime_code) else value[:0]
-    if len(uptime) >= 2:
-        return bool((np.diff(uptime) < 0).any())
-    return None
+    uptime_at = np.flatnonzero(names == "Uptime")
+    uptime = value[code == uptime_at[0]] if len(uptime_at) else value[:0]
+    return bool((np.diff(uptime) < 0).any()) if len(uptime) >= 2 else None
