@@ -175,7 +175,9 @@ class _Mysqladmin:
         self.texts: dict[str, int] = {}  # non-numeric value -> code
         self.parts: list[list[np.ndarray]] = []  # per chunk: sample, code, value, text code
         self.integers = True  # every value printed as an integer: what -r prints
-        self.carry = (-1, np.empty(0, dtype=np.int64))  # the last block's keys so far (duplicates)
+        # the last sample's variable codes so far (a variable twice in it): codes, not keys, since the
+        # key's width grows with each new variable name
+        self.carry = (-1, np.empty(0, dtype=np.int64))
 
     def run(self) -> None:
         self.table.run()
@@ -268,14 +270,16 @@ class _Mysqladmin:
         well = np.array([p is not None for p in printed], dtype=bool)[value_field.codes]
         well &= np.array([not t or t.isspace() for t in tail.categories.tolist()], dtype=bool)[tail.codes]
         bad = ~inside | (code < 0) | ~well
-        key = sample * (len(self.names) + 1) + code
+        width = len(self.names) + 1  # a bad row's code -1 is none of a sample's keys
+        key = sample * width + code
         carried = self.carry[1] if sample[0] == self.carry[0] else np.empty(0, dtype=np.int64)
-        joined = pd.Series(np.concatenate((carried, key)), copy=False)
+        joined = pd.Series(np.concatenate((self.carry[0] * width + carried, key)), copy=False)
         twice = joined.duplicated().to_numpy()[len(carried) :] & ~bad
         if bad.any() or twice.any() or self.problem is not None:
             self._first_error(block, bad | twice, inside, twice)
         last = int(sample[-1])
-        self.carry = (last, np.concatenate((carried, key[sample == last])))
+        before = carried if last == self.carry[0] else np.empty(0, dtype=np.int64)  # still that sample
+        self.carry = (last, np.concatenate((before, code[sample == last])))
         # values: the same tests as on every row, once per distinct printed text (Arrow: no Python step each)
         texts = pa.array([p or "" for p in printed], type=pa.string())
         numeric = pc.match_substring_regex(texts, _NUMBER).to_numpy(zero_copy_only=False)

@@ -150,6 +150,31 @@ def test_long_capture_in_chunks_from_every_kind_of_source(
     assert df[df["variable"] == "Variable_name"]["value"].eq(3).all()
 
 
+def test_a_variable_twice_in_a_box_cut_across_chunks_after_a_new_name(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Box 2 prints V3-V5 for the first time, then V0 again: found however the chunks cut the box (the
+    duplicate keys once carried the width from before the new names and missed it)."""
+    rule = "+---------------+-------+"
+
+    def box(names: list[str]) -> list[str]:
+        return [
+            rule,
+            "| Variable_name | Value |",
+            rule,
+            *[f"| {n:<13} | {i:<5} |" for i, n in enumerate(names)],
+            rule,
+        ]
+
+    text = "\n".join(box(["V0", "V1", "V2"]) + box(["V0", "V1", "V2", "V3", "V4", "V5", "V0"])) + "\n"
+    monkeypatch.setattr(_chunks, "_CHUNK_BYTES", 120)
+    for rows in range(1, 12):
+        monkeypatch.setattr(_table, "CHUNK_ROWS", rows)
+        with pytest.raises(ParseError, match="V0 printed twice in one block") as info:
+            mysqladmin.parse(text, relative=False)
+        assert info.value.line_no == 17, rows
+
+
 def _same(a: pd.DataFrame, b: pd.DataFrame) -> None:
     pd.testing.assert_frame_equal(a, b)
     assert {k: v for k, v in a.attrs.items()} == {k: v for k, v in b.attrs.items()}
