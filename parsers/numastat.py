@@ -1,7 +1,7 @@
 """numastat: every form of numactl's `numastat` (perfkit runs `numastat -c`), in long form.
 
-Reads numastat 20130723 (numactl 2.0.x, Debian 12's numactl 2.0.16). numastat does not translate
-its output, so there is no locale variant. The forms, each told apart by its own lines:
+Reads numastat 20130723 (numactl 2.0.x, Debian 12's 2.0.16), which is not translated (no locale
+variant). The forms, each told apart by its own lines:
 
 - `numastat` with no option (compatibility mode, the old perl script's layout): no title, a header
   of `node0 node1 ...`, lowercase rows `numa_hit numa_miss numa_foreign interleave_hit local_node
@@ -26,15 +26,12 @@ Each header starts a part; the parts of one table (up to the next title; compati
 their node numbers go on) are joined back by row position and label, never shifted: a part of
 another row count or other labels is a ParseError, but for the last part of a table (cut off).
 
-Reading: the table engine (parsers/_table.py) reads the rows under each header, in bulk or row by row
-naming a bad one: a one-word label, then one number per header column (titled tables `[-+]?\\d+(.\\d+)?`,
-a decimal comma refused; compatibility rows integers). numastat right-justifies each data column
-behind one space of gutter under its dashed ruler, so a row that does not split into the header's
-columns is sliced on the ruler (`_odd_row`): a label that holds spaces (`20469 (Web Content)`), a
-blank cell (no data for that node: NaN); a cell whose gutter is not blank overflowed and is a
-ParseError. Titles, rulers and numastat's notes are taken out of the rows (`aside`). What is
-numastat's own is done here, vectorised: rows tied to their title and part, labels checked and
-named once per distinct label, the parts joined.
+A row is a one-word label, then one number per header column (titled tables `[-+]?\\d+(.\\d+)?`, a
+decimal comma refused; compatibility rows integers), read by the table engine (parsers/_table.py).
+numastat right-justifies each data column behind one space of gutter under its dashed ruler, so a
+row that does not split into the header's columns is sliced on the ruler: a label that holds spaces
+(`20469 (Web Content)`), a blank cell (no data for that node: NaN); a cell whose gutter is not blank
+overflowed and is a ParseError.
 
 Schema (long form: one row per table cell, tables and rows in file order, columns left to right):
 
@@ -54,17 +51,15 @@ Schema (long form: one row per table cell, tables and rows in file order, column
 `metric`: numa rows by their kernel name (`numa_hit`, for `Numa_Hit` too); meminfo rows as printed
 (`MemTotal`, `Active(anon)`); process rows `huge heap stack private total`. In the several-process
 table each `PID (name)` row is that process's `total`; its `Total` row (the sum over the listed
-processes) has metric `total` and pid NA.
-
-Exactly one of `pages` and `mb` is set per row (pages are never converted: the page size is not in
-the capture). A blank cell (no data for that node) is NaN.
+processes) has metric `total` and pid NA. Exactly one of `pages` and `mb` is set per row (pages are
+never converted: the page size is not in the capture).
 
 Lines of other output saved with numastat (a shell's message, `numastat -V`, another tool's lines)
-are skipped and counted (`skipped`, parsers/_common.Skips), the capture read and marked
-partial: before any table, and after a compatibility-mode table (a line that does not start with a
-lowercase row name ends it). Inside a titled table a line stays a ParseError naming it, and so does
-a compatibility row that starts like one (`numa_hit 12 x`); a file with no cell read but lines
-skipped is refused naming the first.
+are skipped and counted (`skipped`, parsers/_common.Skips), the capture read and marked partial:
+before any table, and after a compatibility-mode table (a line that does not start with a lowercase
+row name ends it). Inside a titled table a line stays a ParseError naming it, and so does a
+compatibility row that starts like one (`numa_hit 12 x`); a file with no cell read but lines skipped
+is refused naming the first.
 
 What it reads beside its rows: `EXTRAS` (below).
 
@@ -80,6 +75,7 @@ from typing import NamedTuple
 import numpy as np
 import pandas as pd
 
+from ._chunks import Interned
 from ._common import Extras, Source, coerce, empty_frame, text_column
 from ._table import ROW, Block, Layout, Table
 
@@ -90,8 +86,7 @@ class NumastatExtras(Extras):
     (headers are `Node N`/`nodeN`/`Total` or a ParseError), `notes` says skipped kernel tokens, `Found
     no processes ...`, `Table has no data.`, cut tables."""
 
-    # the node numbers seen, sorted
-    nodes: list[int] = field(default_factory=list)
+    nodes: list[int] = field(default_factory=list)  # the node numbers seen, sorted
 
 
 EXTRAS = NumastatExtras
@@ -134,8 +129,8 @@ _NOT_NUMASTAT = "not a numastat line (no title or `node0` header before it)"
 
 
 class _Head(NamedTuple):
-    """A header line's columns (`Layout.key`): names as printed, node numbers (-1: `Total`), whether
-    it is a compatibility header (`node0`, pages)."""
+    """A header's columns (its `Layout.key`): names as printed, node numbers (-1: `Total`), whether it
+    is a compatibility header (`node0`, pages)."""
 
     names: tuple[str, ...]
     nodes: tuple[int, ...]
@@ -179,12 +174,14 @@ def parse(source: Source, *, host: str | None = None, tz: str = "UTC") -> pd.Dat
             `Node N`/`Total`, a value that is not a number or overflows its column, a folded part
             whose row labels differ; no cell read while other lines were skipped.
     """
-    return _Numastat(source, host).run()
+    numastat = _Numastat(source, host)
+    numastat.table.run()
+    return numastat.frame()
 
 
 class _Numastat:
     """The format for the table engine: every line goes in the runs of rows (a capture of `numastat -c`
-    every second is read in bulk), headers found by their marks; titles, dashed lines (rulers, the
+    every second is read in bulk), headers found by their words; titles, dashed lines (rulers, the
     rule above `Total`) and numastat's notes taken aside by their words."""
 
     structure_bytes = b""
@@ -203,27 +200,22 @@ class _Numastat:
         self.table.numbers.comma_refusal = "not a number: numastat prints a decimal point, never a comma"
         self.notes: list[str] = []
         self.heads: dict[_Head, tuple[int, str]] = {}  # each header: its code, its text as printed
-        # titles (section, pid, process, mode) and dashed lines (their spans; None: not a ruler) by text
+        # titles (section, pid, process, mode) and dashed lines (their spans; None: not a ruler) by code
         self.infos: list[tuple[str, int | None, str | None, str]] = []
         self.spans: list[tuple[tuple[int, int], ...] | None] = []
         self.dash_texts: list[str] = []
         self._aside: dict[str, tuple[str, int]] = {}
-        # where titles and dashed lines are: line numbers and codes, found aside chunk by chunk
-        self.found: dict[str, list[np.ndarray]] = {"title": [], "title#": [], "dash": [], "dash#": []}
-        self._joined: dict[str, np.ndarray] = {}
+        none = np.empty(0, dtype=np.int64)
+        self.where = {"title": (none, none), "dash": (none, none)}  # their line numbers and codes so far
         self._checked: set[tuple[_Head, int, int]] = set()
         self.ended: list[int] = []  # lines that ended a compatibility table (`_foreign`)
-        self.labels: dict[str, int] = {}
-        self.texts: dict[str | None, int] = {}  # metric, process and section names
+        self.labels = Interned()
+        self.texts = Interned()  # metric, process and section names
         self._meta: dict[tuple[int, int, bool], tuple[int, float, int, int]] = {}
         # per row: line, header line, title (its index in the file; -1: none), header code, label,
-        # metric, pid, process, section; per cell: node (-1: Total), value
+        # pid, metric, process, section; per cell: node (-1: Total), value
         self.rows_: list[list[np.ndarray]] = []
         self.cells: list[list[np.ndarray]] = []
-
-    def run(self) -> pd.DataFrame:
-        self.table.run()
-        return self._frame()
 
     # ------------------------------------------------------------ the format
 
@@ -257,57 +249,45 @@ class _Numastat:
         code = np.array([f[1] for f in found], dtype=np.int64)[codes]
         for kind in ("title", "dash"):
             if (at := what == kind).any():
-                self.found[kind].append(line_nos[at])
-                self.found[kind + "#"].append(code[at])
-                self._joined.clear()
+                lines, codes_so_far = self.where[kind]
+                self.where[kind] = (np.append(lines, line_nos[at]), np.append(codes_so_far, code[at]))
         for k in np.flatnonzero(what == "note").tolist():
-            if m := _TOKEN_NOTE.match(texts[k].rstrip()):
-                note = f"numastat skipped kernel field {m[1]} (not in its table)"
-                if note in self.notes:
-                    continue
+            text = texts[k].rstrip()
+            if token := _TOKEN_NOTE.match(text):
+                note = f"numastat skipped kernel field {token[1]} (not in its table)"
             else:
-                note = f"numastat: {texts[k].rstrip()}"
-            self.notes.append(note)
+                note = f"numastat: {text}"
+            if not (token and note in self.notes):  # each kernel field once
+                self.notes.append(note)
         return what != ""
 
     def _judge(self, text: str) -> tuple[str, int]:
         """What an aside line is: ("title", info), ("dash", spans), ("note", 0) or ("", 0) for a row."""
-        if text not in self._aside:
-            stripped = text.rstrip()
-            found = ("", 0)
-            if (info := _title(stripped)) is not None:
-                found = ("title", len(self.infos))
-                self.infos.append(info)
-            elif _RULER.match(stripped):
-                runs = [(m.start(), m.end()) for m in _RUN.finditer(stripped)]
-                if runs[0][0] == 0:
-                    runs = runs[1:]  # the label column's own dashes (`PID` tables, the rule above `Total`)
-                # numastat right-justifies data columns: `width - 1` dashes behind one space of gutter
-                spans = tuple((start - 1, end) for start, end in runs)
-                ok = (
-                    spans
-                    and spans[0][0] >= 1
-                    and all(a[1] <= b[0] for a, b in zip(spans, spans[1:], strict=False))
-                )
-                found = ("dash", len(self.spans))
-                self.spans.append(spans if ok else None)
-                self.dash_texts.append(text)
-            elif _TOKEN_NOTE.match(stripped) or _NO_MATCH.match(stripped) or stripped in _NO_DATA:
-                found = ("note", 0)
-            self._aside[text] = found
-        return self._aside[text]
-
-    def _where(self, kind: str) -> tuple[np.ndarray, np.ndarray]:
-        """(line numbers, codes) of the titles or dashed lines found so far."""
-        if kind not in self._joined:
-            for key in (kind, kind + "#"):
-                parts = self.found[key]
-                self._joined[key] = np.concatenate(parts) if parts else np.empty(0, dtype=np.int64)
-        return self._joined[kind], self._joined[kind + "#"]
+        if text in self._aside:
+            return self._aside[text]
+        stripped = text.rstrip()
+        found = ("", 0)
+        if (info := _title(stripped)) is not None:
+            found = ("title", len(self.infos))
+            self.infos.append(info)
+        elif _RULER.match(stripped):
+            runs = [(m.start(), m.end()) for m in _RUN.finditer(stripped)]
+            if runs[0][0] == 0:
+                runs = runs[1:]  # the label column's own dashes (`PID` tables, the rule above `Total`)
+            # numastat right-justifies data columns: `width - 1` dashes behind one space of gutter
+            spans = tuple((start - 1, end) for start, end in runs)
+            apart = all(a[1] <= b[0] for a, b in zip(spans, spans[1:], strict=False))
+            found = ("dash", len(self.spans))
+            self.spans.append(spans if spans and spans[0][0] >= 1 and apart else None)
+            self.dash_texts.append(text)
+        elif _TOKEN_NOTE.match(stripped) or _NO_MATCH.match(stripped) or stripped in _NO_DATA:
+            found = ("note", 0)
+        self._aside[text] = found
+        return found
 
     def structure(self, line_no: int, text: str) -> None:
         """A line before any header: another program's (skipped), or after a title a row without header."""
-        titles, _ = self._where("title")
+        titles = self.where["title"][0]
         if len(titles) and titles[0] < line_no:
             raise self.table.error(line_no, text, "expected the `Node N` header under the title")
         self.table.skips.add(line_no, text, _NOT_NUMASTAT)
@@ -316,7 +296,7 @@ class _Numastat:
         """A titled row that does not split into its header's columns, sliced on the dashed line above
         it: its label (which may hold spaces), then each cell (None where blank)."""
         head: _Head = layout.key
-        lines, codes = self._where("dash")
+        lines, codes = self.where["dash"]
         at = int(np.searchsorted(lines, line_no)) - 1
         spans = self.spans[int(codes[at])] if at >= 0 and not head.compat else None
         if spans is None or len(spans) != len(head.names):
@@ -355,12 +335,9 @@ class _Numastat:
         if head.compat:
             title = np.full(len(lines), -1, dtype=np.int64)
             ended = np.array([*self.ended, np.iinfo(np.int64).max], dtype=np.int64)
-            keep = lines < np.repeat(
-                ended[np.searchsorted(ended, parts)], counts
-            )  # not after the table's end
+            keep = lines < np.repeat(ended[np.searchsorted(ended, parts)], counts)  # not after its end
         else:
-            titles, _ = self._where("title")
-            part_title = np.searchsorted(titles, parts) - 1
+            part_title = np.searchsorted(self.where["title"][0], parts) - 1
             self._check_rulers(block, head, parts, part_title, firsts)
             title = np.repeat(part_title, counts)
             keep = title >= 0
@@ -368,23 +345,18 @@ class _Numastat:
             self.table.skips.add(int(lines[k]), block.text(k), _NOT_NUMASTAT)
         if not keep.any():
             return
-        ids = np.array(
-            [self.labels.setdefault(c, len(self.labels)) for c in block.label.categories], dtype=np.int64
-        )
-        labels = ids[block.label.codes]
-        info = _at(self._where("title")[1], title)
+        labels = np.array([self.labels.code(c) for c in block.label.categories], dtype=np.int64)
+        labels = labels[block.label.codes]
+        info = _at(self.where["title"][1], title)
         back, pairs = pd.factorize(labels * (len(self.infos) + 1) + info + 1)
         first = np.empty(len(pairs), dtype=np.int64)
         first[back[::-1]] = np.arange(len(back) - 1, -1, -1)  # each pair's first row
-        meta = np.array(
-            [self._row_meta(block, i, int(labels[i]), int(info[i]), head.compat) for i in first.tolist()]
-        )
-        meta = meta[back][keep]
-        n, k = int(keep.sum()), len(head.names)
+        meta = [self._row_meta(block, i, int(labels[i]), int(info[i]), head.compat) for i in first.tolist()]
+        metric, pid, process, section = np.array(meta)[back][keep].T
+        n = int(keep.sum())
         code = np.full(n, self.heads[head][0], dtype=np.int64)
-        metric, pid, process, section = meta.T
-        codes = [c.astype(np.int64) for c in (metric, process, section)]
-        self.rows_.append([lines[keep], headers[keep], title[keep], code, labels[keep], pid, *codes])
+        texts = [c.astype(np.int64) for c in (metric, process, section)]
+        self.rows_.append([lines[keep], headers[keep], title[keep], code, labels[keep], pid, *texts])
         values = np.column_stack([np.asarray(f, dtype=np.float64) for f in block.fields])[keep]
         self.cells.append([np.tile(np.array(head.nodes, dtype=np.int64), n), values.ravel()])
 
@@ -393,27 +365,25 @@ class _Numastat:
     ) -> None:
         """Each titled header's dashed ruler on the next line, its columns the header's, the `PID` label
         header where the title lists processes (once per header, ruler and title kind)."""
-        lines, codes = self._where("dash")
+        lines, codes = self.where["dash"]
         at = np.minimum(np.searchsorted(lines, parts + 1), max(len(lines) - 1, 0))
         missing = ~(lines[at] == parts + 1) if len(lines) else np.ones(len(parts), dtype=bool)
         if missing.any():
             k = int(np.argmax(missing))
             row = int(firsts[k])
             text = block.text(row) if block.line_nos[row] == parts[k] + 1 else ""
-            raise self.table.error(
-                int(parts[k]) + 1, text, "expected the dashed ruler under the `Node N` header"
-            )
+            reason = "expected the dashed ruler under the `Node N` header"
+            raise self.table.error(int(parts[k]) + 1, text, reason)
         ruler = codes[at]
-        mode = _at(self._where("title")[1], title)
+        mode = _at(self.where["title"][1], title)
         for k in np.unique(ruler * (len(self.infos) + 1) + mode + 1, return_index=True)[1].tolist():
             key = (head, int(ruler[k]), int(mode[k]))
             if key in self._checked:
                 continue
             spans, line_no = self.spans[key[1]], int(parts[k]) + 1
             if spans is None:
-                raise self.table.error(
-                    line_no, self.dash_texts[key[1]], "ruler columns overlap or none is a data column"
-                )
+                reason = "ruler columns overlap or none is a data column"
+                raise self.table.error(line_no, self.dash_texts[key[1]], reason)
             if len(spans) != len(head.names):
                 reason = f"{len(head.names)} column headers over a ruler of {len(spans)} columns"
                 raise self.table.error(line_no - 1, self.heads[head][1], reason)
@@ -429,82 +399,66 @@ class _Numastat:
             return self._meta[key]
         label = block.label.categories[block.label.codes[row]]
         section, pid, process, mode = self.infos[info] if info >= 0 else ("numa", None, None, "compat")
-        metric = label
+        metric, bad = label, ""
         if mode == "compat":
             if not _COMPAT_LABEL.match(label):
-                reason = "not a `numastat` row (`numa_hit   123   456`)"
-                raise self.table.error(int(block.line_nos[row]), block.text(row), reason)
+                bad = "not a `numastat` row (`numa_hit   123   456`)"
         elif label == "Total":
             metric = "total"
         elif mode == "list":
-            m = _PID_LABEL.match(label)
-            if m is None:
-                raise self.table.error(
-                    int(block.line_nos[row]), block.text(row), f"row label {label!r} is not `PID (name)`"
-                )
-            pid, process, metric = int(m[1]), m[2], "total"
+            if m := _PID_LABEL.match(label):
+                pid, process, metric = int(m[1]), m[2], "total"
+            else:
+                bad = f"row label {label!r} is not `PID (name)`"
         elif not _LABEL.match(label):
-            reason = f"row label {label!r} is not a numastat row name"
-            raise self.table.error(int(block.line_nos[row]), block.text(row), reason)
+            bad = f"row label {label!r} is not a numastat row name"
         elif section != "meminfo":
             metric = label.lower()
-        t = self.texts
-        found = (
-            t.setdefault(metric, len(t)),
-            np.nan if pid is None else pid,
-            t.setdefault(process, len(t)),
-            t.setdefault(section, len(t)),
-        )
+        if bad:
+            raise self.table.error(int(block.line_nos[row]), block.text(row), bad)
+        code = self.texts.code
+        found = (code(metric), np.nan if pid is None else pid, code(process), code(section))
         self._meta[key] = found
         return found
 
     # ------------------------------------------------------------ the frame
 
-    def _frame(self) -> pd.DataFrame:
-        dropped = int(self.table.cut is not None)
-        attrs = {
-            "skipped": self.table.skips,
-            "nodes": [],
-            "dropped_lines": dropped,
-            "unknown_columns": [],
-            "notes": self.notes,
-        }
-        titles, _ = self._where("title")
-        if not self.rows_:
+    def frame(self) -> pd.DataFrame:
+        if self.rows_:
+            df, nodes = self._cells()
+        else:
             self.table.skips.refuse_if_nothing_read(0, self.table.lines)
-            if dropped and len(titles):
-                self.notes.append(f"table {len(titles) - 1} cut off: its last line was dropped")
-            df = empty_frame(SCHEMA)
-            df.attrs.update(attrs)
-            return df
-        line, header, title, code, label, pid, metric, process, section = (
-            np.concatenate(c) for c in zip(*self.rows_, strict=True)
+            self._note_cut(self.where["title"][0])  # no compatibility table (no row), none ended (refused)
+            df, nodes = empty_frame(SCHEMA), []
+        dropped = int(self.table.cut is not None)
+        df.attrs.update(
+            skipped=self.table.skips, nodes=nodes, dropped_lines=dropped, unknown_columns=[], notes=self.notes
         )
+        return df
+
+    def _cells(self) -> tuple[pd.DataFrame, list[int]]:
+        """The rows read as one row per cell, tables joined from their parts; the node numbers seen."""
+        titles = self.where["title"][0]
+        rows = [np.concatenate(c) for c in zip(*self.rows_, strict=True)]
         node, value = (np.concatenate(c) for c in zip(*self.cells, strict=True))
-        width = np.array([len(h.names) for h in self.heads])[code]
+        heads = list(self.heads)
+        width = np.array([len(h.names) for h in heads])[rows[3]]  # cells per row, as handed over
         cell_row = None  # each cell's row, where the rows or cells move
-        moved = bool((np.diff(line) < 0).any())  # the engine hands a chunk's rows over layout by layout
+        moved = bool((np.diff(rows[0]) < 0).any())  # the engine hands a chunk's rows over layout by layout
         if moved:
-            order = np.argsort(line, kind="stable")
+            order = np.argsort(rows[0], kind="stable")
             rank = np.empty_like(order)
             rank[order] = np.arange(len(order))
-            line, header, title, code, label = (
-                line[order],
-                header[order],
-                title[order],
-                code[order],
-                label[order],
-            )
-            metric, pid, process, section = metric[order], pid[order], process[order], section[order]
-            cell_row = rank[np.repeat(np.arange(len(line)), width)]
+            cell_row = rank[np.repeat(np.arange(len(order)), width)]
+            rows = [r[order] for r in rows]
+        line, header, title, code, label, pid, metric, process, section = rows
         # parts: one per header line; each titled part in its title's table, compatibility parts joined
         # while their node numbers go on (no title or end between them)
         part_first, part_rows = _runs(header)
-        part_at = header[part_first]
-        start = np.where(title[part_first] >= 0, _at(titles, title[part_first]), part_at)
-        heads = list(self.heads)
-        compat = np.flatnonzero(title[part_first] < 0).tolist()
+        part_at, part_title = header[part_first], title[part_first]
+        start = np.where(part_title >= 0, _at(titles, part_title), part_at)
         ends = np.array(self.ended, dtype=np.int64)
+        compat = np.flatnonzero(part_title < 0).tolist()
         for a, b in zip(compat, compat[1:], strict=False):
             ha, hb = part_at[a], part_at[b]
             between = (np.searchsorted(titles, hb) != np.searchsorted(titles, ha)) or (
@@ -513,28 +467,24 @@ class _Numastat:
             nodes_a, nodes_b = heads[code[part_first[a]]].nodes, heads[code[part_first[b]]].nodes
             if b == a + 1 and not between and min(nodes_b) > max(nodes_a):
                 start[b] = start[a]
-        starts = np.union1d(titles, start[title[part_first] < 0])  # titles, compatibility tables
+        starts = np.union1d(titles, start[part_title < 0])  # titles, compatibility tables
         part_table = np.searchsorted(starts, start)
         part_no = np.arange(len(part_at)) - np.searchsorted(part_table, part_table)  # rank within its table
         row_part = np.repeat(np.arange(len(part_at)), part_rows)
-        row_pos = np.arange(len(line)) - part_first[row_part]
-        self._check_parts(part_at, part_first, part_table, part_no, row_part, row_pos, line, code, label)
-        if dropped and len(starts):
-            last = len(starts) - 1
-            if not (len(ends) and ends[-1] > starts[-1]):
-                self.notes.append(f"table {last} cut off: its last line was dropped")
-        folded = bool((part_no > 0).any())
-        same = bool((width == width[0]).all())
-        if folded:  # a folded table: each row's cells of every part together
+        self._check_parts(part_at, part_first, part_table, part_no, row_part, line, code, label)
+        self._note_cut(starts)
+        if (part_no > 0).any():  # a folded table: each row's cells of every part together
             if cell_row is None:
                 cell_row = np.repeat(np.arange(len(line)), width)
             col = np.arange(len(node)) - np.repeat(np.cumsum(width) - width, width)
             r = row_part[cell_row]
+            row_pos = np.arange(len(line)) - part_first[row_part]
             at = np.lexsort((col, part_no[r], row_pos[cell_row], part_table[r]))
             cell_row, node, value = cell_row[at], node[at], value[at]
         elif moved:
             at = np.argsort(cell_row, kind="stable")
             cell_row, node, value = cell_row[at], node[at], value[at]
+        same = bool((width == width[0]).all())
 
         def cells(rows: np.ndarray) -> np.ndarray:
             """A value per row as one per cell."""
@@ -542,41 +492,38 @@ class _Numastat:
                 return rows[cell_row]
             return np.repeat(rows, width[0] if same else width)  # a count for all: 3 times as fast
 
-        table = cells(part_table[row_part])
         pages = cells(title < 0)
         pid = cells(pid)
-        names = list(self.texts)
         n = len(node)
         data = {
             "host": text_column([self.host], np.zeros(n, dtype=np.intp)),
-            "table": pd.arrays.IntegerArray(table, np.zeros(n, dtype=bool)),
-            "section": text_column(names, cells(section)),
+            "table": pd.arrays.IntegerArray(cells(part_table[row_part]), np.zeros(n, dtype=bool)),
+            "section": self.texts.array(cells(section)),
             "pid": pd.arrays.IntegerArray(np.where(np.isnan(pid), 0, pid).astype(np.int64), np.isnan(pid)),
-            "process": text_column(names, cells(process)),
-            "metric": text_column(names, cells(metric)),
+            "process": self.texts.array(cells(process)),
+            "metric": self.texts.array(cells(metric)),
             "node": pd.arrays.IntegerArray(np.maximum(node, 0), node < 0),
             "is_total": pd.arrays.BooleanArray(node < 0, np.zeros(n, dtype=bool)),
             "pages": np.where(pages, value, np.nan),
             "mb": np.where(pages, np.nan, value),
         }
-        heads = list(self.heads)
-        attrs["nodes"] = sorted({n for c in np.unique(code).tolist() for n in heads[c].nodes if n >= 0})
-        df = coerce(pd.DataFrame(data, copy=False), SCHEMA)
-        df.attrs.update(attrs)
-        return df
+        nodes = sorted({n for c in np.unique(code).tolist() for n in heads[c].nodes if n >= 0})
+        return coerce(pd.DataFrame(data, copy=False), SCHEMA), nodes
 
-    def _check_parts(
-        self, part_at, part_first, part_table, part_no, row_part, row_pos, line, code, label
-    ) -> None:
+    def _note_cut(self, starts: np.ndarray) -> None:
+        """The last table cut off (the capture's last line dropped), unless a foreign line ended it."""
+        if self.table.cut is not None and len(starts) and not (self.ended and self.ended[-1] > starts[-1]):
+            self.notes.append(f"table {len(starts) - 1} cut off: its last line was dropped")
+
+    def _check_parts(self, part_at, part_first, part_table, part_no, row_part, line, code, label) -> None:
         """Within a table no row label twice in a part, no column twice; a later part repeats the
         first part's labels in order (the last part may stop short: cut off)."""
-        labels = list(self.labels)
+        labels = list(self.labels.index)
         twice = pd.Series(row_part * (len(labels) + 1) + label).duplicated().to_numpy()
         if twice.any():
             k = int(np.argmax(twice))
-            raise self.table.error(
-                int(line[k]), labels[label[k]], f"row {labels[label[k]]!r} appears twice in one table"
-            )
+            name = labels[label[k]]
+            raise self.table.error(int(line[k]), name, f"row {name!r} appears twice in one table")
         heads = list(self.heads.items())
         for table in np.unique(part_table[part_no > 0]).tolist():
             parts = np.flatnonzero(part_table == table).tolist()

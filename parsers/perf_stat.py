@@ -46,8 +46,8 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterator
 from dataclasses import dataclass
+from itertools import islice
 
 import numpy as np
 import pandas as pd
@@ -63,20 +63,14 @@ class PerfStatExtras(Extras):
     """What perf_stat reads beside its rows (see `_common.Extras`); `notes` holds perf's advice lines
     after the footer."""
 
-    # `text` or `csv` (`-x,`)
-    header_generation: str | None = None
-    # what perf measured: `'sleep 0.2'`, `system wide`
-    target: str | None = None
-    # `-r N`: the values are means of N runs
-    runs: int | None = None
-    # `# started on ...` as printed
-    started: str | None = None
-    # the footer's `seconds time elapsed`, `user`, `sys`
-    elapsed_s: float | None = None
+    header_generation: str | None = None  # `text` or `csv` (`-x,`)
+    target: str | None = None  # what perf measured: `'sleep 0.2'`, `system wide`
+    runs: int | None = None  # `-r N`: the values are means of N runs
+    started: str | None = None  # `# started on ...` as printed
+    elapsed_s: float | None = None  # the footer's `seconds time elapsed`, `user`, `sys`
     user_s: float | None = None
     sys_s: float | None = None
-    # lines before the first perf line (the target's own stderr), skipped
-    preamble_lines: int = 0
+    preamble_lines: int = 0  # lines before the first perf line (the target's own stderr), skipped
 
 
 EXTRAS = PerfStatExtras
@@ -117,13 +111,14 @@ _SPREAD = re.compile(r"\(\s*\+-\s*[0-9.,]+%\s*\)")
 _METRIC = re.compile(r"^(-?[0-9.,]+|nan|inf|-inf)\s*(.*)$")
 _DE_CSV = re.compile(r",[A-Za-z][^,]*,[0-9]+,[0-9]{1,3},[0-9]{2}(?:,|$)")  # run-time, then pct `100,00`
 _NOT = {"<not supported>": "not supported", "<not counted>": "not counted"}
+_COLUMNS = [k for k in SCHEMA if k not in ("host", "ipc")]  # what a row gives, in order
 _STRING_COLS = ("cpu", "event", "unit", "status", "metric_unit")
 _TOKEN = re.compile(r"\S+")
 # Digits made alike: two text lines with the same skeleton have every other character in the same
 # place, so the one grammar (`_plan`) read on one of them says where each field is in all of them.
 _SKELETON = str.maketrans("0123456789", "0" * 10)
 _DIGIT = re.compile("[0-9]")  # what `_SKELETON` makes alike
-_BLOCK = 16  # `text_chunks`' chunks read as one block
+_BLOCK = 16  # `text_chunks`' chunks read as one block: a few calls per skeleton, whatever its size
 _WALK_LINES = 50_000  # lines of a stream (or a capture with CR line ends) read as one block
 
 Span = tuple[int, int]  # a field's place in its line: [start, end) in characters
@@ -167,22 +162,14 @@ def _plan(line: str) -> _Plan | str:
     def text(span: Span) -> str:
         return s[span[0] : span[1]]
 
-    interval = None
-    if (
-        len(toks) >= 2
-        and _TIME.match(text(toks[0]))
-        and (_is_value(text(toks[1])) or _AGGR.match(text(toks[1])))
-    ):
+    interval, cpu = None, None
+    lead = [text(t) for t in toks[:2]]  # the first two tokens
+    if len(lead) == 2 and _TIME.match(lead[0]) and (_is_value(lead[1]) or _AGGR.match(lead[1])):
         interval = toks.pop(0)
-    cpu = None
     if toks and _AGGR.match(text(toks[0])):
         cpu = toks.pop(0)
-        if (
-            not text(cpu).startswith("CPU")
-            and len(toks) >= 2
-            and text(toks[0]).isdigit()
-            and _is_value(text(toks[1]))
-        ):
+        lead = [text(t) for t in toks[:2]]
+        if not text(cpu).startswith("CPU") and len(lead) == 2 and lead[0].isdigit() and _is_value(lead[1]):
             toks.pop(0)  # --per-socket/--per-core: how many CPUs the aggregate covers
     first = text(toks[0]) if toks else ""
     if "," in first and re.match(r"^[0-9.,]+$", first) and not _GROUPED.match(first):
@@ -247,9 +234,7 @@ def _is_value(tok: str) -> bool:
 def sniff(text: str) -> bool:
     """A `perf stat` report header, its `-I` header, or `-x,` rows within the first lines."""
     lines = [ln.strip() for ln in text[:8192].splitlines()[:60] if ln.strip()]
-    if any(_HEADER.match(ln) for ln in lines) or any(
-        _INTERVAL_HEADER.match(ln) and "counts" in ln for ln in lines
-    ):
+    if any(_HEADER.match(ln) or (_INTERVAL_HEADER.match(ln) and "counts" in ln) for ln in lines):
         return True
     rows = [ln for ln in lines if ln.count(",") >= 2]
     good = sum(_csv_row(ln) is not None or _DE_CSV.search(ln) is not None for ln in rows)
@@ -257,12 +242,15 @@ def sniff(text: str) -> bool:
 
 
 class _Report:
-    """State of one walk over the lines that are no text rows (headers, comments, the footer, `-x,`
-    rows, the target's own stderr): the mode, the `-x,` rows so far and the attrs."""
+    """The report: its rows as arrays in file order (string columns as codes into one `Interned` table
+    each), and the walk over the lines that are no text rows (headers, comments, the footer, `-x,` rows,
+    the target's own stderr): the mode, the `-x,` rows since the last text rows and the attrs."""
 
     def __init__(self) -> None:
         self.mode: str | None = None
-        self.cols: dict[str, list] = {k: [] for k in SCHEMA if k not in ("host", "ipc")}
+        self.strings = {k: Interned() for k in _STRING_COLS}
+        self.parts: dict[str, list[np.ndarray]] = {k: [] for k in _COLUMNS}
+        self.csv_rows: dict[str, list] = {k: [] for k in _COLUMNS}
         self.attrs: dict[str, object] = {"preamble_lines": 0, "notes": [], "dropped_lines": 0}
         self.first_preamble: tuple[int, str] | None = None
         self.after_footer = False
@@ -272,16 +260,33 @@ class _Report:
         """Whether text rows here are the report's (read by `_Block`), not the target's or perf's advice."""
         return self.mode == "text" and not self.after_footer
 
-    def add(self, row: tuple) -> None:
-        for key, val in zip(self.cols, row, strict=True):
-            self.cols[key].append(val)
+    def add_rows(self, cols: dict[str, np.ndarray]) -> None:
+        """Text rows as arrays, after the `-x,` rows read before them."""
+        self._flush_csv()
+        for k, v in cols.items():
+            self.parts[k].append(v)
+
+    def columns(self) -> dict[str, np.ndarray]:
+        self._flush_csv()
+        return {
+            k: np.concatenate(v) if v else np.empty(0, dtype=np.int64 if k in self.strings else np.float64)
+            for k, v in self.parts.items()
+        }
+
+    def _flush_csv(self) -> None:
+        if not self.csv_rows["event"]:
+            return
+        for k, v in self.csv_rows.items():
+            self.parts[k].append(
+                self.strings[k].codes(v) if k in self.strings else np.array(v, dtype=np.float64)
+            )
+            v.clear()
 
     def feed(self, line_no: int, line: str, lines: Lines) -> None:
         s = line.strip()
         if not s:
             return
-        head = _HEADER.match(s)
-        if head:
+        if head := _HEADER.match(s):
             self.mode, self.after_footer = "text", False
             self.attrs["target"] = head[1].strip("'")
             if head[2]:
@@ -295,8 +300,7 @@ class _Report:
             elif self.mode is None:
                 self._preamble(line_no, line)
             return  # a metric continuation line (`#  0.21  stalled cycles per insn`)
-        foot = _FOOTER.match(s)
-        if foot and self.mode == "text":
+        if (foot := _FOOTER.match(s)) and self.mode == "text":
             if "," in foot[1]:
                 raise lines.error(line_no, line, _LOCALE)
             key = {"time elapsed": "elapsed_s", "user": "user_s", "sys": "sys_s"}[foot[2]]
@@ -314,7 +318,8 @@ class _Report:
         row = _csv_row(s)
         if row is not None:
             self.mode = "csv"
-            self.add(row)
+            for values, value in zip(self.csv_rows.values(), row, strict=True):
+                values.append(value)
         elif self.mode == "csv":
             raise lines.error(line_no, line, "not a `perf stat -x,` row")
         else:
@@ -347,57 +352,23 @@ def parse(source: Source, *, host: str | None = None, tz: str = "UTC") -> pd.Dat
         block = _Block()
         lines = feed_lines(source, KIND, block.feed, block.rep.cut)
         block.flush(lines)
-    rep, segments = block.rep, block.segments
-    segments.flush(rep)
+    rep = block.rep
     if rep.mode is None and rep.first_preamble is not None:
         raise lines.error(
             *rep.first_preamble,
             "not a perf stat capture (no `Performance counter stats` header, no -x, rows)",
         )
-    attrs = {"header_generation": rep.mode, **rep.attrs}
-    cols = segments.columns()
-    n = len(cols["interval_s"])
-    if not n:
+    cols = rep.columns()
+    if n := len(cols["interval_s"]):
+        # in SCHEMA's order: no copy
+        data: dict[str, object] = {"host": pd.array([host], dtype="string").take(np.zeros(n, dtype=np.intp))}
+        data.update({k: rep.strings[k].array(v) if k in rep.strings else v for k, v in cols.items()})
+        data["ipc"] = _ipc(cols, list(rep.strings["event"].index))
+        df = coerce(pd.DataFrame(data, copy=False), SCHEMA)
+    else:
         df = empty_frame(SCHEMA)
-        df.attrs.update(attrs)
-        return df
-    # in SCHEMA's order: no copy
-    data: dict[str, object] = {"host": pd.array([host], dtype="string").take(np.zeros(n, dtype=np.intp))}
-    data.update({k: segments.strings[k].array(v) if k in segments.strings else v for k, v in cols.items()})
-    data["ipc"] = _ipc(cols, list(segments.strings["event"].index))
-    df = coerce(pd.DataFrame(data, copy=False), SCHEMA)
-    df.attrs.update(attrs)
+    df.attrs.update({"header_generation": rep.mode, **rep.attrs})
     return df
-
-
-class _Segments:
-    """Rows as arrays, in file order: the text rows of each block (`_Block`) and the `-x,` rows the
-    walk read between them (flushed from `_Report.cols`). String columns are codes into one
-    `Interned` table each."""
-
-    def __init__(self) -> None:
-        self.strings = {k: Interned() for k in _STRING_COLS}
-        self.parts: dict[str, list[np.ndarray]] = {k: [] for k in SCHEMA if k not in ("host", "ipc")}
-
-    def flush(self, rep: _Report) -> None:
-        """Move the walk's rows so far into the arrays."""
-        if not rep.cols["event"]:
-            return
-        for k, v in rep.cols.items():
-            self.parts[k].append(
-                self.strings[k].codes(v) if k in self.strings else np.array(v, dtype=np.float64)
-            )
-            v.clear()
-
-    def add_rows(self, cols: dict[str, np.ndarray]) -> None:
-        for k, v in cols.items():
-            self.parts[k].append(v)
-
-    def columns(self) -> dict[str, np.ndarray]:
-        return {
-            k: np.concatenate(v) if v else np.empty(0, dtype=np.int64 if k in self.strings else np.float64)
-            for k, v in self.parts.items()
-        }
 
 
 class _Block:
@@ -409,7 +380,6 @@ class _Block:
 
     def __init__(self) -> None:
         self.rep = _Report()
-        self.segments = _Segments()
         self.pending: list[str] = []
         self.first_no = 1
 
@@ -421,7 +391,7 @@ class _Block:
         lines = Lines(source, KIND)
         first_no = 1
         try:
-            for chunk in _joined(chunks):
+            while chunk := "".join(islice(chunks, _BLOCK)):
                 if has_cr(chunk):
                     return None
                 body = chunk[: chunk.rfind("\n") + 1]  # a cut last line is the walk's
@@ -462,10 +432,9 @@ class _Block:
             if i < len(codes):
                 rep.feed(first_no + i, text.line(i), lines)
             start = i + 1
-        rows = np.flatnonzero(bulk & is_row)
+        rows = np.flatnonzero(bulk)
         if len(rows):
-            self.segments.flush(rep)
-            self.segments.add_rows(self._rows(text, rows, codes[rows], plans))
+            rep.add_rows(self._rows(text, rows, codes[rows], plans))
 
     @staticmethod
     def _plan_of(line: str) -> _Plan | None:
@@ -480,25 +449,21 @@ class _Block:
         self, text: _Text, rows: np.ndarray, codes: np.ndarray, plans: list[_Plan | None]
     ) -> dict[str, np.ndarray]:
         """The columns of the text rows `rows` (lines of the block; `codes` their skeletons), in order."""
-        strings = self.segments.strings
+        strings = self.rep.strings
         out = {
             k: np.full(len(rows), -1, dtype=np.int64) if k in strings else np.full(len(rows), np.nan)
-            for k in self.segments.parts
+            for k in _COLUMNS
         }
         order = np.argsort(codes, kind="stable")
         for at in np.split(order, np.flatnonzero(np.diff(codes[order])) + 1):  # one skeleton's rows
             plan = plans[codes[at[0]]]
-            if plan is None:
-                continue  # no row: not in `rows`
             field = _Fields(text, rows[at], strings)
             out["interval_s"][at] = field.number(plan.interval)
             out["cpu"][at] = field.code("cpu", plan.cpu)
             out["event"][at] = field.code("event", plan.event)
             out["value"][at] = field.number(plan.value, plan.grouped)
             out["unit"][at] = field.code("unit", plan.unit)
-            out["running_pct"][at] = (
-                field.number(plan.running) if isinstance(plan.running, tuple) else plan.running
-            )
+            out["running_pct"][at] = field.number(plan.running)
             out["status"][at] = strings["status"].code(plan.status)
             out["metric_value"][at] = field.number(plan.metric_value)
             out["metric_unit"][at] = field.code("metric_unit", plan.metric_unit, words=True)
@@ -521,18 +486,6 @@ class _Text:
         return self.body[self.starts[i] : self.ends[i]]
 
 
-def _joined(chunks: Iterator[str]) -> Iterator[str]:
-    """Chunks joined `_BLOCK` at a time: a block costs a few calls per skeleton, whatever its size."""
-    batch: list[str] = []
-    for chunk in chunks:
-        batch.append(chunk)
-        if len(batch) == _BLOCK:
-            yield "".join(batch)
-            batch.clear()
-    if batch:
-        yield "".join(batch)
-
-
 class _Fields:
     """The fields of one skeleton's rows (`rows`: lines of the block), read at the places its plan says."""
 
@@ -541,15 +494,29 @@ class _Fields:
         self.line = text.line(int(rows[0]))  # every row is as long, its digits elsewhere the same
 
     def cells(self, span: Span) -> np.ndarray:
-        """The field's characters, a row each."""
-        return byte_windows(self.text.chars, self.text.starts[self.rows] + span[0], span[1] - span[0])
+        """The field's characters, a fixed-width string (bytes when ASCII) a row."""
+        width = span[1] - span[0]
+        chars = byte_windows(self.text.chars, self.text.starts[self.rows] + span[0], width)
+        return np.ascontiguousarray(chars).view(f"{'U' if self.text.wide else 'S'}{width}").ravel()
 
-    def number(self, span: Span | None, grouped: bool = False) -> np.ndarray | float:
-        return math.nan if span is None else _numbers(self.cells(span), self.text.wide, grouped)
+    def number(self, span: Span | float | None, grouped: bool = False) -> np.ndarray | float:
+        """The field's numbers (digits, `.`, en_US `,`, or `nan`/`inf`), converted by Arrow; NaN for no
+        span, the value the form fixes for a float."""
+        if span is None:
+            return math.nan
+        if isinstance(span, float):
+            return span
+        texts = pa.array(self.cells(span))
+        if not self.text.wide:
+            texts = texts.cast(pa.string())
+        if grouped:
+            texts = pc.replace_substring(texts, ",", "")
+        return pc.cast(texts, pa.float64()).to_numpy(zero_copy_only=False)
 
     def code(self, k: str, span: Span | str | None, words: bool = False) -> np.ndarray | int:
-        """Codes of the column's texts: -1 (NA) for no span, one code for a text the form fixes or for a
-        field without a digit (the same in every row), else each row's."""
+        """Codes of the column's texts (`words`: blanks between words made one): -1 (NA) for no span, one
+        code for a text the form fixes or for a field without a digit (the same in every row), else
+        each row's, each distinct text read once."""
         if span is None:
             return -1
         if isinstance(span, str):
@@ -557,30 +524,13 @@ class _Fields:
         text = self.line[span[0] : span[1]]
         if not _DIGIT.search(text):
             return self.strings[k].code(_text(text, words))
-        return _codes(self.cells(span), self.text.wide, self.strings[k], words)
+        local, uniques = pd.factorize(self.cells(span))
+        table = [_text(u if self.text.wide else u.decode("ascii"), words) for u in uniques]
+        return np.array([self.strings[k].code(t or "") for t in table], dtype=np.int64)[local]
 
 
 def _text(text: str, words: bool) -> str:
     return " ".join(text.split()) if words else text
-
-
-def _numbers(cells: np.ndarray, wide: bool, grouped: bool) -> np.ndarray:
-    """The numbers of a field's characters (one row each: digits, `.`, en_US `,`, or `nan`/`inf`)."""
-    texts = pa.array(np.ascontiguousarray(cells).view(f"{'U' if wide else 'S'}{cells.shape[1]}").ravel())
-    if not wide:
-        texts = texts.cast(pa.string())
-    if grouped:
-        texts = pc.replace_substring(texts, ",", "")
-    return pc.cast(texts, pa.float64()).to_numpy(zero_copy_only=False)
-
-
-def _codes(cells: np.ndarray, wide: bool, interned: Interned, words: bool) -> np.ndarray:
-    """`interned` codes of a text field's characters (one row each), each distinct text read once."""
-    local, uniques = pd.factorize(
-        np.ascontiguousarray(cells).view(f"{'U' if wide else 'S'}{cells.shape[1]}").ravel()
-    )
-    table = [_text(u if wide else u.decode("ascii"), words) for u in uniques]
-    return np.array([interned.code(t or "") for t in table], dtype=np.int64)[local]
 
 
 def _ipc(cols: dict[str, np.ndarray], events: list[str]) -> np.ndarray:
@@ -629,14 +579,5 @@ def _csv_row(s: str) -> tuple | None:
     status = _NOT.get(raw, "counted")
     value = math.nan if status != "counted" else float(raw)
     running = float(pct) if pct and status == "counted" else math.nan
-    return (
-        interval,
-        cpu,
-        event,
-        value,
-        unit or None,
-        running,
-        status,
-        float(mval) if mval else math.nan,
-        munit or None,
-    )
+    metric = float(mval) if mval else math.nan
+    return interval, cpu, event, value, unit or None, running, status, metric, munit or None
