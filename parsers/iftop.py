@@ -1,9 +1,9 @@
 """iftop: `iftop -t -s SECONDS -n -N -B -i IFACE` (perfkit runs it as root), one row per connection line.
 
-Reads iftop 1.0pre4 (Debian 12) text mode (`-t`), with or without `-B` (bytes or bits), with or
-without `-P` (ports). `-t -s N` prints one block after N seconds and exits; `-t` alone prints one
-block every 2 s until killed (a SIGTERM'd iftop loses its unflushed stdio buffer: the last block is
-often cut). iftop prints no time, so blocks are numbered, not timestamped. A block:
+Reads iftop 1.0pre4 (Debian 12) text mode (`-t`), with or without `-B` (bytes or bits) and `-P`
+(ports). `-t -s N` prints one block after N seconds and exits; `-t` alone prints one every 2 s until
+killed (a SIGTERM'd iftop loses its unflushed stdio buffer: the last block is often cut). iftop
+prints no time, so blocks are numbered, not timestamped. A block:
 
     Listening on lo                                              (once, before the first block)
        # Host name (port/service if enabled)            last 2s   last 10s   last 40s cumulative
@@ -23,18 +23,18 @@ often cut). iftop prints no time, so blocks are numbered, not timestamped. A blo
   line (src/dst as iftop orders the pair, usually the local side first). On `lo` every packet is
   seen once: all traffic shows on `=>`, `<=` is 0B.
 - Rates are averages over the last 2 s, 10 s and 40 s (shorter while iftop has run less long).
-  Units step by 1024 (iftop's `readable_size`): `B KB MB GB` with `-B`, bits `b Kb Mb Gb`
-  without it; all converted to bytes per second. `cumulative` (bytes since start) is always in
-  `B KB MB GB`. iftop prints 3 significant digits, so converted values carry that rounding.
-  Packet units (`-u packets`: `p Kp Mp`) are refused with a ParseError.
+  Units step by 1024 (iftop's `readable_size`): `B KB MB GB` with `-B`, bits `b Kb Mb Gb` without
+  it; all converted to bytes per second. `cumulative` (bytes since start) is always in `B KB MB GB`.
+  iftop prints 3 significant digits, so converted values carry that rounding. Packet units
+  (`-u packets`: `p Kp Mp`) are refused with a ParseError.
 - A last line without newline was cut mid-write and is dropped (`dropped_lines`), unless it is the
   whole 92-wide `=====` rule: then only the final newline is missing and the block is complete.
 - Saved with stderr (`iftop -t ... > f 2>&1`): iftop's own messages before the first block
-  (`interface: lo`, `IP address is: ...`, `IPv6 address is: ...`, `MAC address is: ...`) are known
-  and passed over without making the capture partial (`interface:` must agree with `Listening on`).
-  Any other line outside a block (a shell's or pcap's message) is skipped and counted
-  (`skipped`, parsers/_common.Skips): the capture is read, marked partial. Inside a block
-  an unknown line is still a ParseError naming it: it sits among rows whose numbers it could be.
+  (`interface: lo`, `IP address is: ...`, `IPv6 address is: ...`, `MAC address is: ...`) are passed
+  over without making the capture partial (`interface:` must agree with `Listening on`). Any other
+  line outside a block (a shell's or pcap's message) is skipped and counted (`skipped`): the capture
+  is read, marked partial; a file with nothing else is refused, naming its first skipped line.
+  Inside a block an unknown line is a ParseError: it sits among rows whose numbers it could be.
 - Hosts: `-n` numeric; IPv6 with a port is printed `[fd99::1]:35930`. Ports are numbers with
   `-N`; without `-N` a service name (`:http`) leaves the port NA (said in `notes`). A host column
   is 40 characters wide: longer names overflow it and are still read (split on whitespace).
@@ -56,13 +56,9 @@ Schema (one row per connection line, blocks in file order):
 | rate_40s_bytes_s | float64 | over the last 40 s, bytes/s |
 | cumulative_bytes | float64 | bytes in that direction since iftop started |
 
-What it reads beside its rows: `EXTRAS` (below). A file with no block and no connection read, but
-lines skipped, is refused naming its first skipped line.
-
-The table engine (`_table`) cuts the capture and reads the connection lines by `_LAYOUT` (the `=>` line
-with its rank, the `<=` line without: `Layout.mixed`), in bulk or row by row naming a bad line; the
-header, rules and totals lines are its aside lines. This module reads those (each distinct text once),
-pairs the connection lines, numbers the blocks and converts each distinct value once.
+What it reads beside its rows: `EXTRAS` (below). The table engine (`_table`) reads the connection
+lines by `_LAYOUT`; this module reads iftop's other lines, pairs the connection lines, numbers the
+blocks and converts each distinct text once.
 
 Tested on: tests/fixtures/iftop/ (README.md there).
 """
@@ -71,7 +67,6 @@ from __future__ import annotations
 
 import bisect
 import re
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -91,10 +86,8 @@ class IftopExtras(Extras):
     # one record per complete block: `block`, `send_{2s,10s,40s}_bytes_s`, `recv_...`, `total_...`,
     # `peak_{send,recv,total}_bytes_s`, `cumulative_{send,recv,total}_bytes`
     totals: list[dict] = field(default_factory=list)
-    # as iftop's banner names it (`Listening on`)
-    interface: str | None = None
-    # `bytes` or `bits` (per second), as printed
-    rate_unit: str | None = None
+    interface: str | None = None  # as iftop's banner names it (`Listening on`)
+    rate_unit: str | None = None  # `bytes` or `bits` (per second), as printed
 
 
 EXTRAS = IftopExtras
@@ -118,14 +111,9 @@ SCHEMA: dict[str, str] = {
 
 # unit -> (bytes factor, family): iftop steps by 1024; bits are divided by 8
 _UNITS: dict[str, tuple[float, str]] = {
-    "B": (1.0, "bytes"),
-    "KB": (1024.0, "bytes"),
-    "MB": (1024.0**2, "bytes"),
-    "GB": (1024.0**3, "bytes"),
-    "b": (1 / 8, "bits"),
-    "Kb": (1024.0 / 8, "bits"),
-    "Mb": (1024.0**2 / 8, "bits"),
-    "Gb": (1024.0**3 / 8, "bits"),
+    prefix + unit: (1024.0**power / per_byte, family)
+    for unit, per_byte, family in (("B", 1, "bytes"), ("b", 8, "bits"))
+    for power, prefix in enumerate(("", "K", "M", "G"))
 }
 _PACKETS = ("p", "Kp", "Mp")
 _FAMILIES = {"bytes": 1, "bits": 2}  # as numbers (0: no value)
@@ -137,39 +125,34 @@ _STDERR_ADDRESS = re.compile(r"^(?:IP address is|IPv6 address is|MAC address is)
 _HEADER = re.compile(
     r"^\s*# Host name \(port/service if enabled\)\s+last 2s\s+last 10s\s+last 40s\s+cumulative$"
 )
-# iftop's own lines around the connection lines (the engine's aside lines), one a line: the header
-# (group 1), a `-` rule (2) or the closing `=` rule (3); and a totals line, a `_TOTAL_NAMES` name then
-# `_VALUES` after its colon
+# the engine's aside lines but totals: the header (group 1), a `-` rule (2) or the closing `=` rule (3)
 _RULES = re.compile(
     r"(?:([ \t]*# Host name \(port/service if enabled\)[ \t]+last 2s[ \t]+last 10s[ \t]+last 40s"
     r"[ \t]+cumulative)|(-{20,})|(={20,}))[ \t]*$"
 )
+# a totals line: one of `_TOTAL_NAMES`, a colon, `_VALUES`; each name -> the `totals` keys of its values
 _VALUES = re.compile(r"(?: +\S+){3}[ \t]*")
-_TOTAL_NAMES = {  # a totals line -> its values' names in `totals` (all rates but the cumulative ones)
-    "Total send rate": ("send_2s_bytes_s", "send_10s_bytes_s", "send_40s_bytes_s"),
-    "Total receive rate": ("recv_2s_bytes_s", "recv_10s_bytes_s", "recv_40s_bytes_s"),
-    "Total send and receive rate": ("total_2s_bytes_s", "total_10s_bytes_s", "total_40s_bytes_s"),
-    "Peak rate (sent/received/total)": ("peak_send_bytes_s", "peak_recv_bytes_s", "peak_total_bytes_s"),
-    "Cumulative (sent/received/total)": (
-        "cumulative_send_bytes",
-        "cumulative_recv_bytes",
-        "cumulative_total_bytes",
-    ),
+_SPANS, _WAYS = ("2s", "10s", "40s"), ("send", "recv", "total")
+_TOTAL_NAMES = {
+    "Total send rate": [f"send_{span}_bytes_s" for span in _SPANS],
+    "Total receive rate": [f"recv_{span}_bytes_s" for span in _SPANS],
+    "Total send and receive rate": [f"total_{span}_bytes_s" for span in _SPANS],
+    "Peak rate (sent/received/total)": [f"peak_{way}_bytes_s" for way in _WAYS],
+    "Cumulative (sent/received/total)": [f"cumulative_{way}_bytes" for way in _WAYS],
 }
+_CUMULATIVE = "Cumulative (sent/received/total)"  # the one totals line not in bytes/s
 _TOTAL_KEYS = [key for keys in _TOTAL_NAMES.values() for key in keys]
 _SLOTS = {name: 3 * k for k, name in enumerate(_TOTAL_NAMES)}  # a totals line's first key in `_TOTAL_KEYS`
 _HEAD, _RULE, _END, _TOTALS = 1, 2, 3, 4  # the aside lines (0: none)
-_CUMULATIVE = "Cumulative (sent/received/total)"
 _RANK = re.compile(r"[0-9]{1,9}")  # a whole token: no sign
 _RULE_WIDTH = 92  # iftop's `=====` line, whole
 _OUTSIDE = "not an iftop -t line (outside a block)"
 _NOT_IFTOP = "not an iftop -t line"
 
-# A connection line: the rank (the `=>` line only), the host, the arrow, the 2 s, 10 s and 40 s rates
-# and the cumulative bytes, each value with its unit
+# A connection line: the rank (`=>` lines only), host, arrow, the 2 s, 10 s, 40 s rates and cumulative bytes
 _LAYOUT = Layout("tttttt", labels=(1, 0), mixed=True)
 _ADDR, _ARROW, _VALUE_FIELDS = 0, 1, (2, 3, 4, 5)
-_COLUMNS = ("block", "rank", "src", "src_port", "dst", "dst_port", "direction", *list(SCHEMA)[8:])
+_COLUMNS = list(SCHEMA)[1:]  # `_Iftop.parts`: all but the host
 
 
 def sniff(text: str) -> bool:
@@ -192,10 +175,9 @@ class _Iftop:
     def __init__(self, source: Source):
         self.table = Table(source, KIND, self)
         self.table.foreign = self._foreign
-        self.block = 0  # headers seen
         self.opens: list[int] = []  # the header lines, the `=====` lines: which block a line is in
         self.closes: list[int] = []
-        self.current: dict[str, float | int | None] = {}
+        self.current: dict[str, float | int | None] = {}  # the open block's totals
         self.totals: list[dict[str, float | int | None]] = []
         self.last_line = 0  # the last line seen besides the connection lines
         self.interface: str | None = None
@@ -219,14 +201,15 @@ class _Iftop:
     # ------------------------------------------------------------ the format
 
     def layout(self, line_no: int, text: str) -> Skip:
-        return ROW  # not called: no line is marked as a header (the connection lines' one layout)
+        return ROW  # never called: without header words no line is a header
 
     def aside(self, line_nos: np.ndarray, texts: list[str]) -> np.ndarray:
-        """Which lines among the connection lines are iftop's header, rules and totals lines (each distinct
-        text read once, its values too), and the blocks they open, close and total, in file order."""
-        codes, distinct = _factorize(texts)  # rules and header repeat
+        """Which lines among the connection lines are iftop's header, rules and totals lines, and the
+        blocks they open, close and total. Rules and headers repeat: each distinct text and value is
+        read once."""
+        codes, distinct = _factorize(texts)
         kinds = np.zeros(len(distinct), dtype=np.int8)
-        names: list[str] = []  # the totals lines': their names, their values (3 a line)
+        names: list[str] = []  # the distinct totals lines': their names, their values (3 a line)
         tokens: list[str] = []
         for k, text in enumerate(distinct):
             name, _, values = text.partition(":")
@@ -241,13 +224,12 @@ class _Iftop:
         if not keep.any():
             return keep
         self.last_line = max(self.last_line, int(line_nos[keep][-1]))
-        named = np.flatnonzero(kinds == _TOTALS)
         at, read = _factorize(tokens)
         rates = np.array([n != _CUMULATIVE for n in names], dtype=bool)[:, None]
         values, reasons = self._read(read, at.reshape(-1, 3), rates)
-        line_of = np.full(len(distinct), -1)
-        line_of[named] = np.arange(len(named))  # a distinct text -> its row in `values`
-        # blocks: each header opens one, each `=====` closes the open one; `is_head` must alternate
+        line_of = np.full(len(distinct), -1)  # a distinct text -> its row in `values`
+        line_of[kinds == _TOTALS] = np.arange(len(names))
+        # each header opens a block, each `=====` closes it: they must alternate
         marks = np.flatnonzero((kind == _HEAD) | (kind == _END))
         is_head = kind[marks] == _HEAD
         wrong = np.flatnonzero(is_head != ((np.arange(len(marks)) % 2 == 0) != self.in_block))
@@ -255,41 +237,36 @@ class _Iftop:
         heads_before = np.cumsum(kind == _HEAD)
         inside = heads_before - np.cumsum(kind == _END) + self.in_block > 0
         totals = np.flatnonzero(kind[:stop] == _TOTALS)
-        rows = line_of[codes[totals]]
-        bad = totals[inside[totals] & np.isin(rows, list(reasons))]
+        bad = totals[inside[totals] & np.isin(line_of[codes[totals]], list(reasons))]
         if len(bad):
             k = int(bad[0])
             raise self.table.error(int(line_nos[k]), texts[k], reasons[int(line_of[codes[k]])])
         if len(wrong):
-            k = stop
+            reason = "`=====` without a block header before it"
             if is_head[wrong[0]]:
-                block = self.block + int(heads_before[k]) - 1
-                raise self.table.error(
-                    int(line_nos[k]), texts[k], f"new block before block {block} ended (`=====`)"
-                )
-            raise self.table.error(int(line_nos[k]), texts[k], "`=====` without a block header before it")
+                open_block = len(self.opens) + int(heads_before[stop]) - 1
+                reason = f"new block before block {open_block} ended (`=====`)"
+            raise self.table.error(int(line_nos[stop]), texts[stop], reason)
         for k in totals[~inside[totals]].tolist():
             self.table.skips.add(int(line_nos[k]), texts[k], _OUTSIDE)
-        # the values of each block this stretch fills (the open one first) by slot: 3 per totals line
+        # the totals of each block this stretch fills (the open one first), 3 slots a totals line
         opened = int(is_head.sum())
         filled = np.full((opened + self.in_block, len(_TOTAL_KEYS)), np.nan)
-        seen = np.zeros(filled.shape, dtype=bool)
+        printed = np.zeros(filled.shape, dtype=bool)
         mine = totals[inside[totals]]
-        at = (heads_before[mine] - 1 + self.in_block)[:, None]  # each totals line's block, its values
+        at = (heads_before[mine] - 1 + self.in_block)[:, None]  # each totals line's block
         read = line_of[codes[mine]]
         slots = np.array([_SLOTS[n] for n in names], dtype=np.int64)[read][:, None] + np.arange(3)
         filled[at, slots] = values[read]
-        seen[at, slots] = True
-        keys = list(_TOTAL_KEYS)
+        printed[at, slots] = True
+        first = len(self.opens) + 1
         blocks = [self.current] if self.in_block else []
-        blocks += [{"block": b} for b in range(self.block + 1, self.block + 1 + opened)]
-        for record, row, there in zip(blocks, filled.tolist(), seen.tolist(), strict=True):
-            record.update(zip(keys, row, strict=True) if all(there) else _seen(keys, row, there))
-        closed = int(np.count_nonzero(~is_head))
-        self.totals += blocks[:closed]
+        blocks += [{"block": b} for b in range(first, first + opened)]
+        for record, row, there in zip(blocks, filled.tolist(), printed.tolist(), strict=True):
+            record.update((k, v) for k, v, t in zip(_TOTAL_KEYS, row, there, strict=True) if t)
+        self.totals += blocks[: len(is_head) - opened]
         self.opens += line_nos[marks[is_head]].tolist()
         self.closes += line_nos[marks[~is_head]].tolist()
-        self.block += int(is_head.sum())
         if self.in_block:
             self.current = blocks[-1]
         return keep
@@ -297,30 +274,29 @@ class _Iftop:
     def _read(
         self, distinct: list[str], codes: np.ndarray, rates: np.ndarray
     ) -> tuple[np.ndarray, dict[int, str]]:
-        """Values (`codes`, a row of them per line, into `distinct` tokens; `rates` where they are rates,
-        else cumulative bytes) in bytes(/s), each distinct token read once, and why a line's do not read
-        for the lines that do not: a token that is no value, bits after bytes (the rates' unit is the
-        first rate's when none was seen), cumulative bytes in bits."""
+        """Values in bytes(/s), a row of them per line (`codes` into `distinct` tokens, each read once;
+        `rates` where they are rates, else cumulative bytes), and for each line that does not read why
+        (its first bad value): no value, bits after bytes (the first rate sets the unit), cumulative
+        bytes in bits."""
         read = [self._token(t) for t in distinct]
         values = np.array([np.nan if isinstance(f, str) else f[0] for f in read])[codes]
         family = np.array([0 if isinstance(f, str) else _FAMILIES[f[1]] for f in read], dtype=np.int8)[codes]
-        firsts = family[np.broadcast_to(rates, codes.shape)][:1]
+        is_rate = np.broadcast_to(rates, codes.shape)
+        firsts = family[is_rate][:1]
         if self.unit is None and len(firsts):
             self.unit = [None, "bytes", "bits"][firsts[0]]
         wanted = np.where(rates, _FAMILIES.get(self.unit or "", -1), _FAMILIES["bytes"]).astype(np.int8)
-        out: dict[int, str] = {}
+        reasons: dict[int, str] = {}
         for k, j in zip(*np.nonzero(family != wanted), strict=True):
-            code = int(codes[k, j])
-            token, found = distinct[code], read[code]
-            out.setdefault(  # the first bad value of each line
-                int(k),
-                found
-                if isinstance(found, str)
-                else f"{token!r}: {found[1]} after {self.unit} in one capture"
-                if np.broadcast_to(rates, codes.shape)[k, j]
-                else f"{token!r}: iftop prints cumulative totals in bytes",
-            )
-        return values, out
+            token, found = distinct[codes[k, j]], read[codes[k, j]]
+            if isinstance(found, str):
+                reason = found
+            elif is_rate[k, j]:
+                reason = f"{token!r}: {found[1]} after {self.unit} in one capture"
+            else:
+                reason = f"{token!r}: iftop prints cumulative totals in bytes"
+            reasons.setdefault(int(k), reason)
+        return values, reasons
 
     def structure(self, line_no: int, text: str) -> None:
         self.last_line = line_no
@@ -354,7 +330,7 @@ class _Iftop:
         """Connection lines: each `=>` line with the `<=` line after it, values in bytes(/s)."""
         blocks = np.searchsorted(np.array(self.opens, dtype=np.int64), block.line_nos)
         outside = blocks <= np.searchsorted(np.array(self.closes, dtype=np.int64), block.line_nos)
-        for k in np.flatnonzero(outside).tolist():  # a connection line outside a block: not iftop's
+        for k in np.flatnonzero(outside).tolist():  # iftop prints connection lines inside blocks only
             self.table.skips.add(int(block.line_nos[k]), block.text(k), _OUTSIDE)
         row = np.flatnonzero(~outside)  # the rows read, as rows of `block`
         nos = block.line_nos[row]
@@ -365,20 +341,14 @@ class _Iftop:
         odd = np.array([t != "" and not _RANK.fullmatch(t) for t in texts], dtype=bool)[label.codes[row]]
         send = ~np.isnan(ranks)
         arrows = block.fields[_ARROW]
-        arrow = np.array([{"=>": 1, "<=": 0}.get(t, -1) for t in arrows.categories.tolist()])[
-            arrows.codes[row]
-        ]
-        errors += [(int(nos[k]), int(row[k]), _NOT_IFTOP) for k in np.flatnonzero(odd | (arrow != send))[:1]]
+        arrow = np.array([{"=>": 1, "<=": 0}.get(t, -1) for t in arrows.categories.tolist()])
+        bad = odd | (arrow[arrows.codes[row]] != send)
+        errors += [(int(nos[k]), int(row[k]), _NOT_IFTOP) for k in np.flatnonzero(bad)[:1]]
         fields = [block.fields[i] for i in _VALUE_FIELDS]
-        tokens = [f.categories.tolist() for f in fields]  # distinct across the 4 fields: each read once
-        where = {t: k for k, t in enumerate(dict.fromkeys(t for field in tokens for t in field))}
-        at = np.column_stack(
-            [
-                np.array([where[t] for t in ts], dtype=np.int64)[f.codes[row]]
-                for f, ts in zip(fields, tokens, strict=True)
-            ]
-        )
-        values, reasons = self._read(list(where), at, np.array([True, True, True, False]))
+        where, distinct = _factorize([t for f in fields for t in f.categories.tolist()])  # each read once
+        per_field = np.split(where, np.cumsum([len(f.categories) for f in fields])[:-1])
+        at = np.column_stack([w[f.codes[row]] for w, f in zip(per_field, fields, strict=True)])
+        values, reasons = self._read(distinct, at, np.array([True, True, True, False]))
         errors += [(int(nos[k]), int(row[k]), reasons[k]) for k in sorted(reasons)[:1]]
         hosts = block.fields[_ADDR]
         split = [self._address(t) for t in hosts.categories.tolist()]
@@ -392,11 +362,10 @@ class _Iftop:
             "values": values,
         }
         if self.pending is not None:  # the `=>` row the last rows ended with: its `<=` row first
-            line_no, self.pending = self.pending, None
-            if not len(row) or cols["send"][0] or cols["line"][0] != line_no["line"][0] + 1:
-                reason = f"connection {int(line_no['rank'][0])}: `=>` line without its `<=` line"
-                raise self.table.error(int(line_no["line"][0]), self.pending_text, reason)
-            self._add({k: np.concatenate((line_no[k], v[:1])) for k, v in cols.items()})
+            prev, self.pending = self.pending, None
+            if not len(row) or cols["send"][0] or cols["line"][0] != prev["line"][0] + 1:
+                raise self.table.error(int(prev["line"][0]), self.pending_text, _unpaired(prev["rank"][0]))
+            self._add({k: np.concatenate((prev[k], v[:1])) for k, v in cols.items()})
             cols, row = {k: v[1:] for k, v in cols.items()}, row[1:]
         nos, send = cols["line"], cols["send"]
         paired = send & np.append((nos[1:] == nos[:-1] + 1) & ~send[1:], False)  # its `<=` row next
@@ -405,42 +374,25 @@ class _Iftop:
         pending = None
         if len(lone_send) and lone_send[-1] == len(send) - 1:  # its `<=` line may start the next rows
             pending, lone_send = {k: v[-1:] for k, v in cols.items()}, lone_send[:-1]
-        errors += [
-            (int(nos[k]), int(row[k]), "`<=` line without the `=>` line of its pair") for k in lone_recv[:1]
-        ]
-        for k in lone_send[:1].tolist():
-            errors.append(
-                (
-                    int(nos[k]),
-                    int(row[k]),
-                    f"connection {int(cols['rank'][k])}: `=>` line without its `<=` line",
-                )
-            )
+        recv_reason = "`<=` line without the `=>` line of its pair"
+        errors += [(int(nos[k]), int(row[k]), recv_reason) for k in lone_recv[:1]]
+        errors += [(int(nos[k]), int(row[k]), _unpaired(cols["rank"][k])) for k in lone_send[:1]]
         if errors:
             line_no, k, reason = min(errors)
             raise self.table.error(line_no, block.text(k), reason)
         if pending is not None:
             self.pending, self.pending_text = pending, block.text(int(row[-1]))
-        self._add({k: v[:-1] for k, v in cols.items()} if pending is not None else cols)
+            cols = {k: v[:-1] for k, v in cols.items()}
+        self._add(cols)
 
     def _add(self, cols: dict[str, np.ndarray]) -> None:
         """Rows that pair up (`=>`, `<=`, ...) into the frame's columns: each takes its pair's hosts."""
         first = np.flatnonzero(cols["send"])  # the `=>` row of each pair
-        n = len(cols["send"])
         src, dst = np.repeat(first, 2), np.repeat(first + 1, 2)
-        direction = np.tile(np.array([0, 1], dtype=np.int64), n // 2)
-        self.parts.add(
-            [
-                cols["block"],
-                cols["rank"][src].astype(np.int64),
-                cols["host"][src],
-                cols["port"][src],
-                cols["host"][dst],
-                cols["port"][dst],
-                direction,
-                *cols["values"].T,
-            ]
-        )
+        direction = np.tile(np.array([0, 1], dtype=np.int64), len(cols["send"]) // 2)
+        hosts = [cols["host"][src], cols["port"][src], cols["host"][dst], cols["port"][dst]]
+        rank = cols["rank"][src].astype(np.int64)
+        self.parts.add([cols["block"], rank, *hosts, direction, *cols["values"].T])
 
     def _token(self, token: str) -> tuple[float, str] | str:
         """A value with its unit -> (bytes, unit family), or why it is none (`12.3KB`, `188Kb`)."""
@@ -496,14 +448,17 @@ class _Iftop:
         if self.pending is not None:  # the capture ended between the two lines of a pair
             line_no, rank = int(self.pending["line"][0]), int(self.pending["rank"][0])
             if self.last_line > line_no:
-                reason = f"connection {rank}: `=>` line without its `<=` line"
-                raise self.table.error(line_no, self.pending_text, reason)
+                raise self.table.error(line_no, self.pending_text, _unpaired(rank))
             dropped += 1
             block = int(self.pending["block"][0])
             self.notes.append(f"block {block}: connection {rank} has no `<=` line (cut off): dropped")
         if self.in_block:
-            self.notes.append(f"block {self.block} unfinished (capture cut off): its totals are missing")
+            self.notes.append(f"block {len(self.opens)} unfinished (capture cut off): its totals are missing")
         return dropped
+
+
+def _unpaired(rank: float) -> str:
+    return f"connection {int(rank)}: `=>` line without its `<=` line"
 
 
 def _factorize(texts: list[str]) -> tuple[np.ndarray, list[str]]:
@@ -511,11 +466,6 @@ def _factorize(texts: list[str]) -> tuple[np.ndarray, list[str]]:
     index: dict[str, int] = {}
     codes = np.fromiter((index.setdefault(t, len(index)) for t in texts), dtype=np.int64, count=len(texts))
     return codes, list(index)
-
-
-def _seen(keys: list[str], values: list[float], seen: list[bool]) -> Iterator[tuple[str, float]]:
-    """The (key, value) pairs of a block's totals that its lines printed."""
-    return ((k, v) for k, v, there in zip(keys, values, seen, strict=True) if there)
 
 
 def parse(source: Source, *, host: str | None = None, tz: str = "UTC") -> pd.DataFrame:
@@ -539,32 +489,30 @@ def parse(source: Source, *, host: str | None = None, tz: str = "UTC") -> pd.Dat
     dropped = fmt.finish()
     rows = fmt.parts.rows
     fmt.table.skips.refuse_if_nothing_read(len(fmt.totals) + rows, fmt.table.lines)
-    attrs = {
-        "totals": fmt.totals,
-        "interface": fmt.interface,
-        "rate_unit": fmt.unit,
-        "dropped_lines": dropped,
-        "unknown_columns": [],
-        "notes": fmt.notes,
-        "skipped": fmt.table.skips,
-    }
     if not rows:
         df = empty_frame(SCHEMA)
-        df.attrs.update(attrs)
-        return df
-    data: dict[str, object] = {"host": pd.array([host], dtype="string").take(np.zeros(rows, dtype=np.intp))}
-    for name, column in zip(_COLUMNS, fmt.parts.columns(), strict=True):
-        if name in ("src", "dst"):
-            data[name] = fmt.hosts.array(column)
-        elif name == "direction":
-            data[name] = text_column(["send", "recv"], column)
-        elif name in ("src_port", "dst_port"):  # NaN: no port
-            missing = np.isnan(column)
-            data[name] = pd.arrays.IntegerArray(np.where(missing, 0, column).astype(np.int64), missing)
-        elif name in ("block", "rank"):
-            data[name] = pd.arrays.IntegerArray(column, np.zeros(rows, dtype=bool))
-        else:
-            data[name] = column
-    df = coerce(pd.DataFrame(data, copy=False), SCHEMA)
-    df.attrs.update(attrs)
+    else:
+        data: dict[str, object] = {"host": text_column([host], np.zeros(rows, dtype=np.intp))}
+        for name, column in zip(_COLUMNS, fmt.parts.columns(), strict=True):
+            if name in ("src", "dst"):
+                data[name] = fmt.hosts.array(column)
+            elif name == "direction":
+                data[name] = text_column(["send", "recv"], column)
+            elif name in ("src_port", "dst_port"):  # NaN: no port
+                missing = np.isnan(column)
+                data[name] = pd.arrays.IntegerArray(np.where(missing, 0, column).astype(np.int64), missing)
+            elif name in ("block", "rank"):
+                data[name] = pd.arrays.IntegerArray(column, np.zeros(rows, dtype=bool))
+            else:
+                data[name] = column
+        df = coerce(pd.DataFrame(data, copy=False), SCHEMA)
+    df.attrs.update(
+        totals=fmt.totals,
+        interface=fmt.interface,
+        rate_unit=fmt.unit,
+        dropped_lines=dropped,
+        unknown_columns=[],
+        notes=fmt.notes,
+        skipped=fmt.table.skips,
+    )
     return df

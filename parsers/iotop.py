@@ -13,8 +13,7 @@ block). Per iteration iotop prints:
   `Current DISK READ:` (0.6) are read alike: Actual/Current is what reached the disk, Total what
   tasks asked for (page cache included). They start like a task row under `-t`: found by their text.
 - `-q` prints the column header once (only the first iteration), seed 000's excerpt none: rows
-  before any header read as under it. `PID` instead of `TID` (`-P`): rows are processes, said in
-  `notes`.
+  before any header read as under it. `PID` instead of `TID` (`-P`): rows are processes (`notes`).
 - A task row is the time (`-t`; optional), TID, PRIO, USER, DISK READ and DISK WRITE each a value and
   its unit (`B/s K/s M/s G/s ...`, iotop's 1024 steps, all converted to KiB/s; `-k` only fixes it at
   `K/s`), SWAPIN and IO each a value and `%`, and COMMAND: the rest of the line, verbatim (a process's
@@ -29,9 +28,8 @@ block). Per iteration iotop prints:
   joined to it with `\\n`, and `notes` counts them. A line shaped like a task row is no such line.
 - iotop formats with Python's `%.2f` and `strftime('%H:%M:%S')`: no locale changes the numbers.
 
-The table engine (`_table`) cuts the capture and reads the task rows by `_LAYOUT`, in bulk or row by
-row naming a bad line; this module reads the Total/Current lines, checks units and clocks, and
-assembles the frame.
+The table engine (`_table`) reads the task rows by `_LAYOUT`; this module reads the Total/Current
+lines, checks units and clocks, joins commands' next lines and assembles the frame.
 
 Time: iotop prints only a time of day (`-t`) and no date banner. `clock_s` is the seconds since
 midnight of the first day, +86400 each time the clock goes back by more than an hour (midnight);
@@ -86,6 +84,7 @@ from ._common import (
     clock_stamps,
     coerce,
     empty_frame,
+    parse_clock,
     source_size,
     text_column,
 )
@@ -97,13 +96,11 @@ class IotopExtras(Extras):
     """What iotop reads beside its rows (see `_common.Extras`); `unknown_columns` is always empty (the
     header is fixed)."""
 
-    # one record per iteration, its Total and Actual/Current lines: `iteration`, `clock` as printed,
-    # `clock_s`, `total_read_kb_s`, `total_write_kb_s`, `actual_read_kb_s`, `actual_write_kb_s`; None
-    # for a value not printed
+    # one record per iteration (its Total and Actual/Current lines): `iteration`, `clock` as printed,
+    # `clock_s`, `{total,actual}_{read,write}_kb_s`; None for a value not printed
     totals: list[dict] = field(default_factory=list)
-    # the capture begins with iotop's first iteration: its column header under the first Total lines
-    # (with `-q`, as perfkit runs it, iotop prints it there only; seed 000's excerpt has none). That
-    # iteration's rates are measured over the moment since iotop started, not an interval
+    # the capture begins with iotop's first iteration, whose rates span the moment since iotop started,
+    # not an interval: its column header is under the first Total lines (`-q` prints it there only)
     from_start: bool = False
 
 
@@ -143,7 +140,7 @@ _HEADING = re.compile(
 _HEADER = re.compile(
     r"^\s*(?:TIME\s+)?(TID|PID)\s+PRIO\s+USER\s+DISK READ\s+DISK WRITE\s+SWAPIN\s+IO>?\s+COMMAND\s*$"
 )
-_HMS = re.compile(r"(\d{2}):(\d{2}):(\d{2})")
+_HMS = re.compile(r"\d{2}:\d{2}:\d{2}")  # `\d`: the digits of any script, as `int()` reads them
 _THREAD = re.compile(r"\[([^\[\]]+)\]\s*$")
 # the start of a task row (time, TID, I/O class): a line so made that does not read is a broken row,
 # never a command's next line
@@ -282,28 +279,31 @@ class _Iotop:
             return
         if not self.total_lines or self.total_lines[0] > nos[0]:
             raise self.table.error(int(nos[0]), block.text(0), "task row before any `Total DISK READ` line")
+
+        def refuse(bad: np.ndarray, reason: str, values: np.ndarray | pd.Categorical) -> None:
+            """A ParseError naming the first row where `bad` holds, `reason` formatted with its value."""
+            if bad.any():
+                k = int(np.argmax(bad))
+                raise self.table.error(int(nos[k]), block.text(k), reason.format(values[k]))
+
         f = block.fields
-        refuse = _Refuse(self.table, block)
-        refuse(f[_TID] < 0, lambda k: f"not a TID: {f[_TID][k]}")
+        refuse(f[_TID] < 0, "not a TID: {}", f[_TID])
         for col in (_READ, _WRITE, _SWAPIN, _IO):
-            refuse(np.signbit(f[col]), lambda k, c=col: f"not a rate or share: {f[c][k]}")
+            refuse(np.signbit(f[col]), "not a rate or share: {}", f[col])
         for pct in (_PCT1, _PCT2):  # `%`, or NA where `?unavailable?` stood for it
             cat = f[pct]
             other = np.array([c != "%" for c in cat.categories.tolist()] + [False], dtype=bool)
-            refuse(other[cat.codes], lambda k, c=cat: f"not `%`: {c[k]!r}")
+            refuse(other[cat.codes], "not `%`: {!r}", cat)
         factors = []
         for unit in (_READ_UNIT, _WRITE_UNIT):
             cat = f[unit]
-            factor = np.array([_KIB.get(c, np.nan) for c in cat.categories.tolist()], dtype=np.float64)[
-                cat.codes
-            ]
-            refuse(np.isnan(factor), lambda k, c=cat: f"not a rate unit: {c[k]!r}")
+            factor = np.array([_KIB.get(c, np.nan) for c in cat.categories.tolist()])[cat.codes]
+            refuse(np.isnan(factor), "not a rate unit: {!r}", cat)
             factors.append(factor)
         clocks = np.full(len(nos), np.nan)
-        if block.label is not None:  # `-t`: the clock of each row ("" or none without)
-            label = block.label
+        if (label := block.label) is not None:  # `-t`: the clock of each row ("" or none without)
             clocks = _sods(label.categories.tolist())[label.codes]
-            refuse(clocks < 0, lambda k: f"not a time of day: {label[k]}")
+            refuse(clocks < 0, "not a time of day: {}", label)
         self._continued(nos)
         columns = [nos, clocks, f[_TID]]
         columns += [self._codes(name, f[i]) for name, i in (("prio", _PRIO), ("user", _USER))]
@@ -364,8 +364,12 @@ class _Iotop:
                 command[row] = names.code("\n".join([texts[command[row]], *more]))
         if day0 is None and started_at is not None and not np.isnan(clock_s).all():
             day0 = capture_day(clock_s[~np.isnan(clock_s)][0], started_at, tz)
+        if day0 is not None:
+            stamps = clock_stamps(clock_s, day0, tz)
+        else:  # no capture date: NaT
+            stamps = pd.array(np.full(n, np.datetime64("NaT", "ns")), dtype="datetime64[ns, UTC]")
         data: dict[str, object] = {
-            "timestamp": clock_stamps(clock_s, day0, tz) if day0 is not None else _no_stamps(n),
+            "timestamp": stamps,
             "clock_s": clock_s,
             "host": text_column([host], np.zeros(n, dtype=np.intp)),
             "iteration": pd.array(np.searchsorted(np.array(self.total_lines), line), dtype="Int64"),
@@ -389,14 +393,9 @@ class _Iotop:
     def _days(self, line: np.ndarray, sod: np.ndarray) -> np.ndarray:
         """`clock_s` of the rows, and of the Total/Current lines into `self.head_s`: every timed line in
         file order, +86400 each time the clock goes back by more than an hour, a smaller step noted."""
-        if self.heads.rows:
-            self.head_lines, self.head_total, head_sod, self.head_values = self.heads.columns()
-        else:
-            self.head_lines, self.head_total, head_sod = (
-                np.empty(0, dtype=np.int64),
-                np.empty(0, bool),
-                np.empty(0),
-            )
+        no_heads = [np.empty(0, dtype=np.int64), np.empty(0, dtype=bool), np.empty(0), np.empty((0, 2))]
+        heads = self.heads.columns() if self.heads.rows else no_heads
+        self.head_lines, self.head_total, head_sod, self.head_values = heads
         lines = np.concatenate([line, self.head_lines])
         sods = np.concatenate([sod, head_sod])
         order = np.argsort(lines, kind="stable")
@@ -420,8 +419,6 @@ class _Iotop:
 
     def _records(self) -> list[dict]:
         """`IotopExtras.totals`: one record per Total line, with the Actual/Current line after it."""
-        if not self.heads.rows:
-            return []
         lines, total, values = self.head_lines, self.head_total, self.head_values
         # each Actual/Current line's iteration: the last Total line before it (the last such line wins)
         actual = np.flatnonzero(~total)
@@ -448,18 +445,6 @@ class _Iotop:
         ]
 
 
-class _Refuse:
-    """A ParseError naming the first row of a block where `bad` holds, `reason(row)` saying why."""
-
-    def __init__(self, table: Table, block: Block):
-        self.table, self.block = table, block
-
-    def __call__(self, bad: np.ndarray, reason: object) -> None:
-        if bad.any():
-            k = int(np.argmax(bad))
-            raise self.table.error(int(self.block.line_nos[k]), self.block.text(k), reason(k))  # type: ignore[operator]
-
-
 def _sods(clocks: list[str]) -> np.ndarray:
     """`_sod` of each clock, with numpy where all are `HH:MM:SS` in ASCII; NaN for "" (no `-t`), -1 for
     no time of day."""
@@ -475,10 +460,8 @@ def _sods(clocks: list[str]) -> np.ndarray:
 
 def _sod(clock: str) -> int | None:
     """Seconds of the day of `HH:MM:SS` (a leap second read as :59); None for no time of day."""
-    if not (m := _HMS.fullmatch(clock)):  # `\d`: the digits of any script, as `int()` reads them
-        return None
-    h, mi, s = int(m[1]), int(m[2]), int(m[3])
-    return None if h > 23 or mi > 59 or s > 60 else h * 3600 + mi * 60 + min(s, 59)
+    hms = parse_clock(clock) if _HMS.fullmatch(clock) else None
+    return None if hms is None else hms[0] * 3600 + hms[1] * 60 + hms[2]
 
 
 def parse(
@@ -514,11 +497,6 @@ def parse(
     fmt = _Iotop(source)
     fmt.table.run()
     return fmt.frame(host, tz, day0, started_at)
-
-
-def _no_stamps(n: int) -> pd.api.extensions.ExtensionArray:
-    """The `timestamp` column without a capture date: NaT."""
-    return pd.array(np.full(n, np.datetime64("NaT", "ns")), dtype="datetime64[ns, UTC]")
 
 
 def _day(value: date | str | None, lines: Lines) -> date | None:
