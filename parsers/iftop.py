@@ -423,7 +423,7 @@ class _Iftop:
         else:
             addr = text  # no port, or an IPv6 address without one
         number = np.nan
-        if port is not None and port.isdigit() and len(port) <= 5:
+        if port is not None and port.isascii() and port.isdigit() and len(port) <= 5:  # not `²`, `٣`
             number = float(port)
         elif port is not None:
             note = "port names shown (capture without -N): their ports are NA"

@@ -116,6 +116,17 @@ def test_service_names_leave_port_na() -> None:
     assert df["dst_port"].isna().all() and df["dst"].eq("fd99::2").all() and df.attrs["notes"]
 
 
+@pytest.mark.parametrize("port", ["\u00b2", "\u0663"])  # str.isdigit() takes both; float() takes only ٣
+def test_a_port_of_other_digits_is_a_name_not_a_number(port: str) -> None:
+    text = (
+        (F / "iftop-1.0pre4-t-s3-B-P-L4-veth.txt")
+        .read_text()
+        .replace("[fd99::2]:18081", f"[fd99::2]:{port}    ")
+    )
+    df = iftop.parse(text)
+    assert df["dst_port"].isna().all() and df["dst"].eq("fd99::2").all() and df.attrs["notes"]
+
+
 def test_empty_frame() -> None:
     df = iftop.parse("")
     assert len(df) == 0 and {c: str(t) for c, t in df.dtypes.items()} == iftop.SCHEMA
