@@ -36,24 +36,22 @@ The tables of one interval are merged into one tidy frame, one row per (timestam
 | cswch_s, nvcswch_s | float64 | voluntary / involuntary context switches per second |
 | command | string | `Command` verbatim, from the first table listing the task (`|__name`: a thread) |
 
-A value from a table in which the task did not appear is NaN/NA, never 0. What it reads beside its
-rows: `EXTRAS` (below).
+A value from a table that did not list the task is NaN/NA, never 0. Beside its rows: `EXTRAS`.
 
-The table engine (parsers/_table.py) cuts the capture and reads each layout's rows (in bulk, or row
-by row naming a bad line; `Command` is a `rest` field); the tables of an interval are merged here, per
-chunk, with numpy.
+`pidstat -h`: one `# Time UID PID %usr ... Command` header per interval and one line per task with
+every metric, no `Average:` tables; its time label is a clock or (older sysstat) epoch seconds
+(`1646859134`: UTC whatever `tz`). Under one header, rows of another time are other tasks' lines
+(`-e`, `-h`), and an `Average:` row may follow the interval's rows directly (`-e`).
 
-`pidstat -h`: per interval one `# Time UID PID %usr ... Command` header and one line per task with
-every metric on it, no `Average:` tables; its time label is a clock, or (older sysstat) seconds since
-the epoch (`1646859134`: UTC whatever `tz`). Under one header, rows of another time are other tasks'
-lines (`-e`, `-h`), and an `Average:` row may follow the interval's rows directly (`-e`).
+Skipped and counted (parsers/_common.Skips, `skipped`): a line starting with neither a time nor
+`Average:` (`pidstat -e CMD` mixes CMD's output in; stderr saved with stdout); a line starting with a
+broken clock is still an error. An `iodelay` past 2**53 ticks is no delay (a small negative delta
+printed unsigned, `18446744073709551611` = -5, or an `Average:` over one): missing, the line quoted in
+the skips and in `notes`. Not read: `-o JSON`. Tested on: tests/fixtures/pidstat/*.txt (README.md).
 
-Read what can be read (parsers/_common.Skips, `skipped`): a line that starts with neither
-a time nor an `Average:` label (`pidstat -e CMD` mixes CMD's output in; stderr saved with stdout)
-is skipped and counted; a line starting with a broken clock is still an error. An `iodelay` past
-2**53 ticks is no delay (a small negative delta printed unsigned, `18446744073709551611` = -5, or an
-`Average:` over one): read as missing, the line quoted in the skips and in `notes`, never a refusal.
-Not read: `-o JSON`. Tested on: tests/fixtures/pidstat/*.txt (see README.md there).
+Reading: parsers/_table.py cuts the capture and reads each layout's rows (in bulk, or row by row
+naming a bad line; `Command` is a `rest` field); the tables of an interval are merged here, per chunk,
+with numpy.
 """
 
 from __future__ import annotations
@@ -175,6 +173,18 @@ class _Part(NamedTuple):
     threads: bool
 
 
+class _Chunk(NamedTuple):
+    """A chunk's rows (every pending block's), merged in file order."""
+
+    line_nos: np.ndarray
+    headers: np.ndarray
+    sods: np.ndarray
+    threads: np.ndarray
+    values: dict[str, np.ndarray]  # the columns any block of the chunk has
+    cmd: np.ndarray
+    texts: _Texts
+
+
 class _Pidstat(Sysstat):
     """The format for the table engine: rows start with a digit (their time), a blank (`-h`'s epoch
     labels) or `#` (`-h`'s header); headers hold `PID`, `TGID` or `USER`. The engine
@@ -275,9 +285,8 @@ class _Pidstat(Sysstat):
             self.chunk_end()
 
     def _labelled(self, line_no: int, text: str, tokens: list[str]) -> bool:
-        """True when a line starts with a time or an `Average:` label; any other line is no pidstat
-        line (a command's output under `pidstat -e`, stderr saved with stdout): skipped and counted.
-        A line starting with a clock-like token (`06:56:3x`) is left to `label()` to refuse."""
+        """True when a line starts with a time or an `Average:` label; any other line is skipped and
+        counted. A line starting with a clock-like token (`06:56:3x`) is left to `label()` to refuse."""
         try:
             self.label(line_no, text, tokens)
         except ParseError:
@@ -336,8 +345,7 @@ class _Pidstat(Sysstat):
 
     def _whole(self, block: Block, rows: np.ndarray, field: int, col: str, values: np.ndarray) -> np.ndarray:
         """Ids and counts as printed: not negative, below 2**53 (held as float64), `-` only where
-        pidstat prints it; an iodelay past 2**53 is no delay (a small negative delta printed unsigned:
-        18446744073709551611 is -5; or an `Average:` over one): missing, the line quoted and noted."""
+        pidstat prints it; an iodelay past 2**53 is missing, noted (see the module docstring)."""
         dash = np.isnan(values) & (col not in _PLACEHOLDER)
         bad = dash | np.signbit(values) | (values >= _EXACT)
         for k in np.flatnonzero(bad).tolist():
@@ -379,38 +387,32 @@ class _Pidstat(Sysstat):
             if any(col in part.cols for part in parts)
         }
         threads = joined([np.full(len(part.rows), part.threads) for part in parts])
-        texts = _Texts(parts, order)
-        pid, key_tid = self._tasks(line_nos, headers, threads, values, texts)
+        cmd = joined([part.cmd for part in parts])
+        c = _Chunk(line_nos, headers, sods, threads, values, cmd, _Texts(parts, order))
+        pid, key_tid = self._tasks(c)
         tasks = _task_codes(pid, key_tid)
-        self._check_tables(line_nos, headers, sods, pid, key_tid, tasks, texts)
+        self._check_tables(c, pid, key_tid, tasks)
         if self.problems:
             line_no, text, reason = min(self.problems)
             raise self.error(line_no, text, reason)
         notes_at = len(self.notes)
         average = sods == _AVERAGE
-        cmd = joined([part.cmd for part in parts])
         for k in np.flatnonzero(average).tolist():
             self._average(k, pid, key_tid, values, cmd)
         sample = np.flatnonzero(~average)
         if len(sample):
             everywhere = {col for col in values if all(col in part.cols for part in parts)} | {"pid"}
-            self._samples(sample, line_nos, sods, pid, key_tid, tasks, values, cmd, everywhere)
+            self._samples(c, sample, pid, key_tid, tasks, everywhere)
         for line_no, text, note in sorted(self.events):
             self.skips.add(line_no, text, note)
             self.notes.append(f"line {line_no}: {note}")
         self.events.clear()
         self.notes[notes_at:] = sorted(self.notes[notes_at:], key=_note_line)
 
-    def _tasks(
-        self,
-        line_nos: np.ndarray,
-        headers: np.ndarray,
-        threads: np.ndarray,
-        values: dict[str, np.ndarray],
-        texts: _Texts,
-    ) -> tuple[np.ndarray, np.ndarray]:
+    def _tasks(self, c: _Chunk) -> tuple[np.ndarray, np.ndarray]:
         """(pid, tid or -1) of each row; with -t the pid is the TGID, where `-` the process's printed
         above it in the same table. Sets `values["pid"]` and `values["tgid"]` to it."""
+        line_nos, headers, threads, values = c.line_nos, c.headers, c.threads, c.values
         n = len(line_nos)
         nan = np.full(n, _NAN)
         tgid, tid = values.get("tgid", nan), values.get("tid", nan)
@@ -425,7 +427,7 @@ class _Pidstat(Sysstat):
         if orphan.any():
             k = int(np.flatnonzero(orphan)[0])
             reason = "thread row (TGID `-`) without its process above it"
-            self.problems.append((int(line_nos[k]), texts[k], reason))
+            self.problems.append((int(line_nos[k]), c.texts[k], reason))
             return nan, nan
         if threads.any():
             filled = np.where(dash & same, tgid[np.maximum(above, 0)], tgid)
@@ -438,20 +440,11 @@ class _Pidstat(Sysstat):
         values["pid"] = pid
         return pid, np.where(threads & ~np.isnan(tid), tid, -1.0)
 
-    def _check_tables(
-        self,
-        line_nos: np.ndarray,
-        headers: np.ndarray,
-        sods: np.ndarray,
-        pid: np.ndarray,
-        key_tid: np.ndarray,
-        tasks: np.ndarray,
-        texts: _Texts,
-    ) -> None:
+    def _check_tables(self, c: _Chunk, pid: np.ndarray, key_tid: np.ndarray, tasks: np.ndarray) -> None:
         """A table lists a task once at one time (rows of another time under one header are other
         tasks' lines: -e, -h); the last table and time carry over to the next chunk."""
-        n = len(line_nos)
-        if not n or np.isnan(pid).any():
+        line_nos, headers, sods = c.line_nos, c.headers, c.sods
+        if not len(line_nos) or np.isnan(pid).any():
             return
         change = np.concatenate(([True], (headers[1:] != headers[:-1]) | (sods[1:] != sods[:-1])))
         run = np.cumsum(change) - 1
@@ -466,7 +459,7 @@ class _Pidstat(Sysstat):
         if twice is not None:
             tid = key_tid[twice]
             task = f"{int(pid[twice])}{'' if tid < 0 else f'/{int(tid)}'}"
-            self.problems.append((int(line_nos[twice]), texts[twice], f"task {task} twice in one table"))
+            self.problems.append((int(line_nos[twice]), c.texts[twice], f"task {task} twice in one table"))
             return
         last = np.flatnonzero(run == run[-1])
         tasks_last = set(zip(pid[last].tolist(), key_tid[last].tolist(), strict=True))
@@ -474,12 +467,7 @@ class _Pidstat(Sysstat):
         self.run_at = (int(headers[-1]), int(sods[-1]))
 
     def _average(
-        self,
-        k: int,
-        pid: np.ndarray,
-        key_tid: np.ndarray,
-        values: dict[str, np.ndarray],
-        cmd: np.ndarray,
+        self, k: int, pid: np.ndarray, key_tid: np.ndarray, values: dict[str, np.ndarray], cmd: np.ndarray
     ) -> None:
         key = (float(pid[k]), float(key_tid[k]))
         rec = self.averages.get(key)
@@ -494,19 +482,16 @@ class _Pidstat(Sysstat):
 
     def _samples(
         self,
+        c: _Chunk,
         sample: np.ndarray,
-        line_nos: np.ndarray,
-        sods: np.ndarray,
         pid: np.ndarray,
         key_tid: np.ndarray,
         tasks: np.ndarray,
-        values: dict[str, np.ndarray],
-        cmd: np.ndarray,
         everywhere: set[str],
     ) -> None:
         """The rows of samples into frame rows: one per task and interval, in order of first appearance;
         an interval going on from the chunk before fills the rows it made."""
-        stamps, interval = self.stamp_rows(line_nos[sample], sods[sample])
+        stamps, interval = self.stamp_rows(c.line_nos[sample], c.sods[sample])
         pid, key_tid, tasks = pid[sample], key_tid[sample], tasks[sample]
         run = np.cumsum(np.concatenate(([0], interval[1:] != interval[:-1])))
         groups, _ = pd.factorize(run * (int(tasks.max()) + 1) + tasks)  # in order of first appearance
@@ -525,12 +510,12 @@ class _Pidstat(Sysstat):
         self._grow(end)
         made = first[new]
         self.stamps[start:end] = stamps[made]
-        self.cmd_codes[start:end] = cmd[sample][made]
+        self.cmd_codes[start:end] = c.cmd[sample][made]
         for col in _NUMERIC:
             self.cols[col][start:end] = _NAN
         frame_rows = rows_of[groups]
         carried = ~new[groups]  # rows of an interval's tasks met in the chunk before
-        for col, column in values.items():
+        for col, column in c.values.items():
             column = column if len(sample) == len(column) else column[sample]
             if col in everywhere and col in _TASK:  # the task's first row has its ids
                 self.cols[col][start:end] = column[made]

@@ -22,13 +22,12 @@ ports 0` and a `*` row with the slab count; the parenthesised list is read by ke
 go without shifting anything, and `timewait 26/0` is the sockstat count 26 (the `/0` is the slab's).
 ss prints the same text under every locale (checked under de_DE and zh_CN).
 
-Scripts save other output beside `ss -s` (`ss -s; ss -tan > f`, `ss -tinp` first, a shell's
-message): the transport table ends at its blank line, and any line that is not one of ss -s's own
-(`== N`, `Total:`, `TCP:`, `timewait:`, `Transport`, a table row) is skipped and counted
-(`attrs["skipped"]`, parsers/_common.Skips), the capture read and marked partial. A line that starts
-as one of ss -s's own but does not match its form (`TCP: 7`, a table row of the wrong width) stays a
-ParseError naming it; so does a file without any summary but with lines skipped. Sniffing still
-claims a file that starts with a socket list when a summary follows within its first 8 kB.
+Other output saved beside `ss -s` (`ss -s; ss -tan > f`, `ss -tinp` first, a shell's message): the
+transport table ends at its blank line, and a line that is none of ss -s's own (`== N`, `Total:`,
+`TCP:`, `timewait:`, `Transport`, a table row) is skipped and counted (`skipped`,
+parsers/_common.Skips). A line that starts as ss -s's own but does not match (`TCP: 7`, a table row
+of the wrong width) is a ParseError; so is a file with lines skipped and no summary. Sniffing claims
+a file that starts with a socket list when a summary follows within its first 8 kB.
 
 Columns (all counts, NA where the version or the block lacks them):
   timestamp (UTC, from the stamp's epoch seconds; `tz` is not needed), host,
@@ -45,16 +44,14 @@ Columns (all counts, NA where the version or the block lacks them):
   no TIME_WAIT), inet_* (RAW+UDP+TCP), frag_queues, frag_ipv4_queues, frag_ipv6_queues (IP
   reassembly queues).
 
-attrs: dropped_lines (a last line cut mid-write, or a last block that holds only its stamp),
-unknown_columns (keys of the `TCP:` list or table rows/columns this parser does not know),
-skipped (lines of other output).
+attrs: dropped_lines (a last line cut mid-write, or a last block holding only its stamp),
+unknown_columns (unknown `TCP:` keys, table rows or columns), skipped (lines of other output).
 Tested on: tests/fixtures/ss/ (see README.md there).
 
-Reading: the table engine (parsers/_table.py) reads the transport tables (a row per name, an integer
-per column, in bulk or row by row naming a bad one; a blank line ends a table: `blank_ends`) and hands
-over ss -s's other lines as aside lines, a stretch at a time: this module reads those by their shape
-(the line with each number taken out: few distinct ones, each understood once) and, once the blocks a
-stretch's numbers are in have all started, puts each in its block's cell, all with numpy.
+Reading: parsers/_table.py reads the transport tables (`blank_ends`) and hands over ss -s's other
+lines as aside lines, a stretch at a time; this module reads those by their shape (the line with its
+numbers taken out: few distinct ones, each understood once) and, once every block a stretch's numbers
+are in has started, puts each in its block's cell, all with numpy.
 """
 
 from __future__ import annotations
@@ -116,12 +113,7 @@ _TCP_ITEM = re.compile(r"^([a-z_]+)\s+([0-9]+)(?:/([0-9]+))?$")
 _ROW_NAME = re.compile(r"^(?:\*|[A-Z][A-Z0-9]*)$")
 _FIELDS = ("stamp", *COUNTS, "kernel_row")  # what a number may be: `_FIELD` its code
 _FIELD = {name: i for i, name in enumerate(_FIELDS)}
-_STAMP_F, _TOTAL_F, _KERNEL_F, _ROW_F = (
-    _FIELD["stamp"],
-    _FIELD["total"],
-    _FIELD["total_kernel"],
-    _FIELD["kernel_row"],
-)
+_STAMP_F, _TOTAL_F, _KERNEL_F, _ROW_F = (_FIELD[f] for f in ("stamp", "total", "total_kernel", "kernel_row"))
 _MAX_DIGITS = 18  # keeps every count inside Int64
 _MAX_EPOCH = 1 << 33  # year 2242: inside pandas' nanosecond range
 _DIGIT = np.zeros(256, dtype=bool)
@@ -149,12 +141,11 @@ def parse(source: Source, *, host: str | None = None, tz: str = "UTC") -> pd.Dat
     Args:
         source: path, text stream or string.
         host: host name to put in the `host` column.
-        tz: unused: the loop's stamps are epoch seconds, which need no zone.
+        tz: unused: the loop's stamps are epoch seconds.
 
     Raises:
-        ParseError: a line that starts as ss -s's own but does not match it, a value printed twice
-            in one block, a table row that does not fit the table's header; no summary read while
-            other lines were skipped.
+        ParseError: a line that starts as ss -s's own but does not match it, a value printed twice in
+            one block, a table row that does not fit its header; no summary but lines skipped.
     """
     del tz
     return _Ss(source).run(host)
@@ -484,16 +475,15 @@ class _Ss:
         attrs = {"dropped_lines": dropped, "unknown_columns": list(dict.fromkeys(seen)), "skipped": skips}
         if not n:
             df = empty_frame(SCHEMA)
-            df.attrs.update(attrs)
-            return df
-        stamp = np.where(epochs[:n] >= 0, epochs[:n], np.nan)
-        data: dict[str, object] = {
-            "timestamp": pd.to_datetime(stamp, unit="s", utc=True).as_unit("ns"),
-            "host": text_column([host], np.zeros(n, dtype=np.intp)),
-        }
-        for k, name in enumerate(COUNTS):  # views of the field's row: no second copy of the values
-            data[name] = pd.arrays.IntegerArray(self.values[k, :n], ~self.filled[k, :n])
-        df = pd.DataFrame(data, copy=False)
+        else:
+            stamp = np.where(epochs[:n] >= 0, epochs[:n], np.nan)
+            data: dict[str, object] = {
+                "timestamp": pd.to_datetime(stamp, unit="s", utc=True).as_unit("ns"),
+                "host": text_column([host], np.zeros(n, dtype=np.intp)),
+            }
+            for k, name in enumerate(COUNTS):  # views of the field's row: no second copy of the values
+                data[name] = pd.arrays.IntegerArray(self.values[k, :n], ~self.filled[k, :n])
+            df = pd.DataFrame(data, copy=False)
         df.attrs.update(attrs)
         return df
 

@@ -1,10 +1,9 @@
 """tiers: response time per tier per load level, for the tiers perfkit cannot measure itself.
 
-perfkit measures two ends of a request: the load generator's RT (the client) and the time inside the
-database (its sampler, Little's law). What lies between — load balancers, an ingress, application
-servers, a proxy — is measured by their own tools (APM, access logs, packet captures) and given to
-`perfkit analyze ARCHIVE --tiers FILE` in one of three forms, tiers always ordered from the client
-inward:
+perfkit measures the client's RT and the time inside the database; what lies between (load
+balancers, ingress, app servers, proxies) comes from their own tools (APM, access logs, packet
+captures) via `perfkit analyze ARCHIVE --tiers FILE`, in one of three forms, tiers ordered from the
+client inward:
 
 - CSV, long form, one row per tier per load level (`tps` optional)::
 
@@ -42,11 +41,9 @@ Columns (SCHEMA), one row per tier per load level, in file order:
 | rt_ms | float64 | average response time the tier sees, its inner tiers included, in ms |
 | tps | float64 | throughput at that level (per second) when the file gives it, else NaN |
 
-What it reads beside its rows: `EXTRAS` (below).
-
-Errors: ParseError with the line for a value that is not a number, a negative RT, concurrency that is
-not a whole number, a row with the wrong number of fields, invalid YAML or YAML of another shape.
-Tested on: tests/fixtures/tiers/ (see README.md there).
+Beside its rows: `EXTRAS`. ParseError (with the line): a value that is not a number, a negative
+RT, concurrency that is not a whole number, a row with the wrong number of fields, invalid YAML or
+YAML of another shape. Tested on: tests/fixtures/tiers/ (see README.md there).
 """
 
 from __future__ import annotations
@@ -97,6 +94,11 @@ def _names(line: str) -> list[str]:
     return [t.strip().strip('"').lower() for t in _SPLIT.split(line.strip()) if t.strip()]
 
 
+def _is_data(line: str) -> bool:
+    """Neither blank nor a `#` comment."""
+    return bool(line.strip()) and not line.lstrip().startswith("#")
+
+
 def _wide_tier(name: str) -> str | None:
     """The tier a wide-form column names (`app_ms`, `app_rt_ms` -> `app`); None for other columns."""
     if name in _SWEEP_ALIASES or not name.endswith("_ms"):
@@ -117,25 +119,21 @@ def _csv_form(names: list[str]) -> str | None:
 
 def sniff(text: str) -> bool:
     """A CSV header naming concurrency and tiers (long or wide form), or a top-level `tiers:` key."""
-    first = next((ln for ln in text.splitlines() if ln.strip() and not ln.lstrip().startswith("#")), "")
+    first = next((ln for ln in text.splitlines() if _is_data(ln)), "")
     if _csv_form(_names(first)) is not None:
         return True
     return bool(_YAML_HEAD.search(text[:4096]))
 
 
 def parse(source: Source, *, host: str | None = None, tz: str = "UTC") -> pd.DataFrame:
-    """Parse a tiers file. `tz` is unused (the file has no time) and kept for the common contract.
-
-    Raises:
-        ParseError: see the module docstring.
-    """
+    """Parse a tiers file (`tz` unused: the file has no time). Raises ParseError: see the module docstring."""
     lines = Lines(source, KIND)
     body = list(lines)
     dropped = 0
     if body and not lines.last_complete and body[-1][1].strip():
         body.pop()  # cut off mid-write: its number may be cut too
         dropped = 1
-    first = next(((n, t) for n, t in body if t.strip() and not t.lstrip().startswith("#")), None)
+    first = next(((n, t) for n, t in body if _is_data(t)), None)
     if first is None:
         return _frame([], host, dropped, [], "")
     form = _csv_form(_names(first[1]))
@@ -166,9 +164,7 @@ def _csv(
 ) -> tuple[list[dict], list[str]]:
     head_no, head_line = header
     sep = next((s for s in (",", "\t", ";") if s in head_line), None)
-    names = _split(head_line, sep)
-    names = [n.strip('"').lower() for n in names]
-    col = {n: i for i, n in reversed(list(enumerate(names)))}  # first of a repeated name wins
+    names = [n.strip('"').lower() for n in _split(head_line, sep)]
     tiers = [(i, t) for i, n in enumerate(names) if (t := _wide_tier(n)) is not None]
     # the form was told from the header split at any separator; its columns are read at the first one
     # found, so a header that mixes them (`threads\tapp_ms,db_ms`) no longer has them all
@@ -177,7 +173,8 @@ def _csv(
     threads_at = next(i for i, n in enumerate(names) if n in _THREADS)
     tps_at = next((i for i, n in enumerate(names) if n in _TPS), None)
     if form == "long":
-        used = {threads_at, col["tier"], col["rt_ms"], tps_at}
+        tier_at, rt_at = names.index("tier"), names.index("rt_ms")  # the first of a repeated name
+        used = {threads_at, tier_at, rt_at, tps_at}
         tiers = []
     else:
         used = {threads_at, tps_at, *(i for i, _ in tiers)}
@@ -185,7 +182,7 @@ def _csv(
     order: dict[str, int] = {t: k for k, (_, t) in enumerate(tiers)}
     rows: list[dict] = []
     for line_no, line in body:
-        if line_no <= head_no or not line.strip() or line.lstrip().startswith("#"):
+        if line_no <= head_no or not _is_data(line):
             continue
         fields = _split(line, sep)
         if sep == ";":  # a European spreadsheet's export: decimal commas
@@ -195,11 +192,11 @@ def _csv(
         threads = _threads(lines, line_no, line, fields[threads_at])
         tps = _value(lines, line_no, line, names[tps_at], fields[tps_at]) if tps_at is not None else math.nan
         if form == "long":
-            tier = fields[col["tier"]].strip().strip('"')
+            tier = fields[tier_at].strip().strip('"')
             if not tier:
                 raise lines.error(line_no, line, "the tier is empty")
             order.setdefault(tier, len(order))
-            rt = _value(lines, line_no, line, "rt_ms", fields[col["rt_ms"]])
+            rt = _value(lines, line_no, line, "rt_ms", fields[rt_at])
             rows.append(_row(tier, order[tier], threads, rt, tps))
         else:
             for i, tier in tiers:
