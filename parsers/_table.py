@@ -1,50 +1,43 @@
 """The table engine: one reader for the whitespace tables of sysstat-style captures.
 
-A format states what is its own and nothing else:
+A format states only what is its own:
 
-- which lines are data rows (`row_bytes`: the bytes a row starts with; or `structure_bytes`: the bytes
-  the other lines start with, when rows start with almost anything, as iostat's device names do) and
-  which words mark a header line (`header_words`: `CPU` for mpstat);
-- optionally aside lines (`aside_bytes`: the bytes they start with, among a row's): lines among the
-  rows that are none, too many to cut the runs of rows at (iostat's `-t` stamp and `avg-cpu:` block
-  each report). They are taken out of the runs in bulk and handed to `aside(line_nos, texts)`, which
-  returns which of them are indeed no rows, before the rows of the same stretch of the file: a
-  format ties rows to them by line number. `aside_words` (bytes) find more of them by their text
-  instead: the lines holding one (iotop's `-t` Total lines, which start like its rows); with
-  `aside_joined` the lines come as one bytes object, each ending with a line end (no str per line);
-- optionally `header_marks` instead of `header_words`: byte regexes marking header lines, the header's
-  text taken from the match's group 1 (else its start) on. They are searched with what precedes the
-  run: a line end, and a blank line when the line before the run was blank (a file starts as after
-  one), so `rb"\\n\\n\\S+ +(\\S)"` marks every line after a blank line (sar's headers);
-- `layout(line_no, text)`: how the rows under a header read (a `Layout`: how many label tokens lead
-  a row, then each field's kind), or `Skip(reason)` for a table it does not read, or `ROW` when the
-  line only looks like a header, or `STRUCTURE` when it is a structure line that starts like a row
-  (sar's `LINUX RESTART`): it goes to `structure()`, the rows around it go on under their layout;
-- a line that only leads the header below it (vmstat's `procs ---` above its column names): `layout()`
-  answers `LEAD`, and it is taken out of the rows like a repeated header;
+- `row_bytes`: the bytes a data row starts with; or `structure_bytes`, those the other lines start
+  with, when rows start with almost anything (iostat's device names);
+- `header_words`: words marking a header line (`CPU` for mpstat); or `header_marks`: byte regexes,
+  the header's text taken from group 1 (else the match start) on, searched with what precedes the
+  run (a line end, plus a blank line if the line before was blank; a file starts as after one), so
+  `rb"\\n\\n\\S+ +(\\S)"` marks every line after a blank line (sar's headers);
+- optionally `aside_bytes` (first bytes, among a row's) or `aside_words` (bytes in the line: iotop's
+  `-t` Total lines, which start like its rows): lines among the rows, too many to cut the runs at
+  (iostat's `-t` stamp and `avg-cpu:` block). They are taken out in bulk and handed to
+  `aside(line_nos, texts)`, which returns which are indeed no rows, before the rows of the same
+  stretch (a format ties rows to them by line number); with `aside_joined` the texts come as one
+  bytes object, each line ending with a line end;
+- `layout(line_no, text)`: a `Layout` for the rows under a header, `Skip(reason)` for a table it does
+  not read, `ROW` for a line that only looks like a header, `STRUCTURE` for a structure line that
+  starts like a row (sar's `LINUX RESTART`: the rows around it stay under their layout), or `LEAD`
+  for a line that only leads the header below it (vmstat's `procs ---`: removed like a repeat);
 - `structure(line_no, text)`: any other line (a banner, an `Average:` row, a foreign line);
 - `rows(block)`: a run of rows under one layout, as typed columns (`Block`);
-- optionally `blank_ends`: a blank line ends the table above it (ss's transport table): the rows after
-  it, until the next header, go to `structure()`;
-- optionally `Table.odd_row`: the tokens of a row whose field count is not the layout's, when the
-  format knows that form (mpstat -T's `all` row without its topology fields); `Table.foreign`: a
-  line among the rows that does not read, taken by the format as none (iotop's command lines with
-  newlines); `first_layout`: the layout of rows before any header (iotop prints its header once).
+- optionally `blank_ends` (a blank line ends the table above: later rows go to `structure()` until
+  the next header, ss's transport table), `first_layout` (rows before any header: iotop prints its
+  header once), `Table.odd_row` (the tokens of a row of another field count, when the format knows
+  it: mpstat -T's `all` row without topology) and `Table.foreign` (a line among the rows that does
+  not read, taken by the format as none: iotop's command lines with newlines).
 
-The engine does the rest, once for every format: it cuts a capture into runs of rows and structure
-lines (`_chunks.ByteScan`, numpy over multi-MB blocks), takes blank lines and repeated headers out of
-the runs in bulk (a header whose text from its first marker word on was seen before keeps its layout
-without a call to the format: sysstat repeats it each interval), and reads each run of rows by the
-layout (the rows of one layout together, even where tables of several layouts alternate: one Block
-per layout per chunk, `Block.headers` telling each row's table). That reading is the one grammar of a
-row: tokens split at blanks, label tokens kept as text, `t` fields as text, `f` fields as numbers
-`[-+]?\\d+([.,]\\d+)?` in the file's decimal mark, `i` fields as integers, `I` integers or `-` (NaN),
-`d` fields of a fixed shape (`Layout.shapes`: a stamp's `####-##-##`) as the integers of their digits,
-with `Layout.rest` the last field the rest of the line verbatim and with `Layout.gap` one token standing
-for missing fields. It is carried out in bulk by pandas' C reader when the bytes of the run prove the
-reader would give exactly that (`_bulk`), else row by row (`read_lines`), which also names a bad line;
-both are this module's, so no format holds its grammar twice.
-`Layout.sep` splits rows at another character instead of blanks (sadf -d's `;`).
+The engine does the rest once for every format: it cuts a capture into runs of rows and structure
+lines (`_chunks.ByteScan`, numpy over multi-MB blocks), takes blank lines and repeated headers out in
+bulk (a header whose text from its first marker word on was seen before keeps its layout without a
+call to the format: sysstat repeats it each interval), and reads the rows of each layout together
+even where tables alternate (one Block per layout per chunk, `Block.headers` telling each row's
+table). That reading is the one grammar of a row: tokens split at blanks (or `Layout.sep`: sadf -d's
+`;`), label tokens and `t` fields as text, `f` numbers `[-+]?\\d+([.,]\\d+)?` in the file's decimal
+mark, `i` integers, `I` integers or `-` (NaN), `d` fixed shapes (`Layout.shapes`) as the integers of
+their digits, `Layout.rest` the last field verbatim, `Layout.gap` one token standing for missing
+fields. pandas' or Arrow's C readers do it in bulk where the bytes of the run prove they agree
+(`_bulk`), else `read_lines` does it row by row and names a bad line; both are here, so no format
+holds its grammar twice.
 """
 
 from __future__ import annotations
@@ -107,29 +100,24 @@ _DIGIT_OR_BLANK[list(b"0123456789 ")] = True
 @dataclass(frozen=True)
 class Layout:
     """How the rows under one header read: `labels` tokens lead each row (the time: 1, or 2 with
-    AM/PM; 0 for none), then one token per field of `kinds` — `t` text, `f` number, `i` integer,
-    `I` integer or `-` (sysstat's placeholder, e.g. pidstat's TID of a process row), as float64: NaN
-    for `-`, exact below 2**53, any size (the format judges it).
+    AM/PM; 0 for none; several counts allowed: a row's is its tokens minus `len(kinds)`), then one
+    token per field of `kinds`: `t` text, `f` number, `i` integer, `I` integer or `-` (sysstat's
+    placeholder, e.g. pidstat's TID of a process row) as float64, NaN for `-`, exact below 2**53.
 
-    `labels` may allow several counts: a row's count is its tokens minus `len(kinds)`. `key` is the
-    format's own (which table, which columns), handed back with each block. `rest`: the last field
-    (text) takes the rest of the row verbatim, blanks inside and after it kept (pidstat's command
-    line); a row's label count is then the first of `labels` under which its fields read.
-
-    `gap`: `(token, field, count)`: a row may print `token` in place of the `count` fields from
-    `field` on (iotop's `?unavailable?` for `SWAPIN % IO %`); they read as missing (NaN, text NA),
-    so no `i` field among them, and at least one `t` field for the bulk reader to tell them by.
-
-    `shapes`: one per `d` field, in order: a token of that shape (`####-##-##`: `#` an ASCII digit, any
-    other character as printed), read as the integer of its digits (vmstat's stamp: 20261122 and
-    134700); the format takes them apart. Read in bulk when they end every row, one blank apart.
-
-    `sep`: the fields are split at this character instead of blanks (`str.split(sep)`: blanks kept
-    inside a field, an empty field is one; sadf -d's `;`); with it no `rest`, `gap` or `shapes`.
-
-    `mixed`: rows of `labels`' largest count and rows without labels alternate (iftop's `=>` line with
-    its rank, the `<=` line without; `labels` holds 0): read in bulk as a byte grid, where the label
-    columns of a row without labels are blank (its label ""); without `rest`, `gap` or `sep`.
+    - `key`: the format's own (which table, which columns), handed back with each block.
+    - `rest`: the last field (text) takes the rest of the row verbatim, blanks kept (pidstat's
+      command line); a row's label count is then the first of `labels` under which its fields read.
+    - `gap`: `(token, field, count)`: a row may print `token` for the `count` fields from `field` on
+      (iotop's `?unavailable?` for `SWAPIN % IO %`), read as missing (NaN, text NA): so no `i` field
+      among them, and at least one `t` field for the bulk reader to tell them by.
+    - `shapes`: one per `d` field: a token of that shape (`####-##-##`: `#` an ASCII digit, any other
+      character as printed) read as the integer of its digits (vmstat's stamp: 20261122 and 134700);
+      read in bulk when they end every row, one blank apart.
+    - `sep`: fields split at this character (`str.split(sep)`: an empty field is one; sadf -d's `;`);
+      no `rest`, `gap` or `shapes` with it.
+    - `mixed`: rows of `labels`' largest count and rows without labels alternate (iftop's `=>` line
+      with its rank, the `<=` line without; `labels` holds 0): read in bulk as a byte grid, a row
+      without labels having label ""; no `rest`, `gap` or `sep` with it.
     """
 
     kinds: str
@@ -149,19 +137,17 @@ class Skip:
     reason: str
 
 
-ROW = Skip("")  # `layout()`'s answer for a line that holds a header word but is a data row
-STRUCTURE = Skip("\n")  # `layout()`'s answer for a line among the rows that is none: to `structure()`
-# `layout()`'s answer for a line above a header that only leads it (vmstat's `procs ---` group line):
-# taken out of the rows like a repeated header, nothing else (no segment cut, no `structure()` call)
+# `layout()`'s answers besides a Layout or Skip (module docstring); LEAD cuts no segment
+ROW = Skip("")
+STRUCTURE = Skip("\n")
 LEAD = Skip("\n\n")
 
 
 @dataclass
 class Block:
-    """Rows under one layout: `label` (the label tokens joined by a blank) and text fields as
-    Categoricals, numbers as float64, integers as int64; `line_nos` each row's line number, `headers`
-    the line number of the header each row is under (a block may hold the rows of several tables of
-    one layout: `Table._deliver`)."""
+    """Rows under one layout: `label` (label tokens joined by a blank) and text fields as Categoricals,
+    numbers float64, integers int64; `headers`: each row's header line (a block may hold several
+    tables of one layout)."""
 
     layout: Layout
     header_line_no: int
@@ -190,13 +176,12 @@ class Format(Protocol):
 
     def rows(self, block: Block) -> None: ...
 
-    # optional: `chunk_end()`, called once the blocks of one stretch of rows are handed over (one per
-    # layout, in order of their first rows): a format that merges its tables (pidstat) does it there
+    # optional `chunk_end()`: called after the blocks of one stretch are handed over (pidstat merges there)
 
 
 class Numbers:
-    """The file's decimal mark, decided by the first value with a fraction; `comma_refusal` is a
-    reason a comma cannot be read (set by a format: sysstat's slash dates with a comma are ambiguous)."""
+    """The file's decimal mark, set by the first value with a fraction; `comma_refusal`: why a comma
+    cannot be read (set by a format: sysstat's slash dates with a comma are ambiguous)."""
 
     def __init__(self) -> None:
         self.decimal: str | None = None
@@ -457,14 +442,14 @@ class Table:
                 self._header_line_no = first_no + repeats[done]
                 done += 1
             if word_at < 0:  # a blank line ending the table above it (`blank_ends`): rows after it are none
-                self._segment(raw, starts, ends, is_row, lo, k, first_no)
+                self._segment(lo, k)
                 lo, self._current = k + 1, None
                 continue
             ident = raw[word_at : ends[k]]
             found = self._layouts.get(ident)
             text = None
             if found is None:  # the format sees it after the rows before it: notes, errors in file order
-                self._segment(raw, starts, ends, is_row, lo, k, first_no)
+                self._segment(lo, k)
                 self._deliver()
                 lo = k
                 text = raw[starts[k] : ends[k]].decode("utf-8", "replace")
@@ -481,7 +466,7 @@ class Table:
             if found is self._current and not isinstance(found, Skip):
                 self._header_line_no = first_no + k
                 continue  # a repeat: the rows go on under the same layout
-            self._segment(raw, starts, ends, is_row, lo, k, first_no)
+            self._segment(lo, k)
             lo = k + 1
             if type(found) is Layout:  # no text needed: no decoding per header
                 self._current, self._header_line_no = found, first_no + k
@@ -496,7 +481,7 @@ class Table:
         if done < len(repeats):
             self._taken += repeats[done:]
             self._header_line_no = first_no + repeats[-1]
-        self._segment(raw, starts, ends, is_row, lo, len(ends), first_no)
+        self._segment(lo, len(ends))
         self._deliver()
 
     def _stretch(
@@ -509,10 +494,8 @@ class Table:
         first_no: int,
         is_row: np.ndarray,
     ) -> tuple[int, int]:
-        """Headers at lines `ks` of the layouts `known` (each seen before, each another than the one
-        before it, the first another than the current): what `_flush` does for each, at once: the rows
-        between them segments, the headers and the repeats before the last taken out. Returns (the first
-        line of the segment after them, the repeats taken so far)."""
+        """`_flush`'s step for headers at lines `ks` of layouts `known` (each seen before, each unlike
+        the one before it), all at once. Returns (the next segment's first line, repeats taken so far)."""
         last = int(ks[-1])
         upto = done + int(np.searchsorted(np.asarray(repeats[done:], dtype=np.int64), last))
         is_row[ks] = False
@@ -536,11 +519,9 @@ class Table:
         aside: np.ndarray,
         blanks: np.ndarray | None,
     ) -> tuple[list[tuple[int, int]], list[int], list]:
-        """The header lines `_flush` steps through, as (line index, where its mark is), with the blank
-        lines that end a table (`blank_ends`: a mark of -1); and apart the plain repeats (sysstat's
-        header each interval, ss's `Transport` each block): a header whose text was seen before, of
-        the layout of the header just before it. Those are taken out of the rows at once, no step each.
-        Third, what each event's header was known as when the chunk began (None: not yet, or a blank)."""
+        """(the header lines `_flush` steps through as (line, mark offset), blank lines ending a table
+        with mark -1; the plain repeats, a seen header of the layout before it, taken out at once:
+        sysstat's header each interval; each event's layout known when the chunk began, or None)."""
         mine = ~aside[heads]
         found = self._known(raw, words[mine], ends[heads[mine]])
         heads, words = heads[mine].tolist(), words[mine].tolist()
@@ -559,8 +540,8 @@ class Table:
         return [e for e, _ in kept], repeats, [f for _, f in kept]
 
     def _known(self, raw: bytes, words: np.ndarray, stops: np.ndarray) -> list:
-        """The layout (or None) each header's text `raw[words:stops]` was seen with: many headers told
-        apart by numpy (their bytes and length hashed as rows), a lookup per distinct text."""
+        """The layout (or None) each header text `raw[words:stops]` was seen with: many told apart by
+        numpy (bytes and length hashed as rows), a lookup per distinct text."""
         sizes = stops - words
         if len(words) < 256 or int(sizes.max()) > 1024:
             return [self._layouts.get(raw[w:e]) for w, e in zip(words.tolist(), stops.tolist(), strict=True)]
@@ -576,28 +557,16 @@ class Table:
         distinct[:] = [self._layouts.get(raw[w:e]) for w, e in spans]
         return distinct[codes].tolist()
 
-    def _segment(
-        self,
-        raw: bytes,
-        starts: np.ndarray,
-        ends: np.ndarray,
-        is_row: np.ndarray,
-        lo: int,
-        hi: int,
-        first_no: int,
-    ) -> None:
+    def _segment(self, lo: int, hi: int) -> None:
         """The rows among lines lo..hi-1 are under the current layout: noted, read by `_deliver`."""
         if hi > lo:
             self._segments.append((lo, hi, self._current))
 
     def _deliver(self) -> None:
-        """Read the rows of the segments noted so far in this chunk and hand them to the format.
-
-        Rows of one layout are read together even where the file interleaves tables (pidstat's -u, -d
-        and -w tables each interval, sar's activities): one Block per layout, in order of their first
-        rows, each row's header in `Block.headers`; then `chunk_end()`. Called before the format sees
-        any other line (a new header, a structure line), so it sees the file in order; a bad row is
-        the first of the chunk's (a ParseError in one layout's rows lets the others be read first)."""
+        """Read the rows noted so far and hand them to the format: one Block per layout in order of
+        first rows (pidstat's -u, -d, -w tables interleave), then `chunk_end()`. Called before the
+        format sees any other line, so it sees the file in order; the first bad row of the chunk is
+        raised after every layout was tried."""
         segments, self._segments = self._segments, []
         if not segments:
             return
@@ -765,12 +734,10 @@ class Table:
     def _cut_rest(
         self, data: bytes, layout: Layout
     ) -> tuple[int, bytes, pd.Categorical, _Marked | None] | None:
-        """A run of `rest` rows as (their label count, the tokens before the rest fields, the rest fields,
-        None) when the rest fields start in one column (`_aligned_rest`) or the tokens before them can be
-        laid out so (`_realigned_rest`), else (the label count, `data`
-        marked where pandas is to stop reading each row, the rest fields, `_Marked`: `_marked_rest`). The
-        label count is the first of `labels` whose first field the first row's token reads as
-        (`_others_fail` proves the counts before it read no row)."""
+        """A run of `rest` rows as (label count, tokens before the rest fields, rest fields, None) when
+        the rest fields start in one column or can be laid out so (`_aligned_rest`, `_realigned_rest`),
+        else (label count, `data` marked by `_marked_rest`, rest fields, `_Marked`). The label count is
+        the first of `labels` the first row reads under (`_others_fail` proves the others)."""
         width = len(layout.kinds)
         tokens = data[: data.find(b"\n")].split()
         first = (n for n in layout.labels if len(tokens) >= n + width and _reads(tokens[n], layout.kinds[0]))
@@ -788,9 +755,8 @@ class Table:
         return nlab, *cut
 
     def _others_fail(self, df: pd.DataFrame, nlab: int, layout: Layout) -> bool:
-        """Whether `_row` reads no row of `df` (a run read with `nlab` labels) under the label counts it
-        tries before `nlab`, so that each row reads as the bulk read it: so when there are two counts,
-        the first field is a number, and the token it would take is text that no row prints as one."""
+        """Whether `_row` reads no row of `df` (read with `nlab` labels) under the label count it tries
+        first: two counts, a number first field, and no row printing a number at that token."""
         if len(layout.labels) != 2 or layout.kinds[0] == "t" or self.odd_row is not None:
             return False
         if layout.gap is not None and layout.gap[1] == 0:
@@ -805,8 +771,7 @@ class Table:
     ) -> Block:
         """Rows read one by one by the layout (the grammar `_bulk` proves it agrees with); the first
         bad row is a ParseError naming its line. Formats call it for rows they hold apart (`Average:`).
-        `headers`: each row's header line (default: the current header's); a row `foreign` claims is
-        left out (the format counted it)."""
+        `headers`: each row's header line (default the current); rows `foreign` claims are left out."""
         labels: list[str] = []
         columns: list[list] = [[] for _ in layout.kinds]
         nos: list[int] = []
@@ -835,8 +800,7 @@ class Table:
         return Block(layout, first, np.array(nos, dtype=np.int64), label, fields, data, head)
 
     def _row(self, line_no: int, text: str, layout: Layout, header: int) -> tuple[str, list] | None:
-        """One row's label and values by the layout (None: `foreign` claimed it); a ParseError
-        naming the line when it does not read. With `rest` each label count is tried in turn."""
+        """One row's label and values (None: `foreign` claimed it), else a ParseError naming the line."""
         width = len(layout.kinds)
         reason = ""
         for tokens in _tries(text, layout):
@@ -1011,11 +975,8 @@ def _marked_rest(data: bytes, before: int) -> tuple[bytes, pd.Categorical, _Mark
 def _aligned_rest(
     data: bytes, before: int, ends: np.ndarray | None = None
 ) -> tuple[bytes, pd.Categorical] | None:
-    """`_marked_rest`'s cut where every row's rest field starts in the column where the
-    first row's does (top pads the fields before COMMAND): the tokens before it as rows of one length
-    (for `_fixed`: up to that column, the blank before it made the line end), the rest fields told
-    apart as byte rows and each distinct one decoded once; None otherwise. `ends`: the rows' line ends
-    when the caller knows them."""
+    """(tokens before the rest field as rows of one length for `_fixed`, rest fields) when every row's
+    rest field starts in the first row's column (top pads the fields before COMMAND), else None."""
     spans = [m.start() for m in re.finditer(rb"[^ ]+", data[: data.find(b"\n")])]
     if before < 1 or len(spans) <= before or b"\0" in data:  # NUL: the byte that pads the rest fields
         return None
@@ -1034,9 +995,8 @@ def _aligned_rest(
 
 
 def _rest_column(data: bytes, buf: np.ndarray, at: np.ndarray, ends: np.ndarray) -> pd.Categorical | None:
-    """The rest fields `data[at:ends]` (each row's) as a Categorical, each distinct one decoded once;
-    None when one is longer than 4096 bytes (NUL must not be in `data`: it pads them). Valid UTF-8
-    (the usual) as Arrow string views, told apart by Arrow's hash table: a fifth of the time."""
+    """The rest fields `data[at:ends]` as a Categorical, each distinct one decoded once (valid UTF-8:
+    Arrow string views, a fifth of the time); None when one is over 4096 bytes (NUL pads them)."""
     size = ends - at
     if len(data) < 1 << 31 and _utf8(data):
         return _view_texts(data, at, size)
@@ -1070,9 +1030,8 @@ def _utf8(data: bytes) -> bool:
 
 
 def _view_texts(data: bytes, at: np.ndarray, size: np.ndarray) -> pd.Categorical:
-    """`data[at:at + size]` per row (valid UTF-8, under 2 GB) as a Categorical: Arrow string views over
-    `data` (16 bytes a row: the length, then up to 12 bytes inline, or the first 4 and the offset),
-    dictionary-encoded; no Python object but per distinct text."""
+    """`data[at:at + size]` per row (valid UTF-8, under 2 GB) as a Categorical via Arrow string views
+    (16 bytes: length, then 12 bytes inline or the first 4 and the offset): a str per distinct text."""
     padded = data + bytes(16)  # 8-byte reads at every offset stay inside
     words = np.ndarray((len(data) + 9,), dtype="<u8", buffer=padded, strides=(1,))
     views = np.empty((len(at), 2), dtype="<u8")
@@ -1089,11 +1048,9 @@ def _view_texts(data: bytes, at: np.ndarray, size: np.ndarray) -> pd.Categorical
 def _realigned_rest(
     data: bytes, before: int, ends: np.ndarray | None = None
 ) -> tuple[bytes, pd.Categorical] | None:
-    """`_aligned_rest`'s cut where the rest fields start in different columns (a value wider than its
-    column pushes the rest right: ps's VSZ): each row's first `before` tokens (split at blanks, numpy
-    over the run) laid out again by `_grid` for `_fixed`; the rest fields from the next token on. None
-    when a row has no such token, or a blank that is not ASCII (`_BLANK`: `str.split` splits there too)
-    is before or at its rest field's start, or `data` holds a NUL."""
+    """`_aligned_rest`'s cut where a wide value pushes the rest fields right (ps's VSZ): the first
+    `before` tokens laid out by `_grid`, the rest from the next token on. None when a row lacks that
+    token, a non-ASCII blank (`_BLANK`) is before its rest field, or `data` holds a NUL."""
     if before < 1 or b"\0" in data:
         return None
     buf = np.frombuffer(data, dtype=np.uint8)
@@ -1111,9 +1068,8 @@ def _realigned_rest(
 
 
 def _realigned_rows(data: bytes, count: int, ends: np.ndarray | None = None) -> bytes | None:
-    """Rows of exactly `count` tokens each (split at blanks, as `str.split`) laid out again as `_grid`
-    does, for `_fixed` (values pushed right by a wide one, or a tab between fields: ss's table); None
-    when a row has another count (or a blank `str.split` splits at is not ASCII: `_BLANK`)."""
+    """Rows of exactly `count` tokens laid out by `_grid` for `_fixed` (values pushed right by a wide
+    one, tabs: ss); None when a row has another count or a non-ASCII blank (`_BLANK`)."""
     buf = np.frombuffer(data, dtype=np.uint8)
     ends = np.flatnonzero(buf == 10) if ends is None else ends
     starts = np.concatenate(([0], ends[:-1] + 1))
@@ -1125,8 +1081,7 @@ def _realigned_rows(data: bytes, count: int, ends: np.ndarray | None = None) -> 
 
 
 def _blank_before(data: bytes, starts: np.ndarray, limit: np.ndarray) -> bool:
-    """Whether a blank `str.split` splits at that is not ASCII (`_BLANK`: U+00A0 ...) is in a row before
-    its `limit` (an offset in `data`)."""
+    """Whether a non-ASCII blank `str.split` splits at (`_BLANK`) is in a row before its `limit`."""
     for m in _BLANK.finditer(data):
         if m.group()[0] >= 0x80:
             row = int(np.searchsorted(starts, m.start(), side="right")) - 1
@@ -1136,8 +1091,8 @@ def _blank_before(data: bytes, starts: np.ndarray, limit: np.ndarray) -> bool:
 
 
 def _grid(data: bytes, tokens: np.ndarray, stops: np.ndarray) -> bytes:
-    """The tokens of each row (where they start and end: rows x fields) as rows of one length, each field
-    right-aligned in a column as wide as its widest token, one blank between, ending with a line end."""
+    """The tokens (starts, stops: rows x fields) as rows of one length, each field right-aligned to its
+    widest token, one blank between, each row ending with a line end."""
     sizes = stops - tokens
     widths = sizes.max(axis=0).tolist()
     pad = max(widths) + 8  # blanks before `data`: 8-byte reads before the first row's tokens stay in
@@ -1163,9 +1118,8 @@ def _grid(data: bytes, tokens: np.ndarray, stops: np.ndarray) -> bytes:
 def _token_starts(
     buf: np.ndarray, starts: np.ndarray, ends: np.ndarray, count: int, ascii_only: bool, exact: bool
 ) -> tuple[np.ndarray, np.ndarray, bool] | None:
-    """Where each row's first `count` tokens (split at ASCII blanks, as `str.split`) start and end (two
-    rows x `count` matrices), and whether the rows were ASCII; None when a row has fewer tokens (or
-    another count, `exact`). Numpy over 512 kB of rows at a time: its temporaries stay in the cache."""
+    """(starts, ends of each row's first `count` tokens split at ASCII blanks, whether ASCII); None
+    when a row has fewer (`exact`: other) tokens. 512 kB at a time: temporaries stay in the cache."""
     if len(buf) >= 1 << 31:  # offsets kept as int32
         return None
     step = 1 << 19
@@ -1208,9 +1162,8 @@ def _parts(rows: Rows, size: int) -> Iterator[Rows]:
 
 
 def _ending_blanks(blanks: np.ndarray, is_row: np.ndarray, heads: np.ndarray) -> np.ndarray:
-    """The blank lines (`Format.blank_ends`) that end a table for some row: the next row after them is
-    no header line (or none follows in this chunk); one before a header changes nothing (the header
-    does: ss's blank line above each `Transport` table costs no Python step)."""
+    """The blank lines (`blank_ends`) not followed by a header line, which ends the table anyway (ss's
+    blank line above each `Transport` header costs no Python step)."""
     rows = np.flatnonzero(is_row)
     after = np.searchsorted(rows, blanks)
     if not len(rows):  # no row follows any of them: each ends its table (an array, not a scalar -1)
@@ -1221,10 +1174,8 @@ def _ending_blanks(blanks: np.ndarray, is_row: np.ndarray, heads: np.ndarray) ->
 
 
 def _word_starts(buf: np.ndarray, word: bytes, counts: np.ndarray | None = None) -> np.ndarray:
-    """Where `word` is in `buf`, with numpy: the places of one of its bytes that is no blank (blanks are
-    everywhere: ` Node `), kept while the bytes around them match. `counts` (how often each byte is in
-    a sample of `buf`): that byte the rarest, the others checked rarest first (pidstat's `PID`: the `I`
-    and `D` are rarer than the `P` of its commands), else its first byte that is no blank."""
+    """Where `word` is in `buf`: the places of its rarest non-blank byte (by `counts`, a sample's byte
+    counts; else its first non-blank), kept while the other bytes match, rarest first."""
     rarity = [0] * 256 if counts is None else counts.tolist()
     order = sorted(range(len(word)), key=lambda k: (word[k] == 32, rarity[word[k]], k))
     first = order[0]
@@ -1235,9 +1186,8 @@ def _word_starts(buf: np.ndarray, word: bytes, counts: np.ndarray | None = None)
 
 
 def _mark_starts(before: bytes, raw: bytes, marks: Sequence[re.Pattern[bytes]]) -> np.ndarray:
-    """Where the header marks find text in `raw` (each match's group 1, else its start), sorted;
-    searched as in `before + raw`, so that a mark may look at the line end or blank line before the
-    run (the first two lines are searched again after `before`: no copy of the run)."""
+    """Where the header marks find text in `raw` (group 1, else the match start), sorted, as if
+    searched in `before + raw` (only the first two lines are searched again, with `before`)."""
     head = before + raw[: raw.find(b"\n", raw.find(b"\n") + 1) + 1 or len(raw)]
     found = {m.start(g) for rx in marks for g in [1 if rx.groups else 0] for m in rx.finditer(raw)}
     found.update(m.start(1 if rx.groups else 0) - len(before) for rx in marks for m in rx.finditer(head))
@@ -1247,19 +1197,15 @@ def _mark_starts(before: bytes, raw: bytes, marks: Sequence[re.Pattern[bytes]]) 
 def _fixed(
     data: bytes, count: int, layout: Layout, nlab: int, mark: str
 ) -> tuple[pd.Categorical | None, list[pd.Categorical | np.ndarray], bool] | None:
-    """The run read as a grid of bytes, or None: (label, fields, whether a value has a decimal mark)
-    as `read_lines` would read them, when the rows are laid out alike (sysstat pads its fields).
+    """The run read as a byte grid when its rows are laid out alike (sysstat pads its fields): (label,
+    fields, whether a value has a decimal mark) as `read_lines` would read them, else None.
 
-    Every row as long as the first, its fields the runs of columns not blank in every row (numbers
-    right-aligned, text left- or right-aligned), as many as the first row's tokens: the rows split into
-    them as `str.split()` splits them, unless a field holds a blank or none. With `rest`, `data` holds
-    each row's tokens before the rest field (`_cut_rest`). Text (labels, `t`) is checked once per
-    distinct field: one token each. The number fields, their columns alone with `;` put between them,
-    go to Arrow's CSV reader (correctly rounded, as `float()`), which refuses a field that is no number
-    (a blank inside one); that they hold nothing but digits, `-` and the decimal mark where the first
-    row has it, between digits, rules out the forms Arrow reads and the grammar refuses (`1e5`, `inf`,
-    `+5`, `.5`, `5.`).
-    Other kinds and layouts are left to pandas.
+    Rows as long as the first; fields the runs of columns not blank in every row, as many as its
+    tokens, so rows split into them as `str.split()` does unless a field holds a blank or none. With
+    `rest`, `data` holds the tokens before the rest field (`_cut_rest`). Text is checked once per
+    distinct field. Number fields, `;`-joined, go to Arrow's CSV reader (rounded as `float()`, refusing
+    a blank inside); holding only digits, `-` and the mark between digits where the first row has it
+    rules out forms Arrow reads and the grammar refuses (`1e5`, `inf`, `+5`, `.5`, `5.`).
     """
     size = data.find(b"\n") + 1
     kinds = layout.kinds[:-1] if layout.rest else layout.kinds  # `rest`: `data` holds the tokens before it
@@ -1422,12 +1368,9 @@ def _factor_rows(block: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 def _read_fields(
     data: bytes | bytearray | pa.Buffer, ncols: int, types: dict[int, pa.DataType], mark: str, sep: str = ";"
 ) -> pa.Table | None:
-    """`sep`-separated rows -> Arrow table of the columns in `types` (named "0", "1" ...); None if refused.
-
-    Arrow's reader converts numbers with correct rounding (as `float()`), trims blanks around them,
-    and refuses a row with another field count or a field that is not of its type. Quotes are plain
-    characters and no text is read as missing.
-    """
+    """`sep`-separated rows -> Arrow table of the columns in `types` (named "0", "1" ...); None if
+    refused (another field count, a field not of its type). Numbers rounded as `float()`, blanks
+    around them trimmed; quotes are plain characters, no text is missing."""
     try:
         return pa_csv.read_csv(
             pa.BufferReader(data),
@@ -1448,10 +1391,7 @@ def _read_fields(
 
 
 def _read_sep(data: bytes, nlab: int, kinds: str, sep: str, mark: str) -> pd.DataFrame | None:
-    """`Layout.sep` rows -> frame as `_read_csv` gives it (labels and `t` fields as category, `i` int64,
-    the rest float64) by Arrow's CSV reader, fields verbatim (no quoting, text never missing); None
-    if refused (a row with another field count, a field that is no number: `_plain` and `_as_printed`
-    prove the rest)."""
+    """`Layout.sep` rows -> frame as `_read_csv` gives it, by Arrow's CSV reader (`_read_fields`)."""
     text, number = pa.dictionary(pa.int32(), pa.string()), {"i": pa.int64(), "d": pa.int64()}
     types = {c: text for c in range(nlab)}
     types |= {nlab + i: text if k == "t" else number.get(k, pa.float64()) for i, k in enumerate(kinds)}
@@ -1472,19 +1412,16 @@ def _read_sep(data: bytes, nlab: int, kinds: str, sep: str, mark: str) -> pd.Dat
 
 
 def _counts(df: pd.DataFrame, cols: list[int], sep: str | None = None) -> list[tuple[bytes, int]] | None:
-    """The text columns' values with how many rows hold them, the values held by as many rows joined
-    by a blank (by `sep`, `Layout.sep`: there a blank is no plain byte): what `_plain` and `_as_printed`
-    count adds up over such a join, so a column of distinct values (vmstat's clocks) costs a step per
-    count, not per value. None when a value is "" between blanks (a row cut short); with `sep` an empty
-    field is one (Arrow refuses a row of another field count)."""
-    out = []
+    """The text columns' values as (values held by n rows joined by a blank, or `sep`; n): what
+    `_plain` and `_as_printed` count adds up over a join, so distinct values (vmstat's clocks) cost a
+    step per count. None when a value is "" without `sep` (a row cut short)."""
+    out, join = [], sep or " "
     for i in cols:
         cat = df[i].array
         counts = np.bincount(cat.codes[cat.codes >= 0], minlength=len(cat.categories))
         values = np.asarray(cat.categories, dtype=object)
         if sep is None and (values[counts > 0] == "").any():
             return None
-        join = sep or " "
         out += [(join.join(values[counts == n]).encode(), n) for n in np.unique(counts[counts > 0]).tolist()]
     return out
 
@@ -1510,14 +1447,13 @@ def _read_csv(
     mark: str,
     comment: str | None = None,
 ) -> pd.DataFrame | None:
-    """Rows separated by one or more spaces -> frame, `text_cols` as category; None if refused.
+    """Space-separated rows -> frame by pandas' fast `sep=" "` reader, `text_cols` as category; None
+    if refused (a row too long; one too short leaves `""`, which `_as_printed` refuses).
 
-    Values are separated by spaces only, which pandas' fast `sep=" "` tokenizer reads. A row with too
-    many fields makes it fail; a row with too few leaves `""` in a column, which `_as_printed` refuses.
-    A text column whose first rows repeat their values is read as "category" (pandas builds it in C,
-    twice as fast), unless pandas then takes its values for numbers or bools (`007` -> 7: not the text
-    as printed), when it is read again as text; one of distinct values (vmstat's clocks) is read as
-    text at once and made categorical here: as "category" pandas tries each value as a bool in Python.
+    A text column whose first rows repeat values is read as "category" (built in C, twice as fast),
+    and again as text if pandas took its categories for numbers or bools (`007` -> 7); one of distinct
+    values (vmstat's clocks) is read as str and made categorical here (as "category" pandas tries
+    each value as a bool in Python).
     """
     kinds = _text_kinds(data, text_cols, comment)
     try:
@@ -1539,8 +1475,7 @@ def _read_csv(
 
 
 def _text_kinds(data: bytes, text_cols: list[int], comment: str | None) -> dict[int, object]:
-    """How `_read_csv` has pandas read each text column: "category" where the first rows repeat its
-    values (a quarter as many distinct), else str."""
+    """Each text column's dtype for `_read_csv`: "category" where its first rows repeat values."""
     rows = data[:16384].split(b"\n")[:-1][:128]
     if comment:
         rows = [row.split(comment.encode())[0] for row in rows]
@@ -1581,20 +1516,17 @@ def _read_columns(
 
 
 def _plain(data: bytes, texts: list[tuple[bytes, int]], sep: str | None = None) -> bool:
-    """True when `data` holds only `_PLAIN` bytes outside its text values (`(value, rows holding it)`);
-    with `sep` (`Layout.sep`), its character in place of the blank, which a reader may trim off a number."""
+    """True when `data` holds only `_PLAIN` bytes outside its text values (`_counts`); with `sep`,
+    that character in place of the blank (a reader may trim blanks off a number)."""
     plain = _PLAIN if sep is None else _PLAIN.replace(b" ", sep.encode())
     other = len(data.translate(None, plain))
     return other == sum(len(t.translate(None, plain)) * n for t, n in texts)
 
 
 def _as_printed(data: bytes, mark: str, numbers: list[np.ndarray], texts: list[tuple[bytes, int]]) -> bool:
-    """True when pandas read every number as the grammar `[-+]?\\d+([.,]\\d+)?` would.
-
-    After `_plain`, the forms pandas reads and the grammar refuses are a mark without a digit on one
-    side (`.5`, `5.`), an empty field (a row too short) and a `-0` read as 0: every `-` must be the
-    sign of a negative value or in a text value.
-    """
+    """True when pandas read every number as the grammar would: after `_plain` what is left to refuse
+    is a mark without a digit on one side (`.5`, `5.`), an empty field, and `-0` read as 0 (every `-`
+    must be a negative value's sign or in a text value)."""
     if _bare_marks(data, mark) != sum(_bare_marks(t, mark) * n for t, n in texts):
         return False
     minus = sum(t.count(b"-") * n for t, n in texts)
@@ -1609,8 +1541,8 @@ def _as_printed(data: bytes, mark: str, numbers: list[np.ndarray], texts: list[t
 
 
 def _bare_marks(data: bytes, mark: str) -> int:
-    """How many decimal marks in `data` lack a digit on either side (`.5`, `5.`): numpy, no regex, a
-    slice at a time (no copy of `data`; small temporaries stay in the cache: twice as fast on a run)."""
+    """How many decimal marks in `data` lack a digit on either side (`.5`, `5.`): numpy a slice at a
+    time (temporaries stay in the cache: twice as fast)."""
     code = ord(mark)
     if code not in data:
         return 0
