@@ -1,15 +1,12 @@
-"""Chunked reading shared by the parsers of long, regular captures.
+"""Chunked reading for long, regular captures: whole chunks of lines per regex or numpy call, not a
+Python call per line.
 
-Their fast paths read whole chunks of lines with one regex each, or hand whole runs of data rows to
-pandas, instead of a Python call per line:
-
-- `text_chunks`/`walk_text` (perf_stat) cut the text into chunks of whole lines, and walk a cut last
-  line with the parser's own `feed`;
-- `ByteScan` (the sysstat tables) finds the few structure lines (headers, banners, blanks) of a
-  table capture by regex over multi-MB byte chunks and hands the runs of data rows between them
-  over as bytes, never as one Python string per line;
-- `Interned` builds string columns without one object per row; `byte_windows` takes fixed-width
-  byte windows at many offsets (perf stat's fields).
+- `text_chunks`/`walk_text` (perf_stat): chunks of whole lines; a piece with a cut last line is walked
+  with the parser's own `feed`.
+- `ByteScan` (`_table`): finds the few structure lines (headers, banners, blanks) in multi-MB byte
+  chunks and hands the runs of data rows between them over as bytes, not a string per line.
+- `Interned` builds string columns without an object per row; `byte_windows` takes fixed-width byte
+  windows at many offsets (perf stat's fields).
 """
 
 from __future__ import annotations
@@ -23,7 +20,7 @@ from typing import NamedTuple
 import numpy as np
 import pandas as pd
 
-from ._common import Lines, Source, _looks_like_path, text_column
+from ._common import Lines, Source, _is_path, text_column
 
 _CHUNK_CHARS = 1 << 18  # text read at once: bounds memory (the frame is small), amortises the regex call
 _CHUNK_BYTES = 1 << 22  # bytes `ByteScan` reads at once: a few ms of regex per chunk, a few MB of memory
@@ -31,7 +28,7 @@ _CHUNK_BYTES = 1 << 22  # bytes `ByteScan` reads at once: a few ms of regex per 
 
 def text_chunks(source: Source) -> Iterator[str] | None:
     """Chunks of whole lines of a path or a string (None for streams: they go line by line)."""
-    if isinstance(source, Path) or (isinstance(source, str) and _looks_like_path(source)):
+    if _is_path(source):
         return _file_chunks(source)
     if isinstance(source, str):
         return _str_chunks(source)
@@ -105,13 +102,11 @@ class Interned:
     def __init__(self) -> None:
         self.index: dict[str, int] = {}
 
-    def codes(self, values: Sequence[str | None], *, empty_is_na: bool = False) -> np.ndarray:
+    def codes(self, values: Sequence[str | None]) -> np.ndarray:
         local, uniques = pd.factorize(np.asarray(values, dtype=object))
         if len(uniques) == 0:
             return np.full(len(local), -1, dtype=np.int64)
-        table = np.array([self.index.setdefault(u, len(self.index)) for u in uniques], dtype=np.int64)
-        if empty_is_na and "" in self.index:
-            table[table == self.index[""]] = -1
+        table = np.array([self.code(u) for u in uniques], dtype=np.int64)
         return np.where(local >= 0, table[local], -1)
 
     def code(self, text: str) -> int:
@@ -127,26 +122,21 @@ class Rows(NamedTuple):
     data: bytes
     first_no: int  # line number of the first row
     count: int
-    ends: np.ndarray | None = None  # where each row's line end is in `data` (`ByteScan(row_bytes=...)` only)
+    ends: np.ndarray | None = None  # where each row's line end is in `data` (ByteScan always sets it)
 
 
 class ByteScan:
     """Iterate a capture as `Rows` runs and `(line_no, text)` structure lines, in file order.
 
-    `marks` are byte regexes; a match marks the line that holds the byte at its end (`m.end()`) as a
-    structure line, so `rb"\\n(?![0-9])"` marks every line not starting with a digit (blank ones
-    too) and `rb"CPU"` every line holding `CPU`. Every other line is a data row. Each pattern is
-    searched on its own: an alternation of them defeats the regex engine's literal-prefix search.
-
-    `row_bytes` instead of `marks`: every line whose first byte is not among these is a structure
-    line (`b"0123456789\\n"`: all but rows starting with a digit and blank lines), found with numpy from
-    the positions of the line ends, which each `Rows` then carries in `ends`: a regex stopping at
-    every line end cost a Python-level match attempt per line, and counting the lines a second pass.
+    `row_bytes`: every line whose first byte is not among these is a structure line (`b"0123456789\\n"`:
+    all but rows starting with a digit and blank lines), found with numpy from the line ends, which
+    each `Rows` then carries in `ends` (a regex stopping at every line end cost a Python-level match
+    per line). `marks` instead (the tests' oracle): byte regexes, a match marking the line that holds
+    the byte at its end, so `rb"\\n(?![0-9])"` marks every line not starting with a digit.
 
     Lines are numbered and decoded as `Lines` does (CR, LF and CRLF end a line; undecodable bytes
     replaced in structure lines). A last line cut off mid-write (no line end, not blank) is not
-    yielded: it is left in `cut` for the parser's `cut_last`, as `feed_lines` does. With
-    `empty=False` empty lines are not yielded either (they still end a run of rows).
+    yielded: it is left in `cut` for the parser's `cut_last`, as `feed_lines` does.
     """
 
     def __init__(
@@ -155,7 +145,6 @@ class ByteScan:
         kind: str,
         marks: Sequence[re.Pattern[bytes]] = (),
         *,
-        empty: bool = True,
         row_bytes: bytes | None = None,
         read_bytes: int | None = None,
     ):
@@ -163,7 +152,6 @@ class ByteScan:
         self.cut: tuple[int, str] | None = None
         self._source = source
         self._marks = marks
-        self._empty = empty
         self._read_bytes = read_bytes
         self._row_first: np.ndarray | None = None
         if row_bytes is not None:
@@ -204,38 +192,7 @@ class ByteScan:
             yield from self._split(last.encode("utf-8", "surrogatepass") + b"\n", line_no)
 
     def _split(self, buf: bytes, line_no: int) -> Generator[Rows | tuple[int, str], None, int]:
-        """`buf`: whole LF-terminated lines, the first numbered `line_no`; returns the next line's number
-        (counted run by run: no second pass over the bytes)."""
-        if self._row_first is not None:
-            return (yield from self._split_first(buf, line_no))
-        hay = b"\n" + buf  # every line, the first too, follows a newline
-        size = len(hay)
-        starts = set()
-        for rx in self._marks:
-            for m in rx.finditer(hay):
-                if m.end() < size:
-                    starts.add(hay.rfind(b"\n", 0, m.end()) + 1)
-        pos = 1
-        for start in sorted(starts):
-            if start < pos:
-                continue
-            if start > pos:
-                count = hay.count(b"\n", pos, start)
-                yield Rows(hay[pos:start], line_no, count)
-                line_no += count
-            end = hay.index(b"\n", start)
-            if end > start or self._empty:
-                yield line_no, hay[start:end].decode("utf-8", "replace")
-            line_no += 1
-            pos = end + 1
-        if pos < size:
-            count = hay.count(b"\n", pos)
-            yield Rows(hay[pos:], line_no, count)
-            line_no += count
-        return line_no
-
-    def _split_first(self, buf: bytes, line_no: int) -> Generator[Rows | tuple[int, str], None, int]:
-        """`_split` by `row_bytes`: the structure lines are those whose first byte is not a row's."""
+        """`buf`: whole LF-terminated lines, the first numbered `line_no`; returns the next line's number."""
         if not buf:
             return line_no
         arr = np.frombuffer(buf, dtype=np.uint8)
@@ -243,18 +200,23 @@ class ByteScan:
         starts = np.empty(len(ends), dtype=np.int64)
         starts[0] = 0
         starts[1:] = ends[:-1] + 1
-        marked = np.flatnonzero(~self._row_first[arr[starts]]).tolist()  # line indices
         lo = 0  # the first line not yielded yet
-        for k in marked:
+        for k in self._marked(buf, arr[starts], ends):
             if k > lo:
                 yield Rows(buf[starts[lo] : starts[k]], line_no + lo, k - lo, ends[lo:k] - starts[lo])
-            end = int(ends[k])
-            if end > starts[k] or self._empty:
-                yield line_no + k, buf[starts[k] : end].decode("utf-8", "replace")
+            yield line_no + k, buf[starts[k] : ends[k]].decode("utf-8", "replace")
             lo = k + 1
         if lo < len(ends):
             yield Rows(buf[starts[lo] :], line_no + lo, len(ends) - lo, ends[lo:] - starts[lo])
         return line_no + len(ends)
+
+    def _marked(self, buf: bytes, first_bytes: np.ndarray, ends: np.ndarray) -> list[int]:
+        """The indices of the structure lines among `buf`'s lines, in order."""
+        if self._row_first is not None:
+            return np.flatnonzero(~self._row_first[first_bytes]).tolist()
+        hay = b"\n" + buf  # every line, the first too, follows a newline; hay[i] is buf[i - 1]
+        at = [m.end() - 1 for rx in self._marks for m in rx.finditer(hay) if m.end() < len(hay)]
+        return np.unique(np.searchsorted(ends, np.array(at, dtype=np.int64))).tolist()
 
     def _raw(self) -> Iterator[bytes]:
         src = self._source

@@ -25,13 +25,10 @@ from perfkit.errors import ParseError
 Source = str | Path | IO[str] | IO[bytes]
 
 SNIFF_BYTES = 8192
-# Dates whose times a frame's datetime64[ns] (1677-09-21 to 2262-04-11) holds, with a year of room at
-# each end for a capture's days and any zone's offset: beyond them int64 ns stamps wrap (wrong times).
+# Dates whose times datetime64[ns] (1677-09-21 to 2262-04-11) holds, with a year of room at each end for
+# a capture's days and any zone's offset: beyond them int64 ns stamps wrap (wrong times).
 FIRST_DATE, PAST_DATE = date(1678, 1, 1), date(2262, 1, 1)
-
-
-# How many skipped lines a capture keeps to quote; the rest are only counted.
-SKIP_QUOTES = 3
+SKIP_QUOTES = 3  # skipped lines a capture keeps to quote; the rest are only counted
 
 
 @dataclass(frozen=True)
@@ -43,13 +40,11 @@ class SkippedLine:
 
 @dataclass
 class Skips:
-    """Lines a parser left out because it did not know them: a table a newer tool version added, a
-    block of another tool, a message on stderr saved with the output. Counted, the first few kept to
-    quote. A capture with any is *partial*: the report's inputs table and findings.json say so.
-
-    The bar for refusing a file whole is `refuse_if_nothing_read`: no data row at all. A file that
-    holds one readable table among twenty unknown ones (`sar -A`) is read, not refused.
-    Kept in the frame's attrs as `skipped` (`skips_of` reads it back).
+    """Lines a parser did not know and left out (a table a newer tool version added, another tool's
+    block, stderr saved with the output): counted, the first few quoted. A capture with any is
+    *partial* in the report's inputs table and findings.json. A file is refused whole only when no data
+    row was read (`refuse_if_nothing_read`): one readable table among twenty unknown (`sar -A`) is read.
+    Kept in the frame's attrs as `skipped`.
     """
 
     count: int = 0
@@ -67,7 +62,6 @@ class Skips:
             self.count += len(lines) - 1
 
     def refuse_if_nothing_read(self, rows: int, lines: Lines) -> None:
-        """Raise when no data row was read and lines were skipped: nothing of the file is usable."""
         if rows == 0 and self.quoted:
             first = self.quoted[0]
             raise lines.error(
@@ -90,11 +84,10 @@ def skips_of(frame: pd.DataFrame) -> Skips:
 
 @dataclass(frozen=True)
 class Extras:
-    """What a parser read beside its rows, declared: the fields every parser may give. A parser that
-    gives more declares `EXTRAS`, a subclass with its own fields (top's per-iteration summaries, the
-    sysctl port range, ...). Parsers hand them over in the frame's attrs; `extras_of` moves them into
-    this type once, where the dataset takes a capture in, so rules read typed fields, and a frame no
-    longer carries records that pandas deep-copies into every frame derived from it."""
+    """What a parser read beside its rows; a parser giving more declares `EXTRAS`, a subclass (top's
+    per-iteration summaries, the sysctl port range). Parsers put them in the frame's attrs; `extras_of`
+    moves them into this type where the dataset takes a capture in, so rules read typed fields and
+    pandas no longer deep-copies them into every derived frame."""
 
     dropped_lines: int = 0  # a last line cut off mid-write
     skipped: Skips = field(default_factory=Skips)  # lines not known, left out: the capture is partial
@@ -105,7 +98,7 @@ class Extras:
 def extras_of(declared: type[Extras], frame: pd.DataFrame) -> Extras:
     """The frame's attrs as `declared`, and the attrs emptied. Raises TypeError for a key the parser
     gives but did not declare (a programming error: tests parse every fixture through this)."""
-    undeclared = sorted(set(frame.attrs) - {f for f in declared.__dataclass_fields__})
+    undeclared = sorted(set(frame.attrs) - set(declared.__dataclass_fields__))
     if undeclared:
         raise TypeError(f"{declared.__qualname__} does not declare {', '.join(undeclared)}")
     extras = declared(**frame.attrs)
@@ -126,9 +119,9 @@ class Lines:
         self.path: str | None = None
         self.last_complete = True
         self._source = source
-        if isinstance(source, Path) or (isinstance(source, str) and _looks_like_path(source)):
+        if _is_path(source):
             self.path = str(source)
-        elif hasattr(source, "name") and isinstance(getattr(source, "name", None), str):
+        elif isinstance(getattr(source, "name", None), str):
             self.path = source.name
 
     def __iter__(self) -> Iterator[tuple[int, str]]:
@@ -137,7 +130,7 @@ class Lines:
             try:
                 fh: IO[str] = open(src, encoding="utf-8", errors="replace", newline="")  # noqa: SIM115 - closed below
             except OSError as exc:
-                raise ParseError(self.kind, self.path, 0, "", f"cannot read: {exc.strerror}") from None
+                raise self.error(0, "", f"cannot read: {exc.strerror}") from None
             with fh:
                 yield from self._walk(fh)
         elif isinstance(src, str):
@@ -166,9 +159,9 @@ def feed_lines(
 ) -> Lines:
     """Hand each `(line_no, text, lines)` of `source` to `feed`; a last line cut off mid-write to `cut_last`.
 
-    The last line is held back until the end: only then is it known whether it ended with a newline. A
-    non-blank last line without one was cut off while the tool wrote it, so its numbers may be cut too;
-    `cut_last` decides whether to drop it (the parser may keep a message that ends without newline).
+    The last line is held back: only at the end is it known whether it ended with a newline. A
+    non-blank one without it was cut while the tool wrote it (its numbers may be cut too); `cut_last`
+    decides whether to drop it (a message may end without newline).
 
     Returns:
         The `Lines` that were read, for error messages after the walk.
@@ -204,6 +197,10 @@ def source_size(source: Source, lines: Lines) -> int:
     return len(source) if isinstance(source, str) else 0
 
 
+def _is_path(source: Source) -> bool:
+    return isinstance(source, Path) or (isinstance(source, str) and _looks_like_path(source))
+
+
 def _looks_like_path(text: str) -> bool:
     if "\n" in text or len(text) >= 4096:
         return False
@@ -215,7 +212,7 @@ def _looks_like_path(text: str) -> bool:
 
 def head(source: Source, size: int = SNIFF_BYTES) -> str:
     """The first `size` characters of a source, for sniffing; does not consume a stream's position."""
-    if isinstance(source, Path) or (isinstance(source, str) and _looks_like_path(source)):
+    if _is_path(source):
         with open(source, "rb") as fh:
             return fh.read(size).decode("utf-8", errors="replace")
     if isinstance(source, str):
@@ -229,9 +226,8 @@ def head(source: Source, size: int = SNIFF_BYTES) -> str:
 # ---------------------------------------------------------------- dates and clocks
 
 _CLOCK = re.compile(r"^(\d{1,2}):(\d{2}):(\d{2})(?:\s*([AaPp])\.?[Mm]\.?)?$")
-# Epoch seconds a frame can hold: datetime64[ns] ends in 2262 (2**63 ns); a larger time would wrap to a
-# wrong one, not fail
-T_LIMIT_S = 9.2e9
+_CJK_CLOCK = re.compile(r"^(\d{1,2})[时時](\d{2})分(\d{2})秒$")  # zh_CN 12时46分44秒, ja_JP 時
+T_LIMIT_S = 9.2e9  # epoch seconds datetime64[ns] holds (2**63 ns, in 2262): beyond, times wrap, not fail
 # pt-stalk's snapshot series (-diskstats, -netstat_s, ...): `TS <epoch seconds>[ <date time>]` before each
 PT_STALK_STAMP = re.compile(r"^TS (\d+(?:\.\d+)?)(?: .*)?$")
 
@@ -240,7 +236,7 @@ def stamp_seconds(stamp: re.Match[str], line_no: int, lines: Lines) -> float:
     """A `PT_STALK_STAMP` match's epoch seconds.
 
     Raises:
-        ParseError: a time past 2261, which datetime64[ns] cannot hold (it would wrap to a wrong one).
+        ParseError: a time past 2261, which datetime64[ns] cannot hold.
     """
     seconds = float(stamp[1])
     if seconds >= T_LIMIT_S:
@@ -248,7 +244,6 @@ def stamp_seconds(stamp: re.Match[str], line_no: int, lines: Lines) -> float:
     return seconds
 
 
-_CJK_CLOCK = re.compile(r"^(\d{1,2})[时時](\d{2})分(\d{2})秒$")  # zh_CN 12时46分44秒, ja_JP 時
 _DATE_FORMS = (
     (re.compile(r"^(\d{4})-(\d{2})-(\d{2})$"), ("y", "m", "d")),  # ISO 2026-11-22
     (re.compile(r"^(\d{2})/(\d{2})/(\d{4})$"), ("m", "d", "y")),  # en_US 11/22/2026
@@ -260,11 +255,10 @@ _DATE_FORMS = (
 
 def parse_clock(text: str) -> tuple[int, int, int] | None:
     """`08:09:59`, `08:09:59 AM`, `12:05:00 AM` (= 00:05), `08时09分59秒` (zh_CN; ja_JP `時`) ->
-    (h, m, s); None if not a clock.
-
-    AM/PM is read by hand: strptime's %p follows the process locale.
+    (h, m, s); None if not a clock. AM/PM is read by hand: strptime's %p follows the process locale.
     """
-    m = _CLOCK.match(text.strip()) or _CJK_CLOCK.match(text.strip())
+    text = text.strip()
+    m = _CLOCK.match(text) or _CJK_CLOCK.match(text)
     if not m:
         return None
     h, mi, s = int(m[1]), int(m[2]), int(m[3])
@@ -297,9 +291,8 @@ def to_utc(naive: datetime, tz: str) -> pd.Timestamp:
     return pd.Timestamp(naive.replace(tzinfo=ZoneInfo(tz))).tz_convert("UTC")
 
 
-# Zone abbreviations that name one UTC offset (hours) wherever strftime's `%Z` prints them: the name
-# says whether daylight time is in force. Not here, because they name several zones, so only the
-# capturing host's zone can tell: CST (China, Cuba, US Central), CDT, IST, BST, AST.
+# Zone abbreviations naming one UTC offset (hours) wherever strftime's `%Z` prints them. Not here, as
+# only the host's zone can tell which they mean: CST (China, Cuba, US Central), CDT, IST, BST, AST.
 FIXED_ABBREVIATIONS: dict[str, float] = {
     "UTC": 0, "GMT": 0, "WET": 0, "WEST": 1, "CET": 1, "CEST": 2, "EET": 2, "EEST": 3, "MSK": 3,
     "PST": -8, "PDT": -7, "MST": -7, "MDT": -6, "EDT": -4, "EST": -5, "HST": -10, "AKST": -9,
@@ -326,11 +319,10 @@ def zone_names(tz: str, naive: datetime, *, standard_all_year: bool = False) -> 
 
 
 def printed_zone(printed: str, tz: str, naive: datetime) -> str | timezone | None:
-    """The zone to read wall-clock time `naive` in, when strftime's `%Z` printed `printed` beside it.
-
-    UTC for `UTC`/`GMT`; `tz` when that is what `tz` prints then (its daylight rules apply); else the
-    fixed offset of an abbreviation that names one (`PDT`: UTC−7, exact for that instant); None for
-    one that names several zones (`CST`): the caller asks for the host's zone.
+    """The zone to read wall-clock time `naive` in, when strftime's `%Z` printed `printed` beside it:
+    UTC for `UTC`/`GMT`; `tz` when `tz` prints that then (its daylight rules apply); else the fixed
+    offset of an abbreviation naming one (`PDT`: UTC−7); None for one naming several (`CST`): the
+    caller asks for the host's zone.
     """
     if printed in ("UTC", "GMT"):
         return "UTC"
@@ -342,24 +334,23 @@ def printed_zone(printed: str, tz: str, naive: datetime) -> str | timezone | Non
 
 @dataclass(frozen=True)
 class ParseContext:
-    """What the archive knows of a capture that its text may not say: the host it was taken on, that
-    host's time zone, and when the capture started (its manifest record's `started_at`, a pt-stalk
-    sample's prefix). A capture that prints only a time of day (top, iotop) is dated by the start."""
+    """What the archive knows of a capture that its text may not say: the host, its time zone, and
+    when the capture started (the manifest's `started_at`, a pt-stalk sample's prefix), which dates a
+    capture printing only a time of day (top, iotop)."""
 
     host: str | None = None
     tz: str = "UTC"
     started_at: pd.Timestamp | None = None
-    # a capture that prints no time at all, of a pt-stalk collection (iostat/vmstat without -t,
-    # mysqladmin): its samples are dated from the collection's start (`date_samples`)
+    # a pt-stalk capture printing no time (iostat/vmstat without -t, mysqladmin): `date_samples`
     samples_from: pd.Timestamp | None = None
-    # the tool's version as its record names it (`top from procps-ng 4.0.2`): a known flaw of one
-    # release that its text does not show (a parser that reads it declares `READS_TOOL_VERSION`)
+    # as the record names it (`top from procps-ng 4.0.2`): for a flaw of one release its text does
+    # not show (a parser that reads it declares `READS_TOOL_VERSION`)
     tool_version: str | None = None
 
 
 def date_samples(frame: pd.DataFrame, start: pd.Timestamp) -> None:
-    """Date the samples of a capture that prints no time (iostat/vmstat without -t, mysqladmin):
-    sample k at `start` + k × its interval (pt-stalk runs them every second). In place."""
+    """Date in place the samples of a capture that prints no time (iostat/vmstat without -t,
+    mysqladmin): sample k at `start` + k × its interval (pt-stalk runs them every second)."""
     if frame.empty or ("timestamp" in frame.columns and frame["timestamp"].notna().any()):
         return
     if "snapshot" in frame.columns and "timestamp" in frame.columns:
@@ -397,9 +388,9 @@ def capture_day(first_clock_s: float, started_at: pd.Timestamp, tz: str) -> date
 
 
 def clock_stamps(clock_s: np.ndarray, day0: date, tz: str) -> pd.Series:
-    """UTC timestamps of seconds since the first midnight on `day0` in `tz`, for tools that print a
-    time of day and no date (top, iotop); the distinct clocks localised at once (`wall_utc`: a day of
-    top -H is 5 M rows and 86 k clocks; a zone lookup each took 0.9 s). NaN gives NaT."""
+    """UTC timestamps of seconds since the first midnight on `day0` in `tz` (NaN: NaT), for tools that
+    print a time of day and no date (top, iotop). The distinct clocks are localised at once by
+    `wall_utc`: a day of top -H is 5 M rows and 86 k clocks; a zone lookup each took 0.9 s."""
     clock_s = np.asarray(clock_s, dtype=np.float64)
     # a clock holds for a screen's rows: the distinct ones among the runs' (a fifth of a hash per row)
     first = np.ones(len(clock_s), dtype=bool)
@@ -476,14 +467,14 @@ def records_frame(rows: list[dict], schema: dict[str, str], **same: object) -> p
 
 
 class Parts:
-    """A frame's columns as numpy chunks, joined once at the end.
+    """A frame's columns as numpy chunks, joined once at the end (growing arrays is no cheaper: once
+    pandas has freed its chunk buffers, glibc serves arrays of a few MB from the heap, where every
+    growth copies them).
 
-    Growing arrays in place looks cheaper but is not: once pandas has allocated and freed its chunk
-    buffers, glibc serves arrays of a few MB from the heap, where every growth copies them. With a
-    `capacity` (rows at most: a bound from the capture's size, set before the first `add`) each column
-    is one array instead, written in place and trimmed at the end: the pages never written cost no
-    memory, and no second copy of the frame is made (a day of iostat: peak RSS 717 -> 480 MB, the
-    joined copy was 270 MB). Past the bound, or with another dtype, chunks again.
+    With a `capacity` (a bound on rows from the capture's size, set before the first `add`) each column
+    is one array, written in place and trimmed at the end: pages never written cost no memory and no
+    joined copy is made (a day of iostat: peak RSS 717 -> 480 MB). Past the bound, or with another
+    dtype, chunks again.
     """
 
     def __init__(self, width: int, capacity: int = 0):
@@ -525,14 +516,13 @@ class Parts:
 
 
 def text_column(table: list[str | None], codes: np.ndarray) -> pd.api.extensions.ExtensionArray:
-    """A string column from its distinct texts and one index into them per row (-1: NA).
+    """A string column from its distinct texts and one index into them per row (-1: NA), by one Arrow
+    `take`, not a Python object per row.
 
-    One Arrow `take` instead of a Python object per row. The system allocator, not Arrow's default
-    (mimalloc): mimalloc asks for huge pages, which the kernel compacts memory for on a first touch
-    once a large parse has fragmented it (0.28 s of system time for one 70 MB column, 0.09 s here).
-    A column of one value (the host; numastat's section and its process, NA for the NUMA counters) is
-    laid out directly, its offsets an arange and its bytes the text repeated: a `take` copies each
-    row's bytes one at a time (30 ms per column of 2.6 M rows, 5 ms laid out).
+    The system allocator, not Arrow's mimalloc: that asks for huge pages, which the kernel compacts
+    fragmented memory for on first touch (0.28 s of system time for a 70 MB column, 0.09 s here). A
+    column of one value (the host, numastat's section) is laid out directly: `take` copies each row's
+    bytes one at a time (30 ms per column of 2.6 M rows, 5 ms laid out).
     """
     if len(codes) and (first := int(codes[0])) == codes.min() == codes.max():
         return _constant_text(table[first] if first >= 0 else None, len(codes))
