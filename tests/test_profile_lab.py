@@ -64,7 +64,13 @@ def test_goroutines_on_one_mutex_spend_their_time_in_its_slow_path(
 
 def test_goroutines_with_mutexes_of_their_own_do_not(pprof_target: Path, tmp_path: Path) -> None:
     f, rows = hotspots(pprof_target, "lock-own", tmp_path / "own")
-    assert "family" not in f.evidence and f.severity == "info"
+    assert "family" not in f.evidence
+    # No family, so only one function at or above warn_flat_pct warns. Lock alone is 40-43 % flat here
+    # (go tool pprof), but once it reached 51.78 % in CI, and the warning was then right.
+    one = default_thresholds()["profile.hotspots"]["warn_flat_pct"]
+    top_pct = max(float(pct) for _, _, pct, _, _ in rows)
+    assert f.severity == ("warning" if top_pct >= one else "info")
+    assert f.evidence["flat1_pct"] == pytest.approx(top_pct, abs=0.01)
     pct, _ = lock_pct(rows)
     assert pct < 1  # no slow path at all, though Lock and Unlock (inlined) are most of the profile
     fast = sum(float(p) for name, _, p, _, _ in rows if name.endswith(("(*Mutex).Lock", "(*Mutex).Unlock")))
