@@ -46,7 +46,7 @@ import pandas as pd
 
 from perfkit.errors import ParseError
 
-from ._common import Extras, _looks_like_path, coerce, empty_frame
+from ._common import Extras, _is_path, coerce, empty_frame
 
 
 @dataclass(frozen=True)
@@ -210,7 +210,7 @@ def folded(frame: pd.DataFrame, value_col: str) -> list[str]:
 def _read(source: ProfileSource) -> tuple[bytes, str | None]:
     if isinstance(source, bytes | bytearray | memoryview):
         return bytes(source), None
-    if isinstance(source, Path) or (isinstance(source, str) and _looks_like_path(source)):
+    if _is_path(source):
         try:
             with open(source, "rb") as fh:
                 return fh.read(MAX_PROFILE_BYTES + 1), str(source)
